@@ -1,0 +1,4 @@
+//! Devices.
+/// A CUDA device.
+#[derive(Debug, Clone)]
+pub struct Device {}

@@ -1,0 +1,4 @@
+//! Events.
+/// A CUDA event.
+#[derive(Debug)]
+pub struct Event {}

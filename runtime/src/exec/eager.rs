@@ -1,0 +1,4 @@
+//! Eager execution.
+/// Eager issuer.
+#[derive(Debug)]
+pub struct Eager {}

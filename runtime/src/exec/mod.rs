@@ -1,0 +1,2 @@
+//! Executors: issuers that run a pipeline for real.
+pub mod eager;

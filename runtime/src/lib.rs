@@ -1,0 +1,43 @@
+//! streamgraph's runtime: streams, events and kernels on the CUDA driver; the happens-before
+//! plan of a pipeline; eager and capture executors; CUDA graphs and their replay.
+//!
+//! Most users depend on the facade crate `streamgraph`, which re-exports this crate and the
+//! `pipeline!` macro.
+#![warn(missing_docs)]
+
+pub mod device;
+pub mod error;
+pub mod event;
+pub mod exec;
+mod ffi;
+pub mod issue;
+pub mod memory;
+pub mod module;
+pub mod plan;
+pub mod program;
+pub mod stream;
+
+pub use device::Device;
+pub use error::{Error, Result};
+pub use event::Event;
+pub use exec::eager::Eager;
+pub use issue::{
+    BufferAccess, DeviceRange, Dim3, FillPattern, HostFn, Issuer, KernelArg, LaunchConfig,
+    Memory, MemoryRef, Pipeline, StreamOptions,
+};
+pub use memory::{DeviceBuffer, PinnedBuffer};
+pub use module::{Kernel, Module};
+pub use plan::Plan;
+pub use program::{
+    AccessMode, EventDecl, Location, Program, Statement, StatementKind, StaticAccess, StreamDecl,
+};
+pub use stream::{current_stream, Stream};
+
+/// Items used by code that `pipeline!` generates. Not part of the public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::issue::*;
+    pub use crate::memory::__private::*;
+    pub use crate::program::*;
+    pub use crate::Error;
+}

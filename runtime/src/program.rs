@@ -1,0 +1,151 @@
+//! The static description of a pipeline, as the `pipeline!` macro generates it.
+//!
+//! A [`Program`] lists a pipeline's streams, events and statements in source order. It is
+//! `'static` data: every issuer (eager, capture, plan) refers to statements by `&'static
+//! Statement`, so errors and pictures can always name the statement and where it was written.
+
+use std::fmt;
+
+/// A place in the user's source code: `file:line:column` (line and column start at 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Location {
+    /// The source file, as `file!()` gives it.
+    pub file: &'static str,
+    /// The line, from 1.
+    pub line: u32,
+    /// The column, from 1.
+    pub column: u32,
+}
+
+impl Location {
+    /// A location for programs written by hand (tests, tools) rather than by the macro.
+    pub const UNKNOWN: Location = Location { file: "<unknown>", line: 0, column: 0 };
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+    }
+}
+
+/// A whole pipeline: its streams (the first is the origin), events and statements.
+#[derive(Debug)]
+pub struct Program {
+    /// The pipeline's type name.
+    pub name: &'static str,
+    /// Declared streams, in declaration order; index 0 is the origin stream.
+    pub streams: &'static [StreamDecl],
+    /// Declared events, in declaration order.
+    pub events: &'static [EventDecl],
+    /// Every statement, in source order; `statements[i].id == i`.
+    pub statements: &'static [Statement],
+    /// Where the pipeline was declared.
+    pub location: Location,
+}
+
+impl Program {
+    /// The origin stream's index (always 0): the stream the pipeline runs "on" as a unit.
+    pub const ORIGIN: usize = 0;
+}
+
+/// A `stream NAME(...)` declaration. Its priority and device are run-time values: see
+/// [`crate::StreamOptions`] and [`crate::Pipeline::stream_options`].
+#[derive(Debug)]
+pub struct StreamDecl {
+    /// The stream's name in the pipeline.
+    pub name: &'static str,
+    /// Where it was declared.
+    pub location: Location,
+}
+
+/// An `event NAME` declaration.
+#[derive(Debug)]
+pub struct EventDecl {
+    /// The event's name in the pipeline.
+    pub name: &'static str,
+    /// Where it was declared.
+    pub location: Location,
+}
+
+/// One statement of a pipeline, as written once in the source. A statement inside a `for`
+/// loop is issued once per iteration; each issue is a separate operation at run time.
+#[derive(Debug)]
+pub struct Statement {
+    /// Index of this statement in [`Program::statements`].
+    pub id: usize,
+    /// Index of the stream it is issued on, in [`Program::streams`].
+    pub stream: usize,
+    /// What the statement does.
+    pub kind: StatementKind,
+    /// The statement's source text, normalised (for messages and pictures).
+    pub text: &'static str,
+    /// The buffers it touches, by parameter name, as the macro saw them.
+    pub accesses: &'static [StaticAccess],
+    /// Where it was written.
+    pub location: Location,
+}
+
+impl fmt::Display for Statement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}` at {}", self.text, self.location)
+    }
+}
+
+/// The kind of a [`Statement`], with the indices it refers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StatementKind {
+    /// `launch KERNEL<<<GRID, BLOCK[, SHARED]>>>(ARGS)`; `kernel` is the kernel expression's text.
+    Launch {
+        /// The kernel expression as written, e.g. `k.scale`.
+        kernel: &'static str,
+    },
+    /// `copy DST <- SRC`.
+    Copy,
+    /// `fill BUF = VALUE`.
+    Fill,
+    /// `host F`: a host function run in stream order.
+    Host,
+    /// `record EVENT`.
+    Record {
+        /// Index into [`Program::events`].
+        event: usize,
+    },
+    /// `wait EVENT`.
+    Wait {
+        /// Index into [`Program::events`].
+        event: usize,
+    },
+    /// `wait_stream STREAM`.
+    WaitStream {
+        /// Index into [`Program::streams`] of the stream waited for.
+        stream: usize,
+    },
+}
+
+impl StatementKind {
+    /// Whether the statement creates work (a node of the graph) rather than only ordering.
+    pub fn is_operation(&self) -> bool {
+        matches!(self, Self::Launch { .. } | Self::Copy | Self::Fill | Self::Host)
+    }
+}
+
+/// How a statement touches a buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AccessMode {
+    /// `&x` in launch arguments, a `copy` source.
+    Read,
+    /// `&mut x` in launch arguments, a `copy` destination, a `fill` target.
+    Write,
+}
+
+/// A buffer access as the macro saw it: by name, with whether the whole buffer is meant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StaticAccess {
+    /// The root name of the buffer expression (`x` for `&mut x` and for `&x.slice(0..n)`).
+    pub buffer: &'static str,
+    /// Read or write.
+    pub mode: AccessMode,
+    /// `true` when the expression is the plain name (the whole buffer); `false` for a
+    /// sub-range, whose overlap only the run-time plan can decide.
+    pub whole: bool,
+}

@@ -1,0 +1,1 @@
+pub use streamgraph_runtime::*;
