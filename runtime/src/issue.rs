@@ -134,6 +134,11 @@ pub struct DeviceRange {
 }
 
 impl DeviceRange {
+    /// The `device` of host memory (pinned or pageable) in race detection.
+    pub const HOST: i32 = -1;
+    /// The `device` of buffers made with `DeviceBuffer::for_planning`: plan-only memory.
+    pub const PLANNING: i32 = -2;
+
     /// Whether the two ranges share at least one byte of the same device.
     pub fn overlaps(&self, other: &DeviceRange) -> bool {
         self.device == other.device

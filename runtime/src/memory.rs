@@ -130,7 +130,36 @@ pub mod __private {
 /// A buffer in device memory (placeholder until the foundation lands).
 #[derive(Debug)]
 pub struct DeviceBuffer<T> {
+    ptr: u64,
+    len: usize,
     _t: std::marker::PhantomData<T>,
+}
+
+impl<T: DeviceRepr> DeviceBuffer<T> {
+    /// A buffer that can only be planned: a unique address range on the
+    /// [`DeviceRange::PLANNING`] device, no memory behind it. Lets a pipeline's plan (and its
+    /// race check) be built on a machine without a GPU; issuing it for real is an error.
+    pub fn for_planning(len: usize) -> DeviceBuffer<T> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(1 << 40);
+        let bytes = (len * std::mem::size_of::<T>()) as u64;
+        let ptr = NEXT.fetch_add(bytes.next_multiple_of(256).max(256), Ordering::Relaxed);
+        DeviceBuffer { ptr, len, _t: std::marker::PhantomData }
+    }
+}
+
+impl<T: DeviceRepr> DeviceMemory for DeviceBuffer<T> {
+    type Elem = T;
+    fn range(&self) -> DeviceRange {
+        DeviceRange {
+            device: DeviceRange::PLANNING,
+            ptr: self.ptr,
+            bytes: self.len * std::mem::size_of::<T>(),
+        }
+    }
+    fn ptr_ref(&self) -> &u64 {
+        &self.ptr
+    }
 }
 
 /// A buffer in page-locked host memory (placeholder until the foundation lands).
