@@ -1,4 +1,5 @@
 //! The happens-before model: exact edge sets of hand-made programs (DESIGN.md §2).
+#![allow(clippy::unwrap_used)] // tests may unwrap
 
 mod plan_support;
 
@@ -146,9 +147,15 @@ fn statements_in_a_loop_are_separate_operations() {
         p.edges(),
         edges(&[(0, 1), (0, 2), (1, 3), (2, 3), (2, 4), (3, 5), (4, 5)])
     );
-    let occurrences: Vec<(usize, u32)> =
-        p.ops().iter().map(|o| (o.statement.id, o.occurrence)).collect();
-    assert_eq!(occurrences, [(0, 1), (3, 1), (0, 2), (3, 2), (0, 3), (3, 3)]);
+    let occurrences: Vec<(usize, u32)> = p
+        .ops()
+        .iter()
+        .map(|o| (o.statement.id, o.occurrence))
+        .collect();
+    assert_eq!(
+        occurrences,
+        [(0, 1), (3, 1), (0, 2), (3, 2), (0, 3), (3, 3)]
+    );
     assert_eq!(p.ops()[5].label, "launch k.consume #3");
     assert_eq!(p.final_frontier(), [4, 5]);
 }
@@ -287,7 +294,10 @@ fn the_planner_exposes_frontiers_and_snapshots_while_issuing() {
 fn error_of(program: &'static Program, id: usize) -> String {
     let mut planner = Planner::new(program);
     let err = issue(&mut planner, program, id, &Default::default()).unwrap_err();
-    assert!(matches!(err, Error::Statement { statement, .. } if statement.id == id), "{err:?}");
+    assert!(
+        matches!(err, Error::Statement { statement, .. } if statement.id == id),
+        "{err:?}"
+    );
     err.to_string()
 }
 
@@ -304,7 +314,10 @@ fn wrong_indices_are_errors_naming_the_statement() {
     b.record(7, e); // 4
     let program = b.build();
     let msg = error_of(program, 0);
-    assert!(msg.contains("launch k(&mut x)") && msg.contains("broken.rs:1:5"), "{msg}");
+    assert!(
+        msg.contains("launch k(&mut x)") && msg.contains("broken.rs:1:5"),
+        "{msg}"
+    );
     assert!(msg.contains("stream index 5 is out of range"), "{msg}");
     assert!(error_of(program, 1).contains("event index 3 is out of range"));
     assert!(error_of(program, 2).contains("event index 9 is out of range"));
@@ -326,10 +339,22 @@ fn a_statement_issued_as_the_wrong_kind_is_an_error() {
 
 // A pipeline written by hand the way `pipeline!` writes one: a constant program and an
 // `issue` method that walks it.
-static ACCESS_X_W: [StaticAccess; 1] = [StaticAccess { buffer: "x", mode: Write, whole: true }];
-static ACCESS_X_R: [StaticAccess; 1] = [StaticAccess { buffer: "x", mode: Read, whole: true }];
+static ACCESS_X_W: [StaticAccess; 1] = [StaticAccess {
+    buffer: "x",
+    mode: Write,
+    whole: true,
+}];
+static ACCESS_X_R: [StaticAccess; 1] = [StaticAccess {
+    buffer: "x",
+    mode: Read,
+    whole: true,
+}];
 const fn at(line: u32) -> Location {
-    Location { file: "tests/plan_model.rs", line, column: 9 }
+    Location {
+        file: "tests/plan_model.rs",
+        line,
+        column: 9,
+    }
 }
 
 struct Handmade {
@@ -341,10 +366,19 @@ impl Pipeline for Handmade {
     const PROGRAM: &'static Program = &Program {
         name: "Handmade",
         streams: &[
-            StreamDecl { name: "main", location: at(1) },
-            StreamDecl { name: "side", location: at(2) },
+            StreamDecl {
+                name: "main",
+                location: at(1),
+            },
+            StreamDecl {
+                name: "side",
+                location: at(2),
+            },
         ],
-        events: &[EventDecl { name: "ready", location: at(3) }],
+        events: &[EventDecl {
+            name: "ready",
+            location: at(3),
+        }],
         statements: &[
             Statement {
                 id: 0,
@@ -408,13 +442,22 @@ fn plan_build_issues_a_pipeline_through_the_planner() {
     assert_eq!(p.edges(), edges(&[(0, 1)]));
     p.check_races().unwrap();
 
-    let racy = Handmade { x: streamgraph::DeviceBuffer::for_planning(1024), synced: false };
+    let racy = Handmade {
+        x: streamgraph::DeviceBuffer::for_planning(1024),
+        synced: false,
+    };
     let p = Plan::build(&racy).unwrap();
     assert!(p.edges().is_empty());
     let err = p.check_races().unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains("tests/plan_model.rs:4:9") && msg.contains("tests/plan_model.rs:7:9"), "{msg}");
-    assert!(msg.contains("`main: launch k.write<<<1, 32>>>(&mut x)`"), "{msg}");
+    assert!(
+        msg.contains("tests/plan_model.rs:4:9") && msg.contains("tests/plan_model.rs:7:9"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("`main: launch k.write<<<1, 32>>>(&mut x)`"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -433,7 +476,10 @@ fn transitive_reduction_and_topological_order_of_a_wider_program() {
     b.launch(s1, "d", &w("y")); // 3
     let p = plan_all(b.build());
     assert_eq!(p.edges(), edges(&[(0, 1), (0, 2), (0, 3), (1, 3), (2, 3)]));
-    assert_eq!(p.transitive_reduction(), edges(&[(0, 1), (0, 2), (1, 3), (2, 3)]));
+    assert_eq!(
+        p.transitive_reduction(),
+        edges(&[(0, 1), (0, 2), (1, 3), (2, 3)])
+    );
     let order = p.topological_order();
     let pos = |op: usize| order.iter().position(|&o| o == op).unwrap();
     for (a, b) in p.edges() {

@@ -22,14 +22,22 @@ pub struct Region {
 
 impl Region {
     pub fn new(ptr: u64, bytes: usize) -> Region {
-        Region { device: DeviceRange::PLANNING, ptr, bytes }
+        Region {
+            device: DeviceRange::PLANNING,
+            ptr,
+            bytes,
+        }
     }
 }
 
 impl DeviceMemory for Region {
     type Elem = u8;
     fn range(&self) -> DeviceRange {
-        DeviceRange { device: self.device, ptr: self.ptr, bytes: self.bytes }
+        DeviceRange {
+            device: self.device,
+            ptr: self.ptr,
+            bytes: self.bytes,
+        }
     }
     fn ptr_ref(&self) -> &u64 {
         &self.ptr
@@ -37,7 +45,11 @@ impl DeviceMemory for Region {
 }
 
 pub fn config() -> LaunchConfig {
-    LaunchConfig { grid: Dim3::from(1), block: Dim3::from(32), shared_mem_bytes: 0 }
+    LaunchConfig {
+        grid: Dim3::from(1),
+        block: Dim3::from(32),
+        shared_mem_bytes: 0,
+    }
 }
 
 /// Issues statement `id` of `program` into `issuer`; buffers are looked up by name in
@@ -76,11 +88,15 @@ pub fn issue<I: Issuer + ?Sized>(
             args.push(arg_value(&n));
             issuer.launch(stmt, &Kernel::for_planning(kernel), config(), &args)
         }
-        StatementKind::Fill => {
-            issuer.fill(stmt, region(stmt.accesses[0].buffer).range(), FillPattern::U32(0))
-        }
+        StatementKind::Fill => issuer.fill(
+            stmt,
+            region(stmt.accesses[0].buffer).range(),
+            FillPattern::U32(0),
+        ),
         StatementKind::Host => issuer.host(stmt, Arc::new(|| {})),
-        StatementKind::Copy => panic!("copies need CopySource/CopyTarget memory; see the unit tests"),
+        StatementKind::Copy => {
+            panic!("copies need CopySource/CopyTarget memory; see the unit tests")
+        }
         StatementKind::Record { .. } => issuer.record(stmt),
         StatementKind::Wait { .. } => issuer.wait(stmt),
         StatementKind::WaitStream { .. } => issuer.wait_stream(stmt),
@@ -88,7 +104,11 @@ pub fn issue<I: Issuer + ?Sized>(
 }
 
 /// The plan of issuing `script` (statement ids, repeated for loops) with `regions`.
-pub fn plan_with(program: &'static Program, script: &[usize], regions: &HashMap<&str, Region>) -> Plan {
+pub fn plan_with(
+    program: &'static Program,
+    script: &[usize],
+    regions: &HashMap<&str, Region>,
+) -> Plan {
     let mut planner = Planner::new(program);
     for &id in script {
         issue(&mut planner, program, id, regions).unwrap();

@@ -300,3 +300,97 @@ impl Issuer for Planner {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
+mod tests {
+    use super::*;
+    use crate::plan::ProgramBuilder;
+
+    fn device(ptr: u64, bytes: usize) -> MemoryRef<'static> {
+        MemoryRef::new(
+            Memory::Device(DeviceRange {
+                device: 0,
+                ptr,
+                bytes,
+            }),
+            4,
+        )
+    }
+
+    fn pinned(ptr: usize, bytes: usize) -> MemoryRef<'static> {
+        MemoryRef::new(
+            Memory::PinnedHost {
+                ptr: ptr as *mut u8,
+                bytes,
+            },
+            4,
+        )
+    }
+
+    #[test]
+    fn copies_write_the_destination_and_read_the_source() {
+        let mut b = ProgramBuilder::new("Copies");
+        let (s0, s1) = (b.stream("s0"), b.stream("s1"));
+        b.copy(s0, "d", "h");
+        b.copy(s1, "h", "d2");
+        let program = b.build();
+        let mut planner = Planner::new(program);
+        planner
+            .copy(
+                &program.statements[0],
+                device(0x1000, 64),
+                pinned(0x8000, 64),
+            )
+            .unwrap();
+        planner
+            .copy(
+                &program.statements[1],
+                pinned(0x8020, 64),
+                device(0x2000, 64),
+            )
+            .unwrap();
+        let plan = planner.finish();
+        let op = &plan.ops()[0];
+        assert_eq!(op.accesses[0].mode, AccessMode::Write);
+        assert_eq!(
+            op.accesses[0].range,
+            DeviceRange {
+                device: 0,
+                ptr: 0x1000,
+                bytes: 64
+            }
+        );
+        assert_eq!(op.accesses[1].mode, AccessMode::Read);
+        assert_eq!(op.accesses[1].range.device, DeviceRange::HOST);
+        // The second copy writes host bytes the first reads, unordered: a race on host memory.
+        let races = plan.races();
+        assert_eq!(races.len(), 1);
+        assert_eq!(
+            races[0].overlap(),
+            DeviceRange {
+                device: DeviceRange::HOST,
+                ptr: 0x8020,
+                bytes: 32
+            }
+        );
+        assert!(crate::plan::format_races(&races).contains("of host memory"));
+    }
+
+    #[test]
+    fn copies_of_different_sizes_are_an_error() {
+        let mut b = ProgramBuilder::new("Sizes");
+        let s0 = b.stream("s0");
+        b.copy(s0, "d", "s");
+        let program = b.build();
+        let mut planner = Planner::new(program);
+        let err = planner
+            .copy(&program.statements[0], device(0, 64), device(0x100, 32))
+            .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("`copy d <- s`") && msg.contains("destination 64 bytes, source 32 bytes"),
+            "{msg}"
+        );
+    }
+}
