@@ -1,28 +1,313 @@
-//! The happens-before plan (placeholder until the plan lands).
-use crate::error::Error;
-use crate::issue::Pipeline;
+//! The happens-before plan of a pipeline: which operations must finish before which, built
+//! without a GPU.
+//!
+//! A pipeline is a sequence of host-issued commands in program order. Each stream `s` has a
+//! **frontier** `F(s)`, the operations the next operation on `s` must follow; each event `e`
+//! has a **snapshot** `E(e)`. The [`Planner`] applies, command by command:
+//!
+//! | command | effect |
+//! | --- | --- |
+//! | `op(s)` (launch, copy, fill, host) | new node `n` with an edge from every node of `F(s)`; then `F(s) := {n}` |
+//! | `record(e, s)` | `E(e) := F(s)` (a later record overwrites; earlier waits keep the old snapshot) |
+//! | `wait(s, e)` | `F(s) := F(s) ∪ E(e)` (an event never recorded is an empty snapshot) |
+//! | `wait_stream(s, t)` | `F(s) := F(s) ∪ F(t)` |
+//!
+//! Run as a unit, a pipeline behaves like one operation on its origin stream (the first
+//! declared): at the start every stream's frontier is the origin's, empty within the
+//! pipeline (fork); at the end the origin waits for every stream (join), which
+//! [`Plan::final_frontier`] keeps.
+//!
+//! These rules are the CUDA driver's own: a captured CUDA graph has exactly these edges,
+//! redundant ones included (no transitive reduction), so a capture can be checked edge for
+//! edge against [`Plan::edges`], and two programs are equivalent when their
+//! [`reachability`] relations are equal.
+//!
+//! On the model a [`Plan`] answers [`happens_before`](Plan::happens_before) queries, finds
+//! [data races](Plan::races) on real address ranges — two operations on different streams
+//! touching overlapping bytes, one writing, with no path between them — and draws itself as
+//! Graphviz [DOT](Plan::to_dot).
+//!
+//! ```
+//! use streamgraph_runtime::__private::{arg_read, arg_write};
+//! use streamgraph_runtime::plan::{Planner, ProgramBuilder};
+//! use streamgraph_runtime::AccessMode::{Read, Write};
+//! use streamgraph_runtime::{DeviceBuffer, Dim3, Issuer, Kernel, LaunchConfig};
+//!
+//! # fn main() -> Result<(), streamgraph_runtime::Error> {
+//! // main: launch scale(&mut x); record ready
+//! // side: wait ready; launch axpy(&mut y, &x)
+//! // main: wait_stream side; launch sum(&x, &y)
+//! let mut b = ProgramBuilder::new("Diamond");
+//! let (main, side) = (b.stream("main"), b.stream("side"));
+//! let ready = b.event("ready");
+//! b.launch(main, "scale", &[("x", Write)]);
+//! b.record(main, ready);
+//! b.wait(side, ready);
+//! b.launch(side, "axpy", &[("y", Write), ("x", Read)]);
+//! b.wait_stream(main, side);
+//! b.launch(main, "sum", &[("x", Read), ("y", Read)]);
+//! let program = b.build();
+//! let s = &program.statements;
+//!
+//! let (x, y) = (DeviceBuffer::<f32>::for_planning(256), DeviceBuffer::<f32>::for_planning(256));
+//! let k = Kernel::for_planning("k");
+//! let cfg = LaunchConfig { grid: Dim3::from(1), block: Dim3::from(256), shared_mem_bytes: 0 };
+//! let mut planner = Planner::new(program);
+//! planner.launch(&s[0], &k, cfg, &[arg_write(&x)])?;
+//! planner.record(&s[1])?;
+//! planner.wait(&s[2])?;
+//! planner.launch(&s[3], &k, cfg, &[arg_write(&y), arg_read(&x)])?;
+//! planner.wait_stream(&s[4])?;
+//! planner.launch(&s[5], &k, cfg, &[arg_read(&x), arg_read(&y)])?;
+//! let plan = planner.finish();
+//!
+//! // scale → axpy (through `ready`), scale → sum (program order), axpy → sum (wait_stream).
+//! assert_eq!(plan.edges().into_iter().collect::<Vec<_>>(), [(0, 1), (0, 2), (1, 2)]);
+//! assert!(plan.happens_before(0, 2));
+//! // The join takes every stream's frontier, `axpy` included although `sum` follows it.
+//! assert_eq!(plan.final_frontier(), [1, 2]);
+//! plan.check_races()?; // every conflicting pair is ordered
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A pipeline type made by `pipeline!` is planned in one call: [`Plan::build`].
 
-/// The happens-before model of one issue of a pipeline.
-#[derive(Debug)]
-pub struct Plan {}
+use std::collections::{BTreeMap, BTreeSet};
 
-impl Plan {
-    /// Builds the model of `pipeline` by issuing it through the GPU-free planner.
-    pub fn build<P: Pipeline + ?Sized>(_pipeline: &P) -> Result<Plan, Error> {
-        Ok(Plan {})
-    }
+use petgraph::graph::{DiGraph, NodeIndex};
 
-    /// Fails with [`Error::Race`] listing every unordered conflicting pair of operations.
-    pub fn check_races(&self) -> Result<(), Error> {
-        Ok(())
-    }
+use crate::error::{Error, Result};
+use crate::issue::{BufferAccess, Pipeline};
+use crate::program::{Program, Statement};
+
+mod builder;
+mod dot;
+mod planner;
+mod race;
+pub mod random;
+mod reach;
+
+pub use builder::ProgramBuilder;
+pub use planner::Planner;
+pub use race::{format_races, Race, RaceSide};
+pub use random::RandomProgram;
+pub use reach::{reachability, Reach};
+
+/// One operation (a node of the model): one issue of a launch, copy, fill or host statement.
+#[derive(Debug, Clone)]
+pub struct PlanOp {
+    /// The statement issued.
+    pub statement: &'static Statement,
+    /// Which issue of the statement this is, from 1 (statements in loops are issued often).
+    pub occurrence: u32,
+    /// The stream it was issued on (index into [`Program::streams`]).
+    pub stream: usize,
+    /// The memory it touches: launch arguments' buffers, a copy's destination (write) and
+    /// source (read; host memory on [`DeviceRange::HOST`](crate::DeviceRange::HOST)), a
+    /// fill's target. Host functions touch none.
+    pub accesses: Vec<BufferAccess>,
+    /// A short name for pictures and messages, like `launch k.scale #2`.
+    pub label: String,
 }
 
-/// Two operations on different streams touching overlapping memory, one writing, unordered.
-#[derive(Debug)]
-pub struct Race {}
+/// Why an edge exists: how its source operation came into the frontier of the target's stream.
+#[derive(Debug, Clone, Copy)]
+pub enum Via {
+    /// Program order: the source is an earlier operation on the same stream.
+    Stream,
+    /// A `wait EVENT` merged the event's snapshot into the stream's frontier.
+    Event {
+        /// The event (index into [`Program::events`]).
+        event: usize,
+        /// The `wait` statement.
+        wait: &'static Statement,
+    },
+    /// A `wait_stream OTHER` merged the other stream's frontier.
+    WaitStream {
+        /// The stream waited for (index into [`Program::streams`]).
+        stream: usize,
+        /// The `wait_stream` statement.
+        wait: &'static Statement,
+    },
+}
 
-/// Formats races for [`Error::Race`].
-pub fn format_races(_races: &[Race]) -> String {
-    String::new()
+/// The happens-before model of one issue of a pipeline (see the [module docs](self)).
+///
+/// Operations are numbered in issue order; every edge goes from a lower to a higher number,
+/// so issue order is a topological order.
+#[derive(Debug)]
+pub struct Plan {
+    program: &'static Program,
+    ops: Vec<PlanOp>,
+    edges: BTreeMap<(usize, usize), Via>,
+    final_frontier: Vec<usize>,
+    graph: DiGraph<usize, ()>,
+    successors: Vec<Vec<usize>>,
+    reach: Reach,
+}
+
+impl Plan {
+    /// Builds the model of `pipeline` by issuing it through the GPU-free [`Planner`].
+    pub fn build<P: Pipeline + ?Sized>(pipeline: &P) -> Result<Plan, Error> {
+        let mut planner = Planner::new(P::PROGRAM);
+        pipeline.issue(&mut planner)?;
+        Ok(planner.finish())
+    }
+
+    pub(crate) fn new(
+        program: &'static Program,
+        ops: Vec<PlanOp>,
+        edges: BTreeMap<(usize, usize), Via>,
+        final_frontier: Vec<usize>,
+    ) -> Plan {
+        let mut graph = DiGraph::with_capacity(ops.len(), edges.len());
+        for i in 0..ops.len() {
+            graph.add_node(i);
+        }
+        let mut successors = vec![Vec::new(); ops.len()];
+        for &(a, b) in edges.keys() {
+            graph.add_edge(NodeIndex::new(a), NodeIndex::new(b), ());
+            successors[a].push(b);
+        }
+        let reach = Reach::from_successors(&successors);
+        Plan {
+            program,
+            ops,
+            edges,
+            final_frontier,
+            graph,
+            successors,
+            reach,
+        }
+    }
+
+    /// The program this plan models.
+    pub fn program(&self) -> &'static Program {
+        self.program
+    }
+
+    /// The operations, in issue order; an operation's index is its node number.
+    pub fn ops(&self) -> &[PlanOp] {
+        &self.ops
+    }
+
+    /// The number of operations.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Whether the pipeline issued no operation.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// The stream operation `op` was issued on, if it exists.
+    pub fn stream_of(&self, op: usize) -> Option<usize> {
+        self.ops.get(op).map(|o| o.stream)
+    }
+
+    /// Every edge `(from, to)` of the model, by operation index: exactly the dependencies a
+    /// CUDA graph capture of the pipeline has, redundant ones included.
+    pub fn edges(&self) -> BTreeSet<(usize, usize)> {
+        self.edges.keys().copied().collect()
+    }
+
+    /// Why the edge `from → to` exists, or `None` when there is no such edge.
+    pub fn edge_via(&self, from: usize, to: usize) -> Option<Via> {
+        self.edges.get(&(from, to)).copied()
+    }
+
+    /// The operations that directly precede `op` (its incoming edges), in increasing order.
+    pub fn predecessors(&self, op: usize) -> Vec<usize> {
+        self.edges
+            .range(..(op, 0))
+            .filter(|&(&(_, b), _)| b == op)
+            .map(|(&(a, _), _)| a)
+            .collect()
+    }
+
+    /// The operations that directly follow `op`, in increasing order.
+    pub fn successors(&self, op: usize) -> &[usize] {
+        self.successors.get(op).map_or(&[], Vec::as_slice)
+    }
+
+    /// Whether `a` must finish before `b` starts: a path of edges leads from `a` to `b`.
+    /// False when `a == b` or either is out of range.
+    pub fn happens_before(&self, a: usize, b: usize) -> bool {
+        self.reach.reaches(a, b)
+    }
+
+    /// Whether `a` and `b` are ordered one way or the other (or are the same operation).
+    pub fn ordered(&self, a: usize, b: usize) -> bool {
+        self.reach.ordered(a, b)
+    }
+
+    /// The happens-before relation as a whole, to compare with another graph's.
+    pub fn reach(&self) -> &Reach {
+        &self.reach
+    }
+
+    /// Whether the graph on nodes `0..n` with `edges` orders operations exactly as this plan
+    /// does (node `i` standing for operation `i`): the equivalence of two programs.
+    pub fn same_happens_before(&self, edges: &BTreeSet<(usize, usize)>, n: usize) -> bool {
+        reachability(n, edges) == self.reach
+    }
+
+    /// The fewest edges with the same happens-before relation: `a → b` is dropped when
+    /// another path leads from `a` to `b`.
+    pub fn transitive_reduction(&self) -> BTreeSet<(usize, usize)> {
+        let mut kept = BTreeSet::new();
+        for (a, succ) in self.successors.iter().enumerate() {
+            for &b in succ {
+                if !succ.iter().any(|&c| c != b && self.reach.reaches(c, b)) {
+                    kept.insert((a, b));
+                }
+            }
+        }
+        kept
+    }
+
+    /// The operations in an order that respects every edge (petgraph's toposort; issue
+    /// order is one such order, and the fallback should the graph ever have a cycle).
+    pub fn topological_order(&self) -> Vec<usize> {
+        match petgraph::algo::toposort(&self.graph, None) {
+            Ok(order) => order.into_iter().map(NodeIndex::index).collect(),
+            Err(_) => (0..self.ops.len()).collect(),
+        }
+    }
+
+    /// The origin's frontier after the final join: the operations that work issued on the
+    /// origin after the pipeline must follow. Every operation happens before one of them or
+    /// is one of them.
+    pub fn final_frontier(&self) -> &[usize] {
+        &self.final_frontier
+    }
+
+    /// The model as a petgraph graph: node `i` has weight `i` and stands for `ops()[i]`.
+    pub fn graph(&self) -> &DiGraph<usize, ()> {
+        &self.graph
+    }
+
+    /// Every pair of operations on different streams that touch overlapping memory, at least
+    /// one writing, with no happens-before path either way; sorted by the operations' indices.
+    pub fn races(&self) -> Vec<Race> {
+        race::find(self)
+    }
+
+    /// Fails with [`Error::Race`] listing every race [`races`](Self::races) finds.
+    pub fn check_races(&self) -> Result<(), Error> {
+        let races = self.races();
+        if races.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Race(races))
+        }
+    }
+
+    /// The model in Graphviz DOT: one cluster per stream, nodes labelled with the operation
+    /// and its `file:line`, waits drawn as dashed edges labelled with the event or stream.
+    pub fn to_dot(&self) -> String {
+        dot::render(self)
+    }
 }

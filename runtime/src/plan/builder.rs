@@ -1,0 +1,248 @@
+//! [`ProgramBuilder`]: a [`Program`] written by hand, for tests and tools.
+
+use crate::program::{
+    AccessMode, EventDecl, Location, Program, Statement, StatementKind, StaticAccess, StreamDecl,
+};
+
+/// Builds a `&'static` [`Program`] without the `pipeline!` macro: for tests of executors
+/// and of the plan, and for tools that generate programs.
+///
+/// Each statement method returns the statement's index in [`Program::statements`]. Indices
+/// are not checked, so a builder can also describe malformed programs (issuers must reject
+/// them with an error). Statement `i` is placed at line `i + 1` of the builder's file, so
+/// messages name distinct locations.
+///
+/// [`build`](Self::build) leaks the program (a few hundred bytes per statement), as the
+/// macro's programs are `'static` too; build a bounded number of them.
+///
+/// ```
+/// use streamgraph_runtime::plan::ProgramBuilder;
+/// use streamgraph_runtime::AccessMode::{Read, Write};
+///
+/// let mut b = ProgramBuilder::new("Diamond");
+/// let main = b.stream("main");
+/// let side = b.stream("side");
+/// let ready = b.event("ready");
+/// b.launch(main, "k.scale", &[("x", Write)]);
+/// b.record(main, ready);
+/// b.wait(side, ready);
+/// b.launch(side, "k.axpy", &[("y", Write), ("x", Read)]);
+/// b.wait_stream(main, side);
+/// let program = b.build();
+/// assert_eq!(program.statements[3].text, "launch k.axpy(&mut y, &x)");
+/// ```
+#[derive(Debug, Clone)]
+pub struct ProgramBuilder {
+    name: String,
+    file: String,
+    streams: Vec<String>,
+    events: Vec<String>,
+    statements: Vec<Pending>,
+}
+
+#[derive(Debug, Clone)]
+struct Pending {
+    stream: usize,
+    kind: PendingKind,
+    accesses: Vec<(String, AccessMode)>,
+}
+
+#[derive(Debug, Clone)]
+enum PendingKind {
+    Launch(String),
+    Copy,
+    Fill,
+    Host,
+    Record(usize),
+    Wait(usize),
+    WaitStream(usize),
+}
+
+impl ProgramBuilder {
+    /// An empty program named `name`, placed in the file `<name>`.
+    pub fn new(name: &str) -> ProgramBuilder {
+        ProgramBuilder {
+            name: name.to_owned(),
+            file: format!("<{name}>"),
+            streams: Vec::new(),
+            events: Vec::new(),
+            statements: Vec::new(),
+        }
+    }
+
+    /// Sets the file name that statement locations report.
+    pub fn file(&mut self, file: &str) -> &mut Self {
+        file.clone_into(&mut self.file);
+        self
+    }
+
+    /// Declares a stream and returns its index; the first declared is the origin.
+    pub fn stream(&mut self, name: &str) -> usize {
+        self.streams.push(name.to_owned());
+        self.streams.len() - 1
+    }
+
+    /// Declares an event and returns its index.
+    pub fn event(&mut self, name: &str) -> usize {
+        self.events.push(name.to_owned());
+        self.events.len() - 1
+    }
+
+    /// `launch KERNEL(ARGS)` on `stream`, touching the named buffers.
+    pub fn launch(&mut self, stream: usize, kernel: &str, args: &[(&str, AccessMode)]) -> usize {
+        let accesses = args.iter().map(|&(b, m)| (b.to_owned(), m)).collect();
+        self.push(stream, PendingKind::Launch(kernel.to_owned()), accesses)
+    }
+
+    /// `copy DST <- SRC` on `stream`.
+    pub fn copy(&mut self, stream: usize, dst: &str, src: &str) -> usize {
+        let accesses = vec![
+            (dst.to_owned(), AccessMode::Write),
+            (src.to_owned(), AccessMode::Read),
+        ];
+        self.push(stream, PendingKind::Copy, accesses)
+    }
+
+    /// `fill BUF` on `stream`.
+    pub fn fill(&mut self, stream: usize, buffer: &str) -> usize {
+        self.push(
+            stream,
+            PendingKind::Fill,
+            vec![(buffer.to_owned(), AccessMode::Write)],
+        )
+    }
+
+    /// `host F` on `stream`.
+    pub fn host(&mut self, stream: usize) -> usize {
+        self.push(stream, PendingKind::Host, Vec::new())
+    }
+
+    /// `record EVENT` on `stream`.
+    pub fn record(&mut self, stream: usize, event: usize) -> usize {
+        self.push(stream, PendingKind::Record(event), Vec::new())
+    }
+
+    /// `wait EVENT` on `stream`.
+    pub fn wait(&mut self, stream: usize, event: usize) -> usize {
+        self.push(stream, PendingKind::Wait(event), Vec::new())
+    }
+
+    /// `wait_stream OTHER` on `stream`.
+    pub fn wait_stream(&mut self, stream: usize, other: usize) -> usize {
+        self.push(stream, PendingKind::WaitStream(other), Vec::new())
+    }
+
+    /// The number of statements so far.
+    pub fn len(&self) -> usize {
+        self.statements.len()
+    }
+
+    /// Whether no statement was added yet.
+    pub fn is_empty(&self) -> bool {
+        self.statements.is_empty()
+    }
+
+    /// The finished program, leaked to `'static`.
+    pub fn build(&self) -> &'static Program {
+        let file = leak(&self.file);
+        let at = |line: usize| Location {
+            file,
+            line: line as u32,
+            column: 5,
+        };
+        let streams: Vec<StreamDecl> = self
+            .streams
+            .iter()
+            .map(|name| StreamDecl {
+                name: leak(name),
+                location: at(0),
+            })
+            .collect();
+        let events: Vec<EventDecl> = self
+            .events
+            .iter()
+            .map(|name| EventDecl {
+                name: leak(name),
+                location: at(0),
+            })
+            .collect();
+        let statements: Vec<Statement> = self
+            .statements
+            .iter()
+            .enumerate()
+            .map(|(id, p)| Statement {
+                id,
+                stream: p.stream,
+                kind: match &p.kind {
+                    PendingKind::Launch(kernel) => StatementKind::Launch {
+                        kernel: leak(kernel),
+                    },
+                    PendingKind::Copy => StatementKind::Copy,
+                    PendingKind::Fill => StatementKind::Fill,
+                    PendingKind::Host => StatementKind::Host,
+                    &PendingKind::Record(event) => StatementKind::Record { event },
+                    &PendingKind::Wait(event) => StatementKind::Wait { event },
+                    &PendingKind::WaitStream(stream) => StatementKind::WaitStream { stream },
+                },
+                text: leak(&self.text(id, p)),
+                accesses: Box::leak(
+                    p.accesses
+                        .iter()
+                        .map(|(b, mode)| StaticAccess {
+                            buffer: leak(b),
+                            mode: *mode,
+                            whole: true,
+                        })
+                        .collect(),
+                ),
+                location: at(id + 1),
+            })
+            .collect();
+        Box::leak(Box::new(Program {
+            name: leak(&self.name),
+            streams: Box::leak(streams.into_boxed_slice()),
+            events: Box::leak(events.into_boxed_slice()),
+            statements: Box::leak(statements.into_boxed_slice()),
+            location: at(0),
+        }))
+    }
+
+    fn push(
+        &mut self,
+        stream: usize,
+        kind: PendingKind,
+        accesses: Vec<(String, AccessMode)>,
+    ) -> usize {
+        self.statements.push(Pending {
+            stream,
+            kind,
+            accesses,
+        });
+        self.statements.len() - 1
+    }
+
+    fn text(&self, id: usize, p: &Pending) -> String {
+        let name =
+            |names: &[String], i: usize| names.get(i).cloned().unwrap_or_else(|| format!("?{i}"));
+        let arg = |(b, m): &(String, AccessMode)| match m {
+            AccessMode::Read => format!("&{b}"),
+            AccessMode::Write => format!("&mut {b}"),
+        };
+        match &p.kind {
+            PendingKind::Launch(kernel) => {
+                let args: Vec<String> = p.accesses.iter().map(arg).collect();
+                format!("launch {kernel}({})", args.join(", "))
+            }
+            PendingKind::Copy => format!("copy {} <- {}", p.accesses[0].0, p.accesses[1].0),
+            PendingKind::Fill => format!("fill {} = 0", p.accesses[0].0),
+            PendingKind::Host => format!("host f{id}"),
+            &PendingKind::Record(e) => format!("record {}", name(&self.events, e)),
+            &PendingKind::Wait(e) => format!("wait {}", name(&self.events, e)),
+            &PendingKind::WaitStream(s) => format!("wait_stream {}", name(&self.streams, s)),
+        }
+    }
+}
+
+fn leak(s: &str) -> &'static str {
+    Box::leak(s.to_owned().into_boxed_str())
+}

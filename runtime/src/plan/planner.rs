@@ -1,0 +1,396 @@
+//! [`Planner`]: the issuer that builds the happens-before model and issues nothing.
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, Result};
+use crate::issue::{
+    BufferAccess, DeviceRange, FillPattern, HostFn, Issuer, KernelArg, LaunchConfig, Memory,
+    MemoryRef,
+};
+use crate::module::Kernel;
+use crate::program::{AccessMode, Program, Statement, StatementKind};
+
+use super::{Plan, PlanOp, Via};
+
+/// A frontier or a snapshot: operations, each with the way it arrived.
+type Frontier = BTreeMap<usize, Via>;
+
+/// An [`Issuer`] that records the pipeline's happens-before model instead of issuing work.
+///
+/// It applies the rules of the [module documentation](super) statement by statement:
+/// every operation gets an edge from every operation in its stream's frontier (no
+/// reduction, as the CUDA driver does during capture), `record` snapshots a frontier,
+/// `wait` and `wait_stream` merge one into another. [`finish`](Self::finish) joins every
+/// stream into the origin and returns the [`Plan`].
+#[derive(Debug)]
+pub struct Planner {
+    program: &'static Program,
+    ops: Vec<PlanOp>,
+    edges: BTreeMap<(usize, usize), Via>,
+    frontiers: Vec<Frontier>,
+    snapshots: Vec<Frontier>,
+    occurrences: Vec<u32>,
+}
+
+impl Planner {
+    /// A planner for `program`: every stream starts with the origin's empty frontier (fork).
+    pub fn new(program: &'static Program) -> Planner {
+        Planner {
+            program,
+            ops: Vec::new(),
+            edges: BTreeMap::new(),
+            frontiers: vec![Frontier::new(); program.streams.len()],
+            snapshots: vec![Frontier::new(); program.events.len()],
+            occurrences: vec![0; program.statements.len()],
+        }
+    }
+
+    /// The program being planned.
+    pub fn program(&self) -> &'static Program {
+        self.program
+    }
+
+    /// The operations issued so far.
+    pub fn ops(&self) -> &[PlanOp] {
+        &self.ops
+    }
+
+    /// The frontier of `stream` now: the operations its next operation will follow, in
+    /// increasing order (empty for an unknown stream).
+    pub fn frontier(&self, stream: usize) -> Vec<usize> {
+        self.frontiers
+            .get(stream)
+            .map(|f| f.keys().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// The snapshot of `event` now (empty when never recorded or unknown).
+    pub fn snapshot(&self, event: usize) -> Vec<usize> {
+        self.snapshots
+            .get(event)
+            .map(|f| f.keys().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// Joins every stream into the origin and returns the model.
+    pub fn finish(self) -> Plan {
+        let mut joined: Vec<usize> = self
+            .frontiers
+            .iter()
+            .flat_map(|f| f.keys().copied())
+            .collect();
+        joined.sort_unstable();
+        joined.dedup();
+        Plan::new(self.program, self.ops, self.edges, joined)
+    }
+
+    /// Checks that `stmt` belongs to the program, is issued as `expected` and names a
+    /// declared stream; returns that stream.
+    fn check(&self, stmt: &'static Statement, expected: &str, matches: bool) -> Result<usize> {
+        let fail = |message: String| Err(Error::InvalidArgument(message).in_statement(stmt));
+        if stmt.id >= self.program.statements.len() {
+            return fail(format!(
+                "statement id {} is out of range: pipeline `{}` has {} statement(s); issue only statements of the pipeline being planned",
+                stmt.id,
+                self.program.name,
+                self.program.statements.len()
+            ));
+        }
+        if !matches {
+            return fail(format!(
+                "the statement was issued as a `{expected}` but is a {:?}; issue each statement through the issuer method of its kind",
+                stmt.kind
+            ));
+        }
+        self.stream_index(stmt, stmt.stream, "stream")
+    }
+
+    fn stream_index(&self, stmt: &'static Statement, index: usize, what: &str) -> Result<usize> {
+        let count = self.program.streams.len();
+        if index < count {
+            Ok(index)
+        } else {
+            Err(Error::InvalidArgument(format!(
+                "{what} index {index} is out of range: pipeline `{}` declares {count} stream(s)",
+                self.program.name
+            ))
+            .in_statement(stmt))
+        }
+    }
+
+    fn event_index(&self, stmt: &'static Statement, index: usize) -> Result<usize> {
+        let count = self.program.events.len();
+        if index < count {
+            Ok(index)
+        } else {
+            Err(Error::InvalidArgument(format!(
+                "event index {index} is out of range: pipeline `{}` declares {count} event(s)",
+                self.program.name
+            ))
+            .in_statement(stmt))
+        }
+    }
+
+    /// `op(s)`: a new node after every node of `F(s)`, which becomes `{n}`.
+    fn operation(&mut self, stmt: &'static Statement, stream: usize, accesses: Vec<BufferAccess>) {
+        let n = self.ops.len();
+        let occurrence = {
+            let count = &mut self.occurrences[stmt.id];
+            *count += 1;
+            *count
+        };
+        let name = match stmt.kind {
+            StatementKind::Launch { kernel } => format!("launch {kernel}"),
+            _ => shorten(stmt.text, 40),
+        };
+        self.ops.push(PlanOp {
+            statement: stmt,
+            occurrence,
+            stream,
+            accesses,
+            label: format!("{name} #{occurrence}"),
+        });
+        let frontier = std::mem::take(&mut self.frontiers[stream]);
+        for (p, via) in frontier {
+            self.edges.insert((p, n), via);
+        }
+        self.frontiers[stream].insert(n, Via::Stream);
+    }
+}
+
+/// Merges `from` into `into`, marking new arrivals with `via`; an operation already present
+/// keeps the way it arrived first.
+fn merge(into: &mut Frontier, from: &Frontier, via: Via) {
+    for &op in from.keys() {
+        into.entry(op).or_insert(via);
+    }
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_owned()
+    } else {
+        let mut s: String = text.chars().take(max - 1).collect();
+        s.push('…');
+        s
+    }
+}
+
+fn memory_access(memory: &Memory, mode: AccessMode) -> BufferAccess {
+    let range = match *memory {
+        Memory::Device(range) => range,
+        Memory::PinnedHost { ptr, bytes } | Memory::PageableHost { ptr, bytes } => DeviceRange {
+            device: DeviceRange::HOST,
+            ptr: ptr as u64,
+            bytes,
+        },
+    };
+    BufferAccess { range, mode }
+}
+
+impl Issuer for Planner {
+    fn launch(
+        &mut self,
+        stmt: &'static Statement,
+        _kernel: &Kernel,
+        _config: LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Result<()> {
+        let stream = self.check(
+            stmt,
+            "launch",
+            matches!(stmt.kind, StatementKind::Launch { .. }),
+        )?;
+        self.operation(
+            stmt,
+            stream,
+            args.iter().filter_map(KernelArg::access).collect(),
+        );
+        Ok(())
+    }
+
+    fn copy(
+        &mut self,
+        stmt: &'static Statement,
+        dst: MemoryRef<'_>,
+        src: MemoryRef<'_>,
+    ) -> Result<()> {
+        let stream = self.check(stmt, "copy", stmt.kind == StatementKind::Copy)?;
+        if dst.memory.bytes() != src.memory.bytes() {
+            return Err(Error::InvalidArgument(format!(
+                "copy between memories of different sizes: destination {} bytes, source {} bytes; copy equal-length ranges (slice the larger one)",
+                dst.memory.bytes(),
+                src.memory.bytes()
+            ))
+            .in_statement(stmt));
+        }
+        let accesses = vec![
+            memory_access(&dst.memory, AccessMode::Write),
+            memory_access(&src.memory, AccessMode::Read),
+        ];
+        self.operation(stmt, stream, accesses);
+        Ok(())
+    }
+
+    fn fill(
+        &mut self,
+        stmt: &'static Statement,
+        dst: DeviceRange,
+        _pattern: FillPattern,
+    ) -> Result<()> {
+        let stream = self.check(stmt, "fill", stmt.kind == StatementKind::Fill)?;
+        self.operation(
+            stmt,
+            stream,
+            vec![BufferAccess {
+                range: dst,
+                mode: AccessMode::Write,
+            }],
+        );
+        Ok(())
+    }
+
+    fn host(&mut self, stmt: &'static Statement, _f: HostFn) -> Result<()> {
+        let stream = self.check(stmt, "host", stmt.kind == StatementKind::Host)?;
+        self.operation(stmt, stream, Vec::new());
+        Ok(())
+    }
+
+    fn record(&mut self, stmt: &'static Statement) -> Result<()> {
+        let StatementKind::Record { event } = stmt.kind else {
+            return self.check(stmt, "record", false).map(drop);
+        };
+        let stream = self.check(stmt, "record", true)?;
+        let event = self.event_index(stmt, event)?;
+        self.snapshots[event] = self.frontiers[stream].clone();
+        Ok(())
+    }
+
+    fn wait(&mut self, stmt: &'static Statement) -> Result<()> {
+        let StatementKind::Wait { event } = stmt.kind else {
+            return self.check(stmt, "wait", false).map(drop);
+        };
+        let stream = self.check(stmt, "wait", true)?;
+        let event = self.event_index(stmt, event)?;
+        merge(
+            &mut self.frontiers[stream],
+            &self.snapshots[event],
+            Via::Event { event, wait: stmt },
+        );
+        Ok(())
+    }
+
+    fn wait_stream(&mut self, stmt: &'static Statement) -> Result<()> {
+        let StatementKind::WaitStream { stream: other } = stmt.kind else {
+            return self.check(stmt, "wait_stream", false).map(drop);
+        };
+        let stream = self.check(stmt, "wait_stream", true)?;
+        let other = self.stream_index(stmt, other, "waited-for stream")?;
+        if other != stream {
+            let from = self.frontiers[other].clone();
+            merge(
+                &mut self.frontiers[stream],
+                &from,
+                Via::WaitStream {
+                    stream: other,
+                    wait: stmt,
+                },
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
+mod tests {
+    use super::*;
+    use crate::plan::ProgramBuilder;
+
+    fn device(ptr: u64, bytes: usize) -> MemoryRef<'static> {
+        MemoryRef::new(
+            Memory::Device(DeviceRange {
+                device: 0,
+                ptr,
+                bytes,
+            }),
+            4,
+        )
+    }
+
+    fn pinned(ptr: usize, bytes: usize) -> MemoryRef<'static> {
+        MemoryRef::new(
+            Memory::PinnedHost {
+                ptr: ptr as *mut u8,
+                bytes,
+            },
+            4,
+        )
+    }
+
+    #[test]
+    fn copies_write_the_destination_and_read_the_source() {
+        let mut b = ProgramBuilder::new("Copies");
+        let (s0, s1) = (b.stream("s0"), b.stream("s1"));
+        b.copy(s0, "d", "h");
+        b.copy(s1, "h", "d2");
+        let program = b.build();
+        let mut planner = Planner::new(program);
+        planner
+            .copy(
+                &program.statements[0],
+                device(0x1000, 64),
+                pinned(0x8000, 64),
+            )
+            .unwrap();
+        planner
+            .copy(
+                &program.statements[1],
+                pinned(0x8020, 64),
+                device(0x2000, 64),
+            )
+            .unwrap();
+        let plan = planner.finish();
+        let op = &plan.ops()[0];
+        assert_eq!(op.accesses[0].mode, AccessMode::Write);
+        assert_eq!(
+            op.accesses[0].range,
+            DeviceRange {
+                device: 0,
+                ptr: 0x1000,
+                bytes: 64
+            }
+        );
+        assert_eq!(op.accesses[1].mode, AccessMode::Read);
+        assert_eq!(op.accesses[1].range.device, DeviceRange::HOST);
+        // The second copy writes host bytes the first reads, unordered: a race on host memory.
+        let races = plan.races();
+        assert_eq!(races.len(), 1);
+        assert_eq!(
+            races[0].overlap(),
+            DeviceRange {
+                device: DeviceRange::HOST,
+                ptr: 0x8020,
+                bytes: 32
+            }
+        );
+        assert!(crate::plan::format_races(&races).contains("of host memory"));
+    }
+
+    #[test]
+    fn copies_of_different_sizes_are_an_error() {
+        let mut b = ProgramBuilder::new("Sizes");
+        let s0 = b.stream("s0");
+        b.copy(s0, "d", "s");
+        let program = b.build();
+        let mut planner = Planner::new(program);
+        let err = planner
+            .copy(&program.statements[0], device(0, 64), device(0x100, 32))
+            .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("`copy d <- s`") && msg.contains("destination 64 bytes, source 32 bytes"),
+            "{msg}"
+        );
+    }
+}
