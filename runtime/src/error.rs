@@ -48,7 +48,9 @@ pub enum Error {
         log: String,
     },
     /// A module has no kernel of this name.
-    #[error("module `{module}` has no kernel named `{name}`; declare it `extern \"C\" __global__`")]
+    #[error(
+        "module `{module}` has no kernel named `{name}`; declare it `extern \"C\" __global__`"
+    )]
     KernelNotFound {
         /// The module's name.
         module: String,
@@ -101,7 +103,10 @@ impl Error {
     pub fn in_statement(self, statement: &'static Statement) -> Error {
         match self {
             e @ Error::Statement { .. } => e,
-            e => Error::Statement { statement, source: Box::new(e) },
+            e => Error::Statement {
+                statement,
+                source: Box::new(e),
+            },
         }
     }
 
