@@ -48,7 +48,9 @@ pub enum Error {
         log: String,
     },
     /// A module has no kernel of this name.
-    #[error("module `{module}` has no kernel named `{name}`; declare it `extern \"C\" __global__`")]
+    #[error(
+        "module `{module}` has no kernel named `{name}`; declare it `extern \"C\" __global__`"
+    )]
     KernelNotFound {
         /// The module's name.
         module: String,
@@ -94,6 +96,12 @@ pub enum Error {
         /// Where the pipeline was declared.
         location: Location,
     },
+    /// A plan-only kernel or buffer (`for_planning`) was issued for real.
+    #[error("this {what} was made with `for_planning` and can only be planned; load a real one to run or capture the pipeline")]
+    PlanningOnly {
+        /// `kernel` or `buffer`.
+        what: &'static str,
+    },
 }
 
 impl Error {
@@ -101,7 +109,10 @@ impl Error {
     pub fn in_statement(self, statement: &'static Statement) -> Error {
         match self {
             e @ Error::Statement { .. } => e,
-            e => Error::Statement { statement, source: Box::new(e) },
+            e => Error::Statement {
+                statement,
+                source: Box::new(e),
+            },
         }
     }
 

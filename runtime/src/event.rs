@@ -1,4 +1,168 @@
-//! Events.
-/// A CUDA event.
-#[derive(Debug)]
-pub struct Event {}
+//! Events: markers recorded into a stream, to wait on from other streams, to query, or to time.
+//!
+//! An event holds a *snapshot*: recording it captures the work submitted to the stream so far,
+//! and a later record replaces the snapshot without changing the waits already issued.
+//! Events are created with timing disabled by default, which makes them cheaper dependency
+//! edges; [`Event::with_timing`] creates one that [`Event::elapsed_time`] accepts.
+//!
+//! ```no_run
+//! use streamgraph_runtime::{Device, Event, Stream};
+//!
+//! let device = Device::new(None)?;
+//! let stream = Stream::new(&device, 0)?;
+//! let (start, end) = (Event::with_timing(&device)?, Event::with_timing(&device)?);
+//! start.record(&stream)?;
+//! // ... issue work on `stream` ...
+//! end.record(&stream)?;
+//! println!("took {} ms", start.elapsed_time(&end)?);
+//! # Ok::<(), streamgraph_runtime::Error>(())
+//! ```
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use cudarc::driver::{sys, CudaEvent};
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::ffi;
+use crate::stream::Stream;
+
+/// A CUDA event. Cheap to clone (an `Arc` inside); clones are the same event.
+#[derive(Clone)]
+pub struct Event {
+    inner: Arc<EventInner>,
+}
+
+struct EventInner {
+    cuda: CudaEvent,
+    timing: bool,
+    recorded: AtomicBool,
+}
+
+impl fmt::Debug for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Event")
+            .field("handle", &self.inner.cuda.cu_event())
+            .field("device", &self.inner.cuda.context().ordinal())
+            .field("timing", &self.inner.timing)
+            .finish()
+    }
+}
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.cuda.cu_event() == other.inner.cuda.cu_event()
+    }
+}
+
+impl Eq for Event {}
+
+impl Event {
+    /// A new event on `device` with timing disabled (the cheaper kind, for dependencies).
+    ///
+    /// See [`cuEventCreate`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html).
+    pub fn new(device: &Device) -> Result<Event> {
+        Event::create(device, false)
+    }
+
+    /// A new event on `device` that records timestamps, for [`Event::elapsed_time`].
+    ///
+    /// See [`cuEventCreate`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html).
+    pub fn with_timing(device: &Device) -> Result<Event> {
+        Event::create(device, true)
+    }
+
+    fn create(device: &Device, timing: bool) -> Result<Event> {
+        let flags = if timing {
+            sys::CUevent_flags::CU_EVENT_DEFAULT
+        } else {
+            sys::CUevent_flags::CU_EVENT_DISABLE_TIMING
+        };
+        let cuda = device
+            .ctx()
+            .new_event(Some(flags))
+            .map_err(|e| Error::driver("cuEventCreate", e))?;
+        Ok(Event {
+            inner: Arc::new(EventInner {
+                cuda,
+                timing,
+                recorded: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// The device the event belongs to.
+    pub fn device(&self) -> Device {
+        Device::from_ctx(self.inner.cuda.context())
+    }
+
+    /// Whether the event records timestamps.
+    pub fn is_timing(&self) -> bool {
+        self.inner.timing
+    }
+
+    /// Captures the work submitted to `stream` so far; replaces an earlier snapshot (waits
+    /// issued before keep the old one). The stream must belong to the event's device.
+    ///
+    /// See [`cuEventRecord`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html).
+    pub fn record(&self, stream: &Stream) -> Result<()> {
+        let ctx = self.inner.cuda.context();
+        if ctx.cu_ctx() != stream.ctx().cu_ctx() {
+            return Err(Error::DeviceMismatch {
+                what: "recording an event on a stream of another device",
+                left: self.device().ordinal(),
+                right: stream.device().ordinal(),
+            });
+        }
+        ffi::event_record(ctx, self.raw(), stream.raw())
+            .map_err(|e| Error::driver("cuEventRecord", e))?;
+        self.inner.recorded.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// `true` when the recorded work has completed (also when nothing was recorded); never
+    /// blocks.
+    ///
+    /// See [`cuEventQuery`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html).
+    pub fn query(&self) -> Result<bool> {
+        ffi::event_query(self.inner.cuda.context(), self.raw())
+            .map_err(|e| Error::driver("cuEventQuery", e))
+    }
+
+    /// Blocks the host until the recorded work has completed.
+    ///
+    /// See [`cuEventSynchronize`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html).
+    pub fn synchronize(&self) -> Result<()> {
+        ffi::event_synchronize(self.inner.cuda.context(), self.raw())
+            .map_err(|e| Error::driver("cuEventSynchronize", e))
+    }
+
+    /// Milliseconds between this event and `end` (`end - self`). Waits for `end` to complete.
+    ///
+    /// Errors: [`Error::TimingDisabled`] when either event was created without timing,
+    /// [`Error::EventNotRecorded`] when either was never recorded.
+    ///
+    /// See [`cuEventElapsedTime`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html).
+    pub fn elapsed_time(&self, end: &Event) -> Result<f32> {
+        if !self.inner.timing || !end.inner.timing {
+            return Err(Error::TimingDisabled);
+        }
+        if !self.inner.recorded.load(Ordering::Acquire)
+            || !end.inner.recorded.load(Ordering::Acquire)
+        {
+            return Err(Error::EventNotRecorded);
+        }
+        self.synchronize()?;
+        end.synchronize()?;
+        ffi::event_elapsed_ms(self.inner.cuda.context(), self.raw(), end.raw())
+            .map_err(|e| Error::driver("cuEventElapsedTime", e))
+    }
+
+    /// The raw event handle, for executors.
+    #[inline]
+    pub(crate) fn raw(&self) -> ffi::CUevent {
+        self.inner.cuda.cu_event()
+    }
+}

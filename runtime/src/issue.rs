@@ -206,7 +206,11 @@ impl<'a> MemoryRef<'a> {
     /// The caller promises that `memory` stays valid for `'a`; the public constructors in
     /// [`crate::memory`] uphold it by borrowing the buffer the memory belongs to.
     pub(crate) fn new(memory: Memory, elem_size: usize) -> Self {
-        MemoryRef { memory, elem_size, _borrow: PhantomData }
+        MemoryRef {
+            memory,
+            elem_size,
+            _borrow: PhantomData,
+        }
     }
 }
 
@@ -233,7 +237,11 @@ pub struct KernelArg<'a> {
 impl<'a> KernelArg<'a> {
     /// Builds an argument from a pointer to its value, alive for `'a`.
     pub(crate) fn from_raw(value: *const c_void, access: Option<BufferAccess>) -> Self {
-        KernelArg { value: value.cast_mut(), access, _borrow: PhantomData }
+        KernelArg {
+            value: value.cast_mut(),
+            access,
+            _borrow: PhantomData,
+        }
     }
 
     /// The buffer access this argument makes, if it is a buffer.

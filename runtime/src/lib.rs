@@ -20,18 +20,21 @@ pub mod stream;
 pub use device::Device;
 pub use error::{Error, Result};
 pub use event::Event;
-pub use exec::eager::Eager;
+pub use exec::eager::{Eager, EagerStats};
 pub use issue::{
-    BufferAccess, DeviceRange, Dim3, FillPattern, HostFn, Issuer, KernelArg, LaunchConfig,
-    Memory, MemoryRef, Pipeline, StreamOptions,
+    BufferAccess, DeviceRange, Dim3, FillPattern, HostFn, Issuer, KernelArg, LaunchConfig, Memory,
+    MemoryRef, Pipeline, StreamOptions,
 };
-pub use memory::{DeviceBuffer, PinnedBuffer};
+pub use memory::{
+    CopySource, CopyTarget, DeviceBuffer, DeviceMemory, DeviceRepr, DeviceView, FillValue,
+    PinnedBuffer, ValidAsZeroBits,
+};
 pub use module::{Kernel, Module};
 pub use plan::Plan;
 pub use program::{
     AccessMode, EventDecl, Location, Program, Statement, StatementKind, StaticAccess, StreamDecl,
 };
-pub use stream::{current_stream, Stream};
+pub use stream::{clamp_priority, current_stream, Stream, StreamGuard};
 
 /// Items used by code that `pipeline!` generates. Not part of the public API.
 #[doc(hidden)]

@@ -1,24 +1,274 @@
-//! Kernels (placeholder until the foundation lands).
+//! Kernels: CUDA C compiled at run time with NVRTC (or PTX loaded as is), and safe launches.
+//!
+//! Launching a kernel with arguments of the wrong types is undefined behaviour that the
+//! compiler cannot see, so streamgraph asks for that promise exactly once, when a kernel is
+//! looked up: [`Module::kernel`] is `unsafe`. Every launch after that is safe.
+//!
+//! ```no_run
+//! use streamgraph_runtime::{Device, DeviceBuffer, Dim3, KernelArg, LaunchConfig, Module, Stream};
+//!
+//! const SOURCE: &str = r#"
+//! extern "C" __global__ void scale(float* x, float k, unsigned n) {
+//!     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+//!     if (i < n) x[i] *= k;
+//! }"#;
+//!
+//! let device = Device::new(None)?;
+//! let stream = Stream::new(&device, 0)?;
+//! let module = Module::from_cuda_source(&device, "scale", SOURCE)?;
+//! // SAFETY: every launch below passes (float*, float, unsigned), the kernel's C signature.
+//! let scale = unsafe { module.kernel("scale")? };
+//!
+//! let x = DeviceBuffer::from_host(&device, &[1.0f32; 1024])?;
+//! let (k, n) = (2.0f32, 1024u32);
+//! let config = LaunchConfig { grid: Dim3::from(4), block: Dim3::from(256), shared_mem_bytes: 0 };
+//! scale.launch_on(&stream, config, &[KernelArg::write(&x), KernelArg::value(&k), KernelArg::value(&n)])?;
+//! stream.synchronize()?;
+//! # Ok::<(), streamgraph_runtime::Error>(())
+//! ```
 
-/// A loaded module.
-#[derive(Debug)]
-pub struct Module {}
+use std::ffi::CString;
+use std::fmt;
+use std::sync::Arc;
 
-/// A kernel handle.
-#[derive(Debug, Clone)]
-pub struct Kernel {
+use cudarc::driver::{sys, CudaModule, DriverError};
+use cudarc::nvrtc::Ptx;
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::ffi::{self, FunctionHandle};
+use crate::issue::{DeviceRange, KernelArg, LaunchConfig};
+use crate::stream::{current_stream, Stream};
+
+/// A loaded CUDA module (compiled code) on one device. Cheap to clone.
+#[derive(Clone)]
+pub struct Module {
+    inner: Arc<ModuleInner>,
+}
+
+struct ModuleInner {
+    cuda: Arc<CudaModule>,
     name: String,
+    device: Device,
+}
+
+impl fmt::Debug for Module {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Module")
+            .field("name", &self.inner.name)
+            .field("device", &self.inner.device.ordinal())
+            .finish()
+    }
+}
+
+impl Module {
+    /// Compiles CUDA C `source` with NVRTC for the device's compute capability
+    /// (`--gpu-architecture=sm_XY`) and loads it. `name` names the module in messages.
+    ///
+    /// Kernels must be declared `extern "C" __global__` so that [`Module::kernel`] finds them
+    /// by their plain name.
+    ///
+    /// Errors: [`Error::NoNvrtc`] when NVRTC cannot be loaded, [`Error::Compile`] with NVRTC's
+    /// log when the source does not compile.
+    ///
+    /// See [NVRTC](https://docs.nvidia.com/cuda/nvrtc/index.html) and
+    /// [`cuModuleLoadData`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html).
+    pub fn from_cuda_source(device: &Device, name: &str, source: &str) -> Result<Module> {
+        if !ffi::nvrtc_present() {
+            return Err(Error::NoNvrtc {
+                searched: ffi::searched_names("nvrtc"),
+            });
+        }
+        let c_name = c_string(name, "module name")?;
+        let c_source = c_string(source, "CUDA C source")?;
+        let (major, minor) = device.compute_capability()?;
+        let options = [c_string(
+            &format!("--gpu-architecture=sm_{major}{minor}"),
+            "option",
+        )?];
+        let cubin = ffi::nvrtc_compile(&c_name, &c_source, &options).map_err(|f| match f {
+            ffi::CompileFailure::Log(log) => Error::Compile {
+                module: name.to_string(),
+                log,
+            },
+            ffi::CompileFailure::Call(call, what) => Error::Compile {
+                module: name.to_string(),
+                log: format!("{call} failed: {what}"),
+            },
+        })?;
+        Module::load(device, name, Ptx::from_binary(cubin))
+    }
+
+    /// Loads PTX assembly text (as `nvcc --ptx` or NVRTC produce it). The driver compiles it
+    /// for the device.
+    ///
+    /// See [`cuModuleLoadData`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html).
+    pub fn from_ptx(device: &Device, name: &str, ptx: &str) -> Result<Module> {
+        if ptx.contains('\0') {
+            return Err(Error::InvalidArgument(format!(
+                "PTX of module `{name}` contains a NUL byte; pass the PTX text only"
+            )));
+        }
+        Module::load(device, name, Ptx::from_src(ptx))
+    }
+
+    fn load(device: &Device, name: &str, image: Ptx) -> Result<Module> {
+        let cuda = device
+            .ctx()
+            .load_module(image)
+            .map_err(|e| Error::driver("cuModuleLoadData", e))?;
+        Ok(Module {
+            inner: Arc::new(ModuleInner {
+                cuda,
+                name: name.to_string(),
+                device: device.clone(),
+            }),
+        })
+    }
+
+    /// The module's name, as given when it was created.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The device the module is loaded on.
+    pub fn device(&self) -> &Device {
+        &self.inner.device
+    }
+
+    /// Looks up the kernel `name` (an `extern "C" __global__` function).
+    ///
+    /// Errors: [`Error::KernelNotFound`] when the module has no such kernel.
+    ///
+    /// # Safety
+    ///
+    /// This is the one promise streamgraph cannot check: **every launch of the returned kernel
+    /// (and of its clones) passes arguments matching the kernel's C signature** — as many as
+    /// it declares, in order, each a [`KernelArg`] of the C type at that position (`float*` ⇔
+    /// a `DeviceBuffer<f32>` or view, `float` ⇔ `KernelArg::value(&f32)`, a struct ⇔ a
+    /// `#[repr(C)]` Rust struct of the same layout), and device memory large enough for every
+    /// access the kernel makes. Launches themselves are then safe.
+    ///
+    /// See [`cuModuleGetFunction`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html).
+    pub unsafe fn kernel(&self, name: &str) -> Result<Kernel> {
+        let not_found = || Error::KernelNotFound {
+            module: self.inner.name.clone(),
+            name: name.to_string(),
+        };
+        if name.contains('\0') {
+            return Err(not_found());
+        }
+        let function = match self.inner.cuda.load_function(name) {
+            Ok(f) => f,
+            Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_FOUND)) => return Err(not_found()),
+            Err(e) => return Err(Error::driver("cuModuleGetFunction", e)),
+        };
+        Ok(Kernel {
+            func: FunctionHandle(function.cu_function()),
+            module: Some(self.inner.clone()),
+            name: Arc::from(name),
+        })
+    }
+}
+
+fn c_string(text: &str, what: &str) -> Result<CString> {
+    CString::new(text)
+        .map_err(|_| Error::InvalidArgument(format!("the {what} contains a NUL byte; remove it")))
+}
+
+/// A kernel of a loaded [`Module`], ready to launch. Cheap to clone; `Send + Sync`.
+#[derive(Clone)]
+pub struct Kernel {
+    func: FunctionHandle,
+    /// Keeps the module (and so `func`) loaded; `None` for a plan-only kernel.
+    module: Option<Arc<ModuleInner>>,
+    name: Arc<str>,
+}
+
+impl fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Kernel")
+            .field("name", &self.name)
+            .field("module", &self.module.as_ref().map(|m| &m.name))
+            .field("device", &self.module.as_ref().map(|m| m.device.ordinal()))
+            .finish()
+    }
 }
 
 impl Kernel {
-    /// A kernel that can only be planned (no device, no code): for building a pipeline's plan
-    /// on a machine without a GPU. Issuing it eagerly or capturing it is an error.
-    pub fn for_planning(name: &str) -> Kernel {
-        Kernel { name: name.to_owned() }
-    }
-
     /// The kernel's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// A kernel that can only be planned (no device, no code): for building a pipeline's plan
+    /// on a machine without a GPU. Running or capturing it is an [`Error::PlanningOnly`].
+    pub fn for_planning(name: &str) -> Kernel {
+        Kernel {
+            func: FunctionHandle(std::ptr::null_mut()),
+            module: None,
+            name: Arc::from(name),
+        }
+    }
+
+    /// The device the kernel's module is loaded on (`None` for a plan-only kernel).
+    pub fn device(&self) -> Option<&Device> {
+        self.module.as_ref().map(|m| &m.device)
+    }
+
+    /// Launches the kernel on `stream` with `config` and `args` (one per kernel parameter).
+    ///
+    /// The stream must belong to the kernel's device. Returns once the launch is queued.
+    ///
+    /// See [`cuLaunchKernel`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html).
+    #[inline]
+    pub fn launch_on(
+        &self,
+        stream: &Stream,
+        config: LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Result<()> {
+        let ctx = stream.ctx();
+        let Some(module) = &self.module else {
+            return Err(Error::PlanningOnly { what: "kernel" });
+        };
+        if ctx.cu_ctx() != module.device.ctx().cu_ctx() {
+            return Err(Error::DeviceMismatch {
+                what: "launching a kernel on a stream of another device",
+                left: module.device.ordinal(),
+                right: stream.device().ordinal(),
+            });
+        }
+        if args.iter().any(|a| {
+            a.access
+                .is_some_and(|a| a.range.device == DeviceRange::PLANNING)
+        }) {
+            return Err(Error::PlanningOnly { what: "buffer" });
+        }
+        ffi::ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+        // The argument pointers go into a stack array: no allocation on the launch path for
+        // kernels of up to `INLINE_ARGS` parameters.
+        let mut inline = [std::ptr::null_mut(); ffi::INLINE_ARGS];
+        let launched = if args.len() <= ffi::INLINE_ARGS {
+            for (slot, arg) in inline.iter_mut().zip(args) {
+                *slot = arg.value;
+            }
+            ffi::launch_kernel(self.func, stream.raw(), &config, &mut inline[..args.len()])
+        } else {
+            let mut params: Vec<_> = args.iter().map(|a| a.value).collect();
+            ffi::launch_kernel(self.func, stream.raw(), &config, &mut params)
+        };
+        launched.map_err(|e| Error::driver("cuLaunchKernel", e))
+    }
+
+    /// Launches the kernel on the current stream ([`current_stream`]).
+    pub fn launch(&self, config: LaunchConfig, args: &[KernelArg<'_>]) -> Result<()> {
+        self.launch_on(&current_stream()?, config, args)
+    }
+
+    /// The raw `CUfunction`, for the capture and graph code.
+    #[allow(dead_code)]
+    pub(crate) fn raw_function(&self) -> ffi::CUfunction {
+        self.func.0
     }
 }

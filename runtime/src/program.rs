@@ -19,7 +19,11 @@ pub struct Location {
 
 impl Location {
     /// A location for programs written by hand (tests, tools) rather than by the macro.
-    pub const UNKNOWN: Location = Location { file: "<unknown>", line: 0, column: 0 };
+    pub const UNKNOWN: Location = Location {
+        file: "<unknown>",
+        line: 0,
+        column: 0,
+    };
 }
 
 impl fmt::Display for Location {
@@ -125,7 +129,10 @@ pub enum StatementKind {
 impl StatementKind {
     /// Whether the statement creates work (a node of the graph) rather than only ordering.
     pub fn is_operation(&self) -> bool {
-        matches!(self, Self::Launch { .. } | Self::Copy | Self::Fill | Self::Host)
+        matches!(
+            self,
+            Self::Launch { .. } | Self::Copy | Self::Fill | Self::Host
+        )
     }
 }
 

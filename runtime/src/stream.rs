@@ -1,6 +1,396 @@
-//! Streams.
-/// A stream.
+//! Streams: ordered queues of GPU work, and the current-stream scope.
+//!
+//! [`Stream`] keeps the contract of `torch.cuda.Stream` (DESIGN.md §1) in Rust idiom:
+//!
+//! | call | meaning |
+//! | --- | --- |
+//! | [`Stream::new`], [`Stream::on`] | a new stream; an out-of-range priority is clamped, never rejected |
+//! | [`Stream::query`] | `true` when all work submitted so far has completed; never blocks |
+//! | [`Stream::record_event`] | records an event (a new one when none is given) and returns it |
+//! | [`Stream::synchronize`] | blocks the host until the stream's work has finished |
+//! | [`Stream::wait_event`] | later work waits for the event's recorded work; returns at once |
+//! | [`Stream::wait_stream`] | later work waits for everything submitted to the other stream so far |
+//! | [`Stream::scope`], [`Stream::enter`] | operations that name no stream go to this one |
+//!
+//! All streams streamgraph creates are non-blocking: they do not synchronize with the legacy
+//! default stream ([`Stream::default_stream`]), so every ordering is one you asked for.
+//!
+//! ```no_run
+//! use streamgraph_runtime::{Device, Event, Stream};
+//!
+//! let device = Device::new(None)?;
+//! let main = Stream::new(&device, 0)?;
+//! let side = Stream::new(&device, -100)?; // clamped to the highest priority
+//! // ... issue work on `main` ...
+//! let ready = main.record_event(None)?;
+//! side.wait_event(&ready)?; // later work on `side` follows `main`'s work so far
+//! side.scope(|| {
+//!     // kernels launched here with `Kernel::launch` run on `side`
+//! });
+//! main.wait_stream(&side)?;
+//! main.synchronize()?;
+//! assert!(main.query()?);
+//! # Ok::<(), streamgraph_runtime::Error>(())
+//! ```
+
+use std::cell::RefCell;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaStream};
+
+use crate::device::{require_driver, Device};
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::ffi;
+use crate::issue::{DeviceRange, FillPattern, HostFn, Memory};
+use crate::memory::{CopySource, CopyTarget, DeviceMemory, FillValue};
+
+/// Clamps a requested stream priority into the driver's range `(least, greatest)`.
+///
+/// CUDA numbers priorities downwards: `least` is the lowest priority (e.g. `0`) and
+/// `greatest` the highest (e.g. `-5`). A large positive request becomes `least`, a large
+/// negative one `greatest`. The order of the pair does not matter.
+pub fn clamp_priority(requested: i32, (least, greatest): (i32, i32)) -> i32 {
+    requested.clamp(least.min(greatest), least.max(greatest))
+}
+
+/// A CUDA stream. Cheap to clone (an `Arc` inside); clones are the same stream, and equality
+/// compares the driver handle.
+#[derive(Clone)]
+pub struct Stream {
+    inner: Arc<CudaStream>,
+}
+
+impl fmt::Debug for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Stream")
+            .field("handle", &self.inner.cu_stream())
+            .field("device", &self.inner.context().ordinal())
+            .finish()
+    }
+}
+
+impl PartialEq for Stream {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.cu_stream() == other.inner.cu_stream()
+            && self.inner.context().cu_ctx() == other.inner.context().cu_ctx()
+    }
+}
+
+impl Eq for Stream {}
+
+impl Stream {
+    /// A new non-blocking stream on `device` with `priority`, clamped to the device's range
+    /// (lower number = higher priority).
+    ///
+    /// See [`cuStreamCreateWithPriority`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
+    pub fn new(device: &Device, priority: i32) -> Result<Stream> {
+        let range = device.stream_priority_range()?;
+        let inner = ffi::new_stream(device.ctx(), clamp_priority(priority, range))
+            .map_err(|e| Error::driver("cuStreamCreateWithPriority", e))?;
+        Ok(Stream { inner })
+    }
+
+    /// A new stream on device `device` (`None` or negative: the current device), like
+    /// `torch.cuda.Stream(device, priority)`.
+    pub fn on(device: Option<i32>, priority: i32) -> Result<Stream> {
+        Stream::new(&Device::new(device)?, priority)
+    }
+
+    /// The device's legacy default stream (the null stream), which synchronizes with other
+    /// blocking streams, not with the non-blocking streams streamgraph creates.
+    pub fn default_stream(device: &Device) -> Stream {
+        Stream {
+            inner: device.ctx().default_stream(),
+        }
+    }
+
+    /// The device's per-thread default stream (`CU_STREAM_PER_THREAD`).
+    pub fn per_thread(device: &Device) -> Stream {
+        Stream {
+            inner: device.ctx().per_thread_stream(),
+        }
+    }
+
+    /// Wraps a cudarc stream (for interop). Its context's per-buffer event tracking is
+    /// switched off: streamgraph orders all work itself.
+    pub fn from_cudarc(stream: Arc<CudaStream>) -> Stream {
+        ffi::disable_event_tracking(stream.context());
+        Stream { inner: stream }
+    }
+
+    /// The cudarc stream, for interop with code that uses cudarc directly.
+    pub fn as_cudarc(&self) -> &Arc<CudaStream> {
+        &self.inner
+    }
+
+    /// The device the stream belongs to.
+    pub fn device(&self) -> Device {
+        Device::from_ctx(self.inner.context())
+    }
+
+    /// The stream's priority as the driver reports it (after clamping).
+    ///
+    /// See [`cuStreamGetPriority`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
+    pub fn priority(&self) -> Result<i32> {
+        ffi::stream_priority(self.ctx(), self.raw())
+            .map_err(|e| Error::driver("cuStreamGetPriority", e))
+    }
+
+    /// `true` when all work submitted so far has completed; never blocks.
+    ///
+    /// See [`cuStreamQuery`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
+    pub fn query(&self) -> Result<bool> {
+        ffi::stream_query(self.ctx(), self.raw()).map_err(|e| Error::driver("cuStreamQuery", e))
+    }
+
+    /// Blocks the host until all work submitted to the stream has finished.
+    ///
+    /// See [`cuStreamSynchronize`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
+    pub fn synchronize(&self) -> Result<()> {
+        ffi::stream_synchronize(self.ctx(), self.raw())
+            .map_err(|e| Error::driver("cuStreamSynchronize", e))
+    }
+
+    /// Records `event` (a new timing-disabled one when `None`) on this stream and returns it.
+    ///
+    /// See [`cuEventRecord`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html).
+    pub fn record_event(&self, event: Option<&Event>) -> Result<Event> {
+        let event = match event {
+            Some(e) => e.clone(),
+            None => Event::new(&self.device())?,
+        };
+        event.record(self)?;
+        Ok(event)
+    }
+
+    /// Makes all work submitted **later** to this stream wait for `event`'s recorded work.
+    /// Returns at once; work already queued is unaffected, and recording `event` again later
+    /// does not change what this wait waits for. An event never recorded is already complete.
+    ///
+    /// See [`cuStreamWaitEvent`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
+    pub fn wait_event(&self, event: &Event) -> Result<()> {
+        ffi::stream_wait_event(self.ctx(), self.raw(), event.raw())
+            .map_err(|e| Error::driver("cuStreamWaitEvent", e))
+    }
+
+    /// Makes all work submitted later to this stream wait for everything submitted to
+    /// `other` **at the time of the call** (not for work `other` receives afterwards).
+    pub fn wait_stream(&self, other: &Stream) -> Result<()> {
+        if self == other {
+            return Ok(());
+        }
+        let snapshot = other.record_event(None)?;
+        self.wait_event(&snapshot)
+    }
+
+    /// Runs `f` with this stream as the current stream: operations that name no stream
+    /// (e.g. [`crate::Kernel::launch`], [`current_stream`]) use it. Restores the previous
+    /// current stream afterwards, also when `f` panics.
+    pub fn scope<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _guard = self.enter();
+        f()
+    }
+
+    /// Makes this stream the current stream until the returned guard is dropped (the guard
+    /// form of [`Stream::scope`]). Scopes nest; they are per thread.
+    pub fn enter(&self) -> StreamGuard {
+        let depth = SCOPE.with(|stack| {
+            let mut stack = stack.borrow_mut();
+            stack.push(self.clone());
+            stack.len() - 1
+        });
+        StreamGuard {
+            depth,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Runs `f` on a driver thread once all work submitted so far to this stream has finished.
+    /// `f` must not call into CUDA. A panic in `f` is caught and reported on stderr (it cannot
+    /// unwind through the driver).
+    ///
+    /// See [`cuLaunchHostFunc`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html).
+    pub fn launch_host_fn(&self, f: HostFn) -> Result<()> {
+        ffi::launch_host_fn_once(self.ctx(), self.raw(), f)
+            .map_err(|e| Error::driver("cuLaunchHostFunc", e))
+    }
+
+    /// Queues a copy of `src` into `dst` (same element type and length) on this stream.
+    ///
+    /// A pageable host source (`&[T]`, `Vec<T>`) is staged by the driver before this returns;
+    /// a pinned destination is written later, in stream order: synchronize before reading it.
+    pub fn copy<T, D, S>(&self, dst: &D, src: &S) -> Result<()>
+    where
+        D: CopyTarget<T> + ?Sized,
+        S: CopySource<T> + ?Sized,
+    {
+        copy_async(self, dst.copy_target().memory, src.copy_source().memory)
+    }
+
+    /// Queues a fill of every element of `dst` with `value` on this stream.
+    pub fn fill<M>(&self, dst: &M, value: M::Elem) -> Result<()>
+    where
+        M: DeviceMemory + ?Sized,
+        M::Elem: FillValue,
+    {
+        fill_async(self, dst.range(), value.pattern())
+    }
+
+    /// The raw stream handle, for executors.
+    #[inline]
+    pub(crate) fn raw(&self) -> ffi::CUstream {
+        self.inner.cu_stream()
+    }
+
+    #[inline]
+    pub(crate) fn ctx(&self) -> &Arc<CudaContext> {
+        self.inner.context()
+    }
+}
+
+thread_local! {
+    /// The stack of scoped streams of this thread; the innermost is last.
+    static SCOPE: RefCell<Vec<Stream>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Keeps a stream current (see [`Stream::enter`]); dropping it restores the previous one.
+/// Not `Send`: the current stream is per thread.
 #[derive(Debug)]
-pub struct Stream {}
-/// The current stream.
-pub fn current_stream() {}
+#[must_use = "the stream is current only while the guard lives"]
+pub struct StreamGuard {
+    depth: usize,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for StreamGuard {
+    fn drop(&mut self) {
+        // Truncating (rather than popping) also unwinds guards dropped out of order. During
+        // thread teardown the stack may be gone already; nothing is left to restore then.
+        let _ = SCOPE.try_with(|stack| {
+            if let Ok(mut stack) = stack.try_borrow_mut() {
+                stack.truncate(self.depth);
+            }
+        });
+    }
+}
+
+/// The current stream: the innermost [`Stream::scope`] of this thread, else the current
+/// device's legacy default stream.
+pub fn current_stream() -> Result<Stream> {
+    if let Some(stream) = SCOPE.with(|stack| stack.borrow().last().cloned()) {
+        return Ok(stream);
+    }
+    require_driver()?;
+    Ok(Stream::default_stream(&Device::new(None)?))
+}
+
+/// The stream for synchronous conveniences on `device`: the current stream when it belongs
+/// to `device`, else the device's legacy default stream.
+pub(crate) fn current_stream_on(device: &Device) -> Stream {
+    let scoped = SCOPE.with(|stack| stack.borrow().last().cloned());
+    match scoped {
+        Some(s) if s.ctx().cu_ctx() == device.ctx().cu_ctx() => s,
+        _ => Stream::default_stream(device),
+    }
+}
+
+/// Queues a copy of `src` into `dst` on `stream`, choosing the driver call from the kinds of
+/// memory; both sides must have the same length.
+pub(crate) fn copy_async(stream: &Stream, dst: Memory, src: Memory) -> Result<()> {
+    let bytes = dst.bytes();
+    if bytes != src.bytes() {
+        return Err(Error::InvalidArgument(format!(
+            "copy between memory of different sizes: the destination holds {} bytes, the \
+             source {} bytes; copy between equal lengths (slice the larger side)",
+            bytes,
+            src.bytes()
+        )));
+    }
+    if [dst, src]
+        .iter()
+        .any(|m| matches!(m, Memory::Device(r) if r.device == DeviceRange::PLANNING))
+    {
+        return Err(Error::PlanningOnly { what: "buffer" });
+    }
+    if bytes == 0 {
+        return Ok(());
+    }
+    let (ctx, raw) = (stream.ctx(), stream.raw());
+    match (dst, src) {
+        (Memory::Device(d), Memory::Device(s)) if d.device == s.device => {
+            ffi::memcpy_dtod_async(ctx, d.ptr, s.ptr, bytes, raw)
+                .map_err(|e| Error::driver("cuMemcpyDtoDAsync", e))
+        }
+        (Memory::Device(d), Memory::Device(s)) => ffi::memcpy_async(ctx, d.ptr, s.ptr, bytes, raw)
+            .map_err(|e| Error::driver("cuMemcpyAsync", e)),
+        (Memory::Device(d), Memory::PinnedHost { ptr, .. } | Memory::PageableHost { ptr, .. }) => {
+            ffi::memcpy_htod_async(ctx, d.ptr, ptr, bytes, raw)
+                .map_err(|e| Error::driver("cuMemcpyHtoDAsync", e))
+        }
+        (Memory::PinnedHost { ptr, .. } | Memory::PageableHost { ptr, .. }, Memory::Device(s)) => {
+            ffi::memcpy_dtoh_async(ctx, ptr, s.ptr, bytes, raw)
+                .map_err(|e| Error::driver("cuMemcpyDtoHAsync", e))
+        }
+        (
+            Memory::PinnedHost { ptr: d, .. } | Memory::PageableHost { ptr: d, .. },
+            Memory::PinnedHost { ptr: s, .. } | Memory::PageableHost { ptr: s, .. },
+        ) => ffi::memcpy_async(ctx, d as u64, s as u64, bytes, raw)
+            .map_err(|e| Error::driver("cuMemcpyAsync", e)),
+    }
+}
+
+/// Queues a fill of `dst` with `pattern` on `stream` (`cuMemsetD8/D16/D32Async`).
+pub(crate) fn fill_async(stream: &Stream, dst: DeviceRange, pattern: FillPattern) -> Result<()> {
+    if dst.device == DeviceRange::PLANNING {
+        return Err(Error::PlanningOnly { what: "buffer" });
+    }
+    let width = match pattern {
+        FillPattern::U8(_) => 1,
+        FillPattern::U16(_) => 2,
+        FillPattern::U32(_) => 4,
+    };
+    if dst.bytes % width != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "fill of {} bytes with a {width}-byte pattern: the length must be a multiple of the \
+             pattern's width",
+            dst.bytes
+        )));
+    }
+    if dst.bytes == 0 {
+        return Ok(());
+    }
+    ffi::memset_async(
+        stream.ctx(),
+        dst.ptr,
+        pattern,
+        dst.bytes / width,
+        stream.raw(),
+    )
+    .map_err(|e| Error::driver("cuMemsetAsync", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn priorities_clamp_to_the_range() {
+        let range = (0, -5);
+        assert_eq!(clamp_priority(0, range), 0);
+        assert_eq!(clamp_priority(-3, range), -3);
+        assert_eq!(clamp_priority(-5, range), -5);
+        assert_eq!(clamp_priority(100, range), 0);
+        assert_eq!(clamp_priority(-100, range), -5);
+        assert_eq!(clamp_priority(i32::MIN, range), -5);
+        assert_eq!(clamp_priority(i32::MAX, range), 0);
+        assert_eq!(clamp_priority(7, (0, 0)), 0);
+        assert_eq!(
+            clamp_priority(-2, (-5, 0)),
+            -2,
+            "order of the pair does not matter"
+        );
+    }
+}

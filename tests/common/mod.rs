@@ -1,0 +1,117 @@
+//! Kernels and helpers shared by the runtime's GPU tests.
+//!
+//! The kernels are embedded as CUDA C strings (the test binaries run from another checkout on
+//! the GPU machine) and compiled with NVRTC on first use. Spin kernels busy-wait on
+//! `%globaltimer` (nanoseconds), so that missing ordering shows up as wrong values or as work
+//! finishing in the wrong order.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use streamgraph::{Device, Dim3, Kernel, LaunchConfig, Module};
+
+/// CUDA C source of the test kernels.
+pub const KERNELS: &str = r#"
+__device__ unsigned long long now_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ void spin_for(unsigned long long ns) {
+    unsigned long long start = now_ns();
+    while (now_ns() - start < ns) { }
+}
+
+// Busy-waits for `ns` nanoseconds.
+extern "C" __global__ void spin(unsigned long long ns) {
+    spin_for(ns);
+}
+
+// Busy-waits, then writes `value` to `out[0]`.
+extern "C" __global__ void spin_then_write(unsigned long long ns, unsigned* out, unsigned value) {
+    spin_for(ns);
+    __threadfence_system();
+    out[0] = value;
+}
+
+// Writes `value` to `out[0]`.
+extern "C" __global__ void write_value(unsigned* out, unsigned value) {
+    out[0] = value;
+}
+
+// Busy-waits, then copies `n` elements from `src` to `dst` (one thread).
+extern "C" __global__ void spin_then_copy(unsigned long long ns, unsigned* dst, const unsigned* src, unsigned n) {
+    spin_for(ns);
+    for (unsigned i = 0; i < n; ++i) dst[i] = src[i];
+}
+
+// Copies `n` elements from `src` to `dst`.
+extern "C" __global__ void copy_u32(unsigned* dst, const unsigned* src, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = src[i];
+}
+
+// Adds `k` to each of `n` elements.
+extern "C" __global__ void add_u32(unsigned* x, unsigned k, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] += k;
+}
+"#;
+
+/// The test kernels, compiled for one device.
+pub struct Kernels {
+    pub device: Device,
+    pub module: Module,
+    pub spin: Kernel,
+    pub spin_then_write: Kernel,
+    pub write_value: Kernel,
+    pub spin_then_copy: Kernel,
+    pub copy: Kernel,
+    pub add: Kernel,
+}
+
+impl Kernels {
+    /// Compiles the kernels on the current device.
+    pub fn new() -> Kernels {
+        let device = Device::new(None).unwrap();
+        let module = Module::from_cuda_source(&device, "test_kernels", KERNELS).unwrap();
+        // SAFETY: every launch in these tests passes the arguments of the C signatures above,
+        // through the typed helpers below or with the same types spelled out.
+        unsafe {
+            Kernels {
+                spin: module.kernel("spin").unwrap(),
+                spin_then_write: module.kernel("spin_then_write").unwrap(),
+                write_value: module.kernel("write_value").unwrap(),
+                spin_then_copy: module.kernel("spin_then_copy").unwrap(),
+                copy: module.kernel("copy_u32").unwrap(),
+                add: module.kernel("add_u32").unwrap(),
+                device,
+                module,
+            }
+        }
+    }
+}
+
+/// One block of one thread.
+pub fn single() -> LaunchConfig {
+    LaunchConfig {
+        grid: Dim3::from(1),
+        block: Dim3::from(1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// Enough 256-thread blocks for `n` elements.
+pub fn linear(n: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid: Dim3::from(n.div_ceil(256).max(1)),
+        block: Dim3::from(256),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// A duration in nanoseconds, as the spin kernels take it.
+pub fn ns(d: Duration) -> u64 {
+    d.as_nanos() as u64
+}
