@@ -10,7 +10,7 @@ use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 use syn::{GenericParam, Lifetime, LifetimeParam};
 
-use crate::model::{Arg, BufferExpr, Errors, Kind, Mode, Node, ParamKind, Program};
+use crate::model::{Arg, BufferExpr, Errors, Kind, Mode, Node, Param, ParamKind, Program};
 use crate::syntax::Input;
 use crate::validate::{line_column, validate};
 
@@ -62,9 +62,18 @@ pub fn expand(program: &Program) -> TokenStream {
     let vis = &program.vis;
     let attrs = &program.attrs;
     let lifetime = Lifetime::new("'sg", Span::call_site());
-    let mut add = AddLifetime { lifetime: &lifetime, added: false };
-    let types: Vec<syn::Type> = program
-        .params
+    let mut add = AddLifetime {
+        lifetime: &lifetime,
+        added: false,
+    };
+    // A duplicate parameter is already reported; generating it twice would only add noise.
+    let mut params: Vec<&Param> = Vec::new();
+    for p in &program.params {
+        if !params.iter().any(|q| q.name == p.name) {
+            params.push(p);
+        }
+    }
+    let types: Vec<syn::Type> = params
         .iter()
         .map(|p| {
             let mut ty = p.ty.clone();
@@ -74,15 +83,29 @@ pub fn expand(program: &Program) -> TokenStream {
         .collect();
     let mut generics = program.generics.clone();
     if add.added {
-        generics.params.insert(0, GenericParam::Lifetime(LifetimeParam::new(lifetime)));
+        generics
+            .params
+            .insert(0, GenericParam::Lifetime(LifetimeParam::new(lifetime)));
     }
     let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
-    let names: Vec<&syn::Ident> = program.params.iter().map(|p| &p.name).collect();
+    let names: Vec<&syn::Ident> = params.iter().map(|p| &p.name).collect();
     let field_docs = names.iter().map(|n| format!("Parameter `{n}`."));
     let new_doc = format!("A `{name}` over its parameters.");
 
     let program_const = program_const(program);
-    let bindings = bindings(program, &types);
+    let bindings = bindings(&params);
+    let assert_copy = params
+        .iter()
+        .zip(&types)
+        .filter(|(p, _)| p.kind == ParamKind::Value)
+        .map(|(p, ty)| {
+            quote_spanned! {p.ty.span()=>
+                {
+                    fn __assert_copy<__T: ::core::marker::Copy>() {}
+                    __assert_copy::<#ty>();
+                }
+            }
+        });
     let options = program.streams.iter().map(|s| {
         let priority = s.priority.as_ref().map_or_else(
             || quote!(0),
@@ -106,6 +129,7 @@ pub fn expand(program: &Program) -> TokenStream {
             #[doc = #new_doc]
             #[allow(clippy::too_many_arguments)]
             #vis fn new(#( #names: #types ),*) -> Self {
+                #(#assert_copy)*
                 Self { #( #names ),* }
             }
         }
@@ -132,28 +156,17 @@ pub fn expand(program: &Program) -> TokenStream {
     }
 }
 
-/// `let x = &*self.x;` for reference parameters, `let n = self.n;` (asserting `Copy` on the
-/// declared type) for the others.
-fn bindings(program: &Program, types: &[syn::Type]) -> TokenStream {
-    program
-        .params
+/// `let x = &*self.x;` for reference parameters, a copy of the value for the others.
+fn bindings(params: &[&Param]) -> TokenStream {
+    params
         .iter()
-        .zip(types)
-        .map(|(p, ty)| {
+        .map(|p| {
             let name = &p.name;
             match p.kind {
                 ParamKind::Shared | ParamKind::Mut => quote!(let #name = &*self.#name;),
-                ParamKind::Value => {
-                    let copied = quote_spanned! {p.ty.span()=>
-                        {
-                            fn __copied<__T: ::core::marker::Copy>(value: &__T) -> __T {
-                                *value
-                            }
-                            __copied::<#ty>(&self.#name)
-                        }
-                    };
-                    quote!(let #name = #copied;)
-                }
+                // `new` asserts `Copy`, so this clone is a copy; cloning keeps a wrong type
+                // from adding move errors to the one clear assertion failure.
+                ParamKind::Value => quote!(let #name = ::core::clone::Clone::clone(&self.#name);),
             }
         })
         .collect()
@@ -227,11 +240,21 @@ fn nodes(program: &Program, nodes: &[Node]) -> TokenStream {
 fn node(program: &Program, node: &Node) -> TokenStream {
     match node {
         Node::Stmt(i) => statement(program, *i),
-        Node::For { for_token, pat, expr, body } => {
+        Node::For {
+            for_token,
+            pat,
+            expr,
+            body,
+        } => {
             let body = nodes(program, body);
             quote!(#for_token #pat in #expr { #body })
         }
-        Node::If { if_token, cond, then, otherwise } => {
+        Node::If {
+            if_token,
+            cond,
+            then,
+            otherwise,
+        } => {
             let then = nodes(program, then);
             let otherwise = otherwise.as_ref().map(|o| {
                 let o = nodes(program, o);
@@ -246,7 +269,9 @@ fn node(program: &Program, node: &Node) -> TokenStream {
 /// reference parameter's whole buffer, a borrow of the value otherwise.
 fn buffer(program: &Program, b: &BufferExpr) -> TokenStream {
     let expr = &b.expr;
-    let by_ref = program.param(&b.root).is_some_and(|p| p.kind != ParamKind::Value);
+    let by_ref = program
+        .param(&b.root)
+        .is_some_and(|p| p.kind != ParamKind::Value);
     if b.whole && by_ref {
         quote_spanned!(expr.span()=> #expr)
     } else {
@@ -258,8 +283,16 @@ fn statement(program: &Program, i: usize) -> TokenStream {
     let stmt = &program.statements[i];
     let p = quote!(::streamgraph::__private);
     let call = match &stmt.kind {
-        Kind::Launch { kernel, grid, block, shared, args } => {
-            let shared = shared.as_ref().map_or_else(|| quote!(0), ToTokens::to_token_stream);
+        Kind::Launch {
+            kernel,
+            grid,
+            block,
+            shared,
+            args,
+        } => {
+            let shared = shared
+                .as_ref()
+                .map_or_else(|| quote!(0), ToTokens::to_token_stream);
             let args = args.iter().map(|a| match a {
                 Arg::Write(b) => {
                     let b = buffer(program, b);
@@ -283,8 +316,16 @@ fn statement(program: &Program, i: usize) -> TokenStream {
             }
         }
         Kind::Copy { dst, src } => {
-            let (dst, src) = (buffer(program, dst), buffer(program, src));
-            quote!(#p::copy(__issuer, __stmt, #dst, #src))
+            let pageable = [dst, src]
+                .iter()
+                .any(|b| program.param(&b.root).is_some_and(|p| p.is_pageable_host()));
+            if pageable {
+                // Already reported; type errors of the impossible copy would only add noise.
+                quote!(::core::result::Result::<(), #p::Error>::Ok(()))
+            } else {
+                let (dst, src) = (buffer(program, dst), buffer(program, src));
+                quote!(#p::copy(__issuer, __stmt, #dst, #src))
+            }
         }
         Kind::Fill { dst, value } => {
             let dst = buffer(program, dst);
@@ -329,18 +370,40 @@ mod tests {
         });
         assert!(!out.contains("compile_error"), "{out}");
         assert!(out.contains("pub struct P < 'sg >"), "{out}");
-        assert!(out.contains("pub x : & 'sg mut DeviceBuffer < f32 >"), "{out}");
+        assert!(
+            out.contains("pub x : & 'sg mut DeviceBuffer < f32 >"),
+            "{out}"
+        );
         assert!(out.contains("pub fn new"), "{out}");
         assert!(out.contains("let x = & * self . x ;"), "{out}");
-        assert!(out.contains("__copied :: < u32 > (& self . n)"), "{out}");
-        assert!(out.contains(":: streamgraph :: __private :: arg_write (x)"), "{out}");
-        assert!(out.contains(":: streamgraph :: __private :: arg_value (& (n))"), "{out}");
+        assert!(
+            out.contains("let n = :: core :: clone :: Clone :: clone (& self . n) ;"),
+            "{out}"
+        );
+        assert!(out.contains("__assert_copy :: < u32 > ()"), "{out}");
+        assert!(
+            out.contains(":: streamgraph :: __private :: arg_write (x)"),
+            "{out}"
+        );
+        assert!(
+            out.contains(":: streamgraph :: __private :: arg_value (& (n))"),
+            "{out}"
+        );
         assert!(out.contains("__issuer . record (__stmt)"), "{out}");
         assert!(out.contains("for i in 0 .. n"), "{out}");
         assert!(out.contains(":: streamgraph :: __private :: fill (__issuer , __stmt , & (x . slice (i .. i + 1)) , 0.0f32)"), "{out}");
-        assert!(out.contains("text : \"main: launch k.f<<<n, 256>>>(&mut x, n)\""), "{out}");
-        assert!(out.contains("priority : { let __priority : i32 = - 1 ; __priority }"), "{out}");
-        assert!(out.contains("map_err (| e | e . in_statement (__stmt))"), "{out}");
+        assert!(
+            out.contains("text : \"main: launch k.f<<<n, 256>>>(&mut x, n)\""),
+            "{out}"
+        );
+        assert!(
+            out.contains("priority : { let __priority : i32 = - 1 ; __priority }"),
+            "{out}"
+        );
+        assert!(
+            out.contains("map_err (| e | e . in_statement (__stmt))"),
+            "{out}"
+        );
     }
 
     #[test]
@@ -348,7 +411,10 @@ mod tests {
         let out = expand_str(quote! {
             pipeline P<'a, T: Copy>(x: &'a DeviceBuffer<f32>, n: T) where T: Send { stream s; }
         });
-        assert!(out.contains("struct P < 'a , T : Copy > where T : Send"), "{out}");
+        assert!(
+            out.contains("struct P < 'a , T : Copy > where T : Send"),
+            "{out}"
+        );
         assert!(!out.contains("'sg"), "{out}");
     }
 

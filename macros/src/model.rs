@@ -31,7 +31,6 @@ impl Errors {
     pub fn into_vec(self) -> Vec<syn::Error> {
         self.0
     }
-
 }
 
 /// A resolved `pipeline!` input.
@@ -81,7 +80,9 @@ impl Param {
         }
         match ty {
             Type::Slice(_) | Type::Array(_) => true,
-            Type::Path(p) => p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Vec"),
+            Type::Path(p) => {
+                p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Vec")
+            }
             _ => false,
         }
     }
@@ -195,8 +196,18 @@ pub struct Access {
 /// Control flow over statements.
 pub enum Node {
     Stmt(usize),
-    For { for_token: syn::token::For, pat: Pat, expr: Expr, body: Vec<Node> },
-    If { if_token: syn::token::If, cond: Expr, then: Vec<Node>, otherwise: Option<Vec<Node>> },
+    For {
+        for_token: syn::token::For,
+        pat: Pat,
+        expr: Expr,
+        body: Vec<Node>,
+    },
+    If {
+        if_token: syn::token::If,
+        cond: Expr,
+        then: Vec<Node>,
+        otherwise: Option<Vec<Node>>,
+    },
 }
 
 impl Program {
@@ -217,7 +228,11 @@ impl Program {
                         Type::Reference(_) => ParamKind::Shared,
                         _ => ParamKind::Value,
                     };
-                    Param { name: p.name, ty: p.ty, kind }
+                    Param {
+                        name: p.name,
+                        ty: p.ty,
+                        kind,
+                    }
                 })
                 .collect(),
             streams: Vec::new(),
@@ -229,7 +244,11 @@ impl Program {
         for item in input.items {
             match item {
                 Item::Stream(s) => {
-                    let mut stream = Stream { name: s.name, priority: None, device: None };
+                    let mut stream = Stream {
+                        name: s.name,
+                        priority: None,
+                        device: None,
+                    };
                     for opt in s.options {
                         let (slot, key, expr) = match opt {
                             StreamOpt::Priority(k, e) => {
@@ -240,7 +259,10 @@ impl Program {
                             }
                         };
                         if slot.is_some() {
-                            errors.spanned(&key, format!("`{key}` is given twice for this stream; keep one"));
+                            errors.spanned(
+                                &key,
+                                format!("`{key}` is given twice for this stream; keep one"),
+                            );
                         }
                         *slot = Some(expr);
                     }
@@ -250,7 +272,10 @@ impl Program {
                 Item::Stmt(s) => stmts.push(s),
             }
         }
-        program.body = stmts.into_iter().map(|s| program.resolve_stmt(s, errors)).collect();
+        program.body = stmts
+            .into_iter()
+            .map(|s| program.resolve_stmt(s, errors))
+            .collect();
         program
     }
 
@@ -260,7 +285,10 @@ impl Program {
     }
 
     fn resolve_block(&mut self, stmts: Vec<syntax::Stmt>, errors: &mut Errors) -> Vec<Node> {
-        stmts.into_iter().map(|s| self.resolve_stmt(s, errors)).collect()
+        stmts
+            .into_iter()
+            .map(|s| self.resolve_stmt(s, errors))
+            .collect()
     }
 
     fn resolve_stmt(&mut self, stmt: syntax::Stmt, errors: &mut Errors) -> Node {
@@ -282,14 +310,22 @@ impl Program {
             Else::Block(b) => self.resolve_block(b, errors),
             Else::If(nested) => vec![self.resolve_if(*nested, errors)],
         });
-        Node::If { if_token: i.if_token, cond: i.cond, then, otherwise }
+        Node::If {
+            if_token: i.if_token,
+            cond: i.cond,
+            then,
+            otherwise,
+        }
     }
 
     fn stream_index(&self, name: &Ident, errors: &mut Errors) -> usize {
         match self.streams.iter().position(|s| s.name == *name) {
             Some(i) => i,
             None => {
-                errors.spanned(name, unknown("stream", name, self.streams.iter().map(|s| &s.name)));
+                errors.spanned(
+                    name,
+                    unknown("stream", name, self.streams.iter().map(|s| &s.name)),
+                );
                 0
             }
         }
@@ -299,7 +335,10 @@ impl Program {
         match self.events.iter().position(|e| e.name == *name) {
             Some(i) => i,
             None => {
-                errors.spanned(name, unknown("event", name, self.events.iter().map(|e| &e.name)));
+                errors.spanned(
+                    name,
+                    unknown("event", name, self.events.iter().map(|e| &e.name)),
+                );
                 0
             }
         }
@@ -338,7 +377,11 @@ impl Program {
                     args.push(match arg {
                         Expr::Reference(r) => {
                             let buffer = self.buffer_expr(*r.expr.clone(), errors);
-                            let mode = if r.mutability.is_some() { Mode::Write } else { Mode::Read };
+                            let mode = if r.mutability.is_some() {
+                                Mode::Write
+                            } else {
+                                Mode::Read
+                            };
                             if let Some(b) = &buffer {
                                 accesses.push(Access {
                                     buffer: b.root.clone(),
@@ -362,7 +405,16 @@ impl Program {
                     config.iter().map(text_of).collect::<Vec<_>>().join(", "),
                     args.iter().map(arg_text).collect::<Vec<_>>().join(", "),
                 );
-                (Kind::Launch { kernel: l.kernel, grid, block, shared, args }, text)
+                (
+                    Kind::Launch {
+                        kernel: l.kernel,
+                        grid,
+                        block,
+                        shared,
+                        args,
+                    },
+                    text,
+                )
             }
             Op::Copy { dst, src } => {
                 let text = format!("copy {} <- {}", text_of(&dst), text_of(&src));
@@ -373,8 +425,18 @@ impl Program {
                 let (Some(dst), Some(src)) = (dst, src) else {
                     return self.push_placeholder(stmt.stream, stream, stmt.semi.span, text);
                 };
-                accesses.push(Access { buffer: src.root.clone(), mode: Mode::Read, whole: src.whole, at: src_at });
-                accesses.push(Access { buffer: dst.root.clone(), mode: Mode::Write, whole: dst.whole, at: dst_at });
+                accesses.push(Access {
+                    buffer: src.root.clone(),
+                    mode: Mode::Read,
+                    whole: src.whole,
+                    at: src_at,
+                });
+                accesses.push(Access {
+                    buffer: dst.root.clone(),
+                    mode: Mode::Write,
+                    whole: dst.whole,
+                    at: dst_at,
+                });
                 (Kind::Copy { dst, src }, text)
             }
             Op::Fill { dst, value } => {
@@ -383,7 +445,12 @@ impl Program {
                 let Some(dst) = self.buffer_expr(dst, errors) else {
                     return self.push_placeholder(stmt.stream, stream, stmt.semi.span, text);
                 };
-                accesses.push(Access { buffer: dst.root.clone(), mode: Mode::Write, whole: dst.whole, at });
+                accesses.push(Access {
+                    buffer: dst.root.clone(),
+                    mode: Mode::Write,
+                    whole: dst.whole,
+                    at,
+                });
                 (Kind::Fill { dst, value }, text)
             }
             Op::Host { func } => {
@@ -392,15 +459,32 @@ impl Program {
             }
             Op::Record { event } => {
                 let text = format!("record {event}");
-                (Kind::Record { event: self.event_index(&event, errors) }, text)
+                (
+                    Kind::Record {
+                        event: self.event_index(&event, errors),
+                    },
+                    text,
+                )
             }
             Op::Wait { event } => {
                 let text = format!("wait {event}");
-                (Kind::Wait { event: self.event_index(&event, errors), name: event }, text)
+                (
+                    Kind::Wait {
+                        event: self.event_index(&event, errors),
+                        name: event,
+                    },
+                    text,
+                )
             }
             Op::WaitStream { stream: other } => {
                 let text = format!("wait_stream {other}");
-                (Kind::WaitStream { stream: self.stream_index(&other, errors), name: other }, text)
+                (
+                    Kind::WaitStream {
+                        stream: self.stream_index(&other, errors),
+                        name: other,
+                    },
+                    text,
+                )
             }
         };
         self.statements.push(Statement {
@@ -418,7 +502,13 @@ impl Program {
 
     /// Keeps numbering intact for a statement whose buffers could not be resolved: it becomes a
     /// host statement that does nothing (the error already recorded stops compilation).
-    fn push_placeholder(&mut self, stream_name: Ident, stream: usize, last: Span, text: String) -> usize {
+    fn push_placeholder(
+        &mut self,
+        stream_name: Ident,
+        stream: usize,
+        last: Span,
+        text: String,
+    ) -> usize {
         let id = self.statements.len();
         self.statements.push(Statement {
             id,
@@ -426,7 +516,9 @@ impl Program {
             text: format!("{stream_name}: {text}"),
             first: stream_name.span(),
             stream_name,
-            kind: Kind::Host { func: syn::parse_quote!(|| {}) },
+            kind: Kind::Host {
+                func: syn::parse_quote!(|| {}),
+            },
             accesses: Vec::new(),
             last,
         });
@@ -455,8 +547,16 @@ impl Program {
             );
             return None;
         };
-        let Some(root) = path.path.get_ident().cloned().filter(|_| path.qself.is_none()) else {
-            errors.spanned(&expr, "expected a buffer: a parameter of the pipeline, such as `x`");
+        let Some(root) = path
+            .path
+            .get_ident()
+            .cloned()
+            .filter(|_| path.qself.is_none())
+        else {
+            errors.spanned(
+                &expr,
+                "expected a buffer: a parameter of the pipeline, such as `x`",
+            );
             return None;
         };
         if self.param(&root).is_none() {
@@ -501,7 +601,10 @@ mod tests {
     fn resolve(input: Input) -> (Program, Vec<String>) {
         let mut errors = Errors::default();
         let p = Program::from_syntax(input, &mut errors);
-        (p, errors.into_vec().iter().map(ToString::to_string).collect())
+        (
+            p,
+            errors.into_vec().iter().map(ToString::to_string).collect(),
+        )
     }
 
     #[test]
@@ -531,10 +634,19 @@ mod tests {
             ]
         );
         let a = &p.statements[0].accesses;
-        assert_eq!((a[0].buffer.to_string(), a[0].mode, a[0].whole), ("x".into(), Mode::Write, true));
-        assert_eq!((a[1].buffer.to_string(), a[1].mode, a[1].whole), ("y".into(), Mode::Read, false));
+        assert_eq!(
+            (a[0].buffer.to_string(), a[0].mode, a[0].whole),
+            ("x".into(), Mode::Write, true)
+        );
+        assert_eq!(
+            (a[1].buffer.to_string(), a[1].mode, a[1].whole),
+            ("y".into(), Mode::Read, false)
+        );
         let c = &p.statements[3].accesses;
-        assert_eq!((c[0].mode, c[0].whole, c[1].mode, c[1].whole), (Mode::Read, true, Mode::Write, false));
+        assert_eq!(
+            (c[0].mode, c[0].whole, c[1].mode, c[1].whole),
+            (Mode::Read, true, Mode::Write, false)
+        );
         assert_eq!(p.statements[3].stream, 1);
         assert!(matches!(p.body[2], Node::For { .. }));
         assert_eq!(p.params[0].kind, ParamKind::Mut);

@@ -171,7 +171,15 @@ impl Parse for Input {
         while !body.is_empty() {
             items.push(body.parse()?);
         }
-        Ok(Input { attrs, vis, pipeline_token, name, generics, params, items })
+        Ok(Input {
+            attrs,
+            vis,
+            pipeline_token,
+            name,
+            generics,
+            params,
+            items,
+        })
     }
 }
 
@@ -255,7 +263,12 @@ impl Parse for Stmt {
             input.parse::<Token![in]>()?;
             let expr = Expr::parse_without_eager_brace(input)?;
             let body = parse_block(input)?;
-            Ok(Stmt::For(ForStmt { for_token, pat, expr, body }))
+            Ok(Stmt::For(ForStmt {
+                for_token,
+                pat,
+                expr,
+                body,
+            }))
         } else if lookahead.peek(Token![if]) {
             input.parse().map(Stmt::If)
         } else if lookahead.peek(Ident) {
@@ -285,7 +298,12 @@ impl Parse for IfStmt {
         } else {
             None
         };
-        Ok(IfStmt { if_token, cond, then, otherwise })
+        Ok(IfStmt {
+            if_token,
+            cond,
+            then,
+            otherwise,
+        })
     }
 }
 
@@ -311,21 +329,35 @@ impl Parse for Op {
         } else if lookahead.peek(kw::fill) {
             input.parse::<kw::fill>()?;
             match input.parse()? {
-                Expr::Assign(assign) => Ok(Op::Fill { dst: *assign.left, value: *assign.right }),
-                other => Err(syn::Error::new_spanned(other, "expected `fill BUF = VALUE`")),
+                Expr::Assign(assign) => Ok(Op::Fill {
+                    dst: *assign.left,
+                    value: *assign.right,
+                }),
+                other => Err(syn::Error::new_spanned(
+                    other,
+                    "expected `fill BUF = VALUE`",
+                )),
             }
         } else if lookahead.peek(kw::host) {
             input.parse::<kw::host>()?;
-            Ok(Op::Host { func: input.parse()? })
+            Ok(Op::Host {
+                func: input.parse()?,
+            })
         } else if lookahead.peek(kw::record) {
             input.parse::<kw::record>()?;
-            Ok(Op::Record { event: input.parse()? })
+            Ok(Op::Record {
+                event: input.parse()?,
+            })
         } else if lookahead.peek(kw::wait_stream) {
             input.parse::<kw::wait_stream>()?;
-            Ok(Op::WaitStream { stream: input.parse()? })
+            Ok(Op::WaitStream {
+                stream: input.parse()?,
+            })
         } else if lookahead.peek(kw::wait) {
             input.parse::<kw::wait>()?;
-            Ok(Op::Wait { event: input.parse()? })
+            Ok(Op::Wait {
+                event: input.parse()?,
+            })
         } else {
             Err(lookahead.error())
         }
@@ -333,7 +365,9 @@ impl Parse for Op {
 }
 
 fn copy_token_span(token: &kw::copy, rest: &TokenStream) -> Span {
-    rest.clone().into_iter().last().map_or(token.span, |t| token.span.join(t.span()).unwrap_or(token.span))
+    rest.clone().into_iter().last().map_or(token.span, |t| {
+        token.span.join(t.span()).unwrap_or(token.span)
+    })
 }
 
 impl Parse for Launch {
@@ -365,7 +399,12 @@ impl Parse for Launch {
         let content;
         parenthesized!(content in input);
         let args = content.parse_terminated(Expr::parse, Token![,])?;
-        Ok(Launch { kernel, open, config, args })
+        Ok(Launch {
+            kernel,
+            open,
+            config,
+            args,
+        })
     }
 }
 
@@ -397,6 +436,7 @@ fn tokens_until(input: ParseStream<'_>, stop: &[char]) -> syn::Result<TokenStrea
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use syn::parse_quote;
@@ -424,20 +464,34 @@ mod tests {
         assert_eq!(input.params.len(), 3);
         assert!(input.generics.where_clause.is_some());
         assert_eq!(input.items.len(), 12);
-        let Item::Stream(side) = &input.items[1] else { panic!("expected a stream") };
+        let Item::Stream(side) = &input.items[1] else {
+            panic!("expected a stream")
+        };
         assert_eq!(side.options.len(), 2);
-        let Item::Stmt(Stmt::Op(OpStmt { op: Op::Launch(l), .. })) = &input.items[3] else {
+        let Item::Stmt(Stmt::Op(OpStmt {
+            op: Op::Launch(l), ..
+        })) = &input.items[3]
+        else {
             panic!("expected a launch")
         };
         assert_eq!(l.config.len(), 3);
         assert_eq!(l.args.len(), 3);
-        let Item::Stmt(Stmt::Op(OpStmt { op: Op::Copy { dst, src, .. }, .. })) = &input.items[6]
+        let Item::Stmt(Stmt::Op(OpStmt {
+            op: Op::Copy { dst, src, .. },
+            ..
+        })) = &input.items[6]
         else {
             panic!("expected a copy")
         };
         assert!(matches!(dst, Expr::MethodCall(_)));
         assert!(matches!(src, Expr::Path(_)));
-        assert!(matches!(&input.items[11], Item::Stmt(Stmt::If(IfStmt { otherwise: Some(Else::If(_)), .. }))));
+        assert!(matches!(
+            &input.items[11],
+            Item::Stmt(Stmt::If(IfStmt {
+                otherwise: Some(Else::If(_)),
+                ..
+            }))
+        ));
     }
 
     #[test]

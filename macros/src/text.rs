@@ -13,6 +13,26 @@ pub fn text_of(tokens: &impl ToTokens) -> String {
     out
 }
 
+/// The text of a type: `&mut DeviceBuffer<f32>`, `&[f32]`, `Vec<u8>`.
+pub fn type_text(ty: &syn::Type) -> String {
+    let raw = ty.to_token_stream().to_string();
+    let mut out = String::with_capacity(raw.len());
+    let chars: Vec<char> = raw.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if c == ' ' {
+            let before = i.checked_sub(1).map(|j| chars[j]);
+            let after = chars.get(i + 1).copied();
+            let tight = matches!(before, Some('<' | '&' | ':' | '(' | '['))
+                || matches!(after, Some('<' | '>' | ',' | ':' | ')' | ']'));
+            if tight {
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[derive(Clone, Copy, PartialEq)]
 enum Prev {
     Start,
@@ -85,7 +105,6 @@ fn write_stream(out: &mut String, tokens: TokenStream) {
                     || c == '#'
                     || unary
                     || (c == ':' && after_joined && last_char == Some(':'))
-                    || (c == '.' && after_joined)
                 {
                     Prev::Tight
                 } else {
@@ -105,18 +124,37 @@ mod tests {
     use quote::quote;
 
     #[test]
+    fn types_read_like_rust() {
+        let t = |ty: syn::Type| type_text(&ty);
+        assert_eq!(
+            t(syn::parse_quote!(&mut DeviceBuffer<f32>)),
+            "&mut DeviceBuffer<f32>"
+        );
+        assert_eq!(t(syn::parse_quote!(&[f32])), "&[f32]");
+        assert_eq!(
+            t(syn::parse_quote!(&'a std::vec::Vec<(u8, u16)>)),
+            "&'a std::vec::Vec<(u8, u16)>"
+        );
+    }
+
+    #[test]
     fn spacing_reads_like_rust() {
         assert_eq!(text_of(&quote!(k.scale)), "k.scale");
         assert_eq!(text_of(&quote!(&mut x)), "&mut x");
         assert_eq!(text_of(&quote!(grid(n))), "grid(n)");
         assert_eq!(text_of(&quote!((n + 255) / 256)), "(n + 255) / 256");
-        assert_eq!(text_of(&quote!(x.slice(i*c..(i+1)*c))), "x.slice(i * c..(i + 1) * c)");
+        assert_eq!(
+            text_of(&quote!(x.slice(i * c..(i + 1) * c))),
+            "x.slice(i * c..(i + 1) * c)"
+        );
         assert_eq!(text_of(&quote!(Ordering::SeqCst)), "Ordering::SeqCst");
         assert_eq!(text_of(&quote!(-1)), "-1");
         assert_eq!(text_of(&quote!(a - 1)), "a - 1");
         assert_eq!(text_of(&quote!(x.slice(..n))), "x.slice(..n)");
         assert_eq!(
-            text_of(&quote!(move || { c.fetch_add(1, Ordering::SeqCst); })),
+            text_of(&quote!(move || {
+                c.fetch_add(1, Ordering::SeqCst);
+            })),
             "move || { c.fetch_add(1, Ordering::SeqCst); }"
         );
         assert_eq!(text_of(&quote!(a += 1)), "a += 1");

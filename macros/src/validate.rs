@@ -6,7 +6,6 @@
 
 use std::collections::BTreeSet;
 
-use quote::ToTokens;
 use syn::Ident;
 
 use crate::model::{Errors, Kind, Mode, Node, ParamKind, Program, Statement};
@@ -41,8 +40,11 @@ fn unique_names(program: &Program, errors: &mut Errors) {
     fn check<'a>(what: &str, names: impl Iterator<Item = &'a Ident>, errors: &mut Errors) {
         let mut seen: Vec<&Ident> = Vec::new();
         for name in names {
-            if seen.iter().any(|s| *s == name) {
-                errors.spanned(name, format!("{what} `{name}` is declared twice; rename one"));
+            if seen.contains(&name) {
+                errors.spanned(
+                    name,
+                    format!("{what} `{name}` is declared twice; rename one"),
+                );
             } else {
                 seen.push(name);
             }
@@ -66,14 +68,21 @@ fn waits_follow_records(program: &Program, errors: &mut Errors) {
                     }
                 }
                 Node::For { body, .. } => records(body, program, out),
-                Node::If { then, otherwise, .. } => {
+                Node::If {
+                    then, otherwise, ..
+                } => {
                     records(then, program, out);
                     records(otherwise.as_deref().unwrap_or_default(), program, out);
                 }
             }
         }
     }
-    fn walk(nodes: &[Node], program: &Program, recorded: &mut BTreeSet<usize>, errors: &mut Errors) {
+    fn walk(
+        nodes: &[Node],
+        program: &Program,
+        recorded: &mut BTreeSet<usize>,
+        errors: &mut Errors,
+    ) {
         for node in nodes {
             match node {
                 Node::Stmt(i) => {
@@ -100,11 +109,18 @@ fn waits_follow_records(program: &Program, errors: &mut Errors) {
                     records(body, program, recorded);
                     walk(body, program, recorded, errors);
                 }
-                Node::If { then, otherwise, .. } => {
+                Node::If {
+                    then, otherwise, ..
+                } => {
                     let mut in_then = recorded.clone();
                     walk(then, program, &mut in_then, errors);
                     let mut in_else = recorded.clone();
-                    walk(otherwise.as_deref().unwrap_or_default(), program, &mut in_else, errors);
+                    walk(
+                        otherwise.as_deref().unwrap_or_default(),
+                        program,
+                        &mut in_else,
+                        errors,
+                    );
                     recorded.extend(in_then);
                     recorded.extend(in_else);
                 }
@@ -146,7 +162,7 @@ fn copies_avoid_pageable_memory(program: &Program, errors: &mut Errors) {
                              `PinnedBuffer<T>` (page-locked host memory)",
                             stmt.text,
                             param.name,
-                            param.ty.to_token_stream()
+                            crate::text::type_text(&param.ty)
                         ),
                     );
                 }
@@ -160,7 +176,9 @@ fn copies_avoid_pageable_memory(program: &Program, errors: &mut Errors) {
 fn writes_go_through_mut_parameters(program: &Program, errors: &mut Errors) {
     for stmt in &program.statements {
         for access in stmt.accesses.iter().filter(|a| a.mode == Mode::Write) {
-            let Some(param) = program.param(&access.buffer) else { continue };
+            let Some(param) = program.param(&access.buffer) else {
+                continue;
+            };
             if param.kind != ParamKind::Mut {
                 errors.spanned(
                     &access.at,
@@ -170,7 +188,7 @@ fn writes_go_through_mut_parameters(program: &Program, errors: &mut Errors) {
                         stmt.text,
                         access.buffer,
                         param.name,
-                        param.ty.to_token_stream()
+                        crate::text::type_text(&param.ty)
                     ),
                 );
             }
@@ -202,11 +220,18 @@ fn to_flow(nodes: &[Node], program: &Program, buffers: &[&Ident]) -> Vec<race::F
             Node::Stmt(i) => {
                 let stmt = &program.statements[*i];
                 race::Flow::Cmd(match &stmt.kind {
-                    Kind::Record { event, .. } => race::Cmd::Record { stream: stmt.stream, event: *event },
-                    Kind::Wait { event, .. } => race::Cmd::Wait { stream: stmt.stream, event: *event },
-                    Kind::WaitStream { stream, .. } => {
-                        race::Cmd::WaitStream { stream: stmt.stream, other: *stream }
-                    }
+                    Kind::Record { event, .. } => race::Cmd::Record {
+                        stream: stmt.stream,
+                        event: *event,
+                    },
+                    Kind::Wait { event, .. } => race::Cmd::Wait {
+                        stream: stmt.stream,
+                        event: *event,
+                    },
+                    Kind::WaitStream { stream, .. } => race::Cmd::WaitStream {
+                        stream: stmt.stream,
+                        other: *stream,
+                    },
                     _ => race::Cmd::Op {
                         stmt: stmt.id,
                         stream: stmt.stream,
@@ -225,7 +250,9 @@ fn to_flow(nodes: &[Node], program: &Program, buffers: &[&Ident]) -> Vec<race::F
                 })
             }
             Node::For { body, .. } => race::Flow::Loop(to_flow(body, program, buffers)),
-            Node::If { then, otherwise, .. } => race::Flow::If(
+            Node::If {
+                then, otherwise, ..
+            } => race::Flow::If(
                 to_flow(then, program, buffers),
                 to_flow(otherwise.as_deref().unwrap_or_default(), program, buffers),
             ),
@@ -253,10 +280,18 @@ fn report_race(
     let suffix = if race.first_writes { "ready" } else { "free" };
     let event = format!("{buffer}_{suffix}");
     let declared = program.events.iter().any(|e| e.name == event);
-    let declare = if declared { String::new() } else { format!(" (declare `event {event};`)") };
+    let declare = if declared {
+        String::new()
+    } else {
+        format!(" (declare `event {event};`)")
+    };
     let from = &program.streams[first.stream].name;
     let to = &program.streams[second.stream].name;
-    let when = if race.loop_carried { " in the previous iteration of the loop" } else { "" };
+    let when = if race.loop_carried {
+        " in the previous iteration of the loop"
+    } else {
+        ""
+    };
     let message = format!(
         "data race on `{buffer}`: `{}` (at {l2}:{c2}) {} `{buffer}` on stream `{to}` while \
          `{}` (at {l1}:{c1}){when} {} it on stream `{from}`, and nothing orders the two; \
@@ -317,7 +352,11 @@ pub mod race {
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub enum Cmd {
         /// `op(stream)`: statement `stmt`, touching `touches`.
-        Op { stmt: usize, stream: usize, touches: Vec<Touch> },
+        Op {
+            stmt: usize,
+            stream: usize,
+            touches: Vec<Touch>,
+        },
         /// `record(event, stream)`.
         Record { stream: usize, event: usize },
         /// `wait(stream, event)`.
@@ -382,7 +421,11 @@ pub mod race {
     /// Every pair of operations of `program` on different streams that touch the same whole
     /// buffer, at least one writing, with no happens-before path between them. Pairs are
     /// reported as indices into `program` (first issued first).
-    pub fn straight_line_pairs(streams: usize, events: usize, program: &[Cmd]) -> Vec<(usize, usize, Touch, Touch)> {
+    pub fn straight_line_pairs(
+        streams: usize,
+        events: usize,
+        program: &[Cmd],
+    ) -> Vec<(usize, usize, Touch, Touch)> {
         let mut frontier = vec![Bits::default(); streams];
         let mut snapshot = vec![Bits::default(); events];
         let mut before: Vec<Bits> = Vec::with_capacity(program.len());
@@ -390,19 +433,32 @@ pub mod race {
         let mut pairs = Vec::new();
         for (i, cmd) in program.iter().enumerate() {
             match cmd {
-                Cmd::Op { stream, touches, .. } => {
+                Cmd::Op {
+                    stream, touches, ..
+                } => {
                     let Some(f) = frontier.get(*stream).cloned() else {
                         before.push(Bits::default());
                         continue;
                     };
                     for &j in &ops {
-                        let Cmd::Op { stream: s2, touches: t2, .. } = &program[j] else { continue };
+                        let Cmd::Op {
+                            stream: s2,
+                            touches: t2,
+                            ..
+                        } = &program[j]
+                        else {
+                            continue;
+                        };
                         if s2 == stream || f.contains(j) {
                             continue;
                         }
                         for a in t2 {
                             for b in touches {
-                                if a.buffer == b.buffer && a.whole && b.whole && (a.write || b.write) {
+                                if a.buffer == b.buffer
+                                    && a.whole
+                                    && b.whole
+                                    && (a.write || b.write)
+                                {
                                     pairs.push((j, i, *a, *b));
                                 }
                             }
@@ -574,7 +630,12 @@ pub mod race {
     ) {
         let mut touches: BTreeMap<usize, (usize, Vec<Touch>)> = BTreeMap::new();
         for cmd in cmds {
-            if let Cmd::Op { stmt, stream, touches: t } = cmd {
+            if let Cmd::Op {
+                stmt,
+                stream,
+                touches: t,
+            } = cmd
+            {
                 if full.contains(stmt) {
                     touches.entry(*stmt).or_insert_with(|| (*stream, t.clone()));
                 }
@@ -612,7 +673,14 @@ mod tests {
         Cmd::Op {
             stmt,
             stream,
-            touches: touches.iter().map(|&(buffer, write)| Touch { buffer, write, whole: true }).collect(),
+            touches: touches
+                .iter()
+                .map(|&(buffer, write)| Touch {
+                    buffer,
+                    write,
+                    whole: true,
+                })
+                .collect(),
         }
     }
 
@@ -620,7 +688,12 @@ mod tests {
         let mut errors = Errors::default();
         let program = Program::from_syntax(input, &mut errors);
         validate(&program, &mut errors);
-        errors.into_vec().iter().flat_map(|e| e.clone().into_iter()).map(|e| e.to_string()).collect()
+        errors
+            .into_vec()
+            .iter()
+            .flat_map(|e| e.clone().into_iter())
+            .map(|e| e.to_string())
+            .collect()
     }
 
     #[test]
@@ -629,7 +702,14 @@ mod tests {
         let races = straight_line_races(2, 0, &p);
         assert_eq!(
             races,
-            [Race { first: 0, second: 1, buffer: 0, first_writes: true, second_writes: false, loop_carried: false }]
+            [Race {
+                first: 0,
+                second: 1,
+                buffer: 0,
+                first_writes: true,
+                second_writes: false,
+                loop_carried: false
+            }]
         );
     }
 
@@ -637,8 +717,14 @@ mod tests {
     fn record_and_wait_order_the_pair() {
         let p = [
             op(0, 0, &[(0, true)]),
-            Cmd::Record { stream: 0, event: 0 },
-            Cmd::Wait { stream: 1, event: 0 },
+            Cmd::Record {
+                stream: 0,
+                event: 0,
+            },
+            Cmd::Wait {
+                stream: 1,
+                event: 0,
+            },
             op(1, 1, &[(0, false)]),
         ];
         assert!(straight_line_races(2, 1, &p).is_empty());
@@ -647,9 +733,15 @@ mod tests {
     #[test]
     fn wait_before_the_record_does_not_order() {
         let p = [
-            Cmd::Record { stream: 0, event: 0 },
+            Cmd::Record {
+                stream: 0,
+                event: 0,
+            },
             op(0, 0, &[(0, true)]),
-            Cmd::Wait { stream: 1, event: 0 },
+            Cmd::Wait {
+                stream: 1,
+                event: 0,
+            },
             op(1, 1, &[(0, false)]),
         ];
         assert_eq!(straight_line_races(2, 1, &p).len(), 1);
@@ -659,9 +751,18 @@ mod tests {
     fn re_record_overwrites_the_snapshot() {
         let p = [
             op(0, 0, &[(0, true)]),
-            Cmd::Record { stream: 0, event: 0 },
-            Cmd::Record { stream: 2, event: 0 },
-            Cmd::Wait { stream: 1, event: 0 },
+            Cmd::Record {
+                stream: 0,
+                event: 0,
+            },
+            Cmd::Record {
+                stream: 2,
+                event: 0,
+            },
+            Cmd::Wait {
+                stream: 1,
+                event: 0,
+            },
             op(1, 1, &[(0, false)]),
         ];
         assert_eq!(straight_line_races(3, 1, &p).len(), 1);
@@ -671,9 +772,15 @@ mod tests {
     fn wait_stream_and_transitive_paths_order() {
         let p = [
             op(0, 0, &[(0, true)]),
-            Cmd::WaitStream { stream: 2, other: 0 },
+            Cmd::WaitStream {
+                stream: 2,
+                other: 0,
+            },
             op(1, 2, &[]),
-            Cmd::WaitStream { stream: 1, other: 2 },
+            Cmd::WaitStream {
+                stream: 1,
+                other: 2,
+            },
             op(2, 1, &[(0, true)]),
         ];
         assert!(straight_line_races(3, 0, &p).is_empty());
@@ -683,7 +790,15 @@ mod tests {
     fn reads_do_not_race_and_sub_ranges_are_not_decided() {
         let p = [op(0, 0, &[(0, false)]), op(1, 1, &[(0, false)])];
         assert!(straight_line_races(2, 0, &p).is_empty());
-        let sub = Cmd::Op { stmt: 1, stream: 1, touches: vec![Touch { buffer: 0, write: true, whole: false }] };
+        let sub = Cmd::Op {
+            stmt: 1,
+            stream: 1,
+            touches: vec![Touch {
+                buffer: 0,
+                write: true,
+                whole: false,
+            }],
+        };
         assert!(straight_line_races(2, 0, &[op(0, 0, &[(0, true)]), sub]).is_empty());
     }
 
@@ -693,17 +808,32 @@ mod tests {
         // Iteration k+1's write is not ordered after iteration k's read.
         let body = vec![
             Flow::Cmd(op(0, 0, &[(0, true)])),
-            Flow::Cmd(Cmd::Record { stream: 0, event: 0 }),
-            Flow::Cmd(Cmd::Wait { stream: 1, event: 0 }),
+            Flow::Cmd(Cmd::Record {
+                stream: 0,
+                event: 0,
+            }),
+            Flow::Cmd(Cmd::Wait {
+                stream: 1,
+                event: 0,
+            }),
             Flow::Cmd(op(1, 1, &[(0, false)])),
         ];
         let races = certain_races(2, 2, &[Flow::Loop(body.clone())]);
         assert_eq!(races.len(), 1);
-        assert_eq!((races[0].first, races[0].second, races[0].loop_carried), (1, 0, true));
+        assert_eq!(
+            (races[0].first, races[0].second, races[0].loop_carried),
+            (1, 0, true)
+        );
         // Adding the back edge (side records, main waits at the top) removes the race.
-        let mut fixed = vec![Flow::Cmd(Cmd::Wait { stream: 0, event: 1 })];
+        let mut fixed = vec![Flow::Cmd(Cmd::Wait {
+            stream: 0,
+            event: 1,
+        })];
         fixed.extend(body);
-        fixed.push(Flow::Cmd(Cmd::Record { stream: 1, event: 1 }));
+        fixed.push(Flow::Cmd(Cmd::Record {
+            stream: 1,
+            event: 1,
+        }));
         assert!(certain_races(2, 2, &[Flow::Loop(fixed)]).is_empty());
     }
 
@@ -712,8 +842,14 @@ mod tests {
         let write = Flow::Cmd(op(0, 0, &[(0, true)]));
         let read = Flow::Cmd(op(1, 1, &[(0, false)]));
         let order = vec![
-            Flow::Cmd(Cmd::Record { stream: 0, event: 0 }),
-            Flow::Cmd(Cmd::Wait { stream: 1, event: 0 }),
+            Flow::Cmd(Cmd::Record {
+                stream: 0,
+                event: 0,
+            }),
+            Flow::Cmd(Cmd::Wait {
+                stream: 1,
+                event: 0,
+            }),
         ];
         // Ordered on one path only: not reported.
         let maybe = [write.clone(), Flow::If(order.clone(), vec![]), read.clone()];
@@ -731,8 +867,14 @@ mod tests {
         // The wait inside the loop orders the pair only when the loop runs: not certain.
         let p = [
             Flow::Cmd(op(0, 0, &[(0, true)])),
-            Flow::Cmd(Cmd::Record { stream: 0, event: 0 }),
-            Flow::Loop(vec![Flow::Cmd(Cmd::Wait { stream: 1, event: 0 })]),
+            Flow::Cmd(Cmd::Record {
+                stream: 0,
+                event: 0,
+            }),
+            Flow::Loop(vec![Flow::Cmd(Cmd::Wait {
+                stream: 1,
+                event: 0,
+            })]),
             Flow::Cmd(op(1, 1, &[(0, false)])),
         ];
         assert!(certain_races(2, 1, &p).is_empty());
@@ -758,7 +900,9 @@ mod tests {
         assert!(has("stream `main` is declared twice"), "{errors:#?}");
         assert!(has("event `e` is declared twice"));
         assert!(has("parameter `x` is declared twice"));
-        assert!(has("waits for event `e`, which no earlier statement records"));
+        assert!(has(
+            "waits for event `e`, which no earlier statement records"
+        ));
         assert!(has("stream `main` cannot wait for itself"));
         assert!(has("parameter `y` is declared `& B`") || has("parameter `y` is declared `&B`"));
         assert!(has("pageable host memory"));
@@ -792,7 +936,8 @@ mod tests {
         assert_eq!(errors.len(), 2, "{errors:#?}");
         assert!(errors[0].starts_with("data race on `x`: `side: launch k.b<<<1, 1>>>(&x)`"));
         assert!(errors[0].contains("while `main: launch k.a<<<1, 1>>>(&mut x)`"));
-        assert!(errors[0].contains("add `main: record x_ready;` after the write and `side: wait x_ready;`"));
+        assert!(errors[0]
+            .contains("add `main: record x_ready;` after the write and `side: wait x_ready;`"));
         assert!(errors[1].contains("the other side of the data race on `x`"));
     }
 
