@@ -407,6 +407,28 @@ mod tests {
     }
 
     #[test]
+    fn copies_pass_buffers_and_skip_pageable_memory() {
+        let out = expand_str(quote! {
+            pipeline P(d: &mut DeviceBuffer<f32>, h: &PinnedBuffer<f32>, v: &[f32], n: usize) {
+                stream main;
+                main: copy d.slice(0..n) <- h;
+                main: copy d <- v;
+            }
+        });
+        assert!(
+            out.contains(":: streamgraph :: __private :: copy (__issuer , __stmt , & (d . slice (0 .. n)) , h)"),
+            "{out}"
+        );
+        assert!(out.contains("StatementKind :: Copy"), "{out}");
+        assert_eq!(
+            out.matches(":: streamgraph :: __private :: copy (").count(),
+            1,
+            "{out}"
+        );
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+    }
+
+    #[test]
     fn no_lifetime_without_references_and_user_generics_kept() {
         let out = expand_str(quote! {
             pipeline P<'a, T: Copy>(x: &'a DeviceBuffer<f32>, n: T) where T: Send { stream s; }
