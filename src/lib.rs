@@ -1,1 +1,4 @@
 pub use streamgraph_runtime::*;
+
+#[doc(inline)]
+pub use streamgraph_macros::pipeline;
