@@ -103,7 +103,7 @@ impl Gpu {
             unsafe { sys::cuDriverGetVersion(&mut version) },
             "cuDriverGetVersion",
         )?;
-        Ok(Gpu {
+        let gpu = Gpu {
             ctx,
             _module: module,
             empty,
@@ -111,7 +111,40 @@ impl Gpu {
             spin,
             name,
             driver_version: format!("{}.{}", version / 1000, (version % 1000) / 10),
-        })
+        };
+        gpu.warm()?;
+        Ok(gpu)
+    }
+
+    /// Launches each kernel once outside any capture: kernel loading may be lazy, and no
+    /// workload should pay for it (or load code in the middle of a capture).
+    fn warm(&self) -> Result<(), BenchError> {
+        let stream = Stream::new()?;
+        let slot = DeviceWord::new()?;
+        let mut ptr_arg = slot.0;
+        let mut value = 0u32;
+        let mut ns = 0u64;
+        let mut stamp_args: [*mut c_void; 2] = [
+            ptr::addr_of_mut!(ptr_arg).cast(),
+            ptr::addr_of_mut!(value).cast(),
+        ];
+        let mut spin_args: [*mut c_void; 1] = [ptr::addr_of_mut!(ns).cast()];
+        let launches: [(sys::CUfunction, *mut *mut c_void); 3] = [
+            (self.empty, ptr::null_mut()),
+            (self.stamp, stamp_args.as_mut_ptr()),
+            (self.spin, spin_args.as_mut_ptr()),
+        ];
+        for (f, args) in launches {
+            let (g, b) = (kernels::GRID, kernels::BLOCK);
+            // SAFETY: each argument array matches its kernel's parameters (none; a device
+            // pointer and an unsigned int; an unsigned long long) and points at live locals;
+            // the stream is alive.
+            let r = unsafe {
+                sys::cuLaunchKernel(f, g, 1, 1, b, 1, 1, 0, stream.0, args, ptr::null_mut())
+            };
+            check(r, "cuLaunchKernel")?;
+        }
+        stream.synchronize()
     }
 
     /// Waits for all work of the context (between workloads, never in timed regions).

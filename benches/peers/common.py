@@ -241,3 +241,14 @@ class CoreKernels:
                 return (0, int(handle))
 
         return self.dev.create_stream(Foreign())
+
+    def warm(self, stream, sync, slot_ptr=None):
+        """Launches each kernel once outside any capture (module and kernel loading may be
+        lazy, and loading during a capture is best avoided), then calls `sync()`."""
+        import numpy as np
+
+        self.launch(stream, self.config, self.empty)
+        self.launch(stream, self.config, self.spin, np.uint64(0))
+        if slot_ptr is not None:
+            self.launch(stream, self.config, self.stamp, int(slot_ptr), np.uint32(0))
+        sync()

@@ -33,6 +33,8 @@ def main():
     for api in ("create_stream", "create_event"):
         if not hasattr(dev, api):
             c.die(f"cuda.core Device has no {api}(); this peer needs cuda.core 1.x")
+    warm_stream = dev.create_stream()
+    k.warm(warm_stream, warm_stream.sync)
     sz = args.sizes
     col = c.Collector(SYSTEM, args)
 
@@ -213,6 +215,7 @@ def main():
             c.die(f"cuMemAlloc failed with {err}")
         slot_ptr = int(slot)
         s5 = dev.create_stream()
+        k.warm(s5, s5.sync, slot_ptr)
         start, end = event(True), event(True)
         state = {"iteration": 0}
 
