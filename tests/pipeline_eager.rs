@@ -2,6 +2,7 @@
 //!
 //! The kernels read, spin, then write, so two of them running at once lose an update: a missing
 //! dependency shows up as a wrong value, not only as a different schedule.
+#![allow(clippy::unwrap_used)] // tests may unwrap
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
