@@ -170,7 +170,6 @@ fn run() -> Result<(), Error> {
     }
     stream.synchronize()?;
     let stats = eager.stats();
-    drop(pipeline);
 
     let expected: Vec<f32> = input()
         .iter()
