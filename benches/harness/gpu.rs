@@ -24,6 +24,8 @@ pub enum BenchError {
     Check(String),
     /// The system has no implementation of this workload yet.
     NotWired,
+    /// streamgraph returned an error (setup or a timed call).
+    Streamgraph(streamgraph::Error),
 }
 
 impl fmt::Display for BenchError {
@@ -33,11 +35,18 @@ impl fmt::Display for BenchError {
             BenchError::Setup(msg) => write!(f, "setup failed: {msg}"),
             BenchError::Check(msg) => write!(f, "wrong result: {msg}"),
             BenchError::NotWired => write!(f, "not yet wired"),
+            BenchError::Streamgraph(e) => write!(f, "streamgraph: {e}"),
         }
     }
 }
 
 impl std::error::Error for BenchError {}
+
+impl From<streamgraph::Error> for BenchError {
+    fn from(e: streamgraph::Error) -> Self {
+        BenchError::Streamgraph(e)
+    }
+}
 
 /// Turns a driver status into a `Result`, naming the call.
 #[inline(always)]
@@ -213,6 +222,18 @@ impl Event {
             "cuEventCreate",
         )?;
         Ok(Event(e))
+    }
+
+    /// Records the event on a stream owned elsewhere (streamgraph's origin, through
+    /// `Stream::as_cudarc().cu_stream()`); the caller keeps that stream alive.
+    #[inline(always)]
+    pub fn record_on(&self, stream: sys::CUstream) -> Result<(), BenchError> {
+        // SAFETY: the event is alive (borrowed); the caller keeps the stream alive; both belong
+        // to device 0's primary context.
+        check(
+            unsafe { sys::cuEventRecord(self.0, stream) },
+            "cuEventRecord",
+        )
     }
 
     /// Milliseconds from `self` to `end`, waiting for `end` first.
