@@ -663,6 +663,10 @@ pub mod race {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
+mod agree_tests;
+
+#[cfg(test)]
 mod tests {
     use super::race::{certain_races, straight_line_races, Cmd, Flow, Race, Touch};
     use super::*;
