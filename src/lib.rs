@@ -1,1 +1,117 @@
+//! # streamgraph
+//!
+//! Declarative multi-stream CUDA pipelines: one [`pipeline!`] declares the streams, the
+//! kernels, copies, fills and host functions issued on them, and the event records and waits
+//! that order them. The same pipeline is checked for cross-stream data races at compile time,
+//! then run eagerly on CUDA streams, captured into a CUDA graph and replayed, or only planned
+//! (its happens-before model built, without a GPU).
+//!
+//! ## 1. Load kernels
+//!
+//! ```no_run
+//! use streamgraph::{Device, Kernel, Module, Stream};
+//!
+//! const SOURCE: &str = r#"
+//! extern "C" __global__ void scale(float* x, float k, unsigned n) {
+//!     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+//!     if (i < n) x[i] *= k;
+//! }"#;
+//!
+//! let device = Device::new(None)?; // the current device; Error::NoDriver without CUDA
+//! let stream = Stream::new(&device, 0)?;
+//! let module = Module::from_cuda_source(&device, "scale", SOURCE)?; // NVRTC, for this GPU
+//! // SAFETY: every launch of `scale` passes (float*, float, unsigned).
+//! let scale: Kernel = unsafe { module.kernel("scale")? };
+//! # Ok::<(), streamgraph::Error>(())
+//! ```
+//!
+//! Loading a kernel is the one `unsafe` promise: that every launch passes arguments matching
+//! its C signature. Everything after that is safe.
+//!
+//! ## 2. Declare a pipeline
+//!
+//! ```no_run
+//! use streamgraph::{pipeline, DeviceBuffer, Kernel};
+//!
+//! pub struct Kernels { pub scale: Kernel, pub axpy: Kernel }
+//!
+//! pipeline! {
+//!     /// Scale `x` on the origin while a side stream waits for it and updates `y`.
+//!     pub pipeline Diamond(x: &mut DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>, k: &Kernels, n: u32) {
+//!         stream main;                 // the first stream is the origin
+//!         stream side(priority = -1);
+//!         event ready;
+//!
+//!         main: launch k.scale<<<n.div_ceil(256), 256>>>(&mut x, 2.0f32, n);
+//!         main: record ready;
+//!         side: wait ready;
+//!         side: launch k.axpy<<<n.div_ceil(256), 256>>>(&mut y, &x, 0.5f32, n);
+//!     }
+//! }
+//! ```
+//!
+//! Remove `side: wait ready;` and the pipeline no longer compiles: `side` reads `x` while
+//! `main` writes it, and nothing orders the two. The error names both statements and the
+//! record/wait that would order them.
+//!
+//! ```compile_fail
+//! # use streamgraph::{pipeline, DeviceBuffer, Kernel};
+//! # pub struct Kernels { pub scale: Kernel, pub axpy: Kernel }
+//! pipeline! {
+//!     pub pipeline Racy(x: &mut DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>, k: &Kernels, n: u32) {
+//!         stream main;
+//!         stream side;
+//!         main: launch k.scale<<<n.div_ceil(256), 256>>>(&mut x, 2.0f32, n);
+//!         side: launch k.axpy<<<n.div_ceil(256), 256>>>(&mut y, &x, 0.5f32, n); // error: data race on `x`
+//!     }
+//! }
+//! ```
+//!
+//! ## 3. Run it eagerly, or plan it
+//!
+//! ```no_run
+//! # use streamgraph::{pipeline, DeviceBuffer, Kernel};
+//! # pub struct Kernels { pub scale: Kernel, pub axpy: Kernel }
+//! # pipeline! {
+//! #     pub pipeline Diamond(x: &mut DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>, k: &Kernels, n: u32) {
+//! #         stream main; stream side; event ready;
+//! #         main: launch k.scale<<<n.div_ceil(256), 256>>>(&mut x, 2.0f32, n);
+//! #         main: record ready; side: wait ready;
+//! #         side: launch k.axpy<<<n.div_ceil(256), 256>>>(&mut y, &x, 0.5f32, n);
+//! #     }
+//! # }
+//! # fn kernels() -> Kernels { unimplemented!() }
+//! use streamgraph::{Device, Eager, Plan, Stream};
+//!
+//! let device = Device::new(None)?;
+//! let stream = Stream::new(&device, 0)?;
+//! let (mut x, mut y) = (DeviceBuffer::zeros(&device, 1024)?, DeviceBuffer::zeros(&device, 1024)?);
+//! let k = kernels();
+//!
+//! // Eagerly: the pipeline runs as one operation on `stream` (side streams fork from it and
+//! // join back into it).
+//! let mut eager = Eager::new(&stream);
+//! eager.run(&Diamond::new(&mut x, &mut y, &k, 1024))?;
+//!
+//! // Planned: the happens-before model, its race check on real address ranges, and DOT.
+//! let plan = Plan::build(&Diamond::new(&mut x, &mut y, &k, 1024))?;
+//! plan.check_races()?;
+//! println!("{}", plan.to_dot());
+//! # Ok::<(), streamgraph::Error>(())
+//! ```
+//!
+//! Without a GPU, [`Kernel::for_planning`], [`DeviceBuffer::for_planning`] and
+//! [`PinnedBuffer::for_planning`] make handles that can be planned but not run.
+//!
+//! ## The stream contract
+//!
+//! [`Stream`] and [`Event`] follow `torch.cuda.Stream`: [`Stream::new`] clamps priorities into
+//! the device's range, [`Stream::query`] never blocks, [`Stream::wait_event`] and
+//! [`Stream::wait_stream`] order later work only and return at once, [`Stream::scope`] sets the
+//! stream that stream-less operations use ([`current_stream`]).
+#![warn(missing_docs)]
+
 pub use streamgraph_runtime::*;
+
+#[doc(inline)]
+pub use streamgraph_macros::pipeline;

@@ -1,1 +1,74 @@
+//! The `pipeline!` procedural macro of streamgraph. Use it through the `streamgraph` crate,
+//! which re-exports it; generated code refers to `::streamgraph::__private`.
+//!
+//! Inside: [`syntax`] parses the input, [`model`] resolves names and accesses, [`validate`]
+//! checks the cross-statement rules (including the static race check), [`expand`] writes the
+//! code. Only this file touches `proc_macro`.
+#![warn(missing_docs)]
+// Syntax trees are built once per macro call and moved rarely; boxing variants would only
+// add noise to every match.
+#![allow(clippy::large_enum_variant)]
 
+mod expand;
+mod model;
+mod syntax;
+mod text;
+mod validate;
+
+/// Declares a multi-stream CUDA pipeline type.
+///
+/// ```ignore
+/// streamgraph::pipeline! {
+///     /// Scale `x` while `y` is updated on a side stream; join at the end.
+///     pub pipeline Diamond(x: &mut DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>, k: &Kernels, n: u32) {
+///         stream main;                       // the first stream is the origin
+///         stream side(priority = -1);        // also `device = EXPR`; both over parameters
+///         event ready;
+///
+///         main: launch k.scale<<<(n + 255) / 256, 256>>>(&mut x, 2.0f32, n);
+///         main: record ready;
+///         side: wait ready;
+///         side: launch k.axpy<<<(n + 255) / 256, 256>>>(&mut y, &x, 0.5f32, n);
+///         main: wait_stream side;
+///     }
+/// }
+/// ```
+///
+/// # Statements
+///
+/// Each statement names the stream it is issued on, `STREAM: OP;`:
+///
+/// | statement | meaning |
+/// | --- | --- |
+/// | `launch KERNEL<<<GRID, BLOCK[, SHARED_BYTES]>>>(ARGS)` | kernel launch; `GRID`/`BLOCK` are `u32` or tuples of two or three `u32`; `&mut x` writes buffer `x`, `&x` reads it, anything else is passed by value |
+/// | `copy DST <- SRC` | copy between device and page-locked host memory of the same length |
+/// | `fill BUF = VALUE` | memset with a 1-, 2- or 4-byte value |
+/// | `host F` | a host function `F: Fn() + Send + Sync + 'static`, run in stream order |
+/// | `record EVENT` / `wait EVENT` | record an event / make the stream wait for it |
+/// | `wait_stream OTHER` | make the stream wait for everything issued on `OTHER` so far |
+///
+/// Buffers are parameters, optionally followed by method calls that select a sub-range
+/// (`x.slice(0..n)`). `for PAT in EXPR { ... }` and `if EXPR { ... } else { ... }` around
+/// statements are issued as Rust control flow.
+///
+/// # What is generated
+///
+/// A struct with the parameters as public fields (references get a lifetime `'sg` when they
+/// have none), `new(params...)`, and an implementation of `streamgraph::Pipeline`: the static
+/// `PROGRAM` description, `stream_options()` and `issue()`. Parameters that are not references
+/// must be `Copy`.
+///
+/// # Compile-time checks
+///
+/// Unknown and duplicate names; waits on events no earlier statement records; `wait_stream` on
+/// the stream itself; malformed launch configurations; copies from or to pageable host memory
+/// (use `PinnedBuffer`); writes through parameters not declared `&mut`; and data races: two
+/// statements on different streams touching the same whole buffer, one of them writing, with
+/// no record/wait or `wait_stream` path ordering them. A race is reported only when it is
+/// certain on every path through the pipeline's `if`s (assuming each loop whose body holds one
+/// of the statements runs at least twice); sub-ranges and uncertain cases are checked at run
+/// time by the plan.
+#[proc_macro]
+pub fn pipeline(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
+    expand::pipeline(input.into()).into()
+}

@@ -578,6 +578,25 @@ impl<T: DeviceRepr + Copy> PinnedBuffer<T> {
     }
 }
 
+impl<T: DeviceRepr + ValidAsZeroBits + Copy> PinnedBuffer<T> {
+    /// A zeroed buffer in ordinary heap memory, for plans built on a machine without a GPU.
+    /// Copies to and from it can be planned and run eagerly (as pageable memory), but not
+    /// captured.
+    ///
+    /// # Panics
+    ///
+    /// When `len` elements exceed the address space, like `Vec::with_capacity`.
+    pub fn for_planning(len: usize) -> Self {
+        match ffi::HostAlloc::planning_zeroed(len) {
+            Some(alloc) => PinnedBuffer {
+                alloc,
+                ordinal: DeviceRange::HOST,
+            },
+            None => panic!("a plan-only buffer of {len} elements does not fit in memory"),
+        }
+    }
+}
+
 impl<T> PinnedBuffer<T> {
     /// The elements. Synchronize the streams that copy into the buffer first.
     pub fn as_slice(&self) -> &[T] {
@@ -600,9 +619,14 @@ impl<T> PinnedBuffer<T> {
     }
 
     fn memory(&self) -> Memory {
-        Memory::PinnedHost {
-            ptr: self.alloc.as_ptr().cast(),
-            bytes: std::mem::size_of_val(self.alloc.as_slice()),
+        let (ptr, bytes) = (
+            self.alloc.as_ptr().cast(),
+            std::mem::size_of_val(self.alloc.as_slice()),
+        );
+        if self.alloc.is_planning() {
+            Memory::PageableHost { ptr, bytes }
+        } else {
+            Memory::PinnedHost { ptr, bytes }
         }
     }
 }

@@ -6,6 +6,7 @@
 //! finishing in the wrong order.
 #![allow(dead_code)]
 
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use streamgraph::{Device, Dim3, Kernel, LaunchConfig, Module};
@@ -69,11 +70,21 @@ pub struct Kernels {
     pub spin_then_copy: Kernel,
     pub copy: Kernel,
     pub add: Kernel,
+    /// Tests that hold kernels run one at a time: a buffer freed by a parallel test waits for
+    /// the whole device (`cuMemFree` synchronizes), which would distort the timing checks.
+    _serial: MutexGuard<'static, ()>,
+}
+
+/// The lock that runs GPU tests one at a time (a failed test does not poison it for others).
+pub fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Kernels {
     /// Compiles the kernels on the current device.
     pub fn new() -> Kernels {
+        let serial = serial();
         let device = Device::new(None).unwrap();
         let module = Module::from_cuda_source(&device, "test_kernels", KERNELS).unwrap();
         // SAFETY: every launch in these tests passes the arguments of the C signatures above,
@@ -88,6 +99,7 @@ impl Kernels {
                 add: module.kernel("add_u32").unwrap(),
                 device,
                 module,
+                _serial: serial,
             }
         }
     }

@@ -480,7 +480,8 @@ pub(crate) fn memset_async(
 pub(crate) struct HostAlloc<T> {
     ptr: NonNull<T>,
     len: usize,
-    ctx: Arc<CudaContext>,
+    /// `None` for plan-only buffers, which live in ordinary (pageable) heap memory.
+    ctx: Option<Arc<CudaContext>>,
     _owns: PhantomData<T>,
 }
 
@@ -539,13 +540,39 @@ impl<T: DeviceRepr + Copy> HostAlloc<T> {
         Ok(HostAlloc {
             ptr,
             len,
-            ctx: ctx.clone(),
+            ctx: Some(ctx.clone()),
+            _owns: PhantomData,
+        })
+    }
+
+    /// `len` zeroed elements in ordinary heap memory (no driver): plan-only pinned buffers.
+    pub(crate) fn planning_zeroed(len: usize) -> Option<HostAlloc<T>>
+    where
+        T: ValidAsZeroBits,
+    {
+        let layout = std::alloc::Layout::array::<T>(len).ok()?;
+        let ptr = if layout.size() == 0 {
+            NonNull::dangling()
+        } else {
+            // SAFETY: the layout has a non-zero size; all-zero bytes are a valid `T` by
+            // `ValidAsZeroBits`. `Drop` frees it with the same layout.
+            NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>())?
+        };
+        Some(HostAlloc {
+            ptr,
+            len,
+            ctx: None,
             _owns: PhantomData,
         })
     }
 }
 
 impl<T> HostAlloc<T> {
+    /// Whether this is ordinary heap memory of a plan-only buffer.
+    pub(crate) fn is_planning(&self) -> bool {
+        self.ctx.is_none()
+    }
+
     /// The first element's address.
     pub(crate) fn as_ptr(&self) -> *mut T {
         self.ptr.as_ptr()
@@ -574,13 +601,20 @@ impl<T> Drop for HostAlloc<T> {
         if self.len == 0 || std::mem::size_of::<T>() == 0 {
             return;
         }
-        let freed = ensure_current(&self.ctx).and_then(|()| {
+        let Some(ctx) = &self.ctx else {
+            if let Ok(layout) = std::alloc::Layout::array::<T>(self.len) {
+                // SAFETY: allocated by `planning_zeroed` with this same layout, freed once.
+                unsafe { std::alloc::dealloc(self.ptr.as_ptr().cast(), layout) };
+            }
+            return;
+        };
+        let freed = ensure_current(ctx).and_then(|()| {
             // SAFETY: the pointer came from `cuMemHostAlloc` and is freed once, here; the
             // elements are plain data (`DeviceRepr`) with nothing to drop.
             unsafe { sys::cuMemFreeHost(self.ptr.as_ptr().cast()) }.result()
         });
         if let Err(e) = freed {
-            self.ctx.record_err::<()>(Err(e));
+            ctx.record_err::<()>(Err(e));
         }
     }
 }

@@ -1,0 +1,16 @@
+//! The CUDA C source shared by every benchmarked system, and how its kernels are launched.
+
+/// `benches/peers/kernels.cu`, embedded so the binary runs from any checkout path.
+pub const SOURCE: &str = include_str!("../peers/kernels.cu");
+
+/// Kernel names in [`SOURCE`].
+pub const EMPTY: &str = "empty";
+/// See [`SOURCE`]: stores its second argument through its first.
+pub const STAMP: &str = "stamp";
+/// See [`SOURCE`]: busy-waits on the global timer.
+pub const SPIN: &str = "spin";
+
+/// Every kernel runs as one block of one thread.
+pub const GRID: u32 = 1;
+/// Threads per block.
+pub const BLOCK: u32 = 1;

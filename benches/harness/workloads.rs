@@ -1,0 +1,296 @@
+//! The seven workloads: their sizes, what each measures, and the loop that runs every system
+//! on each of them.
+
+use serde_json::json;
+
+use crate::gpu::Gpu;
+use crate::report::Row;
+use crate::runner::{self, metric, Metric, Spec};
+use crate::{raw, streamgraph};
+
+/// W1's size.
+#[derive(Debug, Clone, Copy)]
+pub struct Eager1 {
+    /// Launches per sample.
+    pub kernels: usize,
+}
+
+/// A chain of kernels on one stream (W2, W7).
+#[derive(Debug, Clone, Copy)]
+pub struct Chain {
+    pub nodes: usize,
+}
+
+/// W5: a chain whose kernels get new arguments every iteration.
+#[derive(Debug, Clone, Copy)]
+pub struct Update {
+    pub nodes: usize,
+}
+
+/// W3's DAG: `layers` times (one kernel on the origin, then `branches` kernels in parallel:
+/// branch 0 on the origin, branch b on stream b), each layer's origin kernel after every branch
+/// of the layer before; the end joins every branch.
+#[derive(Debug, Clone, Copy)]
+pub struct Diamond {
+    pub layers: usize,
+    /// Parallel kernels per layer = streams used (the origin included).
+    pub branches: usize,
+}
+
+impl Diamond {
+    /// Kernels per run.
+    pub fn kernels(&self) -> usize {
+        self.layers * (1 + self.branches)
+    }
+}
+
+/// W4: `kernels` independent kernels round-robin over `width` streams (the origin first).
+#[derive(Debug, Clone, Copy)]
+pub struct Fanout {
+    pub kernels: usize,
+    pub width: usize,
+}
+
+/// W6: the diamond replayed `replays` times without synchronising.
+#[derive(Debug, Clone, Copy)]
+pub struct Replays {
+    pub diamond: Diamond,
+    pub replays: usize,
+    /// Replays queued behind the `spin` gate to measure back-to-back replay time.
+    pub gated: usize,
+    /// How long the gate holds the stream, in ns.
+    pub gate_ns: u64,
+}
+
+/// Sizes and repetition counts of one run.
+#[derive(Debug, Clone)]
+pub struct Sizes {
+    pub reps: usize,
+    pub w1: Eager1,
+    pub w2: Chain,
+    pub w3: Diamond,
+    pub w4_kernels: usize,
+    pub w4_widths: Vec<usize>,
+    pub w5: Update,
+    pub w6: Replays,
+    pub w7_nodes: Vec<usize>,
+    /// Workloads to run (`W1` …); all when empty.
+    pub only: Vec<String>,
+}
+
+impl Sizes {
+    /// The sizes the issue specifies, `reps` samples of each.
+    pub fn full(reps: usize) -> Sizes {
+        let diamond = Diamond {
+            layers: 51,
+            branches: 4,
+        };
+        Sizes {
+            reps,
+            w1: Eager1 { kernels: 10_000 },
+            w2: Chain { nodes: 1_000 },
+            w3: diamond,
+            w4_kernels: 4_096,
+            w4_widths: vec![1, 2, 4, 8, 16, 32],
+            w5: Update { nodes: 1_000 },
+            w6: Replays {
+                diamond,
+                replays: 10_000,
+                gated: 64,
+                gate_ns: 5_000_000,
+            },
+            w7_nodes: vec![10, 100, 1_000, 10_000],
+            only: Vec::new(),
+        }
+    }
+
+    /// Smaller sizes for a smoke run: same shapes, a tenth of the repetitions and replays.
+    pub fn quick() -> Sizes {
+        let mut p = Sizes::full(5);
+        p.w6.replays = 1_000;
+        p
+    }
+
+    fn wants(&self, workload: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|w| w.eq_ignore_ascii_case(workload))
+    }
+}
+
+pub const W1_METRICS: &[Metric] = &[
+    metric("eager", "host_per_launch", "us"),
+    metric("eager", "device_per_launch", "us"),
+    metric("eager", "event_calls", "count"),
+];
+pub const W2_METRICS: &[Metric] = &[
+    metric("replay", "device_per_node", "us"),
+    metric("replay", "host_launch", "us"),
+    metric("eager", "device_per_node", "us"),
+    metric("eager", "host_per_launch", "us"),
+];
+pub const W3_METRICS: &[Metric] = &[
+    metric("replay", "device_per_node", "us"),
+    metric("replay", "device_total", "us"),
+    metric("replay", "host_launch", "us"),
+    metric("eager", "device_total", "us"),
+    metric("eager", "host_issue", "us"),
+    metric("eager", "event_calls", "count"),
+    metric("capture", "capture", "us"),
+    metric("capture", "instantiate", "us"),
+    metric("capture", "total", "us"),
+];
+pub const W4_METRICS: &[Metric] = &[
+    metric("replay", "device_per_kernel", "us"),
+    metric("replay", "host_launch", "us"),
+];
+pub const W5_METRICS: &[Metric] = &[
+    metric("set_params", "host_per_node", "us"),
+    metric("set_params", "replay_device_per_node", "us"),
+    metric("set_params", "instantiations", "count"),
+    metric("exec_update", "host_per_node", "us"),
+    metric("reinstantiate", "host_per_node", "us"),
+];
+pub const W6_METRICS: &[Metric] = &[
+    metric("replay_loop", "gpu_idle", "%"),
+    metric("replay_loop", "wall_per_replay", "us"),
+    metric("replay_loop", "saturated_replay", "us"),
+    metric("replay_loop", "device_per_replay", "us"),
+];
+pub const W7_METRICS: &[Metric] = &[
+    metric("capture+instantiate", "capture", "us"),
+    metric("capture+instantiate", "instantiate", "us"),
+    metric("capture+instantiate", "total", "us"),
+    metric("capture+instantiate", "total_per_node", "us"),
+];
+
+fn spec(
+    workload: &'static str,
+    params: serde_json::Value,
+    metrics: &[Metric],
+    warmup: usize,
+    reps: usize,
+) -> Spec {
+    Spec {
+        workload,
+        params,
+        metrics: metrics.to_vec(),
+        warmup,
+        reps,
+    }
+}
+
+/// Runs every wanted workload on every system; progress goes to stderr.
+pub fn run_all(gpu: &Gpu, plan: &Sizes) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut step = |name: &str, spec: Spec, setups: Vec<runner::Setup<'_>>| {
+        eprintln!(
+            "running {name} {} ({} reps)",
+            crate::report::params_text(&spec.params),
+            spec.reps
+        );
+        rows.extend(runner::run(&spec, setups));
+        if let Err(e) = gpu.synchronize() {
+            eprintln!("after {name}: {e}");
+        }
+    };
+    let reps = plan.reps;
+    if plan.wants("W1") {
+        let p = plan.w1;
+        let s = spec("W1", json!({"kernels": p.kernels}), W1_METRICS, 3, reps);
+        step(
+            "W1",
+            s,
+            vec![
+                ("raw", raw::w1(gpu, &p)),
+                ("streamgraph", streamgraph::w1(gpu, &p)),
+            ],
+        );
+    }
+    if plan.wants("W2") {
+        let p = plan.w2;
+        let s = spec("W2", json!({"nodes": p.nodes}), W2_METRICS, 5, reps);
+        step(
+            "W2",
+            s,
+            vec![
+                ("raw", raw::w2(gpu, &p)),
+                ("streamgraph", streamgraph::w2(gpu, &p)),
+            ],
+        );
+    }
+    if plan.wants("W3") {
+        let p = plan.w3;
+        let params = json!({"layers": p.layers, "branches": p.branches, "kernels": p.kernels()});
+        let s = spec("W3", params, W3_METRICS, 5, reps);
+        step(
+            "W3",
+            s,
+            vec![
+                ("raw", raw::w3(gpu, &p)),
+                ("streamgraph", streamgraph::w3(gpu, &p)),
+            ],
+        );
+    }
+    if plan.wants("W4") {
+        for &width in &plan.w4_widths {
+            let p = Fanout {
+                kernels: plan.w4_kernels,
+                width,
+            };
+            let s = spec(
+                "W4",
+                json!({"kernels": p.kernels, "width": width}),
+                W4_METRICS,
+                5,
+                reps,
+            );
+            step(
+                "W4",
+                s,
+                vec![
+                    ("raw", raw::w4(gpu, &p)),
+                    ("streamgraph", streamgraph::w4(gpu, &p)),
+                ],
+            );
+        }
+    }
+    if plan.wants("W5") {
+        let p = plan.w5;
+        let s = spec("W5", json!({"nodes": p.nodes}), W5_METRICS, 3, reps);
+        step(
+            "W5",
+            s,
+            vec![
+                ("raw", raw::w5(gpu, &p)),
+                ("streamgraph", streamgraph::w5(gpu, &p)),
+            ],
+        );
+    }
+    if plan.wants("W6") {
+        let p = plan.w6;
+        let params = json!({"replays": p.replays, "kernels_per_replay": p.diamond.kernels()});
+        let s = spec("W6", params, W6_METRICS, 1, reps);
+        step(
+            "W6",
+            s,
+            vec![
+                ("raw", raw::w6(gpu, &p)),
+                ("streamgraph", streamgraph::w6(gpu, &p)),
+            ],
+        );
+    }
+    if plan.wants("W7") {
+        for &nodes in &plan.w7_nodes {
+            let p = Chain { nodes };
+            let s = spec("W7", json!({"nodes": nodes}), W7_METRICS, 2, reps);
+            step(
+                "W7",
+                s,
+                vec![
+                    ("raw", raw::w7(gpu, &p)),
+                    ("streamgraph", streamgraph::w7(gpu, &p)),
+                ],
+            );
+        }
+    }
+    rows
+}

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""Merges the JSON documents of bench-harness and the Python peers into one table (p50/p90 per
+system, each system's p50 over raw's), evaluates the issue's goals where the data allows, and
+writes merged.json, goals.json and table.txt into the output folder.
+
+    python3 benches/merge.py OUT_DIR harness.json [torch.json cuda_core.json ...]
+"""
+
+import json
+import math
+import os
+import sys
+
+SYSTEMS = ["raw", "streamgraph", "torch", "cuda.core"]
+
+
+def load(paths):
+    rows, metas = [], []
+    for p in paths:
+        try:
+            with open(p, encoding="utf-8") as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"merge: skipping {p}: {e}", file=sys.stderr)
+            continue
+        metas.append(doc.get("meta", {}))
+        rows.extend(doc.get("rows", []))
+    return rows, metas
+
+
+def params_text(params):
+    if isinstance(params, dict):
+        return " ".join(f"{k}={v}" for k, v in params.items())
+    return "" if params is None else str(params)
+
+
+def key(r):
+    return (r["workload"], r["variant"], r["metric"], params_text(r.get("params")), r["unit"])
+
+
+def slope(points):
+    pts = [(math.log(x), math.log(y)) for x, y in points if x > 0 and y and y > 0]
+    if len(pts) < 2:
+        return None
+    mx = sum(p[0] for p in pts) / len(pts)
+    my = sum(p[1] for p in pts) / len(pts)
+    sxx = sum((p[0] - mx) ** 2 for p in pts)
+    return None if sxx == 0 else sum((p[0] - mx) * (p[1] - my) for p in pts) / sxx
+
+
+def add_slopes(rows):
+    """W7 log-log slope rows for every system that lacks one (the peers do not compute it)."""
+    have = {r["system"] for r in rows if r["workload"] == "W7" and r["metric"] == "log_log_slope"}
+    by = {}
+    for r in rows:
+        if r["workload"] == "W7" and r["metric"] == "total" and r["p50"] is not None:
+            by.setdefault(r["system"], []).append(r)
+    for system, rs in by.items():
+        if system in have:
+            continue
+        p50 = slope([(r["params"]["nodes"], r["p50"]) for r in rs])
+        p90 = slope([(r["params"]["nodes"], r["p90"]) for r in rs])
+        if p50 is None:
+            continue
+        rows.append({"workload": "W7", "system": system, "variant": "capture+instantiate",
+                     "metric": "log_log_slope", "unit": "1", "p50": p50, "p90": p90, "n": len(rs),
+                     "params": {"nodes": [r["params"]["nodes"] for r in rs]},
+                     "note": "least-squares slope of ln(total) on ln(nodes)"})
+
+
+def num(v):
+    if v is None:
+        return "-"
+    a = abs(v)
+    if a == 0:
+        return "0"
+    if a >= 1000:
+        return f"{v:.0f}"
+    if a >= 100:
+        return f"{v:.1f}"
+    if a >= 1:
+        return f"{v:.3f}"
+    return f"{v:.4f}"
+
+
+def table(rows, systems):
+    order, cells, notes = [], {}, []
+    for r in rows:
+        k = key(r)
+        if k not in cells:
+            order.append(k)
+            cells[k] = {}
+        cells[k][r["system"]] = r
+    header = ["wl", "variant", "metric", "params", "unit"] + [f"{s} p50/p90" for s in systems] \
+        + [f"{s}/raw" for s in systems[1:]]
+    lines = [header]
+    for k in order:
+        line = list(k)
+        for s in systems:
+            r = cells[k].get(s)
+            if r is None:
+                line.append("-")
+            elif r["p50"] is None:
+                why = r.get("note") or "no data"
+                if why not in notes:
+                    notes.append(why)
+                line.append(f"[{notes.index(why) + 1}]")
+            else:
+                line.append(f"{num(r['p50'])}/{num(r['p90'])}")
+        base = cells[k].get("raw", {}).get("p50") if cells[k].get("raw") else None
+        for s in systems[1:]:
+            r = cells[k].get(s)
+            v = r["p50"] if r else None
+            line.append(f"{v / base:.3f}" if v is not None and base else "-")
+        lines.append(line)
+    widths = [max(len(l[i]) for l in lines) for i in range(len(header))]
+    out = []
+    for i, l in enumerate(lines):
+        out.append("  ".join(c.ljust(w) if j < 5 else c.rjust(w)
+                             for j, (c, w) in enumerate(zip(l, widths))).rstrip())
+        if i == 0:
+            out.append("-" * (sum(widths) + 2 * (len(widths) - 1)))
+    out += [f"[{i + 1}] {n}" for i, n in enumerate(notes)]
+    return "\n".join(out) + "\n"
+
+
+class Lookup:
+    def __init__(self, rows):
+        self.rows = rows
+
+    def get(self, system, workload, variant, metric, **params):
+        for r in self.rows:
+            if (r["system"], r["workload"], r["variant"], r["metric"]) != (system, workload, variant, metric):
+                continue
+            if any(r.get("params", {}).get(k) != v for k, v in params.items()):
+                continue
+            return r["p50"]
+        return None
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def goals(rows):
+    """The issue's goals, each evaluated for streamgraph (and for raw where the goal is an
+    absolute bound): [{goal, system, value, target, pass}]."""
+    q = Lookup(rows)
+    out = []
+
+    def add(goal, system, value, target, ok):
+        out.append({"goal": goal, "system": system, "value": value, "target": target,
+                    "pass": None if value is None else bool(ok(value))})
+
+    sg = "streamgraph"
+    add("W1 host per launch / raw", sg,
+        ratio(q.get(sg, "W1", "eager", "host_per_launch"), q.get("raw", "W1", "eager", "host_per_launch")),
+        "<= 1.02", lambda v: v <= 1.02)
+    add("W1 event calls on one stream", sg, q.get(sg, "W1", "eager", "event_calls"), "== 0", lambda v: v == 0)
+    add("W2 replay device per node / raw", sg,
+        ratio(q.get(sg, "W2", "replay", "device_per_node"), q.get("raw", "W2", "replay", "device_per_node")),
+        "<= 1.02", lambda v: v <= 1.02)
+    for s in (sg, "raw"):
+        add("W2 eager / replay device per node", s,
+            ratio(q.get(s, "W2", "eager", "device_per_node"), q.get(s, "W2", "replay", "device_per_node")),
+            ">= 5", lambda v: v >= 5)
+    add("W3 replay / raw", sg,
+        ratio(q.get(sg, "W3", "replay", "device_total"), q.get("raw", "W3", "replay", "device_total")),
+        "<= 1.03", lambda v: v <= 1.03)
+    for s in (sg, "raw"):
+        add("W3 eager / replay device time", s,
+            ratio(q.get(s, "W3", "eager", "device_total"), q.get(s, "W3", "replay", "device_total")),
+            ">= 8", lambda v: v >= 8)
+    add("W3 eager / hand-written streams+events", sg,
+        ratio(q.get(sg, "W3", "eager", "device_total"), q.get("raw", "W3", "eager", "device_total")),
+        "<= 1.05", lambda v: v <= 1.05)
+    add("W3 capture+instantiate / raw", sg,
+        ratio(q.get(sg, "W3", "capture", "total"), q.get("raw", "W3", "capture", "total")),
+        "<= 1.1", lambda v: v <= 1.1)
+    for peer in ("torch", "cuda.core"):
+        add(f"W3 replay / {peer} replay", sg,
+            ratio(q.get(sg, "W3", "replay", "device_total"), q.get(peer, "W3", "replay", "device_total")),
+            "< 1", lambda v: v < 1)
+    for s in (sg, "raw"):
+        best = None
+        for r in rows:
+            if (r["system"], r["workload"], r["metric"]) == (s, "W4", "device_per_kernel") and r["p50"] is not None:
+                host = q.get(s, "W4", "replay", "host_launch", width=r["params"]["width"])
+                if host is not None and host <= 10 and (best is None or r["p50"] < best):
+                    best = r["p50"]
+        add("W4 best width device per kernel (launch <= 10 us)", s, best, "<= 0.18 us", lambda v: v <= 0.18)
+    for s in (sg, "raw"):
+        add("W5 argument update per node", s, q.get(s, "W5", "set_params", "host_per_node"), "<= 0.3 us",
+            lambda v: v <= 0.3)
+        add("W5 re-instantiate / update", s,
+            ratio(q.get(s, "W5", "reinstantiate", "host_per_node"), q.get(s, "W5", "set_params", "host_per_node")),
+            ">= 15", lambda v: v >= 15)
+    add("W5 instantiations during updates", sg, q.get(sg, "W5", "set_params", "instantiations"), "== 0",
+        lambda v: v == 0)
+    for s in (sg, "raw"):
+        add("W6 GPU idle", s, q.get(s, "W6", "replay_loop", "gpu_idle"), "<= 1 %", lambda v: v <= 1)
+        add("W7 log-log slope", s, q.get(s, "W7", "capture+instantiate", "log_log_slope"), "<= 1.05",
+            lambda v: v <= 1.05)
+    return out
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    out_dir, paths = sys.argv[1], sys.argv[2:]
+    rows, metas = load(paths)
+    if not rows:
+        sys.exit("merge: no rows in any input: nothing to compare")
+    add_slopes(rows)
+    systems = [s for s in SYSTEMS if any(r["system"] == s for r in rows)]
+    systems += sorted({r["system"] for r in rows} - set(systems))
+    if systems[0] != "raw":
+        print("merge: no raw rows; ratios are left empty", file=sys.stderr)
+    text = table(rows, systems)
+    g = goals(rows)
+    lines = ["", "goals (ratios from the same run):"]
+    for x in g:
+        verdict = {True: "pass", False: "FAIL", None: "n/a"}[x["pass"]]
+        v = "-" if x["value"] is None else f"{x['value']:.3f}"
+        lines.append(f"  {verdict:4}  {x['goal']:<52} {x['system']:<12} {v:>9}  (goal {x['target']})")
+    text += "\n".join(lines) + "\n"
+    print(text, end="")
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "table.txt"), "w", encoding="utf-8") as f:
+        f.write(text)
+    with open(os.path.join(out_dir, "merged.json"), "w", encoding="utf-8") as f:
+        json.dump({"schema": 1, "meta": metas, "rows": rows}, f, indent=1)
+    with open(os.path.join(out_dir, "goals.json"), "w", encoding="utf-8") as f:
+        json.dump(g, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

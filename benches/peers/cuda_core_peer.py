@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""cuda.core peer of bench-harness: the same workloads with cuda.core 1.x streams, events,
+`launch` and its graph builder (`Stream.create_graph_builder`, `begin_building`, `split`,
+`join`, `end_building`, `complete`, `Graph.launch`, `Graph.update`), with the SAME kernels
+(benches/peers/kernels.cu, compiled with NVRTC through cuda.core's Program).
+
+In graphs, fan-outs use the builder's own `split`/`join` (its idiom: each `split` makes fresh
+streams, a cost that shows in capture times); the DAG is the harness's. Eager runs use
+long-lived streams and events, as raw.rs does.
+
+Prints one JSON document (schema of bench-harness) on stdout; progress on stderr.
+Exit status: 0 when every workload ran, 1 when any failed or nothing could be measured.
+"""
+
+import sys
+
+import common as c
+
+SYSTEM = "cuda.core"
+
+
+def main():
+    args = c.parse_args(__doc__)
+    try:
+        import numpy as np
+    except ImportError as e:
+        c.die(f"numpy is not importable ({e}); cuda.core's kernel arguments need it")
+    try:
+        k = c.CoreKernels()
+    except c.PeerError as e:
+        c.die(str(e))
+    core, dev = k.core, k.dev
+    for api in ("create_stream", "create_event"):
+        if not hasattr(dev, api):
+            c.die(f"cuda.core Device has no {api}(); this peer needs cuda.core 1.x")
+    warm_stream = dev.create_stream()
+    k.warm(warm_stream, warm_stream.sync)
+    sz = args.sizes
+    col = c.Collector(SYSTEM, args)
+
+    def event(timing):
+        for kw in ("timing_enabled", "enable_timing"):
+            try:
+                return dev.create_event(options=core.EventOptions(**{kw: timing}))
+            except TypeError:
+                continue
+        raise c.PeerError("cuda.core EventOptions takes neither timing_enabled nor enable_timing")
+
+    def elapsed_us(start, end):
+        end.sync()
+        return (end - start) * 1e3
+
+    def launch_empty(target):
+        k.launch(target, k.config, k.empty)
+
+    def builder(stream):
+        if not hasattr(stream, "create_graph_builder"):
+            raise c.PeerError("cuda.core Stream.create_graph_builder is missing: need cuda.core 1.x")
+        return stream.create_graph_builder().begin_building("thread_local")
+
+    def build(stream, issue):
+        """Captures `issue(gb)` into a graph: (graph, capture µs, instantiate µs)."""
+        t0 = c.now_ns()
+        gb = builder(stream)
+        gb = issue(gb) or gb
+        gb.end_building()
+        cap = c.us_since(t0)
+        t1 = c.now_ns()
+        graph = gb.complete()
+        inst = c.us_since(t1)
+        return graph, cap, inst, gb
+
+    def replay(graph, stream, start, end):
+        stream.record(start)
+        t0 = c.now_ns()
+        graph.launch(stream)
+        host = c.us_since(t0)
+        stream.record(end)
+        return elapsed_us(start, end), host
+
+    def chain_issue(nodes):
+        def issue(gb):
+            for _ in range(nodes):
+                launch_empty(gb)
+        return issue
+
+    def close(*objs):
+        for o in objs:
+            if o is not None and hasattr(o, "close"):
+                o.close()
+
+    # W1 ------------------------------------------------------------------------------------
+    if col.wants("W1"):
+        n = sz["w1_kernels"]
+        s = dev.create_stream()
+        start, end = event(True), event(True)
+
+        def w1():
+            s.record(start)
+            t0 = c.now_ns()
+            for _ in range(n):
+                launch_empty(s)
+            host = c.us_since(t0)
+            s.record(end)
+            return [host / n, elapsed_us(start, end) / n, 0]
+
+        col.run("W1", {"kernels": n}, c.W1_METRICS, w1)
+
+    # W2 ------------------------------------------------------------------------------------
+    if col.wants("W2"):
+        n = sz["w2_nodes"]
+        s = dev.create_stream()
+        start, end = event(True), event(True)
+        g2, _, _, _ = build(s, chain_issue(n))
+        g2.upload(s)
+
+        def w2():
+            d, host = replay(g2, s, start, end)
+            s.record(start)
+            t0 = c.now_ns()
+            for _ in range(n):
+                launch_empty(s)
+            eager_host = c.us_since(t0)
+            s.record(end)
+            return [d / n, host, elapsed_us(start, end) / n, eager_host / n]
+
+        col.run("W2", {"nodes": n}, c.W2_METRICS, w2)
+
+    # W3 and W6: the diamond -------------------------------------------------------------------
+    layers, branches = sz["w3_layers"], sz["w3_branches"]
+    kernels = layers * (1 + branches)
+
+    def diamond_build(gb):
+        for _ in range(layers):
+            launch_empty(gb)
+            parts = gb.split(branches)
+            for p in parts:
+                launch_empty(p)
+            gb = type(gb).join(*parts)
+        return gb
+
+    if col.wants("W3") or col.wants("W6"):
+        ss = [dev.create_stream() for _ in range(branches)]
+        gd, _, _, _ = build(ss[0], diamond_build)
+        gd.upload(ss[0])
+
+    if col.wants("W3"):
+        fork = event(False)
+        joins = [event(False) for _ in range(branches)]
+        start, end = event(True), event(True)
+        calls = c.diamond_event_calls(layers, branches)
+
+        def diamond_eager():
+            o = ss[0]
+            for layer in range(layers):
+                if layer > 0:
+                    for j in joins[1:]:
+                        o.wait(j)
+                launch_empty(o)
+                o.record(fork)
+                for s in ss[1:]:
+                    s.wait(fork)
+                for s in ss:
+                    launch_empty(s)
+                for s, j in zip(ss[1:], joins[1:]):
+                    s.record(j)
+            for j in joins[1:]:
+                o.wait(j)
+
+        def w3():
+            d, host = replay(gd, ss[0], start, end)
+            ss[0].record(start)
+            t0 = c.now_ns()
+            diamond_eager()
+            eager_host = c.us_since(t0)
+            ss[0].record(end)
+            eager_dev = elapsed_us(start, end)
+            g, cap, inst, gb = build(ss[0], diamond_build)
+            close(g, gb)
+            return [d / kernels, d, host, eager_dev, eager_host, calls, cap, inst, cap + inst]
+
+        col.run("W3", {"layers": layers, "branches": branches, "kernels": kernels}, c.W3_METRICS, w3)
+
+    # W4 ------------------------------------------------------------------------------------
+    if col.wants("W4"):
+        n = sz["w4_kernels"]
+        s4 = dev.create_stream()
+        for width in sz["w4_widths"]:
+
+            def spread(gb, width=width):
+                parts = gb.split(width) if width > 1 else (gb,)
+                for i in range(n):
+                    launch_empty(parts[i % width])
+                return type(gb).join(*parts) if width > 1 else gb
+
+            g4, _, _, _ = build(s4, spread)
+            g4.upload(s4)
+            start, end = event(True), event(True)
+
+            def w4(g4=g4, start=start, end=end):
+                d, host = replay(g4, s4, start, end)
+                return [d / n, host]
+
+            col.run("W4", {"kernels": n, "width": width}, c.W4_METRICS, w4)
+
+    # W5 ------------------------------------------------------------------------------------
+    if col.wants("W5"):
+        n = sz["w5_nodes"]
+        try:
+            from cuda.bindings import driver as cbd
+        except ImportError as e:
+            c.die(f"cuda.bindings is not importable ({e}); W5 reads its result through it")
+        err, slot = cbd.cuMemAlloc(4)
+        if int(err) != 0:
+            c.die(f"cuMemAlloc failed with {err}")
+        slot_ptr = int(slot)
+        s5 = dev.create_stream()
+        k.warm(s5, s5.sync, slot_ptr)
+        start, end = event(True), event(True)
+        state = {"iteration": 0}
+
+        def stamps(base):
+            def issue(gb):
+                for i in range(n):
+                    k.launch(gb, k.config, k.stamp, slot_ptr, np.uint32((base + i) & 0xFFFFFFFF))
+            return issue
+
+        g5, _, _, _ = build(s5, stamps(0))
+        if not hasattr(g5, "update"):
+            c.die("cuda.core Graph.update is missing: need cuda.core 1.x")
+
+        def read_slot():
+            host = np.zeros(1, dtype=np.uint32)
+            (err,) = cbd.cuMemcpyDtoH(host.ctypes.data, slot_ptr, 4)
+            if int(err) != 0:
+                raise c.PeerError(f"cuMemcpyDtoH failed with {err}")
+            return int(host[0])
+
+        def w5():
+            state["iteration"] += 1
+            base = (state["iteration"] * 2 * n) & 0xFFFFFFFF
+            t0 = c.now_ns()
+            gb = builder(s5)
+            stamps(base)(gb)
+            gb.end_building()
+            g5.update(gb)
+            exec_update = c.us_since(t0)
+            close(gb)
+            g, cap, inst, gb2 = build(s5, stamps(base))
+            close(g, gb2)
+            d, _ = replay(g5, s5, start, end)
+            s5.sync()
+            got, want = read_slot(), (base + n - 1) & 0xFFFFFFFF
+            if got != want:
+                raise c.PeerError(f"last node stored {got}, expected {want}")
+            return [None, d / n, 0, exec_update / n, (cap + inst) / n]
+
+        col.run("W5", {"nodes": n}, c.W5_METRICS, w5,
+                setup_note="cuda.core has no per-kernel-node argument update; "
+                           "exec_update is Graph.update from a new builder")
+
+    # W6 ------------------------------------------------------------------------------------
+    if col.wants("W6"):
+        replays, gated, gate_ns = sz["w6_replays"], sz["w6_gated"], sz["w6_gate_ns"]
+        o = ss[0]
+        ev = [event(True) for _ in range(4)]
+
+        def w6():
+            k.launch(o, k.config, k.spin, np.uint64(gate_ns))
+            o.record(ev[0])
+            t0 = c.now_ns()
+            for _ in range(gated):
+                gd.launch(o)
+            queued = c.us_since(t0)
+            o.record(ev[1])
+            saturated = elapsed_us(ev[0], ev[1]) / gated
+            c.check_gate(queued, gated, gate_ns)
+            t0 = c.now_ns()
+            o.record(ev[2])
+            for _ in range(replays):
+                gd.launch(o)
+            o.record(ev[3])
+            ev[3].sync()
+            wall = c.us_since(t0)
+            d = elapsed_us(ev[2], ev[3])
+            return [c.idle_percent(replays, saturated, wall), wall / replays, saturated, d / replays]
+
+        col.run("W6", {"replays": replays, "kernels_per_replay": kernels}, c.W6_METRICS, w6)
+
+    # W7 ------------------------------------------------------------------------------------
+    if col.wants("W7"):
+        s7 = dev.create_stream()
+        for nodes in sz["w7_nodes"]:
+
+            def w7(nodes=nodes):
+                g, cap, inst, gb = build(s7, chain_issue(nodes))
+                close(g, gb)
+                total = cap + inst
+                return [cap, inst, total, total / nodes]
+
+            col.run("W7", {"nodes": nodes}, c.W7_METRICS, w7)
+
+    getattr(dev, "sync", lambda: None)()
+    col.finish({
+        "source": "cuda_core_peer.py",
+        "device": getattr(dev, "name", "unknown"),
+        "cuda_core": getattr(core, "__version__", "unknown"),
+        "kernel_compiler": f"cuda.core Program (NVRTC) {k.arch}",
+        "reps": args.reps,
+        "argv": sys.argv[1:],
+    })
+
+
+if __name__ == "__main__":
+    main()

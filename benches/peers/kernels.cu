@@ -1,0 +1,26 @@
+// The kernels every benchmarked system launches: the Rust harness embeds this file with
+// `include_str!`, the Python peers read it next to themselves. All are compiled with NVRTC on the
+// GPU machine and launched with a 1 x 1 x 1 grid of 1 x 1 x 1 blocks, so every system runs the
+// same machine code and the numbers measure launch and scheduling overhead only.
+
+// W1-W4, W6, W7: a kernel that does nothing.
+extern "C" __global__ void empty() {}
+
+// W5: one thread stores `value` into `*slot`; the last node of a chain leaves its value there,
+// which shows that updated arguments reached the device.
+extern "C" __global__ void stamp(unsigned int *slot, unsigned int value) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) {
+        *slot = value;
+    }
+}
+
+// W6: busy-waits for `ns` nanoseconds of the global timer, so that the host can queue work
+// behind it and the queued work then runs back to back.
+extern "C" __global__ void spin(unsigned long long ns) {
+    unsigned long long start;
+    unsigned long long now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < ns);
+}

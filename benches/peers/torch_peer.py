@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""PyTorch peer of bench-harness: the same workloads with torch streams, torch events and
+`torch.cuda.CUDAGraph`, launching the SAME kernels (benches/peers/kernels.cu, compiled with
+NVRTC through cuda.core's Program and launched onto torch's streams with cuda.core.launch).
+
+Prints one JSON document (schema of bench-harness) on stdout; progress on stderr.
+Exit status: 0 when every workload ran, 1 when any failed or nothing could be measured.
+"""
+
+import sys
+
+import common as c
+
+SYSTEM = "torch"
+
+
+def main():
+    args = c.parse_args(__doc__)
+    try:
+        import torch
+    except ImportError as e:
+        c.die(f"PyTorch is not importable ({e}); the torch peer needs torch with CUDA")
+    if not torch.cuda.is_available():
+        c.die("torch.cuda.is_available() is False: no usable CUDA device for the torch peer")
+    for api in ("CUDAGraph", "Stream", "Event"):
+        if not hasattr(torch.cuda, api):
+            c.die(f"torch.cuda.{api} is missing in torch {torch.__version__}")
+    torch.cuda.init()
+    try:
+        k = c.CoreKernels()
+    except c.PeerError as e:
+        c.die(str(e))
+    warm_stream = torch.cuda.Stream()
+    warm_slot = torch.zeros(1, dtype=torch.int32, device="cuda")
+    k.warm(k.wrap(warm_stream.cuda_stream), torch.cuda.synchronize, warm_slot.data_ptr())
+    sz = args.sizes
+    col = c.Collector(SYSTEM, args)
+
+    def timing_event():
+        return torch.cuda.Event(enable_timing=True)
+
+    def edge_event():
+        return torch.cuda.Event()  # timing disabled: the cheap kind, as in raw.rs
+
+    def launch_empty(cs):
+        k.launch(cs, k.config, k.empty)
+
+    def capture(origin, issue):
+        """Captures `issue()` on torch stream `origin`; returns (graph, capture µs) where the
+        time covers capture_begin..capture_end, which also instantiates (torch does not split
+        the two)."""
+        g = torch.cuda.CUDAGraph()
+        t0 = c.now_ns()
+        with torch.cuda.stream(origin):
+            g.capture_begin(capture_error_mode="thread_local")
+            try:
+                issue()
+            finally:
+                g.capture_end()
+        return g, c.us_since(t0)
+
+    def replay(g, origin, start, end):
+        with torch.cuda.stream(origin):
+            start.record(origin)
+            t0 = c.now_ns()
+            g.replay()
+            host = c.us_since(t0)
+            end.record(origin)
+        end.synchronize()
+        return start.elapsed_time(end) * 1e3, host
+
+    # W1 ------------------------------------------------------------------------------------
+    if col.wants("W1"):
+        n = sz["w1_kernels"]
+        s = torch.cuda.Stream()
+        cs = k.wrap(s.cuda_stream)
+        start, end = timing_event(), timing_event()
+
+        def w1():
+            start.record(s)
+            t0 = c.now_ns()
+            for _ in range(n):
+                launch_empty(cs)
+            host = c.us_since(t0)
+            end.record(s)
+            end.synchronize()
+            return [host / n, start.elapsed_time(end) * 1e3 / n, 0]
+
+        col.run("W1", {"kernels": n}, c.W1_METRICS, w1)
+
+    # W2 ------------------------------------------------------------------------------------
+    if col.wants("W2"):
+        n = sz["w2_nodes"]
+        s = torch.cuda.Stream()
+        cs = k.wrap(s.cuda_stream)
+        start, end = timing_event(), timing_event()
+
+        def chain():
+            for _ in range(n):
+                launch_empty(cs)
+
+        g, _ = capture(s, chain)
+
+        def w2():
+            dev, host = replay(g, s, start, end)
+            start.record(s)
+            t0 = c.now_ns()
+            chain()
+            eager_host = c.us_since(t0)
+            end.record(s)
+            end.synchronize()
+            return [dev / n, host, start.elapsed_time(end) * 1e3 / n, eager_host / n]
+
+        col.run("W2", {"nodes": n}, c.W2_METRICS, w2)
+
+        # Context only: torch's own elementwise kernel instead of the shared one.
+        x = torch.zeros(1, device="cuda")
+
+        def native_chain():
+            for _ in range(n):
+                x.add_(1.0)
+
+        with torch.cuda.stream(s):
+            native_chain()  # warm the op up outside capture
+        s.synchronize()
+        gn, _ = capture(s, native_chain)
+
+        def w2_native():
+            dev, host = replay(gn, s, start, end)
+            return [dev / n, host]
+
+        col.run("W2", {"nodes": n}, [("replay_native_add", "device_per_node", "us"),
+                                     ("replay_native_add", "host_launch", "us")], w2_native)
+
+    # W3 and W6: the diamond -------------------------------------------------------------------
+    layers, branches = sz["w3_layers"], sz["w3_branches"]
+    kernels = layers * (1 + branches)
+    need_diamond = col.wants("W3") or col.wants("W6")
+    if need_diamond:
+        ts = [torch.cuda.Stream() for _ in range(branches)]
+        cs = [k.wrap(t.cuda_stream) for t in ts]
+        fork = edge_event()
+        joins = [edge_event() for _ in range(branches)]
+
+        def diamond():
+            o = ts[0]
+            for layer in range(layers):
+                if layer > 0:
+                    for j in joins[1:]:
+                        o.wait_event(j)
+                launch_empty(cs[0])
+                fork.record(o)
+                for t in ts[1:]:
+                    t.wait_event(fork)
+                for b in range(branches):
+                    launch_empty(cs[b])
+                for t, j in zip(ts[1:], joins[1:]):
+                    j.record(t)
+            for j in joins[1:]:
+                o.wait_event(j)
+
+        gd, _ = capture(ts[0], diamond)
+
+    if col.wants("W3"):
+        start, end = timing_event(), timing_event()
+        calls = c.diamond_event_calls(layers, branches)
+
+        def w3():
+            dev, host = replay(gd, ts[0], start, end)
+            start.record(ts[0])
+            t0 = c.now_ns()
+            diamond()
+            eager_host = c.us_since(t0)
+            end.record(ts[0])
+            end.synchronize()
+            eager_dev = start.elapsed_time(end) * 1e3
+            g, total = capture(ts[0], diamond)
+            del g
+            return [dev / kernels, dev, host, eager_dev, eager_host, calls, None, None, total]
+
+        col.run("W3", {"layers": layers, "branches": branches, "kernels": kernels}, c.W3_METRICS, w3,
+                setup_note="torch.cuda.CUDAGraph.capture_end instantiates: only the total is measurable")
+
+    # W4 ------------------------------------------------------------------------------------
+    if col.wants("W4"):
+        n = sz["w4_kernels"]
+        for width in sz["w4_widths"]:
+            ts4 = [torch.cuda.Stream() for _ in range(width)]
+            cs4 = [k.wrap(t.cuda_stream) for t in ts4]
+            fork4 = edge_event()
+            joins4 = [edge_event() for _ in range(width)]
+
+            def spread(ts4=ts4, cs4=cs4, fork4=fork4, joins4=joins4, width=width):
+                fork4.record(ts4[0])
+                for t in ts4[1:]:
+                    t.wait_event(fork4)
+                for i in range(n):
+                    launch_empty(cs4[i % width])
+                for t, j in zip(ts4[1:], joins4[1:]):
+                    j.record(t)
+                    ts4[0].wait_event(j)
+
+            g4, _ = capture(ts4[0], spread)
+            start, end = timing_event(), timing_event()
+
+            def w4(g4=g4, o=ts4[0], start=start, end=end):
+                dev, host = replay(g4, o, start, end)
+                return [dev / n, host]
+
+            col.run("W4", {"kernels": n, "width": width}, c.W4_METRICS, w4)
+
+    # W5 ------------------------------------------------------------------------------------
+    if col.wants("W5"):
+        col.unsupported("W5", {"nodes": sz["w5_nodes"]}, c.W5_METRICS,
+                        "torch.cuda.CUDAGraph has no way to change a captured kernel's arguments "
+                        "(torch code copies new values into static buffers instead)")
+
+    # W6 ------------------------------------------------------------------------------------
+    if col.wants("W6"):
+        replays, gated, gate_ns = sz["w6_replays"], sz["w6_gated"], sz["w6_gate_ns"]
+        o = ts[0]
+        ev = [timing_event() for _ in range(4)]
+        import numpy as np
+
+        def w6():
+            with torch.cuda.stream(o):
+                k.launch(cs[0], k.config, k.spin, np.uint64(gate_ns))
+                ev[0].record(o)
+                t0 = c.now_ns()
+                for _ in range(gated):
+                    gd.replay()
+                queued = c.us_since(t0)
+                ev[1].record(o)
+                ev[1].synchronize()
+                c.check_gate(queued, gated, gate_ns)
+                saturated = ev[0].elapsed_time(ev[1]) * 1e3 / gated
+                t0 = c.now_ns()
+                ev[2].record(o)
+                for _ in range(replays):
+                    gd.replay()
+                ev[3].record(o)
+                ev[3].synchronize()
+                wall = c.us_since(t0)
+            dev = ev[2].elapsed_time(ev[3]) * 1e3
+            return [c.idle_percent(replays, saturated, wall), wall / replays, saturated, dev / replays]
+
+        col.run("W6", {"replays": replays, "kernels_per_replay": kernels}, c.W6_METRICS, w6)
+
+    # W7 ------------------------------------------------------------------------------------
+    if col.wants("W7"):
+        s7 = torch.cuda.Stream()
+        cs7 = k.wrap(s7.cuda_stream)
+        for nodes in sz["w7_nodes"]:
+
+            def w7(nodes=nodes):
+                def chain():
+                    for _ in range(nodes):
+                        launch_empty(cs7)
+
+                g, total = capture(s7, chain)
+                del g
+                return [None, None, total, total / nodes]
+
+            col.run("W7", {"nodes": nodes}, c.W7_METRICS, w7,
+                    setup_note="torch.cuda.CUDAGraph.capture_end instantiates: only the total is measurable")
+
+    torch.cuda.synchronize()
+    col.finish({
+        "source": "torch_peer.py",
+        "device": torch.cuda.get_device_name(0),
+        "torch": torch.__version__,
+        "torch_cuda": torch.version.cuda,
+        "kernel_compiler": f"cuda.core Program (NVRTC) {k.arch}",
+        "reps": args.reps,
+        "argv": sys.argv[1:],
+    })
+
+
+if __name__ == "__main__":
+    main()

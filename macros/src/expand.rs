@@ -1,0 +1,457 @@
+//! Code generation: the pipeline type, its constructor and its `Pipeline` impl.
+//!
+//! The pipeline reads in one function, [`pipeline`]: parse → model → validate → expand. On
+//! errors the type is still generated, as close to the input as resolution allowed, next to
+//! one `compile_error!` per error, so that later errors and IDEs stay sane.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned;
+use syn::visit_mut::VisitMut;
+use syn::{GenericParam, Lifetime, LifetimeParam};
+
+use crate::model::{Arg, BufferExpr, Errors, Kind, Mode, Node, Param, ParamKind, Program};
+use crate::syntax::Input;
+use crate::validate::{line_column, validate};
+
+/// The whole macro on `proc_macro2` tokens.
+pub fn pipeline(input: TokenStream) -> TokenStream {
+    let input: Input = match syn::parse2(input) {
+        Ok(input) => input,
+        Err(e) => return e.to_compile_error(),
+    };
+    let mut errors = Errors::default();
+    let program = Program::from_syntax(input, &mut errors);
+    validate(&program, &mut errors);
+    let code = expand(&program);
+    let errors = errors.into_vec().into_iter().map(|e| e.to_compile_error());
+    quote!(#code #(#errors)*)
+}
+
+/// Adds a lifetime to every reference type and `'_` that lacks one.
+struct AddLifetime<'a> {
+    lifetime: &'a Lifetime,
+    added: bool,
+}
+
+impl VisitMut for AddLifetime<'_> {
+    fn visit_type_reference_mut(&mut self, r: &mut syn::TypeReference) {
+        if r.lifetime.is_none() {
+            r.lifetime = Some(self.lifetime.clone());
+            self.added = true;
+        }
+        syn::visit_mut::visit_type_reference_mut(self, r);
+    }
+
+    fn visit_lifetime_mut(&mut self, l: &mut Lifetime) {
+        if l.ident == "_" {
+            *l = self.lifetime.clone();
+            self.added = true;
+        }
+    }
+}
+
+fn location(span: Span) -> TokenStream {
+    let (line, column) = line_column(span);
+    quote!(::streamgraph::__private::Location { file: ::core::file!(), line: #line, column: #column })
+}
+
+/// The generated code for a resolved program.
+pub fn expand(program: &Program) -> TokenStream {
+    let name = &program.name;
+    let vis = &program.vis;
+    let attrs = &program.attrs;
+    let lifetime = Lifetime::new("'sg", Span::call_site());
+    let mut add = AddLifetime {
+        lifetime: &lifetime,
+        added: false,
+    };
+    // A duplicate parameter is already reported; generating it twice would only add noise.
+    let mut params: Vec<&Param> = Vec::new();
+    for p in &program.params {
+        if !params.iter().any(|q| q.name == p.name) {
+            params.push(p);
+        }
+    }
+    let types: Vec<syn::Type> = params
+        .iter()
+        .map(|p| {
+            let mut ty = p.ty.clone();
+            add.visit_type_mut(&mut ty);
+            ty
+        })
+        .collect();
+    let mut generics = program.generics.clone();
+    if add.added {
+        generics
+            .params
+            .insert(0, GenericParam::Lifetime(LifetimeParam::new(lifetime)));
+    }
+    let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
+    let names: Vec<&syn::Ident> = params.iter().map(|p| &p.name).collect();
+    let field_docs = names.iter().map(|n| format!("Parameter `{n}`."));
+    let new_doc = format!("A `{name}` over its parameters.");
+
+    let program_const = program_const(program);
+    let bindings = bindings(&params);
+    let assert_copy = params
+        .iter()
+        .zip(&types)
+        .filter(|(p, _)| p.kind == ParamKind::Value)
+        .map(|(p, ty)| {
+            quote_spanned! {p.ty.span()=>
+                {
+                    fn __assert_copy<__T: ::core::marker::Copy>() {}
+                    __assert_copy::<#ty>();
+                }
+            }
+        });
+    let options = program.streams.iter().map(|s| {
+        let priority = s.priority.as_ref().map_or_else(
+            || quote!(0),
+            |p| quote_spanned!(p.span()=> { let __priority: i32 = #p; __priority }),
+        );
+        let device = s.device.as_ref().map_or_else(
+            || quote!(::core::option::Option::None),
+            |d| quote_spanned!(d.span()=> ::core::option::Option::Some({ let __device: i32 = #d; __device })),
+        );
+        quote!(::streamgraph::__private::StreamOptions { priority: #priority, device: #device })
+    });
+    let body = nodes(program, &program.body);
+
+    quote! {
+        #(#attrs)*
+        #vis struct #name #impl_generics #where_clause {
+            #( #[doc = #field_docs] pub #names: #types, )*
+        }
+
+        impl #impl_generics #name #ty_generics #where_clause {
+            #[doc = #new_doc]
+            #[allow(clippy::too_many_arguments)]
+            #vis fn new(#( #names: #types ),*) -> Self {
+                #(#assert_copy)*
+                Self { #( #names ),* }
+            }
+        }
+
+        impl #impl_generics ::streamgraph::__private::Pipeline for #name #ty_generics #where_clause {
+            const PROGRAM: &'static ::streamgraph::__private::Program = #program_const;
+
+            #[allow(unused_variables)]
+            fn stream_options(&self) -> ::std::vec::Vec<::streamgraph::__private::StreamOptions> {
+                #bindings
+                ::std::vec![#(#options),*]
+            }
+
+            #[allow(unused_variables)]
+            fn issue<__I: ::streamgraph::__private::Issuer + ?::core::marker::Sized>(
+                &self,
+                __issuer: &mut __I,
+            ) -> ::core::result::Result<(), ::streamgraph::__private::Error> {
+                #bindings
+                #body
+                ::core::result::Result::Ok(())
+            }
+        }
+    }
+}
+
+/// `let x = &*self.x;` for reference parameters, a copy of the value for the others.
+fn bindings(params: &[&Param]) -> TokenStream {
+    params
+        .iter()
+        .map(|p| {
+            let name = &p.name;
+            match p.kind {
+                ParamKind::Shared | ParamKind::Mut => quote!(let #name = &*self.#name;),
+                // `new` asserts `Copy`, so this clone is a copy; cloning keeps a wrong type
+                // from adding move errors to the one clear assertion failure.
+                ParamKind::Value => quote!(let #name = ::core::clone::Clone::clone(&self.#name);),
+            }
+        })
+        .collect()
+}
+
+fn program_const(program: &Program) -> TokenStream {
+    let name = program.name.to_string();
+    let streams = program.streams.iter().map(|s| {
+        let n = s.name.to_string();
+        let loc = location(s.name.span());
+        quote!(::streamgraph::__private::StreamDecl { name: #n, location: #loc })
+    });
+    let events = program.events.iter().map(|e| {
+        let n = e.name.to_string();
+        let loc = location(e.name.span());
+        quote!(::streamgraph::__private::EventDecl { name: #n, location: #loc })
+    });
+    let statements = program.statements.iter().map(|s| {
+        let id = s.id;
+        let stream = s.stream;
+        let kind = match &s.kind {
+            Kind::Launch { kernel, .. } => {
+                let k = crate::text::text_of(kernel);
+                quote!(Launch { kernel: #k })
+            }
+            Kind::Copy { .. } => quote!(Copy),
+            Kind::Fill { .. } => quote!(Fill),
+            Kind::Host { .. } => quote!(Host),
+            Kind::Record { event, .. } => quote!(Record { event: #event }),
+            Kind::Wait { event, .. } => quote!(Wait { event: #event }),
+            Kind::WaitStream { stream, .. } => quote!(WaitStream { stream: #stream }),
+        };
+        let accesses = s.accesses.iter().map(|a| {
+            let buffer = a.buffer.to_string();
+            let mode = match a.mode {
+                Mode::Read => quote!(Read),
+                Mode::Write => quote!(Write),
+            };
+            let whole = a.whole;
+            quote!(::streamgraph::__private::StaticAccess {
+                buffer: #buffer,
+                mode: ::streamgraph::__private::AccessMode::#mode,
+                whole: #whole,
+            })
+        });
+        let text = &s.text;
+        let loc = location(s.first);
+        quote!(::streamgraph::__private::Statement {
+            id: #id,
+            stream: #stream,
+            kind: ::streamgraph::__private::StatementKind::#kind,
+            text: #text,
+            accesses: &[#(#accesses),*],
+            location: #loc,
+        })
+    });
+    let loc = location(program.pipeline_span);
+    quote!(&::streamgraph::__private::Program {
+        name: #name,
+        streams: &[#(#streams),*],
+        events: &[#(#events),*],
+        statements: &[#(#statements),*],
+        location: #loc,
+    })
+}
+
+fn nodes(program: &Program, nodes: &[Node]) -> TokenStream {
+    nodes.iter().map(|n| node(program, n)).collect()
+}
+
+fn node(program: &Program, node: &Node) -> TokenStream {
+    match node {
+        Node::Stmt(i) => statement(program, *i),
+        Node::For {
+            for_token,
+            pat,
+            expr,
+            body,
+        } => {
+            let body = nodes(program, body);
+            quote!(#for_token #pat in #expr { #body })
+        }
+        Node::If {
+            if_token,
+            cond,
+            then,
+            otherwise,
+        } => {
+            let then = nodes(program, then);
+            let otherwise = otherwise.as_ref().map(|o| {
+                let o = nodes(program, o);
+                quote!(else { #o })
+            });
+            quote!(#if_token #cond { #then } #otherwise)
+        }
+    }
+}
+
+/// A buffer expression as the reference generated code passes on: the binding itself for a
+/// reference parameter's whole buffer, a borrow of the value otherwise.
+fn buffer(program: &Program, b: &BufferExpr) -> TokenStream {
+    let expr = &b.expr;
+    let by_ref = program
+        .param(&b.root)
+        .is_some_and(|p| p.kind != ParamKind::Value);
+    if b.whole && by_ref {
+        quote_spanned!(expr.span()=> #expr)
+    } else {
+        quote_spanned!(expr.span()=> &(#expr))
+    }
+}
+
+fn statement(program: &Program, i: usize) -> TokenStream {
+    let stmt = &program.statements[i];
+    let p = quote!(::streamgraph::__private);
+    let call = match &stmt.kind {
+        Kind::Launch {
+            kernel,
+            grid,
+            block,
+            shared,
+            args,
+        } => {
+            let shared = shared
+                .as_ref()
+                .map_or_else(|| quote!(0), ToTokens::to_token_stream);
+            let args = args.iter().map(|a| match a {
+                Arg::Write(b) => {
+                    let b = buffer(program, b);
+                    quote!(#p::arg_write(#b))
+                }
+                Arg::Read(b) => {
+                    let b = buffer(program, b);
+                    quote!(#p::arg_read(#b))
+                }
+                Arg::Value(e) => quote_spanned!(e.span()=> #p::arg_value(&(#e))),
+            });
+            let grid = quote_spanned!(grid.span()=> #p::Dim3::from(#grid));
+            let block = quote_spanned!(block.span()=> #p::Dim3::from(#block));
+            quote! {
+                __issuer.launch(
+                    __stmt,
+                    &(#kernel),
+                    #p::LaunchConfig { grid: #grid, block: #block, shared_mem_bytes: #shared },
+                    &[#(#args),*],
+                )
+            }
+        }
+        Kind::Copy { dst, src } => {
+            let pageable = [dst, src]
+                .iter()
+                .any(|b| program.param(&b.root).is_some_and(|p| p.is_pageable_host()));
+            if pageable {
+                // Already reported; type errors of the impossible copy would only add noise.
+                quote!(::core::result::Result::<(), #p::Error>::Ok(()))
+            } else {
+                let (dst, src) = (buffer(program, dst), buffer(program, src));
+                quote!(#p::copy(__issuer, __stmt, #dst, #src))
+            }
+        }
+        Kind::Fill { dst, value } => {
+            let dst = buffer(program, dst);
+            quote!(#p::fill(__issuer, __stmt, #dst, #value))
+        }
+        Kind::Host { func } => quote!(#p::host(__issuer, __stmt, #func)),
+        Kind::Record { .. } => quote!(__issuer.record(__stmt)),
+        Kind::Wait { .. } => quote!(__issuer.wait(__stmt)),
+        Kind::WaitStream { .. } => quote!(__issuer.wait_stream(__stmt)),
+    };
+    let stmt_var = format_ident!("__stmt");
+    quote! {
+        {
+            let #stmt_var: &'static #p::Statement = &<Self as #p::Pipeline>::PROGRAM.statements[#i];
+            #call.map_err(|e| e.in_statement(#stmt_var))?;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expand_str(input: TokenStream) -> String {
+        pipeline(input).to_string()
+    }
+
+    #[test]
+    fn generates_struct_constructor_and_pipeline_impl() {
+        let out = expand_str(quote! {
+            /// Docs.
+            pub pipeline P(x: &mut DeviceBuffer<f32>, k: &K, n: u32) {
+                stream main;
+                stream side(priority = -1);
+                event e;
+                main: launch k.f<<<n, 256>>>(&mut x, n);
+                main: record e;
+                side: wait e;
+                for i in 0..n { side: fill x.slice(i..i + 1) = 0.0f32; }
+                if n > 1 { main: wait_stream side; } else { side: host || {}; }
+            }
+        });
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(out.contains("pub struct P < 'sg >"), "{out}");
+        assert!(
+            out.contains("pub x : & 'sg mut DeviceBuffer < f32 >"),
+            "{out}"
+        );
+        assert!(out.contains("pub fn new"), "{out}");
+        assert!(out.contains("let x = & * self . x ;"), "{out}");
+        assert!(
+            out.contains("let n = :: core :: clone :: Clone :: clone (& self . n) ;"),
+            "{out}"
+        );
+        assert!(out.contains("__assert_copy :: < u32 > ()"), "{out}");
+        assert!(
+            out.contains(":: streamgraph :: __private :: arg_write (x)"),
+            "{out}"
+        );
+        assert!(
+            out.contains(":: streamgraph :: __private :: arg_value (& (n))"),
+            "{out}"
+        );
+        assert!(out.contains("__issuer . record (__stmt)"), "{out}");
+        assert!(out.contains("for i in 0 .. n"), "{out}");
+        assert!(out.contains(":: streamgraph :: __private :: fill (__issuer , __stmt , & (x . slice (i .. i + 1)) , 0.0f32)"), "{out}");
+        assert!(
+            out.contains("text : \"main: launch k.f<<<n, 256>>>(&mut x, n)\""),
+            "{out}"
+        );
+        assert!(
+            out.contains("priority : { let __priority : i32 = - 1 ; __priority }"),
+            "{out}"
+        );
+        assert!(
+            out.contains("map_err (| e | e . in_statement (__stmt))"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn copies_pass_buffers_and_skip_pageable_memory() {
+        let out = expand_str(quote! {
+            pipeline P(d: &mut DeviceBuffer<f32>, h: &PinnedBuffer<f32>, v: &[f32], n: usize) {
+                stream main;
+                main: copy d.slice(0..n) <- h;
+                main: copy d <- v;
+            }
+        });
+        assert!(
+            out.contains(":: streamgraph :: __private :: copy (__issuer , __stmt , & (d . slice (0 .. n)) , h)"),
+            "{out}"
+        );
+        assert!(out.contains("StatementKind :: Copy"), "{out}");
+        assert_eq!(
+            out.matches(":: streamgraph :: __private :: copy (").count(),
+            1,
+            "{out}"
+        );
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+    }
+
+    #[test]
+    fn no_lifetime_without_references_and_user_generics_kept() {
+        let out = expand_str(quote! {
+            pipeline P<'a, T: Copy>(x: &'a DeviceBuffer<f32>, n: T) where T: Send { stream s; }
+        });
+        assert!(
+            out.contains("struct P < 'a , T : Copy > where T : Send"),
+            "{out}"
+        );
+        assert!(!out.contains("'sg"), "{out}");
+    }
+
+    #[test]
+    fn errors_come_with_the_expansion() {
+        let out = expand_str(quote! {
+            pipeline P(x: &DeviceBuffer<f32>) { stream s; t: record e; }
+        });
+        assert!(out.contains("struct P"), "{out}");
+        assert_eq!(out.matches("compile_error").count(), 2, "{out}");
+    }
+
+    #[test]
+    fn parse_errors_become_compile_errors() {
+        let out = expand_str(quote!(pipeline P { }));
+        assert!(out.contains("compile_error"), "{out}");
+    }
+}

@@ -1,0 +1,683 @@
+//! The resolved program: names looked up, statements numbered, buffer accesses extracted.
+//!
+//! Everything keeps the user's tokens, so that `validate` and `expand` can point errors and
+//! generated code at them. Resolution errors (unknown names, malformed launches) are recorded
+//! in [`Errors`] and resolution carries on with a placeholder, so that every error of an input
+//! is reported at once.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote_spanned, ToTokens};
+use syn::{Attribute, Expr, Generics, Ident, Pat, Type, Visibility};
+
+use crate::syntax::{self, Else, Input, Item, Op, StreamOpt};
+use crate::text::text_of;
+
+/// Errors collected while resolving and validating; reported together.
+#[derive(Default)]
+pub struct Errors(Vec<syn::Error>);
+
+impl Errors {
+    /// Records `message` on the tokens `at`.
+    pub fn spanned(&mut self, at: impl ToTokens, message: impl std::fmt::Display) {
+        self.0.push(syn::Error::new_spanned(at, message));
+    }
+
+    /// Records an error, e.g. one built with a note appended.
+    pub fn push(&mut self, error: syn::Error) {
+        self.0.push(error);
+    }
+
+    /// Every error, in the order found.
+    pub fn into_vec(self) -> Vec<syn::Error> {
+        self.0
+    }
+}
+
+/// A resolved `pipeline!` input.
+pub struct Program {
+    pub attrs: Vec<Attribute>,
+    pub vis: Visibility,
+    pub pipeline_span: Span,
+    pub name: Ident,
+    pub generics: Generics,
+    pub params: Vec<Param>,
+    pub streams: Vec<Stream>,
+    pub events: Vec<Event>,
+    /// Every operation statement, in source order; `statements[i].id == i`.
+    pub statements: Vec<Statement>,
+    /// The body's control flow over `statements`.
+    pub body: Vec<Node>,
+}
+
+/// A pipeline parameter.
+pub struct Param {
+    pub name: Ident,
+    pub ty: Type,
+    pub kind: ParamKind,
+}
+
+/// How a parameter is passed, from its declared type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamKind {
+    /// `&T`.
+    Shared,
+    /// `&mut T`.
+    Mut,
+    /// Anything else: bound by copy.
+    Value,
+}
+
+impl Param {
+    /// Whether the declared type is pageable host memory (`&[T]`, `&mut [T]`, `&Vec<T>`,
+    /// `Vec<T>`, arrays), which a copy cannot use inside a CUDA graph.
+    pub fn is_pageable_host(&self) -> bool {
+        let mut ty = &self.ty;
+        while let Type::Reference(r) = ty {
+            ty = &r.elem;
+        }
+        while let Type::Paren(p) = ty {
+            ty = &p.elem;
+        }
+        match ty {
+            Type::Slice(_) | Type::Array(_) => true,
+            Type::Path(p) => {
+                p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Vec")
+            }
+            _ => false,
+        }
+    }
+}
+
+/// `stream NAME(...)`.
+pub struct Stream {
+    pub name: Ident,
+    pub priority: Option<Expr>,
+    pub device: Option<Expr>,
+}
+
+/// `event NAME`.
+pub struct Event {
+    pub name: Ident,
+}
+
+/// One operation statement `STREAM: OP;`.
+pub struct Statement {
+    pub id: usize,
+    /// Index into [`Program::streams`] (0 when the name is unknown; an error is recorded).
+    pub stream: usize,
+    pub stream_name: Ident,
+    pub kind: Kind,
+    pub accesses: Vec<Access>,
+    /// Normalised source text, `STREAM: OP`.
+    pub text: String,
+    /// The statement's first token (its stream name) and its `;`, for spans and locations.
+    pub first: Span,
+    pub last: Span,
+}
+
+impl Statement {
+    /// Tokens spanning the whole statement, for `syn::Error::new_spanned`.
+    pub fn tokens(&self) -> TokenStream {
+        let (first, last) = (self.first, self.last);
+        let a = quote_spanned!(first=> __first);
+        let b = quote_spanned!(last=> __last);
+        quote::quote!(#a #b)
+    }
+}
+
+/// What a statement does, with its user expressions.
+pub enum Kind {
+    Launch {
+        kernel: Expr,
+        grid: Expr,
+        block: Expr,
+        shared: Option<Expr>,
+        args: Vec<Arg>,
+    },
+    Copy {
+        dst: BufferExpr,
+        src: BufferExpr,
+    },
+    Fill {
+        dst: BufferExpr,
+        value: Expr,
+    },
+    Host {
+        func: Expr,
+    },
+    Record {
+        event: usize,
+    },
+    Wait {
+        event: usize,
+        name: Ident,
+    },
+    WaitStream {
+        stream: usize,
+        name: Ident,
+    },
+}
+
+/// A launch argument.
+pub enum Arg {
+    /// `&mut BUF`.
+    Write(BufferExpr),
+    /// `&BUF`.
+    Read(BufferExpr),
+    /// Anything else, passed by value.
+    Value(Expr),
+}
+
+/// A buffer expression: a parameter name, optionally followed by method calls.
+pub struct BufferExpr {
+    pub expr: Expr,
+    /// The parameter name it starts from.
+    pub root: Ident,
+    /// `true` for the plain name (the whole buffer).
+    pub whole: bool,
+}
+
+/// Read or write, as in the runtime's `AccessMode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mode {
+    Read,
+    Write,
+}
+
+/// One buffer a statement touches.
+pub struct Access {
+    pub buffer: Ident,
+    pub mode: Mode,
+    pub whole: bool,
+    /// The user's expression (`&mut x.slice(..)`, a copy side), for errors.
+    pub at: TokenStream,
+}
+
+/// Control flow over statements.
+pub enum Node {
+    Stmt(usize),
+    For {
+        for_token: syn::token::For,
+        pat: Pat,
+        expr: Expr,
+        body: Vec<Node>,
+    },
+    If {
+        if_token: syn::token::If,
+        cond: Expr,
+        then: Vec<Node>,
+        otherwise: Option<Vec<Node>>,
+    },
+}
+
+impl Program {
+    /// Resolves `input`, recording every resolution error in `errors`.
+    pub fn from_syntax(input: Input, errors: &mut Errors) -> Program {
+        let mut program = Program {
+            attrs: input.attrs,
+            vis: input.vis,
+            pipeline_span: input.pipeline_token.span,
+            name: input.name,
+            generics: input.generics,
+            params: input
+                .params
+                .into_iter()
+                .map(|p| {
+                    let kind = match &p.ty {
+                        Type::Reference(r) if r.mutability.is_some() => ParamKind::Mut,
+                        Type::Reference(_) => ParamKind::Shared,
+                        _ => ParamKind::Value,
+                    };
+                    Param {
+                        name: p.name,
+                        ty: p.ty,
+                        kind,
+                    }
+                })
+                .collect(),
+            streams: Vec::new(),
+            events: Vec::new(),
+            statements: Vec::new(),
+            body: Vec::new(),
+        };
+        let mut stmts = Vec::new();
+        for item in input.items {
+            match item {
+                Item::Stream(s) => {
+                    let mut stream = Stream {
+                        name: s.name,
+                        priority: None,
+                        device: None,
+                    };
+                    for opt in s.options {
+                        let (slot, key, expr) = match opt {
+                            StreamOpt::Priority(k, e) => {
+                                (&mut stream.priority, Ident::new("priority", k.span), e)
+                            }
+                            StreamOpt::Device(k, e) => {
+                                (&mut stream.device, Ident::new("device", k.span), e)
+                            }
+                        };
+                        if slot.is_some() {
+                            errors.spanned(
+                                &key,
+                                format!("`{key}` is given twice for this stream; keep one"),
+                            );
+                        }
+                        *slot = Some(expr);
+                    }
+                    program.streams.push(stream);
+                }
+                Item::Event(e) => program.events.push(Event { name: e.name }),
+                Item::Stmt(s) => stmts.push(s),
+            }
+        }
+        program.body = stmts
+            .into_iter()
+            .map(|s| program.resolve_stmt(s, errors))
+            .collect();
+        program
+    }
+
+    /// The index of the parameter named `name`.
+    pub fn param(&self, name: &Ident) -> Option<&Param> {
+        self.params.iter().find(|p| p.name == *name)
+    }
+
+    fn resolve_block(&mut self, stmts: Vec<syntax::Stmt>, errors: &mut Errors) -> Vec<Node> {
+        stmts
+            .into_iter()
+            .map(|s| self.resolve_stmt(s, errors))
+            .collect()
+    }
+
+    fn resolve_stmt(&mut self, stmt: syntax::Stmt, errors: &mut Errors) -> Node {
+        match stmt {
+            syntax::Stmt::Op(op) => Node::Stmt(self.resolve_op(op, errors)),
+            syntax::Stmt::For(f) => Node::For {
+                for_token: f.for_token,
+                pat: f.pat,
+                expr: f.expr,
+                body: self.resolve_block(f.body, errors),
+            },
+            syntax::Stmt::If(i) => self.resolve_if(i, errors),
+        }
+    }
+
+    fn resolve_if(&mut self, i: syntax::IfStmt, errors: &mut Errors) -> Node {
+        let then = self.resolve_block(i.then, errors);
+        let otherwise = i.otherwise.map(|e| match e {
+            Else::Block(b) => self.resolve_block(b, errors),
+            Else::If(nested) => vec![self.resolve_if(*nested, errors)],
+        });
+        Node::If {
+            if_token: i.if_token,
+            cond: i.cond,
+            then,
+            otherwise,
+        }
+    }
+
+    fn stream_index(&self, name: &Ident, errors: &mut Errors) -> usize {
+        match self.streams.iter().position(|s| s.name == *name) {
+            Some(i) => i,
+            None => {
+                errors.spanned(
+                    name,
+                    unknown("stream", name, self.streams.iter().map(|s| &s.name)),
+                );
+                0
+            }
+        }
+    }
+
+    fn event_index(&self, name: &Ident, errors: &mut Errors) -> usize {
+        match self.events.iter().position(|e| e.name == *name) {
+            Some(i) => i,
+            None => {
+                errors.spanned(
+                    name,
+                    unknown("event", name, self.events.iter().map(|e| &e.name)),
+                );
+                0
+            }
+        }
+    }
+
+    fn resolve_op(&mut self, stmt: syntax::OpStmt, errors: &mut Errors) -> usize {
+        let id = self.statements.len();
+        let stream = self.stream_index(&stmt.stream, errors);
+        let mut accesses = Vec::new();
+        let (kind, op_text) = match stmt.op {
+            Op::Launch(l) => {
+                let config: Vec<Expr> = l.config.into_iter().collect();
+                if config.len() < 2 {
+                    let at = config.first().map_or_else(
+                        || Ident::new("launch", l.open).into_token_stream(),
+                        ToTokens::into_token_stream,
+                    );
+                    errors.spanned(
+                        at,
+                        "this launch configuration has no block size: write \
+                         `<<<GRID, BLOCK>>>` or `<<<GRID, BLOCK, SHARED_BYTES>>>`",
+                    );
+                } else if config.len() > 3 {
+                    errors.spanned(
+                        &config[3],
+                        "a launch configuration has at most three items: \
+                         `<<<GRID, BLOCK, SHARED_BYTES>>>` (use a tuple for 2D or 3D sizes)",
+                    );
+                }
+                let mut items = config.iter().cloned();
+                let grid = items.next().unwrap_or_else(|| syn::parse_quote!(1u32));
+                let block = items.next().unwrap_or_else(|| syn::parse_quote!(1u32));
+                let shared = items.next();
+                let mut args = Vec::new();
+                for arg in l.args {
+                    args.push(match arg {
+                        Expr::Reference(r) => {
+                            let buffer = self.buffer_expr(*r.expr.clone(), errors);
+                            let mode = if r.mutability.is_some() {
+                                Mode::Write
+                            } else {
+                                Mode::Read
+                            };
+                            if let Some(b) = &buffer {
+                                accesses.push(Access {
+                                    buffer: b.root.clone(),
+                                    mode,
+                                    whole: b.whole,
+                                    at: r.to_token_stream(),
+                                });
+                            }
+                            match (buffer, mode) {
+                                (Some(b), Mode::Write) => Arg::Write(b),
+                                (Some(b), Mode::Read) => Arg::Read(b),
+                                (None, _) => Arg::Value(Expr::Reference(r)),
+                            }
+                        }
+                        other => Arg::Value(other),
+                    });
+                }
+                let text = format!(
+                    "launch {}<<<{}>>>({})",
+                    text_of(&l.kernel),
+                    config.iter().map(text_of).collect::<Vec<_>>().join(", "),
+                    args.iter().map(arg_text).collect::<Vec<_>>().join(", "),
+                );
+                (
+                    Kind::Launch {
+                        kernel: l.kernel,
+                        grid,
+                        block,
+                        shared,
+                        args,
+                    },
+                    text,
+                )
+            }
+            Op::Copy { dst, src } => {
+                let text = format!("copy {} <- {}", text_of(&dst), text_of(&src));
+                let dst_at = dst.to_token_stream();
+                let src_at = src.to_token_stream();
+                let dst = self.buffer_expr(dst, errors);
+                let src = self.buffer_expr(src, errors);
+                let (Some(dst), Some(src)) = (dst, src) else {
+                    return self.push_placeholder(stmt.stream, stream, stmt.semi.span, text);
+                };
+                accesses.push(Access {
+                    buffer: src.root.clone(),
+                    mode: Mode::Read,
+                    whole: src.whole,
+                    at: src_at,
+                });
+                accesses.push(Access {
+                    buffer: dst.root.clone(),
+                    mode: Mode::Write,
+                    whole: dst.whole,
+                    at: dst_at,
+                });
+                (Kind::Copy { dst, src }, text)
+            }
+            Op::Fill { dst, value } => {
+                let text = format!("fill {} = {}", text_of(&dst), text_of(&value));
+                let at = dst.to_token_stream();
+                let Some(dst) = self.buffer_expr(dst, errors) else {
+                    return self.push_placeholder(stmt.stream, stream, stmt.semi.span, text);
+                };
+                accesses.push(Access {
+                    buffer: dst.root.clone(),
+                    mode: Mode::Write,
+                    whole: dst.whole,
+                    at,
+                });
+                (Kind::Fill { dst, value }, text)
+            }
+            Op::Host { func } => {
+                let text = format!("host {}", text_of(&func));
+                (Kind::Host { func }, text)
+            }
+            Op::Record { event } => {
+                let text = format!("record {event}");
+                (
+                    Kind::Record {
+                        event: self.event_index(&event, errors),
+                    },
+                    text,
+                )
+            }
+            Op::Wait { event } => {
+                let text = format!("wait {event}");
+                (
+                    Kind::Wait {
+                        event: self.event_index(&event, errors),
+                        name: event,
+                    },
+                    text,
+                )
+            }
+            Op::WaitStream { stream: other } => {
+                let text = format!("wait_stream {other}");
+                (
+                    Kind::WaitStream {
+                        stream: self.stream_index(&other, errors),
+                        name: other,
+                    },
+                    text,
+                )
+            }
+        };
+        self.statements.push(Statement {
+            id,
+            stream,
+            text: format!("{}: {}", stmt.stream, op_text),
+            first: stmt.stream.span(),
+            stream_name: stmt.stream,
+            kind,
+            accesses,
+            last: stmt.semi.span,
+        });
+        id
+    }
+
+    /// Keeps numbering intact for a statement whose buffers could not be resolved: it becomes a
+    /// host statement that does nothing (the error already recorded stops compilation).
+    fn push_placeholder(
+        &mut self,
+        stream_name: Ident,
+        stream: usize,
+        last: Span,
+        text: String,
+    ) -> usize {
+        let id = self.statements.len();
+        self.statements.push(Statement {
+            id,
+            stream,
+            text: format!("{stream_name}: {text}"),
+            first: stream_name.span(),
+            stream_name,
+            kind: Kind::Host {
+                func: syn::parse_quote!(|| {}),
+            },
+            accesses: Vec::new(),
+            last,
+        });
+        id
+    }
+
+    /// Reads a buffer expression: a parameter name optionally followed by method calls.
+    fn buffer_expr(&self, expr: Expr, errors: &mut Errors) -> Option<BufferExpr> {
+        let mut root = &expr;
+        let mut whole = true;
+        loop {
+            match root {
+                Expr::MethodCall(m) => {
+                    root = &m.receiver;
+                    whole = false;
+                }
+                Expr::Paren(p) => root = &p.expr,
+                _ => break,
+            }
+        }
+        let Expr::Path(path) = root else {
+            errors.spanned(
+                &expr,
+                "expected a buffer: a parameter name, optionally followed by method calls such as \
+                 `x.slice(0..n)`",
+            );
+            return None;
+        };
+        let Some(root) = path
+            .path
+            .get_ident()
+            .cloned()
+            .filter(|_| path.qself.is_none())
+        else {
+            errors.spanned(
+                &expr,
+                "expected a buffer: a parameter of the pipeline, such as `x`",
+            );
+            return None;
+        };
+        if self.param(&root).is_none() {
+            errors.spanned(
+                &root,
+                format!(
+                    "`{root}` is not a parameter of this pipeline; buffers in `&`, `&mut`, `copy` \
+                     and `fill` must be parameters, e.g. `{root}: &mut DeviceBuffer<f32>`"
+                ),
+            );
+            return None;
+        }
+        Some(BufferExpr { expr, root, whole })
+    }
+}
+
+fn arg_text(arg: &Arg) -> String {
+    match arg {
+        Arg::Write(b) => format!("&mut {}", text_of(&b.expr)),
+        Arg::Read(b) => format!("&{}", text_of(&b.expr)),
+        Arg::Value(e) => text_of(e),
+    }
+}
+
+fn unknown<'a>(what: &str, name: &Ident, declared: impl Iterator<Item = &'a Ident>) -> String {
+    let declared: Vec<String> = declared.map(|d| format!("`{d}`")).collect();
+    if declared.is_empty() {
+        format!("unknown {what} `{name}`: no {what} is declared; declare it with `{what} {name};`")
+    } else {
+        format!(
+            "unknown {what} `{name}`: declared {what}s are {}; declare it with `{what} {name};`",
+            declared.join(", ")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syn::parse_quote;
+
+    fn resolve(input: Input) -> (Program, Vec<String>) {
+        let mut errors = Errors::default();
+        let p = Program::from_syntax(input, &mut errors);
+        (
+            p,
+            errors.into_vec().iter().map(ToString::to_string).collect(),
+        )
+    }
+
+    #[test]
+    fn statements_are_numbered_with_accesses_and_text() {
+        let (p, errors) = resolve(parse_quote! {
+            pipeline P(x: &mut DeviceBuffer<f32>, y: &DeviceBuffer<f32>, k: &K, n: u32) {
+                stream main;
+                stream side;
+                event e;
+                main: launch k.f<<<grid(n), 256>>>(&mut x, &y.slice(0..n), n);
+                main: record e;
+                for i in 0..n { side: wait e; side: copy x.slice(i..i+1) <- y; }
+                side: fill x = 0.0f32;
+            }
+        });
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(p.statements.len(), 5);
+        let texts: Vec<&str> = p.statements.iter().map(|s| s.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "main: launch k.f<<<grid(n), 256>>>(&mut x, &y.slice(0..n), n)",
+                "main: record e",
+                "side: wait e",
+                "side: copy x.slice(i..i + 1) <- y",
+                "side: fill x = 0.0f32",
+            ]
+        );
+        let a = &p.statements[0].accesses;
+        assert_eq!(
+            (a[0].buffer.to_string(), a[0].mode, a[0].whole),
+            ("x".into(), Mode::Write, true)
+        );
+        assert_eq!(
+            (a[1].buffer.to_string(), a[1].mode, a[1].whole),
+            ("y".into(), Mode::Read, false)
+        );
+        let c = &p.statements[3].accesses;
+        assert_eq!(
+            (c[0].mode, c[0].whole, c[1].mode, c[1].whole),
+            (Mode::Read, true, Mode::Write, false)
+        );
+        assert_eq!(p.statements[3].stream, 1);
+        assert!(matches!(p.body[2], Node::For { .. }));
+        assert_eq!(p.params[0].kind, ParamKind::Mut);
+        assert_eq!(p.params[3].kind, ParamKind::Value);
+    }
+
+    #[test]
+    fn unknown_names_are_all_reported() {
+        let (p, errors) = resolve(parse_quote! {
+            pipeline P(x: &mut B) {
+                stream main;
+                mian: record e;
+                main: wait_stream other;
+                main: launch k<<<1>>>(&mut z, &x);
+            }
+        });
+        assert_eq!(p.statements.len(), 3);
+        assert_eq!(errors.len(), 5, "{errors:?}");
+        assert!(errors[0].starts_with("unknown stream `mian`: declared streams are `main`"));
+        assert!(errors[1].starts_with("unknown event `e`: no event is declared"));
+        assert!(errors[2].starts_with("unknown stream `other`"));
+        assert!(errors[3].contains("no block size"));
+        assert!(errors[4].contains("`z` is not a parameter"));
+    }
+
+    #[test]
+    fn pageable_host_types() {
+        let (p, _) = resolve(parse_quote! {
+            pipeline P(a: &[f32], b: &mut Vec<u8>, c: Vec<u8>, d: &PinnedBuffer<f32>, e: &mut DeviceBuffer<f32>) {}
+        });
+        let pageable: Vec<bool> = p.params.iter().map(Param::is_pageable_host).collect();
+        assert_eq!(pageable, [true, true, true, false, false]);
+    }
+}

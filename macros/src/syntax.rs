@@ -1,0 +1,514 @@
+//! The accepted syntax, as syn types that mirror the grammar one to one.
+//!
+//! ```text
+//! Input     := Attribute* Visibility "pipeline" Ident Generics? "(" Param,* ")" WhereClause?
+//!              "{" Item* "}"
+//! Param     := Ident ":" Type
+//! Item      := "stream" Ident ("(" StreamOpt,* ")")? ";"
+//!            | "event" Ident ";"
+//!            | Stmt
+//! StreamOpt := "priority" "=" Expr | "device" "=" Expr
+//! Stmt      := Ident ":" Op ";"
+//!            | "for" Pat "in" Expr "{" Stmt* "}"
+//!            | "if" Expr "{" Stmt* "}" ("else" ("{" Stmt* "}" | IfStmt))?
+//! Op        := "launch" Expr "<<<" Expr,* ">>>" "(" Expr,* ")"
+//!            | "copy" Expr "<-" Expr
+//!            | "fill" Expr "=" Expr
+//!            | "host" Expr
+//!            | "record" Ident
+//!            | "wait" Ident
+//!            | "wait_stream" Ident
+//! ```
+//!
+//! The launch configuration is parsed as a list so that a wrong number of items is reported
+//! by the model with a precise message; a missing `>>>` is a parse error.
+
+use proc_macro2::{Span, TokenStream, TokenTree};
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::{braced, parenthesized, Attribute, Expr, Generics, Ident, Pat, Token, Type, Visibility};
+
+/// Keywords of the pipeline language (contextual: they stay usable as Rust identifiers).
+pub mod kw {
+    syn::custom_keyword!(pipeline);
+    syn::custom_keyword!(stream);
+    syn::custom_keyword!(event);
+    syn::custom_keyword!(priority);
+    syn::custom_keyword!(device);
+    syn::custom_keyword!(launch);
+    syn::custom_keyword!(copy);
+    syn::custom_keyword!(fill);
+    syn::custom_keyword!(host);
+    syn::custom_keyword!(record);
+    syn::custom_keyword!(wait);
+    syn::custom_keyword!(wait_stream);
+}
+
+/// The whole macro input.
+#[derive(Debug)]
+pub struct Input {
+    pub attrs: Vec<Attribute>,
+    pub vis: Visibility,
+    pub pipeline_token: kw::pipeline,
+    pub name: Ident,
+    pub generics: Generics,
+    pub params: Punctuated<Param, Token![,]>,
+    pub items: Vec<Item>,
+}
+
+/// `NAME: TYPE` in the parameter list.
+#[derive(Debug)]
+pub struct Param {
+    pub name: Ident,
+    pub ty: Type,
+}
+
+/// One item of the pipeline body.
+#[derive(Debug)]
+pub enum Item {
+    Stream(StreamItem),
+    Event(EventItem),
+    Stmt(Stmt),
+}
+
+/// `stream NAME(priority = EXPR, device = EXPR);`
+#[derive(Debug)]
+pub struct StreamItem {
+    pub name: Ident,
+    pub options: Punctuated<StreamOpt, Token![,]>,
+}
+
+/// One option of a stream declaration.
+#[derive(Debug)]
+pub enum StreamOpt {
+    Priority(kw::priority, Expr),
+    Device(kw::device, Expr),
+}
+
+/// `event NAME;`
+#[derive(Debug)]
+pub struct EventItem {
+    pub name: Ident,
+}
+
+/// A statement: an operation on a stream, or control flow around statements.
+#[derive(Debug)]
+pub enum Stmt {
+    Op(OpStmt),
+    For(ForStmt),
+    If(IfStmt),
+}
+
+/// `STREAM: OP;`
+#[derive(Debug)]
+pub struct OpStmt {
+    pub stream: Ident,
+    pub op: Op,
+    pub semi: Token![;],
+}
+
+/// `for PAT in EXPR { STMT* }`
+#[derive(Debug)]
+pub struct ForStmt {
+    pub for_token: Token![for],
+    pub pat: Pat,
+    pub expr: Expr,
+    pub body: Vec<Stmt>,
+}
+
+/// `if EXPR { STMT* } else ...`
+#[derive(Debug)]
+pub struct IfStmt {
+    pub if_token: Token![if],
+    pub cond: Expr,
+    pub then: Vec<Stmt>,
+    pub otherwise: Option<Else>,
+}
+
+/// The `else` part of an [`IfStmt`].
+#[derive(Debug)]
+pub enum Else {
+    Block(Vec<Stmt>),
+    If(Box<IfStmt>),
+}
+
+/// The operation of an [`OpStmt`].
+#[derive(Debug)]
+pub enum Op {
+    Launch(Launch),
+    Copy { dst: Expr, src: Expr },
+    Fill { dst: Expr, value: Expr },
+    Host { func: Expr },
+    Record { event: Ident },
+    Wait { event: Ident },
+    WaitStream { stream: Ident },
+}
+
+/// `launch KERNEL<<<CONFIG,*>>>(ARGS,*)`
+#[derive(Debug)]
+pub struct Launch {
+    pub kernel: Expr,
+    /// Span of the `<<<`.
+    pub open: Span,
+    pub config: Punctuated<Expr, Token![,]>,
+    pub args: Punctuated<Expr, Token![,]>,
+}
+
+impl Parse for Input {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let attrs = input.call(Attribute::parse_outer)?;
+        let vis = input.parse()?;
+        let pipeline_token = input.parse()?;
+        let name = input.parse()?;
+        let mut generics: Generics = input.parse()?;
+        let content;
+        parenthesized!(content in input);
+        let params = content.parse_terminated(Param::parse, Token![,])?;
+        generics.where_clause = input.parse()?;
+        let body;
+        braced!(body in input);
+        let mut items = Vec::new();
+        while !body.is_empty() {
+            items.push(body.parse()?);
+        }
+        Ok(Input {
+            attrs,
+            vis,
+            pipeline_token,
+            name,
+            generics,
+            params,
+            items,
+        })
+    }
+}
+
+impl Parse for Param {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let name = input.parse()?;
+        input.parse::<Token![:]>()?;
+        let ty = input.parse()?;
+        Ok(Param { name, ty })
+    }
+}
+
+impl Parse for Item {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        if input.peek(kw::stream) && !input.peek2(Token![:]) {
+            input.parse::<kw::stream>()?;
+            let name = input.parse()?;
+            let options = if input.peek(syn::token::Paren) {
+                let content;
+                parenthesized!(content in input);
+                content.parse_terminated(StreamOpt::parse, Token![,])?
+            } else {
+                Punctuated::new()
+            };
+            input.parse::<Token![;]>()?;
+            Ok(Item::Stream(StreamItem { name, options }))
+        } else if input.peek(kw::event) && !input.peek2(Token![:]) {
+            input.parse::<kw::event>()?;
+            let name = input.parse()?;
+            input.parse::<Token![;]>()?;
+            Ok(Item::Event(EventItem { name }))
+        } else {
+            let lookahead = input.lookahead1();
+            if lookahead.peek(Token![for])
+                || lookahead.peek(Token![if])
+                || lookahead.peek(Ident)
+                || lookahead.peek(kw::stream)
+                || lookahead.peek(kw::event)
+            {
+                input.parse().map(Item::Stmt)
+            } else {
+                Err(lookahead.error())
+            }
+        }
+    }
+}
+
+impl Parse for StreamOpt {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let lookahead = input.lookahead1();
+        if lookahead.peek(kw::priority) {
+            let k = input.parse()?;
+            input.parse::<Token![=]>()?;
+            Ok(StreamOpt::Priority(k, input.parse()?))
+        } else if lookahead.peek(kw::device) {
+            let k = input.parse()?;
+            input.parse::<Token![=]>()?;
+            Ok(StreamOpt::Device(k, input.parse()?))
+        } else {
+            Err(lookahead.error())
+        }
+    }
+}
+
+fn parse_block(input: ParseStream<'_>) -> syn::Result<Vec<Stmt>> {
+    let body;
+    braced!(body in input);
+    let mut stmts = Vec::new();
+    while !body.is_empty() {
+        stmts.push(body.parse()?);
+    }
+    Ok(stmts)
+}
+
+impl Parse for Stmt {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let lookahead = input.lookahead1();
+        if lookahead.peek(Token![for]) {
+            let for_token = input.parse()?;
+            let pat = Pat::parse_single(input)?;
+            input.parse::<Token![in]>()?;
+            let expr = Expr::parse_without_eager_brace(input)?;
+            let body = parse_block(input)?;
+            Ok(Stmt::For(ForStmt {
+                for_token,
+                pat,
+                expr,
+                body,
+            }))
+        } else if lookahead.peek(Token![if]) {
+            input.parse().map(Stmt::If)
+        } else if lookahead.peek(Ident) {
+            let stream: Ident = input.parse()?;
+            input.parse::<Token![:]>()?;
+            let op = input.parse()?;
+            let semi = input.parse()?;
+            Ok(Stmt::Op(OpStmt { stream, op, semi }))
+        } else {
+            Err(lookahead.error())
+        }
+    }
+}
+
+impl Parse for IfStmt {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let if_token = input.parse()?;
+        let cond = Expr::parse_without_eager_brace(input)?;
+        let then = parse_block(input)?;
+        let otherwise = if input.peek(Token![else]) {
+            input.parse::<Token![else]>()?;
+            if input.peek(Token![if]) {
+                Some(Else::If(Box::new(input.parse()?)))
+            } else {
+                Some(Else::Block(parse_block(input)?))
+            }
+        } else {
+            None
+        };
+        Ok(IfStmt {
+            if_token,
+            cond,
+            then,
+            otherwise,
+        })
+    }
+}
+
+impl Parse for Op {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let lookahead = input.lookahead1();
+        if lookahead.peek(kw::launch) {
+            input.parse().map(Op::Launch)
+        } else if lookahead.peek(kw::copy) {
+            let copy_token: kw::copy = input.parse()?;
+            let dst_tokens = tokens_until(input, &['<', '-'])?;
+            if input.is_empty() || input.peek(Token![;]) {
+                return Err(syn::Error::new(
+                    copy_token_span(&copy_token, &dst_tokens),
+                    "expected `copy DST <- SRC`",
+                ));
+            }
+            input.parse::<Token![<]>()?;
+            input.parse::<Token![-]>()?;
+            let dst = syn::parse2(dst_tokens)?;
+            let src = input.parse()?;
+            Ok(Op::Copy { dst, src })
+        } else if lookahead.peek(kw::fill) {
+            input.parse::<kw::fill>()?;
+            match input.parse()? {
+                Expr::Assign(assign) => Ok(Op::Fill {
+                    dst: *assign.left,
+                    value: *assign.right,
+                }),
+                other => Err(syn::Error::new_spanned(
+                    other,
+                    "expected `fill BUF = VALUE`",
+                )),
+            }
+        } else if lookahead.peek(kw::host) {
+            input.parse::<kw::host>()?;
+            Ok(Op::Host {
+                func: input.parse()?,
+            })
+        } else if lookahead.peek(kw::record) {
+            input.parse::<kw::record>()?;
+            Ok(Op::Record {
+                event: input.parse()?,
+            })
+        } else if lookahead.peek(kw::wait_stream) {
+            input.parse::<kw::wait_stream>()?;
+            Ok(Op::WaitStream {
+                stream: input.parse()?,
+            })
+        } else if lookahead.peek(kw::wait) {
+            input.parse::<kw::wait>()?;
+            Ok(Op::Wait {
+                event: input.parse()?,
+            })
+        } else {
+            Err(lookahead.error())
+        }
+    }
+}
+
+fn copy_token_span(token: &kw::copy, rest: &TokenStream) -> Span {
+    rest.clone().into_iter().last().map_or(token.span, |t| {
+        token.span.join(t.span()).unwrap_or(token.span)
+    })
+}
+
+impl Parse for Launch {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let launch_token: kw::launch = input.parse()?;
+        let kernel_tokens = tokens_until(input, &['<', '<', '<'])?;
+        if !at_puncts(input, &['<', '<', '<']) {
+            return Err(syn::Error::new(
+                launch_token.span,
+                "expected `launch KERNEL<<<GRID, BLOCK>>>(ARGS)`: missing `<<<`",
+            ));
+        }
+        let kernel: Expr = syn::parse2(kernel_tokens)?;
+        let open = input.parse::<Token![<<]>()?.spans[0];
+        input.parse::<Token![<]>()?;
+        let config_tokens = tokens_until(input, &['>', '>', '>'])?;
+        if !at_puncts(input, &['>', '>', '>']) {
+            return Err(syn::Error::new(
+                open,
+                "this launch configuration is not closed: expected `>>>` after `<<<GRID, BLOCK`",
+            ));
+        }
+        input.parse::<Token![>>]>()?;
+        input.parse::<Token![>]>()?;
+        let config = syn::parse::Parser::parse2(
+            Punctuated::<Expr, Token![,]>::parse_terminated,
+            config_tokens,
+        )?;
+        let content;
+        parenthesized!(content in input);
+        let args = content.parse_terminated(Expr::parse, Token![,])?;
+        Ok(Launch {
+            kernel,
+            open,
+            config,
+            args,
+        })
+    }
+}
+
+/// Whether the next tokens are the punctuation characters `chars`, in order. Spacing is not
+/// compared: `quote!` splits `<<<` into `<<` and `<`.
+fn at_puncts(input: ParseStream<'_>, chars: &[char]) -> bool {
+    let mut cursor = input.cursor();
+    for &c in chars {
+        match cursor.punct() {
+            Some((p, next)) if p.as_char() == c => cursor = next,
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Collects token trees up to (not including) the punctuation sequence `stop`, a `;` or the
+/// end of the input, whichever comes first.
+fn tokens_until(input: ParseStream<'_>, stop: &[char]) -> syn::Result<TokenStream> {
+    let mut tokens = TokenStream::new();
+    while !input.is_empty() && !input.peek(Token![;]) && !at_puncts(input, stop) {
+        let tt: TokenTree = input.parse()?;
+        tokens.extend([tt]);
+    }
+    if tokens.is_empty() {
+        return Err(input.error("expected an expression"));
+    }
+    Ok(tokens)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
+mod tests {
+    use super::*;
+    use syn::parse_quote;
+
+    #[test]
+    fn parses_every_item_and_statement_form() {
+        let input: Input = parse_quote! {
+            /// Docs.
+            pub pipeline P<T: Copy>(x: &mut DeviceBuffer<f32>, k: &Kernels, n: u32) where T: Send {
+                stream main;
+                stream side(priority = -1, device = 0);
+                event e;
+                main: launch k.scale<<<(n + 255) / 256, 256, 0>>>(&mut x, 2.0f32, n);
+                main: record e;
+                side: wait e;
+                side: copy h.slice(0..n) <- x;
+                side: fill x = 0.0f32;
+                side: host move || {};
+                main: wait_stream side;
+                for i in 0..n { side: fill x.slice(i..i + 1) = 1.0f32; }
+                if n > 2 { main: record e; } else if n > 1 { main: wait e; } else { side: wait e; }
+            }
+        };
+        assert_eq!(input.name, "P");
+        assert_eq!(input.params.len(), 3);
+        assert!(input.generics.where_clause.is_some());
+        assert_eq!(input.items.len(), 12);
+        let Item::Stream(side) = &input.items[1] else {
+            panic!("expected a stream")
+        };
+        assert_eq!(side.options.len(), 2);
+        let Item::Stmt(Stmt::Op(OpStmt {
+            op: Op::Launch(l), ..
+        })) = &input.items[3]
+        else {
+            panic!("expected a launch")
+        };
+        assert_eq!(l.config.len(), 3);
+        assert_eq!(l.args.len(), 3);
+        let Item::Stmt(Stmt::Op(OpStmt {
+            op: Op::Copy { dst, src, .. },
+            ..
+        })) = &input.items[6]
+        else {
+            panic!("expected a copy")
+        };
+        assert!(matches!(dst, Expr::MethodCall(_)));
+        assert!(matches!(src, Expr::Path(_)));
+        assert!(matches!(
+            &input.items[11],
+            Item::Stmt(Stmt::If(IfStmt {
+                otherwise: Some(Else::If(_)),
+                ..
+            }))
+        ));
+    }
+
+    #[test]
+    fn missing_close_of_launch_configuration_is_an_error() {
+        let err = syn::parse2::<Input>(quote::quote! {
+            pipeline P() { stream s; s: launch k<<<1, 1(); }
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("expected `>>>`"), "{err}");
+    }
+
+    #[test]
+    fn unknown_operation_lists_the_alternatives() {
+        let err = syn::parse2::<Input>(quote::quote! {
+            pipeline P() { stream s; s: lunch k<<<1, 1>>>(); }
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("expected one of"), "{err}");
+    }
+}

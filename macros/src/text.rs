@@ -1,0 +1,163 @@
+//! Normalised source text of user tokens, for statement texts in messages and pictures.
+//!
+//! Spacing follows rustfmt's habits closely enough for messages: `k.scale(&mut x, n + 1)`,
+//! `x.slice(0..n)`, `Ordering::SeqCst`; the user's own whitespace is not kept.
+
+use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
+use quote::ToTokens;
+
+/// The text of `tokens`, on one line.
+pub fn text_of(tokens: &impl ToTokens) -> String {
+    let mut out = String::new();
+    write_stream(&mut out, tokens.to_token_stream());
+    out
+}
+
+/// The text of a type: `&mut DeviceBuffer<f32>`, `&[f32]`, `Vec<u8>`.
+pub fn type_text(ty: &syn::Type) -> String {
+    let raw = ty.to_token_stream().to_string();
+    let mut out = String::with_capacity(raw.len());
+    let chars: Vec<char> = raw.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if c == ' ' {
+            let before = i.checked_sub(1).map(|j| chars[j]);
+            let after = chars.get(i + 1).copied();
+            let tight = matches!(before, Some('<' | '&' | ':' | '(' | '['))
+                || matches!(after, Some('<' | '>' | ',' | ':' | ')' | ']'));
+            if tight {
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Prev {
+    Start,
+    /// An identifier, literal or group: something an operator can follow.
+    Operand,
+    /// Part of a multi-character operator (`::`, `..`, `+=`) that continues.
+    Joined,
+    /// A punctuation after which no space is written (`.`, `::`, unary `&`, `-`, `!`, `*`).
+    Tight,
+    /// A punctuation after which a space is written (`,`, `;`, `:`, binary operators).
+    Spaced,
+}
+
+fn write_stream(out: &mut String, tokens: TokenStream) {
+    let mut prev = Prev::Start;
+    let mut last_char = None;
+    for tt in tokens {
+        match tt {
+            TokenTree::Ident(_) | TokenTree::Literal(_) => {
+                if matches!(prev, Prev::Operand | Prev::Spaced) {
+                    out.push(' ');
+                }
+                out.push_str(&tt.to_string());
+                prev = Prev::Operand;
+            }
+            TokenTree::Group(g) => {
+                let inner = {
+                    let mut s = String::new();
+                    write_stream(&mut s, g.stream());
+                    s
+                };
+                let (open, close) = match g.delimiter() {
+                    Delimiter::Parenthesis => ("(", ")"),
+                    Delimiter::Bracket => ("[", "]"),
+                    Delimiter::Brace => ("{", "}"),
+                    Delimiter::None => ("", ""),
+                };
+                let tight = matches!(g.delimiter(), Delimiter::Parenthesis | Delimiter::Bracket);
+                if prev == Prev::Spaced || (prev == Prev::Operand && !tight) {
+                    out.push(' ');
+                }
+                out.push_str(open);
+                if g.delimiter() == Delimiter::Brace && !inner.is_empty() {
+                    out.push(' ');
+                    out.push_str(&inner);
+                    out.push(' ');
+                } else {
+                    out.push_str(&inner);
+                }
+                out.push_str(close);
+                prev = Prev::Operand;
+            }
+            TokenTree::Punct(p) => {
+                let c = p.as_char();
+                let continues = p.spacing() == Spacing::Joint;
+                let after_joined = prev == Prev::Joined;
+                let tight_before = matches!(c, ',' | ';' | '.' | ':' | '?')
+                    || after_joined
+                    || matches!(prev, Prev::Start | Prev::Tight);
+                if !tight_before && matches!(prev, Prev::Operand | Prev::Spaced) {
+                    out.push(' ');
+                }
+                out.push(c);
+                let unary = matches!(c, '&' | '-' | '!' | '*' | '|')
+                    && !after_joined
+                    && !matches!(prev, Prev::Operand);
+                prev = if continues && !matches!(c, ',' | ';') {
+                    Prev::Joined
+                } else if c == '.'
+                    || c == '#'
+                    || unary
+                    || (c == ':' && after_joined && last_char == Some(':'))
+                {
+                    Prev::Tight
+                } else {
+                    Prev::Spaced
+                };
+                last_char = Some(c);
+                continue;
+            }
+        }
+        last_char = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+
+    #[test]
+    fn types_read_like_rust() {
+        let t = |ty: syn::Type| type_text(&ty);
+        assert_eq!(
+            t(syn::parse_quote!(&mut DeviceBuffer<f32>)),
+            "&mut DeviceBuffer<f32>"
+        );
+        assert_eq!(t(syn::parse_quote!(&[f32])), "&[f32]");
+        assert_eq!(
+            t(syn::parse_quote!(&'a std::vec::Vec<(u8, u16)>)),
+            "&'a std::vec::Vec<(u8, u16)>"
+        );
+    }
+
+    #[test]
+    fn spacing_reads_like_rust() {
+        assert_eq!(text_of(&quote!(k.scale)), "k.scale");
+        assert_eq!(text_of(&quote!(&mut x)), "&mut x");
+        assert_eq!(text_of(&quote!(grid(n))), "grid(n)");
+        assert_eq!(text_of(&quote!((n + 255) / 256)), "(n + 255) / 256");
+        assert_eq!(
+            text_of(&quote!(x.slice(i * c..(i + 1) * c))),
+            "x.slice(i * c..(i + 1) * c)"
+        );
+        assert_eq!(text_of(&quote!(Ordering::SeqCst)), "Ordering::SeqCst");
+        assert_eq!(text_of(&quote!(-1)), "-1");
+        assert_eq!(text_of(&quote!(a - 1)), "a - 1");
+        assert_eq!(text_of(&quote!(x.slice(..n))), "x.slice(..n)");
+        assert_eq!(
+            text_of(&quote!(move || {
+                c.fetch_add(1, Ordering::SeqCst);
+            })),
+            "move || { c.fetch_add(1, Ordering::SeqCst); }"
+        );
+        assert_eq!(text_of(&quote!(a += 1)), "a += 1");
+        assert_eq!(text_of(&quote!(x[0])), "x[0]");
+    }
+}

@@ -1,0 +1,121 @@
+//! Every statement form the macro accepts (copies need a buffer type with copy support and are
+//! covered by the runtime's tests).
+#![deny(warnings, missing_docs)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use streamgraph::{DeviceBuffer, Kernel, Pipeline};
+
+/// Kernels.
+pub struct Kernels {
+    /// Scale.
+    pub scale: Kernel,
+}
+
+impl Kernels {
+    /// Axpy.
+    pub fn axpy(&self) -> Kernel {
+        self.scale.clone()
+    }
+}
+
+fn grid(n: u32) -> u32 {
+    n.div_ceil(256)
+}
+
+/// Sub-ranges for these tests (the runtime's `DeviceBuffer::slice` takes precedence once it
+/// exists).
+#[allow(dead_code)]
+pub trait SliceExt {
+    /// A sub-range.
+    fn slice(&self, range: std::ops::Range<usize>) -> View;
+}
+
+/// A sub-range of a plan-only buffer.
+pub struct View {
+    range: streamgraph::DeviceRange,
+    ptr: u64,
+}
+
+impl<T: streamgraph::memory::DeviceRepr> SliceExt for DeviceBuffer<T> {
+    fn slice(&self, range: std::ops::Range<usize>) -> View {
+        let whole = streamgraph::memory::DeviceMemory::range(self);
+        let size = std::mem::size_of::<T>();
+        let ptr = whole.ptr + (range.start * size) as u64;
+        View {
+            range: streamgraph::DeviceRange { ptr, bytes: range.len() * size, ..whole },
+            ptr,
+        }
+    }
+}
+
+impl streamgraph::memory::DeviceMemory for View {
+    type Elem = f32;
+    fn range(&self) -> streamgraph::DeviceRange {
+        self.range
+    }
+    fn ptr_ref(&self) -> &u64 {
+        &self.ptr
+    }
+}
+
+streamgraph::pipeline! {
+    /// All statement forms.
+    pub pipeline AllForms<'k, T: Copy + streamgraph::memory::DeviceRepr + 'static>(
+        x: &mut DeviceBuffer<f32>,
+        y: &'k mut DeviceBuffer<u16>,
+        k: &'k Kernels,
+        n: u32,
+        flag: bool,
+        dev: i32,
+        extra: T,
+        hits: &Arc<AtomicUsize>,
+    ) where T: Send {
+        stream main;
+        stream side(priority = -1);
+        stream third(device = dev, priority = n as i32);
+        event ready;
+        event done;
+
+        main: launch k.scale<<<grid(n), 256>>>(&mut x, 2.0f32, n);
+        main: launch k.axpy()<<<(n, 2), (16, 16), 1024>>>(&mut x.slice(0..n as usize), n);
+        main: launch k.scale<<<(1, 1, 1), 32, n * 4>>>(&x, extra, n);
+        main: record ready;
+        side: wait ready;
+        side: fill y = 7u16;
+        side: fill x.slice(1..2) = 1.0f32;
+        side: host { let h = Arc::clone(hits); move || { h.fetch_add(1, Ordering::SeqCst); } };
+        side: record done;
+        third: wait done;
+        for i in 0..n {
+            third: launch k.scale<<<i + 1, 32>>>(&mut y.slice(i as usize..i as usize + 1), i);
+        }
+        if flag {
+            main: wait_stream side;
+        } else if n > 2 {
+            main: wait done;
+        } else {
+            main: wait_stream third;
+        }
+        main: wait_stream third;
+    }
+}
+
+streamgraph::pipeline! {
+    pipeline Minimal() {
+        stream only;
+    }
+}
+
+fn main() {
+    let mut x = DeviceBuffer::<f32>::for_planning(8);
+    let mut y = DeviceBuffer::<u16>::for_planning(8);
+    let k = Kernels { scale: Kernel::for_planning("scale") };
+    let hits = Arc::new(AtomicUsize::new(0));
+    let p = AllForms::new(&mut x, &mut y, &k, 4, true, 0, 1.5f32, &hits);
+    assert_eq!(p.stream_options().len(), 3);
+    assert_eq!(AllForms::<f32>::PROGRAM.statements.len(), 15);
+    assert_eq!(Minimal::new().stream_options().len(), 1);
+    assert!(Minimal::PROGRAM.statements.is_empty());
+}
