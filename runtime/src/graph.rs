@@ -611,7 +611,7 @@ impl<P> Graph<P> {
             fns: std::mem::take(&mut core.host_fns),
             streams: RefCell::new(Vec::new()),
         };
-        let params = vec![None; core.ops.len()];
+        let params = RefCell::new(vec![None; core.ops.len()]);
         Ok(GraphExec {
             exec,
             base: core,
@@ -763,7 +763,7 @@ pub struct GraphExec<P> {
     /// The graph of the latest update: the source of current kernel parameters.
     latest: Option<GraphCore>,
     /// Cached kernel node parameters per operation (for `set_kernel_args`).
-    params: Vec<Option<KernelParams>>,
+    params: RefCell<Vec<Option<KernelParams>>>,
     pipeline: P,
     recapture: Option<Capture>,
     settings: CaptureSettings,
@@ -857,7 +857,7 @@ impl<P> GraphExec<P> {
     /// [`GraphExec::update`]. A later `update` captures the pipeline's own arguments again.
     ///
     /// See [`cuGraphExecKernelNodeSetParams`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
-    pub fn set_kernel_args(&mut self, op: OpRef, args: &[KernelArg<'_>]) -> Result<()> {
+    pub fn set_kernel_args(&self, op: OpRef, args: &[KernelArg<'_>]) -> Result<()> {
         let index = self.base.op_index(op)?;
         let record = &self.base.ops[index];
         let stmt = record.statement;
@@ -890,7 +890,8 @@ impl<P> GraphExec<P> {
                 stmt.text, stmt.location
             )));
         };
-        let params = match self.params[index] {
+        let cached = self.params.borrow().get(index).copied().flatten();
+        let params = match cached {
             Some(p) => p,
             None => {
                 let src_node = source.ops.get(index).and_then(|o| o.node).unwrap_or(node);
@@ -898,7 +899,9 @@ impl<P> GraphExec<P> {
                     .raw
                     .kernel_params(src_node)
                     .map_err(|e| Error::driver("cuGraphKernelNodeGetParams", e))?;
-                self.params[index] = Some(p);
+                if let Some(slot) = self.params.borrow_mut().get_mut(index) {
+                    *slot = Some(p);
+                }
                 p
             }
         };
@@ -927,7 +930,7 @@ impl<P> GraphExec<P> {
                 // The new graph's host functions run from the next launch on.
                 self.keeper.fns.0.append(&mut core.host_fns.0);
                 self.latest = Some(core);
-                self.params.iter_mut().for_each(|p| *p = None);
+                self.params.get_mut().iter_mut().for_each(|p| *p = None);
                 self.updates += 1;
                 Ok(())
             }
@@ -946,7 +949,7 @@ impl<P> GraphExec<P> {
                 self.keeper.fns.0.append(&mut core.host_fns.0);
                 self.latest = None;
                 self.exec = exec;
-                self.params = vec![None; core.ops.len()];
+                self.params = RefCell::new(vec![None; core.ops.len()]);
                 self.base = core;
                 self.reinstantiations += 1;
                 Ok(())

@@ -534,7 +534,7 @@ impl Capture {
 
     /// Captures `pipeline` into a graph (without the pipeline value).
     pub(crate) fn capture_core<P: Pipeline + ?Sized>(&mut self, pipeline: &P) -> Result<GraphCore> {
-        let program = P::PROGRAM;
+        let program = pipeline.program();
         let plan = if self.verify {
             let plan = Plan::build(pipeline)?;
             plan.check_races()?;

@@ -422,7 +422,7 @@ impl OwnedExec {
     /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
     #[inline]
     pub(crate) fn set_kernel_args(
-        &mut self,
+        &self,
         node: NodeHandle,
         params: &KernelParams,
         args: &mut [*mut c_void],
@@ -431,7 +431,8 @@ impl OwnedExec {
         let mut p = params.0;
         p.kernelParams = args.as_mut_ptr();
         p.extra = std::ptr::null_mut();
-        // SAFETY: the executable graph is alive and exclusively borrowed; `node` belongs to
+        // SAFETY: the executable graph is alive and its owner is not `Sync`, so no other call
+        // on it runs concurrently; `node` belongs to
         // its original graph (caller's contract); `p` is the node's own parameter set with
         // only the argument array replaced by `args`, whose pointers reference live values of
         // the kernel's parameter types (caller's contract) that the driver copies now.
