@@ -67,7 +67,7 @@ fn new_scalars_and_new_buffers_take_effect_without_reinstantiation() {
     let previous = exec
         .update(Writes::new(&mut x2, &mut y2, &k, 7, 3, 2))
         .unwrap();
-    drop(previous);
+    assert_eq!(previous.value, 9);
     exec.replay(&origin, 3).unwrap();
     origin.synchronize().unwrap();
     assert_eq!(
@@ -79,7 +79,7 @@ fn new_scalars_and_new_buffers_take_effect_without_reinstantiation() {
         }
     );
     exec.verify().unwrap();
-    drop(exec.into_pipeline());
+    exec.into_pipeline();
     assert_eq!(x2.to_vec().unwrap(), [7]);
     assert_eq!(y2.to_vec().unwrap(), [3 * 2 * 3]);
     assert_eq!(
@@ -123,8 +123,7 @@ fn a_changed_topology_is_refused_or_reinstantiated_on_request() {
     assert_eq!(exec.stats().reinstantiations, 1);
     assert_eq!(exec.stats().updates, 1);
     origin.synchronize().unwrap();
-    let p = exec.into_pipeline();
-    drop(p);
+    exec.into_pipeline();
     y.copy_from_host(&[0]).unwrap();
 
     let (mut x2, mut y2) = (
@@ -135,14 +134,12 @@ fn a_changed_topology_is_refused_or_reinstantiated_on_request() {
         .unwrap()
         .instantiate()
         .unwrap();
-    drop(
-        exec.update_or_reinstantiate(Writes::new(&mut x2, &mut y2, &k, 4, 2, 4))
-            .unwrap(),
-    );
+    exec.update_or_reinstantiate(Writes::new(&mut x2, &mut y2, &k, 4, 2, 4))
+        .unwrap();
     exec.launch(&origin).unwrap();
     origin.synchronize().unwrap();
     assert_eq!(exec.stats().reinstantiations, 1);
-    drop(exec.into_pipeline());
+    exec.into_pipeline();
     assert_eq!(x2.to_vec().unwrap(), [4]);
     assert_eq!(y2.to_vec().unwrap(), [8]);
     assert_eq!(x.to_vec().unwrap(), [0], "the first pipeline never ran");
@@ -201,8 +198,7 @@ fn set_kernel_args_changes_one_launch_in_place_and_is_cheap() {
     // Cost: one driver call per node.
     let rounds = 10_000;
     let started = Instant::now();
-    for i in 0..rounds {
-        let v = i as u32;
+    for v in 0..rounds {
         let args = [KernelArg::write(&view), KernelArg::value(&v)];
         exec.set_kernel_args(write, &args).unwrap();
     }
@@ -216,7 +212,7 @@ fn set_kernel_args_changes_one_launch_in_place_and_is_cheap() {
 
     exec.launch(&origin).unwrap();
     origin.synchronize().unwrap();
-    drop(exec.into_pipeline());
+    exec.into_pipeline();
     assert_eq!(x.device_ptr(), x_ptr);
     assert_eq!(x.to_vec().unwrap(), [42]);
     assert_eq!(y.to_vec().unwrap(), [1 + 1000]);

@@ -340,6 +340,9 @@ fn quote(s: &str) -> String {
     q
 }
 
+/// Edges by operation index.
+type EdgeSet = BTreeSet<(usize, usize)>;
+
 /// A captured graph without its pipeline value: the driver graph, the operation of every
 /// node, the host functions it calls and the memory it uses.
 #[derive(Debug)]
@@ -380,7 +383,7 @@ impl GraphCore {
     }
 
     /// The graph's edges by operation index, plus problems (nodes that are no operation).
-    fn captured_edges(&self) -> Result<(BTreeSet<(usize, usize)>, Vec<String>)> {
+    fn captured_edges(&self) -> Result<(EdgeSet, Vec<String>)> {
         let mut problems = Vec::new();
         let index: HashMap<usize, usize> = self
             .ops

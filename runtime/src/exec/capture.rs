@@ -303,6 +303,7 @@ pub(crate) struct CapturedOp {
 
 /// Host functions a graph keeps alive (boxed, so that their addresses stay put).
 #[derive(Default)]
+#[allow(clippy::vec_box)] // the box is the point: the driver holds each function's address
 pub(crate) struct KeptFns(pub(crate) Vec<Box<HostFn>>);
 
 impl std::fmt::Debug for KeptFns {

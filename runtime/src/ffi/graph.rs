@@ -165,6 +165,7 @@ pub(crate) fn capture_tip(ctx: &CudaContext, stream: CUstream) -> Result<Capture
 /// executable graph made from it) can still run.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html>
+#[allow(clippy::vec_box)] // the box is the point: the driver holds each function's address
 pub(crate) fn launch_kept_host_fn(
     ctx: &CudaContext,
     stream: CUstream,
