@@ -96,7 +96,7 @@ pub struct OpInfo {
 
 impl PartialEq for OpRef {
     fn eq(&self, other: &Self) -> bool {
-        std::ptr::eq(self.statement, other.statement) && self.occurrence == other.occurrence
+        self.statement.same(other.statement) && self.occurrence == other.occurrence
     }
 }
 
@@ -105,7 +105,7 @@ impl Eq for OpRef {}
 impl PartialEq for OpInfo {
     fn eq(&self, other: &Self) -> bool {
         self.index == other.index
-            && std::ptr::eq(self.statement, other.statement)
+            && self.statement.same(other.statement)
             && self.occurrence == other.occurrence
     }
 }
@@ -488,7 +488,7 @@ impl GraphCore {
             .program
             .statements
             .get(stmt.id)
-            .is_some_and(|s| std::ptr::eq(s, stmt));
+            .is_some_and(|s| s.same(stmt));
         if !ours {
             return Err(Error::InvalidArgument(format!(
                 "statement `{}` at {} is not part of pipeline `{}`",

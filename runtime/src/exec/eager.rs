@@ -171,7 +171,7 @@ impl Eager {
     /// Creates the side streams and events unless they were made for this program and options.
     fn prepare(&mut self, program: &'static Program, options: Vec<StreamOptions>) -> Result<()> {
         if let Some((p, o)) = &self.prepared {
-            if std::ptr::eq(*p, program) && *o == options {
+            if p.same(program) && *o == options {
                 return Ok(());
             }
         }

@@ -204,6 +204,9 @@ impl OwnedGraph {
         let mut count: usize = 0;
         // SAFETY: the graph is alive (owned by `self`); a null array asks for the count only.
         unsafe { sys::cuGraphGetNodes(self.raw, std::ptr::null_mut(), &mut count) }.result()?;
+        if count == 0 {
+            return Ok(Vec::new());
+        }
         let mut nodes: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); count];
         // SAFETY: `nodes` has room for `count` handles, the number the driver reported.
         unsafe { sys::cuGraphGetNodes(self.raw, nodes.as_mut_ptr(), &mut count) }.result()?;
@@ -228,6 +231,10 @@ impl OwnedGraph {
             )
         }
         .result()?;
+        if count == 0 {
+            // The driver refuses a second query with empty arrays.
+            return Ok(Vec::new());
+        }
         let mut from: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); count];
         let mut to: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); count];
         let empty = sys::CUgraphEdgeData {
