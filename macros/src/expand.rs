@@ -135,7 +135,12 @@ pub fn expand(program: &Program) -> TokenStream {
         }
 
         impl #impl_generics ::streamgraph::__private::Pipeline for #name #ty_generics #where_clause {
-            const PROGRAM: &'static ::streamgraph::__private::Program = #program_const;
+            // A static, so that every use sees the same address: executors cache per program
+            // and graphs map statements back by identity.
+            const PROGRAM: &'static ::streamgraph::__private::Program = {
+                static PROGRAM: ::streamgraph::__private::Program = #program_const;
+                &PROGRAM
+            };
 
             #[allow(unused_variables)]
             fn stream_options(&self) -> ::std::vec::Vec<::streamgraph::__private::StreamOptions> {
@@ -224,7 +229,7 @@ fn program_const(program: &Program) -> TokenStream {
         })
     });
     let loc = location(program.pipeline_span);
-    quote!(&::streamgraph::__private::Program {
+    quote!(::streamgraph::__private::Program {
         name: #name,
         streams: &[#(#streams),*],
         events: &[#(#events),*],

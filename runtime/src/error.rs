@@ -102,6 +102,41 @@ pub enum Error {
         /// `kernel` or `buffer`.
         what: &'static str,
     },
+    /// Capturing a pipeline into a CUDA graph failed; the capture was ended and its partial
+    /// graph destroyed, and the streams are usable again.
+    #[error("{}", crate::exec::capture::describe_fault(.fault, *.statement, *.after, .pipeline))]
+    Capture {
+        /// What went wrong.
+        fault: crate::exec::capture::CaptureFault,
+        /// The statement being issued when it happened, when there is one.
+        statement: Option<&'static Statement>,
+        /// The last statement issued before it happened, when the fault came from code
+        /// between statements (or from the end of the capture).
+        after: Option<&'static Statement>,
+        /// The pipeline's name, when known.
+        pipeline: Option<&'static str>,
+    },
+    /// A captured CUDA graph's dependencies differ from the pipeline's happens-before plan.
+    #[error("{}", crate::graph::format_mismatch(.pipeline, .missing, .extra, .problems))]
+    GraphMismatch {
+        /// The pipeline's name.
+        pipeline: &'static str,
+        /// Edges of the plan that the captured graph lacks.
+        missing: Vec<crate::graph::OpEdge>,
+        /// Edges of the captured graph that the plan does not have.
+        extra: Vec<crate::graph::OpEdge>,
+        /// Other differences: nodes that map to no operation, orderings (reachability) that
+        /// differ, operation counts.
+        problems: Vec<String>,
+    },
+    /// An executable graph refused an update with a newly captured graph.
+    #[error("{}", crate::graph::describe_rejection(.reason, *.statement))]
+    UpdateRejected {
+        /// Why the driver refused.
+        reason: crate::graph::UpdateRejection,
+        /// The statement whose node the driver named, when it named one.
+        statement: Option<&'static Statement>,
+    },
 }
 
 impl Error {

@@ -19,6 +19,13 @@ pub trait Pipeline {
     /// The static description: streams, events, statements with access sets and locations.
     const PROGRAM: &'static Program;
 
+    /// The program this value issues: [`Pipeline::PROGRAM`]. Executors ask this method, so
+    /// that a hand-written pipeline whose program is built at run time (a test's random
+    /// program, a tool) can return it; generated pipelines never override it.
+    fn program(&self) -> &'static Program {
+        Self::PROGRAM
+    }
+
     /// Run-time options of each declared stream (priority, device), evaluated from the
     /// pipeline's parameters; one entry per [`Program::streams`] element.
     fn stream_options(&self) -> Vec<StreamOptions>;

@@ -10,6 +10,7 @@ pub mod error;
 pub mod event;
 pub mod exec;
 mod ffi;
+pub mod graph;
 pub mod issue;
 pub mod memory;
 pub mod module;
@@ -20,7 +21,11 @@ pub mod stream;
 pub use device::Device;
 pub use error::{Error, Result};
 pub use event::Event;
+pub use exec::capture::{capture, Capture, CaptureFault, CaptureMode, CaptureOutcome};
 pub use exec::eager::{Eager, EagerStats};
+pub use graph::{
+    Graph, GraphExec, GraphStats, OpEdge, OpInfo, OpRef, UpdateRejection, VerifyReport,
+};
 pub use issue::{
     BufferAccess, DeviceRange, Dim3, FillPattern, HostFn, Issuer, KernelArg, LaunchConfig, Memory,
     MemoryRef, Pipeline, StreamOptions,

@@ -50,6 +50,12 @@ pub struct Program {
 impl Program {
     /// The origin stream's index (always 0): the stream the pipeline runs "on" as a unit.
     pub const ORIGIN: usize = 0;
+
+    /// Whether `self` and `other` describe the same pipeline: the same object, or the same
+    /// name declared at the same place (a `const` may be duplicated by the compiler).
+    pub fn same(&self, other: &Program) -> bool {
+        std::ptr::eq(self, other) || (self.name == other.name && self.location == other.location)
+    }
 }
 
 /// A `stream NAME(...)` declaration. Its priority and device are run-time values: see
@@ -87,6 +93,15 @@ pub struct Statement {
     pub accesses: &'static [StaticAccess],
     /// Where it was written.
     pub location: Location,
+}
+
+impl Statement {
+    /// Whether `self` and `other` are the same statement of a pipeline: the same object, or the
+    /// same index, text and source location.
+    pub fn same(&self, other: &Statement) -> bool {
+        std::ptr::eq(self, other)
+            || (self.id == other.id && self.location == other.location && self.text == other.text)
+    }
 }
 
 impl fmt::Display for Statement {

@@ -142,14 +142,30 @@ impl Stream {
     /// `true` when all work submitted so far has completed; never blocks.
     ///
     /// See [`cuStreamQuery`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
+    ///
+    /// A stream that is being captured has run nothing yet: querying it is an
+    /// [`Error::Capture`] ([`crate::CaptureFault::QueryWhileCapturing`]), checked before
+    /// the driver is asked (which would invalidate the capture).
     pub fn query(&self) -> Result<bool> {
+        crate::exec::capture::refuse_while_capturing(
+            self,
+            crate::CaptureFault::QueryWhileCapturing,
+        )?;
         ffi::stream_query(self.ctx(), self.raw()).map_err(|e| Error::driver("cuStreamQuery", e))
     }
 
     /// Blocks the host until all work submitted to the stream has finished.
     ///
     /// See [`cuStreamSynchronize`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
+    ///
+    /// Synchronizing a stream that is being captured is an [`Error::Capture`]
+    /// ([`crate::CaptureFault::SynchronizeWhileCapturing`]), checked before the driver is
+    /// asked (which would invalidate the capture).
     pub fn synchronize(&self) -> Result<()> {
+        crate::exec::capture::refuse_while_capturing(
+            self,
+            crate::CaptureFault::SynchronizeWhileCapturing,
+        )?;
         ffi::stream_synchronize(self.ctx(), self.raw())
             .map_err(|e| Error::driver("cuStreamSynchronize", e))
     }

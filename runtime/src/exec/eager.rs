@@ -15,6 +15,10 @@
 //! are created on the first run and reused while the pipeline type and its stream options stay
 //! the same.
 //!
+//! This is also the capture issuer's issuing path ([`crate::Capture`]): a capture issues the
+//! very same stream calls while the origin is capturing, and additionally books, after each
+//! operation, the graph node the driver created for it.
+//!
 //! ```no_run
 //! use streamgraph_runtime::{Device, Eager, Pipeline, Stream};
 //!
@@ -33,6 +37,8 @@
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::exec::capture::NodeBook;
+use crate::issue::Memory;
 use crate::issue::{
     DeviceRange, FillPattern, HostFn, Issuer, KernelArg, LaunchConfig, MemoryRef, Pipeline,
     StreamOptions,
@@ -72,6 +78,8 @@ pub struct Eager {
     links: Vec<Event>,
     check_plan: bool,
     stats: EagerStats,
+    /// Set while a capture issues through this issuer: the node of every operation.
+    pub(crate) book: Option<NodeBook>,
 }
 
 /// A declared event: one driver event per device it is recorded on (an event can only be
@@ -93,6 +101,7 @@ impl Eager {
             links: Vec::new(),
             check_plan: cfg!(debug_assertions),
             stats: EagerStats::default(),
+            book: None,
         }
     }
 
@@ -124,8 +133,26 @@ impl Eager {
         if self.check_plan {
             crate::plan::Plan::build(pipeline)?.check_races()?;
         }
-        let program = P::PROGRAM;
-        self.prepare(program, pipeline.stream_options())?;
+        self.prepare_for(pipeline)?;
+        self.issue_prepared(pipeline)
+    }
+
+    /// Creates (or reuses) the side streams and events `pipeline` needs; nothing is issued.
+    pub(crate) fn prepare_for<P: Pipeline + ?Sized>(&mut self, pipeline: &P) -> Result<()> {
+        self.prepare(pipeline.program(), pipeline.stream_options())
+    }
+
+    /// Forgets the side streams and events, so that the next run creates fresh ones (after a
+    /// failed capture they may still belong to it).
+    pub(crate) fn forget_streams(&mut self) {
+        self.prepared = None;
+        self.sides.clear();
+        self.events.clear();
+        self.links.clear();
+    }
+
+    /// Fork, issue, join, on streams made by [`Eager::prepare_for`] for this pipeline.
+    pub(crate) fn issue_prepared<P: Pipeline + ?Sized>(&mut self, pipeline: &P) -> Result<()> {
         for slot in &mut self.events {
             slot.latest = None;
         }
@@ -144,7 +171,7 @@ impl Eager {
     /// Creates the side streams and events unless they were made for this program and options.
     fn prepare(&mut self, program: &'static Program, options: Vec<StreamOptions>) -> Result<()> {
         if let Some((p, o)) = &self.prepared {
-            if std::ptr::eq(*p, program) && *o == options {
+            if p.same(program) && *o == options {
                 return Ok(());
             }
         }
@@ -222,6 +249,16 @@ impl Eager {
         Ok(())
     }
 
+    /// Books the node the operation just issued on `stmt.stream` created, when capturing.
+    #[inline]
+    fn booked(&mut self, stmt: &'static Statement, issued: Issued<'_, '_>) -> Result<()> {
+        let Some(book) = self.book.as_mut() else {
+            return Ok(());
+        };
+        let stream = stream_of(&self.origin, &self.sides, stmt.stream)?;
+        book.note(stmt, stream, issued)
+    }
+
     fn event_index(stmt: &'static Statement, events: usize) -> Result<usize> {
         match stmt.kind {
             StatementKind::Record { event } | StatementKind::Wait { event } if event < events => {
@@ -286,6 +323,18 @@ impl Eager {
     }
 }
 
+/// What an operation issued, for the capture's book.
+pub(crate) enum Issued<'x, 'a> {
+    /// A launch with these arguments.
+    Launch(&'x [KernelArg<'a>]),
+    /// A copy: destination (written) and source (read).
+    Copy(&'x [(Memory, crate::AccessMode); 2]),
+    /// A fill of this range.
+    Fill(DeviceRange),
+    /// A host function.
+    Host,
+}
+
 fn record_on(stats: &mut EagerStats, event: &Event, stream: &Stream) -> Result<()> {
     event.record(stream)?;
     stats.event_records += 1;
@@ -324,7 +373,8 @@ impl Issuer for Eager {
             .launch_on(stream, config, args)
             .map_err(|e| e.in_statement(stmt))?;
         self.stats.launches += 1;
-        Ok(())
+        self.booked(stmt, Issued::Launch(args))
+            .map_err(|e| e.in_statement(stmt))
     }
 
     fn copy(
@@ -340,11 +390,23 @@ impl Issuer for Eager {
                     dst.elem_size, src.elem_size
                 )));
             }
+            if self.book.is_some()
+                && [dst.memory, src.memory]
+                    .iter()
+                    .any(|m| matches!(m, Memory::PageableHost { .. }))
+            {
+                return Err(crate::exec::capture::pageable_fault(stmt));
+            }
             copy_async(self.stream(stmt.stream)?, dst.memory, src.memory)
         };
         issue().map_err(|e| e.in_statement(stmt))?;
         self.stats.copies += 1;
-        Ok(())
+        let accesses = [
+            (dst.memory, crate::AccessMode::Write),
+            (src.memory, crate::AccessMode::Read),
+        ];
+        self.booked(stmt, Issued::Copy(&accesses))
+            .map_err(|e| e.in_statement(stmt))
     }
 
     fn fill(
@@ -356,14 +418,22 @@ impl Issuer for Eager {
         let stream = self.stream(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         fill_async(stream, dst, pattern).map_err(|e| e.in_statement(stmt))?;
         self.stats.fills += 1;
-        Ok(())
+        self.booked(stmt, Issued::Fill(dst))
+            .map_err(|e| e.in_statement(stmt))
     }
 
     fn host(&mut self, stmt: &'static Statement, f: HostFn) -> Result<(), Error> {
-        let stream = self.stream(stmt.stream).map_err(|e| e.in_statement(stmt))?;
-        stream.launch_host_fn(f).map_err(|e| e.in_statement(stmt))?;
+        let stream =
+            stream_of(&self.origin, &self.sides, stmt.stream).map_err(|e| e.in_statement(stmt))?;
+        match self.book.as_mut() {
+            // A graph runs its host functions on every replay: the graph keeps them.
+            Some(book) => book.launch_host_fn(stream, f),
+            None => stream.launch_host_fn(f),
+        }
+        .map_err(|e| e.in_statement(stmt))?;
         self.stats.host_fns += 1;
-        Ok(())
+        self.booked(stmt, Issued::Host)
+            .map_err(|e| e.in_statement(stmt))
     }
 
     fn record(&mut self, stmt: &'static Statement) -> Result<(), Error> {

@@ -20,6 +20,8 @@ use cudarc::driver::{CudaContext, DeviceRepr, DriverError, ValidAsZeroBits};
 
 use crate::issue::{FillPattern, HostFn, LaunchConfig};
 
+pub(crate) mod graph;
+
 pub(crate) use sys::{CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUstream};
 
 /// Whether the driver library can be loaded; asked once, since `dlopen` is not free.
@@ -654,7 +656,6 @@ fn report_host_fn_panic(outcome: std::thread::Result<()>) {
 /// The callback and user data for a host node whose [`HostFn`] lives at `f` for the whole
 /// life of the graph that calls it (capture/graph code keeps the `HostFn` boxed alongside
 /// the executable graph).
-#[allow(dead_code)]
 pub(crate) fn shared_host_fn_callback(f: &HostFn) -> (sys::CUhostFn, *mut c_void) {
     (
         Some(run_host_fn_shared),

@@ -150,7 +150,7 @@ pub struct Plan {
 impl Plan {
     /// Builds the model of `pipeline` by issuing it through the GPU-free [`Planner`].
     pub fn build<P: Pipeline + ?Sized>(pipeline: &P) -> Result<Plan, Error> {
-        let mut planner = Planner::new(P::PROGRAM);
+        let mut planner = Planner::new(pipeline.program());
         pipeline.issue(&mut planner)?;
         Ok(planner.finish())
     }

@@ -1,0 +1,148 @@
+//! The testing pattern to copy into your own tests: run one pipeline eagerly and captured,
+//! replay the graph several times, compare the results **bitwise**, and `verify()` that the
+//! captured graph's dependencies are exactly the pipeline's happens-before plan.
+//!
+//! The pipeline: `main` scales `x`; `side` waits for it and accumulates `x` into `acc`;
+//! `main` waits for `side` and squares `x`. Running it `RUNS` times accumulates, so a replay
+//! count that differs from the eager run count — or a missing dependency — changes the bits.
+//!
+//! Without a GPU the example prints the plan and its DOT picture instead.
+//!
+//! Run with `cargo run --example eager_vs_captured`.
+
+use std::process::ExitCode;
+
+use streamgraph::{
+    capture, pipeline, Device, DeviceBuffer, Eager, Error, Kernel, Module, Plan, Stream,
+};
+
+const SOURCE: &str = r#"
+extern "C" __global__ void scale(float* x, float k, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = x[i] * k + 1.0f;
+}
+
+extern "C" __global__ void accumulate(float* acc, const float* x, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) acc[i] = acc[i] * 0.5f + x[i];
+}
+
+extern "C" __global__ void square(float* x, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = x[i] * x[i] * 0.001f;
+}
+"#;
+
+/// The pipeline's kernels.
+struct Kernels {
+    scale: Kernel,
+    accumulate: Kernel,
+    square: Kernel,
+}
+
+fn blocks(n: u32) -> u32 {
+    n.div_ceil(256)
+}
+
+pipeline! {
+    /// Scale, accumulate on a side stream, square after the side stream is done.
+    pipeline Accumulate(x: &mut DeviceBuffer<f32>, acc: &mut DeviceBuffer<f32>, k: &Kernels, factor: f32, n: u32) {
+        stream main;
+        stream side;
+        event scaled;
+
+        main: launch k.scale<<<blocks(n), 256>>>(&mut x, factor, n);
+        main: record scaled;
+        side: wait scaled;
+        side: launch k.accumulate<<<blocks(n), 256>>>(&mut acc, &x, n);
+        main: wait_stream side;
+        main: launch k.square<<<blocks(n), 256>>>(&mut x, n);
+    }
+}
+
+const N: u32 = 1 << 16;
+const RUNS: usize = 5;
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e @ (Error::NoDriver { .. } | Error::NoDevice | Error::NoNvrtc { .. })) => {
+            println!("{e}");
+            println!("no GPU here: the pipeline's plan instead\n");
+            let k = Kernels {
+                scale: Kernel::for_planning("scale"),
+                accumulate: Kernel::for_planning("accumulate"),
+                square: Kernel::for_planning("square"),
+            };
+            let mut x = DeviceBuffer::for_planning(N as usize);
+            let mut acc = DeviceBuffer::for_planning(N as usize);
+            match Plan::build(&Accumulate::new(&mut x, &mut acc, &k, 1.5, N)) {
+                Ok(plan) => {
+                    println!("{} operations, edges {:?}", plan.len(), plan.edges());
+                    println!("\n{}", plan.to_dot());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Error> {
+    let device = Device::new(None)?;
+    let module = Module::from_cuda_source(&device, "eager_vs_captured", SOURCE)?;
+    // SAFETY: the pipeline launches scale(float*, float, unsigned),
+    // accumulate(float*, const float*, unsigned) and square(float*, unsigned) with those types.
+    let k = unsafe {
+        Kernels {
+            scale: module.kernel("scale")?,
+            accumulate: module.kernel("accumulate")?,
+            square: module.kernel("square")?,
+        }
+    };
+    let origin = Stream::new(&device, 0)?;
+    let input: Vec<f32> = (0..N).map(|i| (i % 97) as f32 * 0.25).collect();
+
+    // 1. Eagerly, RUNS times.
+    let mut x = DeviceBuffer::from_host(&device, &input)?;
+    let mut acc = DeviceBuffer::<f32>::zeros(&device, N as usize)?;
+    let mut eager = Eager::new(&origin);
+    for _ in 0..RUNS {
+        eager.run(&Accumulate::new(&mut x, &mut acc, &k, 1.5, N))?;
+    }
+    origin.synchronize()?;
+    let (eager_x, eager_acc) = (x.to_vec()?, acc.to_vec()?);
+
+    // 2. Captured once, verified, replayed RUNS times from the same initial state.
+    let mut gx = DeviceBuffer::from_host(&device, &input)?;
+    let mut gacc = DeviceBuffer::<f32>::zeros(&device, N as usize)?;
+    let graph = capture(&origin, Accumulate::new(&mut gx, &mut gacc, &k, 1.5, N))?;
+    let report = graph.verify()?;
+    println!(
+        "verified: {} nodes, {} edges equal the plan's",
+        report.operations, report.edges
+    );
+    println!("{}", graph.to_dot_beside_plan()?);
+    let exec = graph.instantiate()?;
+    exec.replay(&origin, RUNS)?;
+    origin.synchronize()?;
+    exec.into_pipeline(); // gives the buffers back
+    let (graph_x, graph_acc) = (gx.to_vec()?, gacc.to_vec()?);
+
+    // 3. Bitwise equal.
+    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<u32>>();
+    if bits(&eager_x) != bits(&graph_x) || bits(&eager_acc) != bits(&graph_acc) {
+        return Err(Error::InvalidArgument(
+            "the replayed graph computed other bits than the eager runs".into(),
+        ));
+    }
+    println!("{RUNS} eager runs and {RUNS} replays give bitwise-equal results");
+    Ok(())
+}

@@ -1,0 +1,379 @@
+//! Capture faults on the GPU: each returns its typed `Error::Capture` naming the statement,
+//! the capture is ended cleanly, and the streams work afterwards (a later eager run and a
+//! later capture succeed).
+//!
+//! The pipelines are written by hand (the `Pipeline` trait directly), because each one
+//! misbehaves in code between its statements in a way `pipeline!` would not let it.
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+mod common;
+
+use common::{single, Kernels};
+use streamgraph::plan::ProgramBuilder;
+use streamgraph::{
+    AccessMode, Capture, CaptureFault, CaptureMode, CaptureOutcome, DeviceBuffer, Eager, Error,
+    Event, Issuer, KernelArg, Location, Pipeline, Program, Stream, StreamOptions,
+};
+
+/// What the pipeline does wrong after its first statement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Misdeed {
+    Nothing,
+    Synchronize,
+    Query,
+    WaitExternalEvent,
+    Unjoined,
+    Allocate,
+    PageableCopy,
+    OtherThreadAllocates,
+}
+
+static PLACEHOLDER: Program = Program {
+    name: "Faulty",
+    streams: &[],
+    events: &[],
+    statements: &[],
+    location: Location::UNKNOWN,
+};
+
+/// `main: launch write(&mut x, 1)`, then the misdeed, then `main: copy x <- host` (only for
+/// `PageableCopy`) and `side: launch write(&mut y, 2)` after `side: wait_stream main`.
+fn program() -> &'static Program {
+    use std::sync::OnceLock;
+    static PROGRAM: OnceLock<&'static Program> = OnceLock::new();
+    PROGRAM.get_or_init(|| {
+        let mut b = ProgramBuilder::new("Faulty");
+        let (main, side) = (b.stream("main"), b.stream("side"));
+        b.launch(main, "k.write_value", &[("x", AccessMode::Write)]);
+        b.copy(main, "x", "host");
+        b.wait_stream(side, main);
+        b.launch(side, "k.write_value", &[("y", AccessMode::Write)]);
+        b.build()
+    })
+}
+
+struct Faulty<'a> {
+    k: &'a Kernels,
+    x: &'a DeviceBuffer<u32>,
+    y: &'a DeviceBuffer<u32>,
+    origin: Stream,
+    extra: Stream,
+    external: Event,
+    misdeed: Misdeed,
+}
+
+impl Pipeline for Faulty<'_> {
+    const PROGRAM: &'static Program = &PLACEHOLDER;
+
+    fn program(&self) -> &'static Program {
+        program()
+    }
+
+    fn stream_options(&self) -> Vec<StreamOptions> {
+        vec![StreamOptions::default(); 2]
+    }
+
+    fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
+        let s = &program().statements;
+        let (one, two) = (1u32, 2u32);
+        issuer.launch(
+            &s[0],
+            &self.k.write_value,
+            single(),
+            &[KernelArg::write(self.x), KernelArg::value(&one)],
+        )?;
+        match self.misdeed {
+            Misdeed::Nothing => {}
+            Misdeed::Synchronize => self.origin.synchronize()?,
+            Misdeed::Query => {
+                self.origin.query()?;
+            }
+            Misdeed::WaitExternalEvent => self.origin.wait_event(&self.external)?,
+            Misdeed::Unjoined => {
+                // `extra` joins the capture through an event recorded in it and is never
+                // joined back.
+                self.external.record(&self.origin)?;
+                self.extra.wait_event(&self.external)?;
+                self.k.write_value.launch_on(
+                    &self.extra,
+                    single(),
+                    &[KernelArg::write(self.y), KernelArg::value(&two)],
+                )?;
+            }
+            Misdeed::Allocate => {
+                DeviceBuffer::<u32>::zeros(&self.k.device, 16)?;
+            }
+            Misdeed::PageableCopy => {
+                let host = vec![7u32; 1];
+                streamgraph::__private::copy(issuer, &s[1], self.x, &host)?;
+            }
+            Misdeed::OtherThreadAllocates => {
+                let device = self.k.device.clone();
+                let other =
+                    std::thread::spawn(move || DeviceBuffer::<u32>::zeros(&device, 16).map(drop))
+                        .join()
+                        .unwrap();
+                println!("the other thread's allocation during a global capture: {other:?}");
+            }
+        }
+        issuer.wait_stream(&s[2])?;
+        issuer.launch(
+            &s[3],
+            &self.k.write_value,
+            single(),
+            &[KernelArg::write(self.y), KernelArg::value(&two)],
+        )
+    }
+}
+
+struct Setup {
+    k: Kernels,
+    origin: Stream,
+    extra: Stream,
+    external: Event,
+    x: DeviceBuffer<u32>,
+    y: DeviceBuffer<u32>,
+}
+
+fn setup() -> Setup {
+    let k = Kernels::new();
+    let origin = Stream::new(&k.device, 0).unwrap();
+    let extra = Stream::new(&k.device, 0).unwrap();
+    let external = Event::new(&k.device).unwrap();
+    external.record(&origin).unwrap(); // recorded outside any capture
+    origin.synchronize().unwrap();
+    let x = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let y = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    Setup {
+        k,
+        origin,
+        extra,
+        external,
+        x,
+        y,
+    }
+}
+
+impl Setup {
+    fn pipeline(&self, misdeed: Misdeed) -> Faulty<'_> {
+        Faulty {
+            k: &self.k,
+            x: &self.x,
+            y: &self.y,
+            origin: self.origin.clone(),
+            extra: self.extra.clone(),
+            external: self.external.clone(),
+            misdeed,
+        }
+    }
+
+    /// After a fault: the same capture issuer captures a well-behaved pipeline, an eager run
+    /// works, the origin synchronizes.
+    fn still_works(&self, capture: &mut Capture) {
+        let graph = capture.capture(self.pipeline(Misdeed::Nothing)).unwrap();
+        graph.verify().unwrap();
+        let exec = graph.instantiate().unwrap();
+        exec.launch(&self.origin).unwrap();
+        let mut eager = Eager::new(&self.origin);
+        eager.run(&self.pipeline(Misdeed::Nothing)).unwrap();
+        self.origin.synchronize().unwrap();
+        assert!(self.origin.query().unwrap());
+        assert_eq!(self.x.to_vec_on(&self.origin).unwrap(), [1]);
+        assert_eq!(self.y.to_vec_on(&self.origin).unwrap(), [2]);
+    }
+}
+
+fn expect_fault<T>(result: Result<T, Error>, allowed: &[CaptureFault]) -> Error {
+    let Err(e) = result else {
+        panic!("expected a capture fault among {allowed:?}, but the capture succeeded")
+    };
+    match &e {
+        Error::Capture {
+            fault, pipeline, ..
+        } => {
+            assert!(
+                allowed.contains(fault),
+                "fault {fault:?} not among {allowed:?}: {e}"
+            );
+            assert_eq!(*pipeline, Some("Faulty"), "{e}");
+        }
+        other => panic!("expected a capture fault among {allowed:?}, got: {other}"),
+    }
+    println!("{e}");
+    e
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn synchronizing_a_capturing_stream_is_refused_without_breaking_the_capture() {
+    let s = setup();
+    let mut capture = Capture::new(&s.origin).verify(false);
+    let e = expect_fault(
+        capture.capture(s.pipeline(Misdeed::Synchronize)),
+        &[CaptureFault::SynchronizeWhileCapturing],
+    );
+    let Error::Capture { after, .. } = e else {
+        unreachable!()
+    };
+    assert!(
+        after.is_some_and(|a| a.id == 0),
+        "names the statement before the synchronize"
+    );
+    s.still_works(&mut capture);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn querying_a_capturing_stream_is_refused() {
+    let s = setup();
+    let mut capture = Capture::new(&s.origin);
+    expect_fault(
+        capture.capture(s.pipeline(Misdeed::Query)),
+        &[CaptureFault::QueryWhileCapturing],
+    );
+    s.still_works(&mut capture);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn waiting_on_an_event_recorded_outside_the_capture_is_a_typed_fault() {
+    let s = setup();
+    let mut capture = Capture::new(&s.origin);
+    expect_fault(
+        capture.capture(s.pipeline(Misdeed::WaitExternalEvent)),
+        &[CaptureFault::ExternalEvent, CaptureFault::Invalidated],
+    );
+    s.still_works(&mut capture);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn unjoined_work_is_a_typed_fault() {
+    let s = setup();
+    let mut capture = Capture::new(&s.origin);
+    expect_fault(
+        capture.capture(s.pipeline(Misdeed::Unjoined)),
+        &[CaptureFault::Unjoined],
+    );
+    s.still_works(&mut capture);
+    // The stream that was left unjoined works again too.
+    s.extra.synchronize().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn an_uncapturable_call_is_a_typed_fault() {
+    let s = setup();
+    let mut capture = Capture::new(&s.origin);
+    expect_fault(
+        capture.capture(s.pipeline(Misdeed::Allocate)),
+        &[CaptureFault::Unsupported, CaptureFault::Invalidated],
+    );
+    s.still_works(&mut capture);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_pageable_copy_names_its_statement() {
+    let s = setup();
+    let mut capture = Capture::new(&s.origin);
+    let e = expect_fault(
+        capture.capture(s.pipeline(Misdeed::PageableCopy)),
+        &[CaptureFault::PageableMemory],
+    );
+    let Error::Capture { statement, .. } = &e else {
+        unreachable!()
+    };
+    assert_eq!(statement.map(|s| s.id), Some(1), "{e}");
+    assert!(e.to_string().contains("copy x <- host"), "{e}");
+    s.still_works(&mut capture);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn another_threads_allocation_in_global_mode_is_a_typed_fault() {
+    let s = setup();
+    let mut capture = Capture::new(&s.origin).mode(CaptureMode::Global);
+    match capture.capture(s.pipeline(Misdeed::OtherThreadAllocates)) {
+        // The driver refused the other thread's call and kept the capture.
+        Ok(graph) => println!(
+            "the capture survived the other thread's refused call ({} nodes)",
+            graph.len()
+        ),
+        Err(e) => {
+            expect_fault(
+                Err::<(), _>(e),
+                &[
+                    CaptureFault::Implicit,
+                    CaptureFault::Invalidated,
+                    CaptureFault::Unsupported,
+                ],
+            );
+        }
+    }
+    s.still_works(&mut capture);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fallback_runs_eagerly_and_says_so() {
+    let s = setup();
+    let mut capture = Capture::new(&s.origin).fallback_to_eager(true);
+    s.origin.fill(&s.x, 0u32).unwrap();
+    let outcome = capture.run(s.pipeline(Misdeed::Synchronize)).unwrap();
+    let CaptureOutcome::RanEagerly { fault, .. } = &outcome else {
+        panic!("expected an eager run, but the pipeline was captured")
+    };
+    assert!(!outcome.is_captured());
+    assert!(matches!(
+        fault,
+        Error::Capture {
+            fault: CaptureFault::SynchronizeWhileCapturing,
+            ..
+        }
+    ));
+    s.origin.synchronize().unwrap();
+    assert_eq!(s.x.to_vec_on(&s.origin).unwrap(), [1], "the eager run ran");
+    // Without a fault the same call captures.
+    let outcome = capture.run(s.pipeline(Misdeed::Nothing)).unwrap();
+    assert!(outcome.is_captured());
+    s.still_works(&mut capture);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn capturing_on_a_stream_that_is_already_capturing_is_refused() {
+    let s = setup();
+    // A pipeline that captures itself again on its own origin from inside its issue.
+    struct Nested<'a>(&'a Setup);
+    impl Pipeline for Nested<'_> {
+        const PROGRAM: &'static Program = &PLACEHOLDER;
+        fn program(&self) -> &'static Program {
+            program()
+        }
+        fn stream_options(&self) -> Vec<StreamOptions> {
+            vec![StreamOptions::default(); 2]
+        }
+        fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
+            Capture::new(&self.0.origin)
+                .capture(self.0.pipeline(Misdeed::Nothing))
+                .map(drop)?;
+            self.0.pipeline(Misdeed::Nothing).issue(issuer)
+        }
+    }
+    let mut capture = Capture::new(&s.origin).verify(false);
+    let Err(e) = capture.capture(Nested(&s)) else {
+        panic!("a nested capture on the same origin succeeded")
+    };
+    assert!(
+        matches!(
+            e,
+            Error::Capture {
+                fault: CaptureFault::AlreadyCapturing,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    s.still_works(&mut capture);
+}

@@ -1,0 +1,264 @@
+//! `pipeline!` pipelines run eagerly and captured: the same number of eager runs and graph
+//! replays from the same initial state must leave bitwise-equal results, and every captured
+//! graph must equal its plan (`verify`).
+//!
+//! The kernels read, spin, then write, so a missing dependency loses an update: a wrong value.
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use streamgraph::{
+    capture, pipeline, Capture, Device, DeviceBuffer, Eager, Kernel, Module, PinnedBuffer, Stream,
+};
+
+const SOURCE: &str = r#"
+__device__ void spin_ns(unsigned long long ns) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < ns);
+}
+
+// x[0] = x[0] * 31 + k, slowly: read, spin, write (order matters, updates can be lost).
+extern "C" __global__ void slow_step(unsigned* x, unsigned k, unsigned long long ns) {
+    unsigned v = x[0];
+    spin_ns(ns);
+    x[0] = v * 31u + k;
+}
+
+// dst[i] = src[i] * m + a for i < n, after a spin.
+extern "C" __global__ void slow_affine(unsigned* dst, const unsigned* src, unsigned m, unsigned a, unsigned n, unsigned long long ns) {
+    spin_ns(ns);
+    for (unsigned i = threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i] * m + a;
+}
+"#;
+
+struct Kernels {
+    slow_step: Kernel,
+    slow_affine: Kernel,
+}
+
+fn setup() -> (Device, Stream, Kernels) {
+    let device = Device::new(None).unwrap();
+    let stream = Stream::new(&device, 0).unwrap();
+    let module = Module::from_cuda_source(&device, "capture_pipelines", SOURCE).unwrap();
+    // SAFETY: the pipelines below pass (unsigned*, unsigned, unsigned long long) and
+    // (unsigned*, const unsigned*, unsigned, unsigned, unsigned, unsigned long long).
+    let kernels = unsafe {
+        Kernels {
+            slow_step: module.kernel("slow_step").unwrap(),
+            slow_affine: module.kernel("slow_affine").unwrap(),
+        }
+    };
+    (device, stream, kernels)
+}
+
+const SPIN: u64 = 200_000; // 0.2 ms
+const RUNS: usize = 3;
+
+pipeline! {
+    /// Ping-pong between two streams through two events, `steps` times.
+    pipeline PingPong(x: &mut DeviceBuffer<u32>, k: &Kernels, steps: usize) {
+        stream a;
+        stream b;
+        event a_done;
+        event b_done;
+
+        for _step in 0..steps {
+            a: wait b_done;
+            a: launch k.slow_step<<<1, 1>>>(&mut x, 1u32, SPIN);
+            a: record a_done;
+            b: wait a_done;
+            b: launch k.slow_step<<<1, 1>>>(&mut x, 10u32, SPIN);
+            b: record b_done;
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn ping_pong_replays_like_eager_runs() {
+    let _serial = common::serial();
+    let (device, origin, k) = setup();
+    let mut x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut eager = Eager::new(&origin);
+    for _ in 0..RUNS {
+        eager.run(&PingPong::new(&mut x, &k, 4)).unwrap();
+    }
+    origin.synchronize().unwrap();
+    let eager_x = x.to_vec().unwrap();
+
+    let mut y = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let graph = capture(&origin, PingPong::new(&mut y, &k, 4)).unwrap();
+    let report = graph.verify().unwrap();
+    assert_eq!(report.operations, 8);
+    let exec = graph.instantiate().unwrap();
+    exec.replay(&origin, RUNS).unwrap();
+    origin.synchronize().unwrap();
+    assert_eq!(exec.stats().launches, RUNS as u64);
+    exec.into_pipeline();
+    assert_eq!(y.to_vec().unwrap(), eager_x);
+}
+
+pipeline! {
+    /// Upload on a copy stream, two transforms on two compute streams, then a join on the
+    /// origin: download and a host function.
+    pipeline Fan(
+        host_in: &PinnedBuffer<u32>,
+        input: &mut DeviceBuffer<u32>,
+        left: &mut DeviceBuffer<u32>,
+        right: &mut DeviceBuffer<u32>,
+        host_left: &mut PinnedBuffer<u32>,
+        host_right: &mut PinnedBuffer<u32>,
+        k: &Kernels,
+        n: u32,
+        runs: &Arc<AtomicUsize>,
+    ) {
+        stream main;
+        stream upload;
+        stream one(priority = -1);
+        stream two(priority = 100);
+        event loaded;
+
+        upload: copy input <- host_in;
+        upload: record loaded;
+        one: wait loaded;
+        one: launch k.slow_affine<<<1, 128>>>(&mut left, &input, 3u32, 1u32, n, SPIN);
+        two: wait loaded;
+        two: launch k.slow_affine<<<1, 128>>>(&mut right, &input, 5u32, 2u32, n, SPIN);
+        main: wait_stream one;
+        main: wait_stream two;
+        main: copy host_left <- left;
+        main: copy host_right <- right;
+        main: host {
+            let runs = Arc::clone(runs);
+            move || {
+                runs.fetch_add(1, Ordering::SeqCst);
+            }
+        };
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fan_out_replays_like_eager_runs_and_keeps_its_host_function() {
+    let _serial = common::serial();
+    let (device, origin, k) = setup();
+    let n = 1000u32;
+    let values: Vec<u32> = (0..n).map(|i| i * 7 + 3).collect();
+    let host_in = PinnedBuffer::from_slice(&device, &values).unwrap();
+    let fresh = || DeviceBuffer::<u32>::zeros(&device, n as usize).unwrap();
+    let pinned = || PinnedBuffer::<u32>::zeros(&device, n as usize).unwrap();
+
+    let (mut input, mut left, mut right) = (fresh(), fresh(), fresh());
+    let (mut eager_left, mut eager_right) = (pinned(), pinned());
+    let eager_runs = Arc::new(AtomicUsize::new(0));
+    let mut eager = Eager::new(&origin);
+    for _ in 0..RUNS {
+        let p = Fan::new(
+            &host_in,
+            &mut input,
+            &mut left,
+            &mut right,
+            &mut eager_left,
+            &mut eager_right,
+            &k,
+            n,
+            &eager_runs,
+        );
+        eager.run(&p).unwrap();
+    }
+    origin.synchronize().unwrap();
+
+    let (mut input, mut left, mut right) = (fresh(), fresh(), fresh());
+    let (mut graph_left, mut graph_right) = (pinned(), pinned());
+    let graph_runs = Arc::new(AtomicUsize::new(0));
+    let p = Fan::new(
+        &host_in,
+        &mut input,
+        &mut left,
+        &mut right,
+        &mut graph_left,
+        &mut graph_right,
+        &k,
+        n,
+        &graph_runs,
+    );
+    let graph = Capture::new(&origin).verify(true).capture(p).unwrap();
+    assert_eq!(graph.len(), 6);
+    graph.verify().unwrap();
+    println!("{}", graph.to_dot().unwrap());
+    println!("{}", graph.to_dot_beside_plan().unwrap());
+    let exec = graph.instantiate().unwrap();
+    exec.upload(&origin).unwrap();
+    exec.replay(&origin, RUNS).unwrap();
+    origin.synchronize().unwrap();
+    exec.into_pipeline();
+
+    assert_eq!(graph_left.as_slice(), eager_left.as_slice());
+    assert_eq!(graph_right.as_slice(), eager_right.as_slice());
+    let want: Vec<u32> = values.iter().map(|v| v * 3 + 1).collect();
+    assert_eq!(graph_left.as_slice(), &want[..]);
+    assert_eq!(eager_runs.load(Ordering::SeqCst), RUNS);
+    assert_eq!(
+        graph_runs.load(Ordering::SeqCst),
+        RUNS,
+        "the host function runs on every replay"
+    );
+}
+
+pipeline! {
+    /// One stream: a chain of slow steps.
+    pipeline Chain(x: &mut DeviceBuffer<u32>, k: &Kernels, n: usize) {
+        stream main;
+        for i in 0..n {
+            main: launch k.slow_step<<<1, 1>>>(&mut x, i as u32, 1000u64);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_chain_replays_like_eager_runs_on_any_stream() {
+    let _serial = common::serial();
+    let (device, origin, k) = setup();
+    let mut x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut eager = Eager::new(&origin);
+    for _ in 0..RUNS {
+        eager.run(&Chain::new(&mut x, &k, 50)).unwrap();
+    }
+    origin.synchronize().unwrap();
+    let eager_x = x.to_vec().unwrap();
+
+    let mut y = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let graph = capture(&origin, Chain::new(&mut y, &k, 50)).unwrap();
+    graph.verify().unwrap();
+    let exec = graph.instantiate().unwrap();
+    // Any stream of the device: replay on another one.
+    let other = Stream::new(&device, 0).unwrap();
+    exec.replay(&other, RUNS).unwrap();
+    other.synchronize().unwrap();
+    exec.into_pipeline();
+    assert_eq!(y.to_vec().unwrap(), eager_x);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn one_capture_issuer_captures_many_pipelines_and_eager_still_works_after() {
+    let _serial = common::serial();
+    let (device, origin, k) = setup();
+    let mut x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut cap = Capture::new(&origin);
+    for steps in 1..4 {
+        let graph = cap.capture(PingPong::new(&mut x, &k, steps)).unwrap();
+        assert_eq!(graph.len(), 2 * steps);
+        graph.verify().unwrap();
+    }
+    // The streams are not capturing any more: eager work and synchronisation go through.
+    let mut eager = Eager::new(&origin);
+    eager.run(&PingPong::new(&mut x, &k, 1)).unwrap();
+    origin.synchronize().unwrap();
+    assert!(origin.query().unwrap());
+}
