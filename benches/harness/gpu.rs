@@ -156,6 +156,31 @@ impl Gpu {
         stream.synchronize()
     }
 
+    /// `spin<<<1, 1, 0, stream>>>(ns)` on a stream owned elsewhere (streamgraph's origin).
+    pub fn launch_spin(&self, stream: sys::CUstream, ns: u64) -> Result<(), BenchError> {
+        let mut ns = ns;
+        let mut args: [*mut c_void; 1] = [ptr::addr_of_mut!(ns).cast()];
+        let (g, b) = (kernels::GRID, kernels::BLOCK);
+        // SAFETY: `spin` takes one unsigned long long and `args` points at a live u64 for the
+        // call; the caller keeps the stream alive (it borrows its owner).
+        let r = unsafe {
+            sys::cuLaunchKernel(
+                self.spin,
+                g,
+                1,
+                1,
+                b,
+                1,
+                1,
+                0,
+                stream,
+                args.as_mut_ptr(),
+                ptr::null_mut(),
+            )
+        };
+        check(r, "cuLaunchKernel")
+    }
+
     /// Waits for all work of the context (between workloads, never in timed regions).
     pub fn synchronize(&self) -> Result<(), BenchError> {
         self.ctx
@@ -233,6 +258,15 @@ impl Event {
         check(
             unsafe { sys::cuEventRecord(self.0, stream) },
             "cuEventRecord",
+        )
+    }
+
+    /// Waits for the event's recorded work.
+    pub fn synchronize(&self) -> Result<(), BenchError> {
+        // SAFETY: the event is alive (borrowed).
+        check(
+            unsafe { sys::cuEventSynchronize(self.0) },
+            "cuEventSynchronize",
         )
     }
 

@@ -10,7 +10,9 @@
 //! Pipelines are declared once with `pipeline!` at module level, with `for` loops over size
 //! parameters, so one pipeline type serves every size. Each is checked once for races by its
 //! plan at setup; eager runs have that check switched off (`Eager::check_plan(false)`), as
-//! raw issues no such check either.
+//! raw issues no such check either. Captures run with `Capture::verify(false)` (verification
+//! is a debugging aid); every captured shape is verified once against its plan at setup
+//! (`Graph::verify`), outside the timed regions.
 //!
 //! Nothing is added to the timed regions that `raw.rs` does not have there: no extra
 //! synchronisation, no allocation by the harness (what streamgraph itself does inside its calls
@@ -19,7 +21,10 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use ::streamgraph::{pipeline, Device, Eager, EagerStats, Kernel, Module, Pipeline, Plan, Stream};
+use ::streamgraph::{
+    pipeline, Capture, Device, DeviceBuffer, Eager, EagerStats, Graph, GraphExec, Kernel,
+    KernelArg, Module, OpRef, Pipeline, Plan, Stream,
+};
 use cudarc::driver::sys;
 
 use crate::gpu::{BenchError, Event, Gpu};
@@ -34,8 +39,7 @@ type Setup<'g> = Result<Box<dyn Case + 'g>>;
 struct Kernels {
     /// `empty()`.
     empty: Kernel,
-    /// `stamp(unsigned int *slot, unsigned int value)`; used once capture is wired.
-    #[allow(dead_code)]
+    /// `stamp(unsigned int *slot, unsigned int value)`.
     stamp: Kernel,
 }
 
@@ -69,15 +73,12 @@ fn open() -> Result<Shared> {
     let stream = Stream::new(&device, 0)?;
     let config = launch_config();
     kernels.empty.launch_on(&stream, config, &[])?;
-    let slot = ::streamgraph::DeviceBuffer::<u32>::zeros(&device, 1)?;
+    let slot = DeviceBuffer::<u32>::zeros(&device, 1)?;
     let value = 0u32;
     kernels.stamp.launch_on(
         &stream,
         config,
-        &[
-            ::streamgraph::KernelArg::write(&slot),
-            ::streamgraph::KernelArg::value(&value),
-        ],
+        &[KernelArg::write(&slot), KernelArg::value(&value)],
     )?;
     stream.synchronize()?;
     Ok(Shared {
@@ -109,6 +110,20 @@ fn event_calls(s: EagerStats) -> u64 {
 fn check_plan<P: Pipeline>(pipeline: &P) -> Result<()> {
     Plan::build(pipeline)?.check_races()?;
     Ok(())
+}
+
+/// A capture issuer on `origin` as the timed regions use it: thread-local mode (the default,
+/// as raw), no verification.
+fn capture_on(origin: &Stream) -> Capture {
+    Capture::new(origin).verify(false)
+}
+
+/// Captures `pipeline` with `capture`, verifies the graph against the plan once (outside every
+/// timed region) and instantiates it.
+fn instantiate_verified<P: Pipeline>(capture: &mut Capture, pipeline: P) -> Result<GraphExec<P>> {
+    let graph: Graph<P> = capture.capture(pipeline)?;
+    graph.verify()?;
+    Ok(graph.instantiate()?)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -161,6 +176,74 @@ pipeline! {
     }
 }
 
+/// Whether lane `lane` of round `round` holds a kernel in [`Spread`]: kernel
+/// `round * width + lane` exists and the lane is one of the `width` streams used.
+fn lane(round: usize, width: usize, lane: usize, kernels: usize) -> bool {
+    lane < width && round * width + lane < kernels
+}
+
+/// Streams [`Spread`] declares: the widest W4 case.
+const SPREAD_STREAMS: usize = 32;
+
+pipeline! {
+    /// W4: `kernels` independent launches of `empty`, kernel `i` on stream `i % width` (stream
+    /// 0 is the origin), issued in `i` order as `raw.rs` does. 32 streams are declared and the
+    /// first `width` used; the pipeline's own fork and join connect them to the origin.
+    pipeline Spread(k: &Kernels, kernels: usize, width: usize) {
+        stream s0; stream s1; stream s2; stream s3; stream s4; stream s5; stream s6; stream s7;
+        stream s8; stream s9; stream s10; stream s11; stream s12; stream s13; stream s14;
+        stream s15; stream s16; stream s17; stream s18; stream s19; stream s20; stream s21;
+        stream s22; stream s23; stream s24; stream s25; stream s26; stream s27; stream s28;
+        stream s29; stream s30; stream s31;
+
+        for r in 0..kernels.div_ceil(width) {
+            if lane(r, width, 0, kernels) { s0: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 1, kernels) { s1: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 2, kernels) { s2: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 3, kernels) { s3: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 4, kernels) { s4: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 5, kernels) { s5: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 6, kernels) { s6: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 7, kernels) { s7: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 8, kernels) { s8: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 9, kernels) { s9: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 10, kernels) { s10: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 11, kernels) { s11: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 12, kernels) { s12: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 13, kernels) { s13: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 14, kernels) { s14: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 15, kernels) { s15: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 16, kernels) { s16: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 17, kernels) { s17: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 18, kernels) { s18: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 19, kernels) { s19: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 20, kernels) { s20: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 21, kernels) { s21: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 22, kernels) { s22: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 23, kernels) { s23: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 24, kernels) { s24: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 25, kernels) { s25: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 26, kernels) { s26: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 27, kernels) { s27: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 28, kernels) { s28: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 29, kernels) { s29: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 30, kernels) { s30: launch k.empty<<<GRID, BLOCK>>>(); }
+            if lane(r, width, 31, kernels) { s31: launch k.empty<<<GRID, BLOCK>>>(); }
+        }
+    }
+}
+
+pipeline! {
+    /// W5: `n` launches of `stamp` on one stream, launch `i` storing `base + i` into `slot`;
+    /// the last one's value stays there.
+    pipeline Stamps(k: &Kernels, slot: &mut DeviceBuffer<u32>, base: u32, n: usize) {
+        stream main;
+        for i in 0..n {
+            main: launch k.stamp<<<GRID, BLOCK>>>(&mut slot, base.wrapping_add(i as u32));
+        }
+    }
+}
+
 /// The origin stream of a case, its driver handle for the timing events, and two timing events.
 struct Timed {
     origin: Stream,
@@ -179,6 +262,17 @@ impl Timed {
             start: Event::timing()?,
             end: Event::timing()?,
         })
+    }
+
+    /// Launches `exec` once between the timing events: (device µs, host µs of `launch`).
+    fn replay<P>(&self, exec: &GraphExec<P>) -> Result<(f64, f64)> {
+        self.start.record_on(self.raw)?;
+        let t0 = Instant::now();
+        exec.launch(&self.origin)?;
+        let host = us_since(t0);
+        self.end.record_on(self.raw)?;
+        let device = self.start.elapsed_ms(&self.end)? * 1e3;
+        Ok((device, host))
     }
 
     /// Runs `pipeline` eagerly between the timing events: (device µs, host µs of `run`).
@@ -246,24 +340,29 @@ struct W2 {
     timed: Timed,
     eager: Eager,
     pipeline: Launches<'static>,
+    exec: GraphExec<Launches<'static>>,
     nodes: usize,
 }
 
-/// W2. [`Launches`] with `n = p.nodes`. Each sample: one replay of the captured and
-/// instantiated chain between timing events (device µs per node; host µs of the launch call)
-/// and one `Eager::run` of the same pipeline between timing events (device µs per node; host
-/// µs per launch). Until capture is wired the replay metrics are NaN (reported as "no valid
-/// samples").
+/// W2. [`Launches`] with `n = p.nodes`, captured and instantiated once. Each sample: one
+/// `exec.launch` between timing events (device µs per node; host µs of the launch call) and
+/// one `Eager::run` of the same pipeline between timing events (device µs per node; host µs
+/// per launch).
 pub fn w2<'g>(_gpu: &'g Gpu, p: &Chain) -> Setup<'g> {
     let sg = shared()?;
     let pipeline = Launches::new(&sg.kernels, p.nodes);
     check_plan(&pipeline)?;
     let timed = Timed::new(sg)?;
     let eager = eager_on(&timed.origin);
+    let exec = instantiate_verified(
+        &mut capture_on(&timed.origin),
+        Launches::new(&sg.kernels, p.nodes),
+    )?;
     Ok(Box::new(W2 {
         timed,
         eager,
         pipeline,
+        exec,
         nodes: p.nodes,
     }))
 }
@@ -271,7 +370,7 @@ pub fn w2<'g>(_gpu: &'g Gpu, p: &Chain) -> Setup<'g> {
 impl Case for W2 {
     fn sample(&mut self) -> Result<Vec<f64>> {
         let n = self.nodes as f64;
-        let (replay_dev, replay_host) = (f64::NAN, f64::NAN);
+        let (replay_dev, replay_host) = self.timed.replay(&self.exec)?;
         let (eager_dev, eager_host) = self.timed.eager(&mut self.eager, &self.pipeline)?;
         self.timed.origin.synchronize()?;
         Ok(vec![
@@ -284,7 +383,7 @@ impl Case for W2 {
 }
 
 // ---------------------------------------------------------------------------------------------
-// W3: the diamond, replayed, eager, captured.
+// W3 and W6: the diamond.
 
 /// Checks that `p` is the shape [`Diamond4`] declares.
 fn diamond4(p: &Diamond) -> Result<()> {
@@ -300,13 +399,15 @@ fn diamond4(p: &Diamond) -> Result<()> {
 struct W3 {
     timed: Timed,
     eager: Eager,
+    capture: Capture,
     pipeline: Diamond4<'static>,
+    exec: GraphExec<Diamond4<'static>>,
 }
 
-/// W3. [`Diamond4`] with `p.layers` layers. Each sample: one replay of the instantiated graph
-/// (device µs per node and total, host µs of `exec.launch`), one `Eager::run` (device total,
-/// host µs, event calls from `eager.stats()`), and a fresh capture + instantiate (host µs of
-/// each and the sum). Until capture is wired the replay and capture metrics are NaN.
+/// W3. [`Diamond4`] with `p.layers` layers, captured and instantiated once. Each sample: one
+/// replay of the instantiated graph (device µs per node and total, host µs of `exec.launch`),
+/// one `Eager::run` (device total, host µs, record + wait calls from `eager.stats()`), and a
+/// fresh `capture` + `instantiate` (host µs of each and the sum; both dropped after timing).
 pub fn w3<'g>(_gpu: &'g Gpu, p: &Diamond) -> Setup<'g> {
     diamond4(p)?;
     let sg = shared()?;
@@ -314,22 +415,36 @@ pub fn w3<'g>(_gpu: &'g Gpu, p: &Diamond) -> Setup<'g> {
     check_plan(&pipeline)?;
     let timed = Timed::new(sg)?;
     let eager = eager_on(&timed.origin);
+    let mut capture = capture_on(&timed.origin);
+    let exec = instantiate_verified(&mut capture, Diamond4::new(&sg.kernels, p.layers))?;
     Ok(Box::new(W3 {
         timed,
         eager,
+        capture,
         pipeline,
+        exec,
     }))
 }
 
 impl Case for W3 {
     fn sample(&mut self) -> Result<Vec<f64>> {
-        let nodes = (self.pipeline.layers * 5) as f64;
-        let (replay_dev, replay_host) = (f64::NAN, f64::NAN);
+        let layers = self.pipeline.layers;
+        let nodes = (layers * 5) as f64;
+        let (replay_dev, replay_host) = self.timed.replay(&self.exec)?;
+
         let before = event_calls(self.eager.stats());
         let (eager_dev, eager_host) = self.timed.eager(&mut self.eager, &self.pipeline)?;
         let calls = event_calls(self.eager.stats()) - before;
         self.timed.origin.synchronize()?;
-        let (cap, inst) = (f64::NAN, f64::NAN);
+
+        let fresh = Diamond4::new(self.pipeline.k, layers);
+        let t0 = Instant::now();
+        let graph = self.capture.capture(fresh)?;
+        let cap = us_since(t0);
+        let t1 = Instant::now();
+        let exec = graph.instantiate()?;
+        let inst = us_since(t1);
+        drop(exec);
         Ok(vec![
             replay_dev / nodes,
             replay_dev,
@@ -344,37 +459,285 @@ impl Case for W3 {
     }
 }
 
-/// W4. Pipeline `Spread(k, kernels, width)` with 32 declared streams of which the first
-/// `width` are used: kernel `i` on stream `i % width`; the pipeline's implicit fork and join
-/// connect them to the origin. Captured and instantiated once per width; each sample is one
-/// `exec.launch` between timing events (device µs per kernel, host µs of the launch call).
-pub fn w4<'g>(_gpu: &'g Gpu, _p: &Fanout) -> Setup<'g> {
-    Err(BenchError::NotWired)
+struct W6<'g> {
+    gpu: &'g Gpu,
+    p: Replays,
+    timed: Timed,
+    exec: GraphExec<Diamond4<'static>>,
+    /// Timing events of the gated replays.
+    gate: [Event; 2],
 }
 
-/// W5. Pipeline `Stamps(k, slot: &mut DeviceBuffer<u32>, base: u32, n)`: `n` launches of
-/// `k.stamp(&mut slot, base + i)` on one stream. Captured and instantiated once. Each sample, in
-/// `raw.rs`'s order: capture `Stamps` with a new base and `exec.update(new_pipeline)` (host µs
-/// per node); capture again and `instantiate()` a new executable (host µs per node); then the
-/// kernel-node fast path sets every node's arguments for another base (host µs per node), one
-/// replay between timing events (device µs per node), and a read of `slot` that must hold the
-/// last node's value. The instantiation counter of `GraphExec` (before − after) is the
-/// `instantiations` metric: 0 means the update never re-instantiated.
-pub fn w5<'g>(_gpu: &'g Gpu, _p: &Update) -> Setup<'g> {
-    Err(BenchError::NotWired)
+/// W6. W3's [`Diamond4`] instantiated once. Each sample: the `spin` gate on the origin (a raw
+/// launch, as in `raw.rs`), `p.gated` replays (`exec.replay`) between timing events
+/// (back-to-back replay time), then `p.replays` replays with no synchronisation between, wall
+/// time from the first launch to the end event's completion; idle % = 1 − replays ×
+/// back-to-back time / wall.
+pub fn w6<'g>(gpu: &'g Gpu, p: &Replays) -> Setup<'g> {
+    diamond4(&p.diamond)?;
+    let sg = shared()?;
+    let timed = Timed::new(sg)?;
+    let exec = instantiate_verified(
+        &mut capture_on(&timed.origin),
+        Diamond4::new(&sg.kernels, p.diamond.layers),
+    )?;
+    Ok(Box::new(W6 {
+        gpu,
+        p: *p,
+        timed,
+        exec,
+        gate: [Event::timing()?, Event::timing()?],
+    }))
 }
 
-/// W6. W3's `Diamond` instantiated once. Each sample: the `spin` gate on the origin (raw
-/// launch), `p.gated` × `exec.launch` between timing events (back-to-back replay time), then
-/// `p.replays` × `exec.launch` with no synchronisation between, wall time from the first launch
-/// to the end event's completion; idle % = 1 − replays × back-to-back time / wall.
-pub fn w6<'g>(_gpu: &'g Gpu, _p: &Replays) -> Setup<'g> {
-    Err(BenchError::NotWired)
+impl W6<'_> {
+    /// Device µs per replay when replays run back to back with no host gaps.
+    fn saturated_replay(&self) -> Result<f64> {
+        let [a, b] = &self.gate;
+        let origin = &self.timed.origin;
+        self.gpu.launch_spin(self.timed.raw, self.p.gate_ns)?;
+        a.record_on(self.timed.raw)?;
+        let t0 = Instant::now();
+        self.exec.replay(origin, self.p.gated)?;
+        let queued = us_since(t0);
+        b.record_on(self.timed.raw)?;
+        let device = a.elapsed_ms(b)? * 1e3;
+        if queued * 1e3 > 0.8 * self.p.gate_ns as f64 {
+            return Err(BenchError::Check(format!(
+                "queueing {} replays took {queued:.0} µs, close to the {} µs gate: raise gate_ns",
+                self.p.gated,
+                self.p.gate_ns / 1000
+            )));
+        }
+        Ok(device / self.p.gated as f64)
+    }
 }
 
-/// W7. The `Launches` pipeline with `n = p.nodes`; each sample times
-/// `Capture::new(&stream).capture(pipeline)` and `graph.instantiate()` separately (host µs) and
-/// drops both outside the timed region.
-pub fn w7<'g>(_gpu: &'g Gpu, _p: &Chain) -> Setup<'g> {
-    Err(BenchError::NotWired)
+impl Case for W6<'_> {
+    fn sample(&mut self) -> Result<Vec<f64>> {
+        let saturated = self.saturated_replay()?;
+        let Timed {
+            origin,
+            raw,
+            start,
+            end,
+        } = &self.timed;
+        let n = self.p.replays as f64;
+        let t0 = Instant::now();
+        start.record_on(*raw)?;
+        self.exec.replay(origin, self.p.replays)?;
+        end.record_on(*raw)?;
+        end.synchronize()?;
+        let wall = us_since(t0);
+        let device = start.elapsed_ms(end)? * 1e3;
+        let idle = (1.0 - n * saturated / wall).max(0.0) * 100.0;
+        Ok(vec![idle, wall / n, saturated, device / n])
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// W4: independent kernels over several streams.
+
+struct W4 {
+    timed: Timed,
+    exec: GraphExec<Spread<'static>>,
+    kernels: usize,
+}
+
+/// W4. [`Spread`] with `p.kernels` kernels over `p.width` streams, captured and instantiated
+/// once per width; each sample is one `exec.launch` between timing events (device µs per
+/// kernel, host µs of the launch call).
+pub fn w4<'g>(_gpu: &'g Gpu, p: &Fanout) -> Setup<'g> {
+    if p.width == 0 || p.width > SPREAD_STREAMS {
+        return Err(BenchError::Setup(format!(
+            "streamgraph's Spread pipeline declares {SPREAD_STREAMS} streams; width {} is outside 1..={SPREAD_STREAMS}",
+            p.width
+        )));
+    }
+    let sg = shared()?;
+    let timed = Timed::new(sg)?;
+    let exec = instantiate_verified(
+        &mut capture_on(&timed.origin),
+        Spread::new(&sg.kernels, p.kernels, p.width),
+    )?;
+    Ok(Box::new(W4 {
+        timed,
+        exec,
+        kernels: p.kernels,
+    }))
+}
+
+impl Case for W4 {
+    fn sample(&mut self) -> Result<Vec<f64>> {
+        let (device, host) = self.timed.replay(&self.exec)?;
+        Ok(vec![device / self.kernels as f64, host])
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// W5: new kernel arguments every iteration.
+
+struct W5 {
+    timed: Timed,
+    k: &'static Kernels,
+    nodes: usize,
+    exec: GraphExec<Stamps<'static>>,
+    /// The launch operations of `exec`, in chain order.
+    ops: Vec<OpRef>,
+    /// Captures for the re-instantiation variant, and the slot those captures write.
+    capture: Capture,
+    spare: DeviceBuffer<u32>,
+    iteration: u32,
+}
+
+/// W5. [`Stamps`] with `n = p.nodes`, captured and instantiated once. Each sample, in
+/// `raw.rs`'s order: `exec.update_with` a new base (a new capture and an in-place update; host
+/// µs per node); a capture of `Stamps` with that base and `instantiate()` of a new executable
+/// (host µs per node); then the kernel-node fast path `exec.set_kernel_args` gives every node
+/// the arguments of another base (host µs per node), one replay between timing events (device
+/// µs per node), and a read of the slot, which must hold the last node's value. The
+/// `instantiations` metric is the growth of `exec.stats().reinstantiations` over the sample: 0
+/// means the updates never re-instantiated. The fast path passes the slot as a view of the
+/// buffer the executable graph's pipeline borrows (`exec.pipeline().slot.as_view()`), so its
+/// check that buffer arguments lie in the pipeline's memory runs as in any user's code.
+///
+/// That slot lives as long as the process: the case owns the executable graph that borrows it.
+pub fn w5<'g>(_gpu: &'g Gpu, p: &Update) -> Setup<'g> {
+    if p.nodes == 0 || u32::try_from(p.nodes).is_err() {
+        return Err(BenchError::Setup(format!(
+            "W5 needs 1..=u32::MAX nodes, not {}",
+            p.nodes
+        )));
+    }
+    let sg = shared()?;
+    let timed = Timed::new(sg)?;
+    let slot: &'static mut DeviceBuffer<u32> =
+        Box::leak(Box::new(DeviceBuffer::zeros(&sg.device, 1)?));
+    let pipeline = Stamps::new(&sg.kernels, slot, 0, p.nodes);
+    check_plan(&pipeline)?;
+    let mut capture = capture_on(&timed.origin);
+    let graph = capture.capture(pipeline)?;
+    graph.verify()?;
+    let ops = graph.ops();
+    if ops.len() != p.nodes {
+        return Err(BenchError::Check(format!(
+            "the capture holds {} operations, not {}",
+            ops.len(),
+            p.nodes
+        )));
+    }
+    let exec = graph.instantiate()?;
+    Ok(Box::new(W5 {
+        timed,
+        k: &sg.kernels,
+        nodes: p.nodes,
+        exec,
+        ops,
+        capture,
+        spare: DeviceBuffer::zeros(&sg.device, 1)?,
+        iteration: 0,
+    }))
+}
+
+impl Case for W5 {
+    fn sample(&mut self) -> Result<Vec<f64>> {
+        let n = self.nodes as f64;
+        let nodes = self.nodes as u32;
+        self.iteration = self.iteration.wrapping_add(1);
+        let base = self.iteration.wrapping_mul(2 * nodes);
+        let before = self.exec.stats();
+
+        // Whole-graph update: capture with other values, update the executable in place.
+        let t0 = Instant::now();
+        self.exec.update_with(|p| p.base = base)?;
+        let exec_update = us_since(t0);
+
+        // Re-instantiation: capture with other values, instantiate a new executable.
+        let fresh = Stamps::new(self.k, &mut self.spare, base, self.nodes);
+        let t0 = Instant::now();
+        let graph = self.capture.capture(fresh)?;
+        let exec = graph.instantiate()?;
+        let reinstantiate = us_since(t0);
+        drop(exec);
+
+        // Kernel-node fast path: new arguments for every node of the instantiated graph.
+        let base = base.wrapping_add(nodes);
+        let slot = self.exec.pipeline().slot.as_view();
+        let t0 = Instant::now();
+        for (i, op) in self.ops.iter().enumerate() {
+            let value = base.wrapping_add(i as u32);
+            self.exec
+                .set_kernel_args(*op, &[KernelArg::write(&slot), KernelArg::value(&value)])?;
+        }
+        let set_params = us_since(t0);
+        let (replay_dev, _) = self.timed.replay(&self.exec)?;
+        self.timed.origin.synchronize()?;
+
+        let expected = base.wrapping_add(nodes - 1);
+        let got = self.exec.pipeline().slot.to_vec()?;
+        if got != [expected] {
+            return Err(BenchError::Check(format!(
+                "last node stored {got:?}, expected {expected}"
+            )));
+        }
+        let after = self.exec.stats();
+        if after.updates != before.updates + 1 {
+            return Err(BenchError::Check(format!(
+                "update_with made {} in-place updates, expected 1",
+                after.updates - before.updates
+            )));
+        }
+        let instantiations = after.reinstantiations - before.reinstantiations;
+        Ok(vec![
+            set_params / n,
+            replay_dev / n,
+            instantiations as f64,
+            exec_update / n,
+            reinstantiate / n,
+        ])
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// W7: capture + instantiate against the node count.
+
+struct W7 {
+    k: &'static Kernels,
+    nodes: usize,
+    capture: Capture,
+    _timed: Timed,
+}
+
+/// W7. [`Launches`] with `n = p.nodes`; each sample times `capture.capture(pipeline)` and
+/// `graph.instantiate()` separately (host µs) and drops the executable graph outside the timed
+/// region. The chain is verified against its plan once at setup.
+pub fn w7<'g>(_gpu: &'g Gpu, p: &Chain) -> Setup<'g> {
+    let sg = shared()?;
+    let timed = Timed::new(sg)?;
+    let mut capture = capture_on(&timed.origin);
+    drop(instantiate_verified(
+        &mut capture,
+        Launches::new(&sg.kernels, p.nodes),
+    )?);
+    Ok(Box::new(W7 {
+        k: &sg.kernels,
+        nodes: p.nodes,
+        capture,
+        _timed: timed,
+    }))
+}
+
+impl Case for W7 {
+    fn sample(&mut self) -> Result<Vec<f64>> {
+        let pipeline = Launches::new(self.k, self.nodes);
+        let t0 = Instant::now();
+        let graph = self.capture.capture(pipeline)?;
+        let cap = us_since(t0);
+        let t1 = Instant::now();
+        let exec = graph.instantiate()?;
+        let inst = us_since(t1);
+        drop(exec);
+        let total = cap + inst;
+        Ok(vec![cap, inst, total, total / self.nodes as f64])
+    }
 }
