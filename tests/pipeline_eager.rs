@@ -188,3 +188,37 @@ fn a_one_stream_pipeline_issues_no_event_calls() {
     assert_eq!((stats.event_records, stats.event_waits), (0, 0));
     assert_eq!(stats.launches, 100);
 }
+
+pipeline! {
+    /// A side stream whose last command is a record, and a stream that issues nothing.
+    pipeline TailJoin(x: &mut DeviceBuffer<u32>, y: &mut DeviceBuffer<u32>, k: &Kernels) {
+        stream main;
+        stream side;
+        stream unused;
+        event done;
+
+        side: launch k.slow_add<<<1, 1>>>(&mut y, 5u32, 50_000_000u64);
+        side: record done;
+        main: launch k.slow_add<<<1, 1>>>(&mut x, 1u32, 1000u64);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn joins_reuse_a_final_record_and_skip_unused_streams() {
+    let (device, stream, k) = setup();
+    let mut x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut eager = Eager::new(&stream);
+    eager.run(&TailJoin::new(&mut x, &mut y, &k)).unwrap();
+    // Only the origin is synchronized: the join through `done` must cover `side`'s 50 ms add.
+    stream.synchronize().unwrap();
+    assert_eq!(y.to_vec_on(&stream).unwrap(), [5]);
+    let stats = eager.stats();
+    // Records: the fork point and `done`; waits: `side`'s fork and the join on `done`.
+    assert_eq!(
+        (stats.event_records, stats.event_waits),
+        (2, 2),
+        "{stats:?}"
+    );
+}

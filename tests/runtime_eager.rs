@@ -182,7 +182,8 @@ fn a_two_stream_pipeline_with_record_and_wait_gives_the_ordered_result() {
             fills: 0,
             host_fns: 0,
             event_records: 3, // fork, `record ready`, join
-            event_waits: 3,   // fork, `wait ready`, join
+            // `wait ready` orders `side` after the fork as well: no separate fork wait.
+            event_waits: 2, // `wait ready`, join
         }
     );
 
@@ -197,7 +198,7 @@ fn a_two_stream_pipeline_with_record_and_wait_gives_the_ordered_result() {
         .unwrap();
     origin.synchronize().unwrap();
     assert_eq!(z.to_vec_on(&origin).unwrap(), [7]);
-    assert_eq!(eager.stats().event_waits, 6);
+    assert_eq!(eager.stats().event_waits, 4);
 }
 
 /// `side` waits for `ready` before `main` records it: an empty snapshot, so no driver wait,
@@ -302,8 +303,9 @@ fn waits_on_events_not_recorded_in_this_run_issue_nothing() {
     };
     for run in 1..=2u64 {
         eager.run(&p).unwrap();
-        // Per run: fork (1 record, 1 wait), `record ready` (1 record), `wait_stream` (1 record,
-        // 1 wait), join (1 record, 1 wait); `wait ready` issues nothing.
+        // Per run: fork (1 record, and 1 wait before `side`'s launch), `record ready` (1
+        // record), `wait_stream` (1 record, 1 wait), join (1 record, 1 wait); `wait ready`
+        // issues nothing.
         let stats = eager.stats();
         assert_eq!(stats.event_records, 4 * run, "run {run}: {stats:?}");
         assert_eq!(stats.event_waits, 3 * run, "run {run}: {stats:?}");

@@ -354,7 +354,9 @@ pub(crate) struct GraphCore {
     /// Statement id → its operations, in occurrence order.
     by_statement: Vec<Vec<usize>>,
     host_fns: KeptFns,
-    memory: Vec<DeviceRange>,
+    /// The memory the pipeline uses, merged into disjoint `(device, start, end)` intervals in
+    /// order, for a binary search per buffer argument of `set_kernel_args`.
+    memory: Vec<(i32, u64, u64)>,
     origin: Stream,
 }
 
@@ -377,7 +379,7 @@ impl GraphCore {
             ops: book.ops,
             by_statement,
             host_fns: book.host_fns,
-            memory: book.memory,
+            memory: merged_intervals(&book.memory),
             origin,
         }
     }
@@ -513,13 +515,29 @@ impl GraphCore {
 
     /// Whether `range` lies inside memory the captured pipeline uses.
     fn covers(&self, range: &DeviceRange) -> bool {
-        self.memory.iter().any(|m| {
-            m.device == range.device
-                && m.ptr <= range.ptr
-                && range.ptr.saturating_add(range.bytes as u64)
-                    <= m.ptr.saturating_add(m.bytes as u64)
-        })
+        let end = range.ptr.saturating_add(range.bytes as u64);
+        let after = self
+            .memory
+            .partition_point(|&(d, start, _)| (d, start) <= (range.device, range.ptr));
+        after > 0 && {
+            let (d, start, stop) = self.memory[after - 1];
+            d == range.device && start <= range.ptr && end <= stop
+        }
     }
+}
+
+/// `ranges` (sorted by device, then address) merged into disjoint `(device, start, end)`
+/// intervals.
+fn merged_intervals(ranges: &BTreeSet<DeviceRange>) -> Vec<(i32, u64, u64)> {
+    let mut out: Vec<(i32, u64, u64)> = Vec::new();
+    for r in ranges {
+        let end = r.ptr.saturating_add(r.bytes as u64);
+        match out.last_mut() {
+            Some(last) if last.0 == r.device && r.ptr <= last.2 => last.2 = last.2.max(end),
+            _ => out.push((r.device, r.ptr, end)),
+        }
+    }
+    out
 }
 
 /// A pipeline captured into a CUDA graph; owns the pipeline value (see the
@@ -614,12 +632,10 @@ impl<P> Graph<P> {
             fns: std::mem::take(&mut core.host_fns),
             streams: RefCell::new(Vec::new()),
         };
-        let params = RefCell::new(vec![None; core.ops.len()]);
         Ok(GraphExec {
             exec,
             base: core,
             latest: None,
-            params,
             pipeline: self.pipeline,
             recapture: None,
             settings: self.settings,
@@ -765,8 +781,6 @@ pub struct GraphExec<P> {
     base: GraphCore,
     /// The graph of the latest update: the source of current kernel parameters.
     latest: Option<GraphCore>,
-    /// Cached kernel node parameters per operation (for `set_kernel_args`).
-    params: RefCell<Vec<Option<KernelParams>>>,
     pipeline: P,
     recapture: Option<Capture>,
     settings: CaptureSettings,
@@ -864,12 +878,14 @@ impl<P> GraphExec<P> {
         let index = self.base.op_index(op)?;
         let record = &self.base.ops[index];
         let stmt = record.statement;
-        let Some(count) = record.args else {
+        let source = self.latest.as_ref().unwrap_or(&self.base);
+        let Some(shape) = source.ops.get(index).and_then(|o| o.launch) else {
             return Err(Error::InvalidArgument(format!(
                 "statement `{}` at {} is not a launch; only launches take kernel arguments",
                 stmt.text, stmt.location
             )));
         };
+        let count = shape.args;
         if args.len() != count {
             return Err(Error::InvalidArgument(format!(
                 "launch `{}` at {} was captured with {count} argument(s) but {} were given; pass one argument per kernel parameter",
@@ -878,7 +894,6 @@ impl<P> GraphExec<P> {
                 args.len()
             )));
         }
-        let source = self.latest.as_ref().unwrap_or(&self.base);
         for access in args.iter().filter_map(|a| a.access) {
             if !source.covers(&access.range) {
                 return Err(Error::InvalidArgument(format!(
@@ -893,21 +908,9 @@ impl<P> GraphExec<P> {
                 stmt.text, stmt.location
             )));
         };
-        let cached = self.params.borrow().get(index).copied().flatten();
-        let params = match cached {
-            Some(p) => p,
-            None => {
-                let src_node = source.ops.get(index).and_then(|o| o.node).unwrap_or(node);
-                let p = source
-                    .raw
-                    .kernel_params(src_node)
-                    .map_err(|e| Error::driver("cuGraphKernelNodeGetParams", e))?;
-                if let Some(slot) = self.params.borrow_mut().get_mut(index) {
-                    *slot = Some(p);
-                }
-                p
-            }
-        };
+        // The node's parameters as captured (the latest update's, which may have changed the
+        // configuration): no driver query on this path.
+        let params = KernelParams::for_launch(shape.func, &shape.config);
         let set = if args.len() <= INLINE_ARGS {
             let mut inline = [std::ptr::null_mut(); INLINE_ARGS];
             for (slot, arg) in inline.iter_mut().zip(args) {
@@ -933,7 +936,6 @@ impl<P> GraphExec<P> {
                 // The new graph's host functions run from the next launch on.
                 self.keeper.fns.0.append(&mut core.host_fns.0);
                 self.latest = Some(core);
-                self.params.get_mut().iter_mut().for_each(|p| *p = None);
                 self.updates += 1;
                 Ok(())
             }
@@ -952,7 +954,6 @@ impl<P> GraphExec<P> {
                 self.keeper.fns.0.append(&mut core.host_fns.0);
                 self.latest = None;
                 self.exec = exec;
-                self.params = RefCell::new(vec![None; core.ops.len()]);
                 self.base = core;
                 self.reinstantiations += 1;
                 Ok(())
@@ -1025,6 +1026,18 @@ impl<P: Pipeline> GraphExec<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memory_merges_into_disjoint_intervals_per_device() {
+        let r = |device, ptr, bytes| DeviceRange { device, ptr, bytes };
+        let set: BTreeSet<_> = [r(0, 100, 50), r(0, 120, 100), r(0, 400, 8), r(1, 100, 10)]
+            .into_iter()
+            .collect();
+        assert_eq!(
+            merged_intervals(&set),
+            [(0, 100, 220), (0, 400, 408), (1, 100, 110)]
+        );
+    }
 
     #[test]
     fn update_results_map_to_rejections() {

@@ -266,6 +266,11 @@ impl Kernel {
         self.launch_on(&current_stream()?, config, args)
     }
 
+    /// The function handle, for the capture and graph code.
+    pub(crate) fn handle(&self) -> FunctionHandle {
+        self.func
+    }
+
     /// The raw `CUfunction`, for the capture and graph code.
     #[allow(dead_code)]
     pub(crate) fn raw_function(&self) -> ffi::CUfunction {

@@ -297,8 +297,17 @@ pub(crate) struct CapturedOp {
     pub(crate) stream: usize,
     /// Its node; `None` for an empty copy or fill, which issues nothing.
     pub(crate) node: Option<NodeHandle>,
-    /// For launches, the number of kernel arguments.
-    pub(crate) args: Option<usize>,
+    /// For launches: the kernel, its configuration and number of arguments, from which
+    /// `GraphExec::set_kernel_args` rebuilds the node's parameters without asking the driver.
+    pub(crate) launch: Option<LaunchShape>,
+}
+
+/// The captured shape of a launch.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LaunchShape {
+    pub(crate) func: crate::ffi::FunctionHandle,
+    pub(crate) config: crate::issue::LaunchConfig,
+    pub(crate) args: usize,
 }
 
 /// Host functions a graph keeps alive (boxed, so that their addresses stay put).
@@ -319,7 +328,7 @@ pub(crate) struct NodeBook {
     pub(crate) ops: Vec<CapturedOp>,
     occurrences: Vec<u32>,
     pub(crate) host_fns: KeptFns,
-    pub(crate) memory: Vec<DeviceRange>,
+    pub(crate) memory: std::collections::BTreeSet<DeviceRange>,
     pub(crate) last: Option<&'static Statement>,
 }
 
@@ -329,7 +338,7 @@ impl NodeBook {
             ops: Vec::new(),
             occurrences: vec![0; program.statements.len()],
             host_fns: KeptFns::default(),
-            memory: Vec::new(),
+            memory: std::collections::BTreeSet::new(),
             last: None,
         }
     }
@@ -354,11 +363,15 @@ impl NodeBook {
                 )))
             }
         };
-        let mut args = None;
+        let mut launch = None;
         let mut empty = false;
         match issued {
-            Issued::Launch(a) => {
-                args = Some(a.len());
+            Issued::Launch(func, config, a) => {
+                launch = Some(LaunchShape {
+                    func,
+                    config,
+                    args: a.len(),
+                });
                 for access in a.iter().filter_map(|a| a.access) {
                     self.remember(access.range);
                 }
@@ -402,7 +415,7 @@ impl NodeBook {
             occurrence,
             stream: stmt.stream,
             node,
-            args,
+            launch,
         });
         Ok(())
     }
@@ -414,8 +427,8 @@ impl NodeBook {
     }
 
     fn remember(&mut self, range: DeviceRange) {
-        if range.bytes > 0 && !self.memory.contains(&range) {
-            self.memory.push(range);
+        if range.bytes > 0 {
+            self.memory.insert(range);
         }
     }
 }

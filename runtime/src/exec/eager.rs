@@ -11,9 +11,14 @@
 //!   previous run's record);
 //! - `wait_stream t` on `s` records an internal event on `t` and makes `s` wait for it.
 //!
-//! A pipeline with a single stream issues no event call at all. The side streams and events
-//! are created on the first run and reused while the pipeline type and its stream options stay
-//! the same.
+//! Fork and join cost as few driver calls as the model allows. A pipeline with a single stream
+//! issues no event call at all. A multi-stream run records one fork event on the origin; a side
+//! stream waits for it only when its first command is not already a wait on something recorded
+//! in this run (which orders it after the fork anyway), and a side stream that issues nothing
+//! is neither forked nor joined. At the end the origin waits for each used side stream through
+//! the event that stream recorded last, when nothing followed that record, instead of recording
+//! a new one. The side streams and events are created on the first run and reused while the
+//! pipeline type and its stream options stay the same.
 //!
 //! This is also the capture issuer's issuing path ([`crate::Capture`]): a capture issues the
 //! very same stream calls while the origin is capturing, and additionally books, after each
@@ -74,8 +79,15 @@ pub struct Eager {
     sides: Vec<Stream>,
     /// Declared events, by index.
     events: Vec<EventSlot>,
-    /// One internal event per declared stream, recorded on it for fork, join and `wait_stream`.
+    /// One internal event per declared stream, recorded on it for join and `wait_stream`.
     links: Vec<Event>,
+    /// Recorded on the origin at the start of a multi-stream run: the fork point.
+    fork: Option<Event>,
+    /// Per declared stream, in this run: whether it is ordered after the fork point yet.
+    forked: Vec<bool>,
+    /// Per declared stream, in this run: the event its last command recorded, when that was
+    /// its last command (the join can wait for it instead of recording another).
+    tails: Vec<Option<usize>>,
     check_plan: bool,
     stats: EagerStats,
     /// Set while a capture issues through this issuer: the node of every operation.
@@ -88,6 +100,8 @@ pub struct Eager {
 struct EventSlot {
     instances: Vec<Event>,
     latest: Option<usize>,
+    /// The stream that made `latest`'s record.
+    recorded_by: usize,
 }
 
 impl Eager {
@@ -99,6 +113,9 @@ impl Eager {
             sides: Vec::new(),
             events: Vec::new(),
             links: Vec::new(),
+            fork: None,
+            forked: Vec::new(),
+            tails: Vec::new(),
             check_plan: cfg!(debug_assertions),
             stats: EagerStats::default(),
             book: None,
@@ -149,6 +166,7 @@ impl Eager {
         self.sides.clear();
         self.events.clear();
         self.links.clear();
+        self.fork = None;
     }
 
     /// Fork, issue, join, on streams made by [`Eager::prepare_for`] for this pipeline.
@@ -156,14 +174,22 @@ impl Eager {
         for slot in &mut self.events {
             slot.latest = None;
         }
-        let forked = self.links.len() > 1;
-        if forked {
-            self.fork()?;
+        let streams = self.sides.len() + 1;
+        self.forked.clear();
+        self.forked.resize(streams, false);
+        self.forked[Program::ORIGIN] = true;
+        self.tails.clear();
+        self.tails.resize(streams, None);
+        let multi = streams > 1;
+        if multi {
+            if let Some(fork) = &self.fork {
+                record_on(&mut self.stats, fork, &self.origin)?;
+            }
         }
         let issued = pipeline.issue(self);
         // Join even after a failed statement, so that work already queued on side streams
         // still completes before later work on the origin.
-        let joined = if forked { self.join() } else { Ok(()) };
+        let joined = if multi { self.join() } else { Ok(()) };
         issued?;
         joined
     }
@@ -206,7 +232,9 @@ impl Eager {
             sides.push(Stream::new(&device, o.priority)?);
         }
         let mut links = Vec::with_capacity(options.len());
+        let mut fork = None;
         if options.len() > 1 {
+            fork = Some(Event::new(&origin_device)?);
             links.push(Event::new(&origin_device)?);
             for s in &sides {
                 links.push(Event::new(&s.device())?);
@@ -217,10 +245,12 @@ impl Eager {
             events.push(EventSlot {
                 instances: vec![Event::new(&origin_device)?],
                 latest: None,
+                recorded_by: Program::ORIGIN,
             });
         }
         self.sides = sides;
         self.links = links;
+        self.fork = fork;
         self.events = events;
         self.prepared = Some((program, options));
         Ok(())
@@ -230,21 +260,58 @@ impl Eager {
         stream_of(&self.origin, &self.sides, index)
     }
 
-    /// Every side stream waits for the origin's work so far.
-    fn fork(&mut self) -> Result<()> {
-        let fork = &self.links[0];
-        record_on(&mut self.stats, fork, &self.origin)?;
-        for side in &self.sides {
+    /// Orders stream `s` after the fork point before it issues a command that does not do so
+    /// itself, and forgets its tail record (the command follows it).
+    #[inline]
+    fn enter(&mut self, s: usize) -> Result<()> {
+        if let Some(tail) = self.tails.get_mut(s) {
+            *tail = None;
+        }
+        if self.forked.get(s).copied().unwrap_or(true) {
+            return Ok(());
+        }
+        let side = stream_of(&self.origin, &self.sides, s)?;
+        if let Some(fork) = &self.fork {
             wait_on(&mut self.stats, side, fork)?;
         }
+        self.forked[s] = true;
         Ok(())
     }
 
-    /// The origin waits for every side stream's work.
+    /// Marks stream `s` as ordered after the fork point by a wait it is about to issue on
+    /// something recorded in this run (after the fork, on a stream ordered after it).
+    fn enter_by_wait(&mut self, s: usize) {
+        if let Some(forked) = self.forked.get_mut(s) {
+            *forked = true;
+        }
+        if let Some(tail) = self.tails.get_mut(s) {
+            *tail = None;
+        }
+    }
+
+    /// The origin waits for every side stream that issued anything in this run.
     fn join(&mut self) -> Result<()> {
-        for (side, link) in self.sides.iter().zip(&self.links[1..]) {
-            record_on(&mut self.stats, link, side)?;
-            wait_on(&mut self.stats, &self.origin, link)?;
+        for (i, (side, link)) in self.sides.iter().zip(&self.links[1..]).enumerate() {
+            let s = i + 1;
+            if !self.forked[s] {
+                continue;
+            }
+            // The side stream's last command recorded an event still holding that record:
+            // its snapshot is the stream's whole work, so wait for it directly.
+            let tail = self.tails[s].and_then(|e| {
+                let slot = &self.events[e];
+                match slot.latest {
+                    Some(instance) if slot.recorded_by == s => Some(&slot.instances[instance]),
+                    _ => None,
+                }
+            });
+            match tail {
+                Some(event) => wait_on(&mut self.stats, &self.origin, event)?,
+                None => {
+                    record_on(&mut self.stats, link, side)?;
+                    wait_on(&mut self.stats, &self.origin, link)?;
+                }
+            }
         }
         Ok(())
     }
@@ -277,6 +344,7 @@ impl Eager {
 
     fn do_record(&mut self, stmt: &'static Statement) -> Result<()> {
         let index = Self::event_index(stmt, self.events.len())?;
+        self.enter(stmt.stream)?;
         let stream = stream_of(&self.origin, &self.sides, stmt.stream)?;
         let device = stream.device();
         let slot = &mut self.events[index];
@@ -289,6 +357,10 @@ impl Eager {
         };
         record_on(&mut self.stats, &slot.instances[instance], stream)?;
         slot.latest = Some(instance);
+        slot.recorded_by = stmt.stream;
+        if let Some(tail) = self.tails.get_mut(stmt.stream) {
+            *tail = Some(index);
+        }
         Ok(())
     }
 
@@ -299,8 +371,13 @@ impl Eager {
         let Some(latest) = slot.latest else {
             return Ok(());
         };
+        self.enter_by_wait(stmt.stream);
         let stream = stream_of(&self.origin, &self.sides, stmt.stream)?;
-        wait_on(&mut self.stats, stream, &slot.instances[latest])
+        wait_on(
+            &mut self.stats,
+            stream,
+            &self.events[index].instances[latest],
+        )
     }
 
     fn do_wait_stream(&mut self, stmt: &'static Statement) -> Result<()> {
@@ -313,6 +390,11 @@ impl Eager {
         if other == stmt.stream {
             return Ok(());
         }
+        if !self.forked.get(other).copied().unwrap_or(true) {
+            // `other` issued nothing in this run: its work is the fork point.
+            return self.enter(stmt.stream);
+        }
+        self.enter_by_wait(stmt.stream);
         let waiting = stream_of(&self.origin, &self.sides, stmt.stream)?;
         let waited = stream_of(&self.origin, &self.sides, other)?;
         let link = self.links.get(other).ok_or_else(|| {
@@ -325,8 +407,12 @@ impl Eager {
 
 /// What an operation issued, for the capture's book.
 pub(crate) enum Issued<'x, 'a> {
-    /// A launch with these arguments.
-    Launch(&'x [KernelArg<'a>]),
+    /// A launch of `func` with `config` and these arguments.
+    Launch(
+        crate::ffi::FunctionHandle,
+        LaunchConfig,
+        &'x [KernelArg<'a>],
+    ),
     /// A copy: destination (written) and source (read).
     Copy(&'x [(Memory, crate::AccessMode); 2]),
     /// A fill of this range.
@@ -368,12 +454,15 @@ impl Issuer for Eager {
         config: LaunchConfig,
         args: &[KernelArg<'_>],
     ) -> Result<(), Error> {
+        if stmt.stream != Program::ORIGIN {
+            self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
+        }
         let stream = self.stream(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         kernel
             .launch_on(stream, config, args)
             .map_err(|e| e.in_statement(stmt))?;
         self.stats.launches += 1;
-        self.booked(stmt, Issued::Launch(args))
+        self.booked(stmt, Issued::Launch(kernel.handle(), config, args))
             .map_err(|e| e.in_statement(stmt))
     }
 
@@ -383,6 +472,7 @@ impl Issuer for Eager {
         dst: MemoryRef<'_>,
         src: MemoryRef<'_>,
     ) -> Result<(), Error> {
+        self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let issue = || -> Result<()> {
             if dst.elem_size != src.elem_size {
                 return Err(Error::InvalidArgument(format!(
@@ -415,6 +505,7 @@ impl Issuer for Eager {
         dst: DeviceRange,
         pattern: FillPattern,
     ) -> Result<(), Error> {
+        self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let stream = self.stream(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         fill_async(stream, dst, pattern).map_err(|e| e.in_statement(stmt))?;
         self.stats.fills += 1;
@@ -423,6 +514,7 @@ impl Issuer for Eager {
     }
 
     fn host(&mut self, stmt: &'static Statement, f: HostFn) -> Result<(), Error> {
+        self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let stream =
             stream_of(&self.origin, &self.sides, stmt.stream).map_err(|e| e.in_statement(stmt))?;
         match self.book.as_mut() {

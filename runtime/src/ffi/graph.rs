@@ -264,19 +264,6 @@ impl OwnedGraph {
             .collect())
     }
 
-    /// `cuGraphKernelNodeGetParams_v2` of a kernel node of this graph.
-    ///
-    /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
-    pub(crate) fn kernel_params(&self, node: NodeHandle) -> Result<KernelParams, DriverError> {
-        ensure_current(&self.ctx)?;
-        let mut params = KernelParams::empty();
-        // SAFETY: `node` belongs to this live graph (the caller took it from this graph's
-        // capture); `params` is a valid out-pointer. The pointers it receives (function,
-        // argument array) are only copied, never dereferenced.
-        unsafe { sys::cuGraphKernelNodeGetParams_v2(node.0, &mut params.0) }.result()?;
-        Ok(params)
-    }
-
     /// `cuGraphInstantiateWithFlags` (no flags).
     ///
     /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
@@ -325,6 +312,24 @@ pub(crate) struct KernelParams(sys::CUDA_KERNEL_NODE_PARAMS);
 unsafe impl Send for KernelParams {}
 
 impl KernelParams {
+    /// The parameters of a launch of `func` with `config` (the argument array is filled in
+    /// when the parameters are applied).
+    pub(crate) fn for_launch(
+        func: crate::ffi::FunctionHandle,
+        config: &crate::issue::LaunchConfig,
+    ) -> KernelParams {
+        let mut p = KernelParams::empty();
+        p.0.func = func.0;
+        p.0.gridDimX = config.grid.x;
+        p.0.gridDimY = config.grid.y;
+        p.0.gridDimZ = config.grid.z;
+        p.0.blockDimX = config.block.x;
+        p.0.blockDimY = config.block.y;
+        p.0.blockDimZ = config.block.z;
+        p.0.sharedMemBytes = config.shared_mem_bytes;
+        p
+    }
+
     fn empty() -> KernelParams {
         KernelParams(sys::CUDA_KERNEL_NODE_PARAMS {
             func: std::ptr::null_mut(),
