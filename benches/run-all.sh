@@ -23,6 +23,9 @@ bin=${1:-}
 if [ -z "$bin" ]; then
   if [ -x .gpu/bin/bench-harness ]; then
     bin=.gpu/bin/bench-harness
+  elif [ -x .gpu/bin/test-harness ]; then
+    # gpu-bundle files a `harness = false` bench built by `--benches` under test-.
+    bin=.gpu/bin/test-harness
   else
     bin=$(ls .gpu/bin/bench-* 2>/dev/null | head -n 1)
   fi
