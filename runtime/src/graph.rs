@@ -875,6 +875,12 @@ impl<P> GraphExec<P> {
     ///
     /// See [`cuGraphExecKernelNodeSetParams`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
     pub fn set_kernel_args(&self, op: OpRef, args: &[KernelArg<'_>]) -> Result<()> {
+        if !matches!(op.statement.kind, StatementKind::Launch { .. }) {
+            return Err(Error::InvalidArgument(format!(
+                "statement `{}` at {} is not a launch; only launches take kernel arguments",
+                op.statement.text, op.statement.location
+            )));
+        }
         let index = self.base.op_index(op)?;
         let record = &self.base.ops[index];
         let stmt = record.statement;
