@@ -24,7 +24,7 @@ SIZES = {
     "w5_nodes": 1_000,
     "w6_replays": 10_000,
     "w6_gated": 64,
-    "w6_gate_ns": 5_000_000,
+    "w6_gate_ns": 50_000_000,
     "w7_nodes": [10, 100, 1_000, 10_000],
 }
 MIN_REPS = 30
