@@ -127,8 +127,11 @@ pub(crate) struct CaptureTip {
 /// operation created.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
+///
+/// Called right after an operation was issued on `stream` from this thread, so `ctx` is
+/// current already: no second context check on this per-operation path.
 pub(crate) fn capture_tip(ctx: &CudaContext, stream: CUstream) -> Result<CaptureTip, DriverError> {
-    ensure_current(ctx)?;
+    debug_assert!(super::current_context().is_ok_and(|c| c == ctx.cu_ctx()));
     let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
     let mut deps: *const sys::CUgraphNode = std::ptr::null();
     let mut count: usize = 0;
