@@ -1,11 +1,10 @@
-//! Every statement form the macro accepts (copies need a buffer type with copy support and are
-//! covered by the runtime's tests).
+//! Every statement form the macro accepts, planned with plan-only kernels and buffers.
 #![deny(warnings, missing_docs)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use streamgraph::{DeviceBuffer, Kernel, Pipeline};
+use streamgraph::{DeviceBuffer, Kernel, PinnedBuffer, Pipeline};
 
 /// Kernels.
 pub struct Kernels {
@@ -24,42 +23,6 @@ fn grid(n: u32) -> u32 {
     n.div_ceil(256)
 }
 
-/// Sub-ranges for these tests (the runtime's `DeviceBuffer::slice` takes precedence once it
-/// exists).
-#[allow(dead_code)]
-pub trait SliceExt {
-    /// A sub-range.
-    fn slice(&self, range: std::ops::Range<usize>) -> View;
-}
-
-/// A sub-range of a plan-only buffer.
-pub struct View {
-    range: streamgraph::DeviceRange,
-    ptr: u64,
-}
-
-impl<T: streamgraph::memory::DeviceRepr> SliceExt for DeviceBuffer<T> {
-    fn slice(&self, range: std::ops::Range<usize>) -> View {
-        let whole = streamgraph::memory::DeviceMemory::range(self);
-        let size = std::mem::size_of::<T>();
-        let ptr = whole.ptr + (range.start * size) as u64;
-        View {
-            range: streamgraph::DeviceRange { ptr, bytes: range.len() * size, ..whole },
-            ptr,
-        }
-    }
-}
-
-impl streamgraph::memory::DeviceMemory for View {
-    type Elem = f32;
-    fn range(&self) -> streamgraph::DeviceRange {
-        self.range
-    }
-    fn ptr_ref(&self) -> &u64 {
-        &self.ptr
-    }
-}
-
 streamgraph::pipeline! {
     /// All statement forms.
     pub pipeline AllForms<'k, T: Copy + streamgraph::memory::DeviceRepr + 'static>(
@@ -71,6 +34,9 @@ streamgraph::pipeline! {
         dev: i32,
         extra: T,
         hits: &Arc<AtomicUsize>,
+        up: &PinnedBuffer<f32>,
+        down: &mut PinnedBuffer<f32>,
+        z: &mut DeviceBuffer<f32>,
     ) where T: Send {
         stream main;
         stream side(priority = -1);
@@ -88,6 +54,9 @@ streamgraph::pipeline! {
         side: host { let h = Arc::clone(hits); move || { h.fetch_add(1, Ordering::SeqCst); } };
         side: record done;
         third: wait done;
+        third: copy z <- up;
+        third: copy down <- z;
+        third: copy z.slice(0..4) <- x.slice(4..8);
         for i in 0..n {
             third: launch k.scale<<<i + 1, 32>>>(&mut y.slice(i as usize..i as usize + 1), i);
         }
@@ -113,9 +82,16 @@ fn main() {
     let mut y = DeviceBuffer::<u16>::for_planning(8);
     let k = Kernels { scale: Kernel::for_planning("scale") };
     let hits = Arc::new(AtomicUsize::new(0));
-    let p = AllForms::new(&mut x, &mut y, &k, 4, true, 0, 1.5f32, &hits);
+    let up = PinnedBuffer::<f32>::for_planning(8);
+    let mut down = PinnedBuffer::<f32>::for_planning(8);
+    let mut z = DeviceBuffer::<f32>::for_planning(8);
+    let p = AllForms::new(
+        &mut x, &mut y, &k, 4, true, 0, 1.5f32, &hits, &up, &mut down, &mut z,
+    );
     assert_eq!(p.stream_options().len(), 3);
-    assert_eq!(AllForms::<f32>::PROGRAM.statements.len(), 15);
+    assert_eq!(AllForms::<f32>::PROGRAM.statements.len(), 18);
+    let plan = streamgraph::Plan::build(&p).unwrap();
+    plan.check_races().unwrap();
     assert_eq!(Minimal::new().stream_options().len(), 1);
     assert!(Minimal::PROGRAM.statements.is_empty());
 }

@@ -4,42 +4,6 @@
 
 use streamgraph::{DeviceBuffer, Kernel};
 
-/// Sub-ranges for these tests (the runtime's `DeviceBuffer::slice` takes precedence once it
-/// exists).
-#[allow(dead_code)]
-pub trait SliceExt {
-    /// A sub-range.
-    fn slice(&self, range: std::ops::Range<usize>) -> View;
-}
-
-/// A sub-range of a plan-only buffer.
-pub struct View {
-    range: streamgraph::DeviceRange,
-    ptr: u64,
-}
-
-impl<T: streamgraph::memory::DeviceRepr> SliceExt for DeviceBuffer<T> {
-    fn slice(&self, range: std::ops::Range<usize>) -> View {
-        let whole = streamgraph::memory::DeviceMemory::range(self);
-        let size = std::mem::size_of::<T>();
-        let ptr = whole.ptr + (range.start * size) as u64;
-        View {
-            range: streamgraph::DeviceRange { ptr, bytes: range.len() * size, ..whole },
-            ptr,
-        }
-    }
-}
-
-impl streamgraph::memory::DeviceMemory for View {
-    type Elem = f32;
-    fn range(&self) -> streamgraph::DeviceRange {
-        self.range
-    }
-    fn ptr_ref(&self) -> &u64 {
-        &self.ptr
-    }
-}
-
 streamgraph::pipeline! {
     pipeline Ordered(x: &mut DeviceBuffer<f32>, k: &Kernel, flag: bool, n: u32) {
         stream main;
