@@ -1,8 +1,9 @@
-//! `pipeline!` pipelines run eagerly and captured: the same number of eager runs and graph
-//! replays from the same initial state must leave bitwise-equal results, and every captured
-//! graph must equal its plan (`verify`).
+//! `pipeline!` pipelines on the GPU: run eagerly, their results equal a host computation; run
+//! eagerly and captured, the same number of eager runs and graph replays from the same initial
+//! state leave bitwise-equal results, and every captured graph equals its plan (`verify`).
 //!
-//! The kernels read, spin, then write, so a missing dependency loses an update: a wrong value.
+//! The kernels read, spin, then write `x * 31 + k`, so a missing dependency loses an update or
+//! reorders two: a wrong value, not only a different schedule.
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
 mod common;
@@ -58,6 +59,11 @@ fn setup() -> (Device, Stream, Kernels) {
 const SPIN: u64 = 200_000; // 0.2 ms
 const RUNS: usize = 3;
 
+/// What `slow_step` computes, on the host.
+fn step(x: u32, k: u32) -> u32 {
+    x.wrapping_mul(31).wrapping_add(k)
+}
+
 pipeline! {
     /// Ping-pong between two streams through two events, `steps` times.
     pipeline PingPong(x: &mut DeviceBuffer<u32>, k: &Kernels, steps: usize) {
@@ -75,6 +81,20 @@ pipeline! {
             b: record b_done;
         }
     }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn ping_pong_alternates_in_event_order() {
+    let _serial = common::serial();
+    let (device, stream, k) = setup();
+    let mut x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut eager = Eager::new(&stream);
+    eager.run(&PingPong::new(&mut x, &k, 8)).unwrap();
+    eager.run(&PingPong::new(&mut x, &k, 8)).unwrap();
+    stream.synchronize().unwrap();
+    let want = (0..16).fold(0, |x, _| step(step(x, 1), 10));
+    assert_eq!(x.to_vec().unwrap(), [want]);
 }
 
 #[test]
@@ -139,6 +159,48 @@ pipeline! {
             }
         };
     }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fan_out_and_join_give_host_checked_results() {
+    let _serial = common::serial();
+    let (device, stream, k) = setup();
+    let n = 1000u32;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut eager = Eager::new(&stream);
+    for round in 0..3u32 {
+        let values: Vec<u32> = (0..n).map(|i| i * 7 + round).collect();
+        let host_in = PinnedBuffer::from_slice(&device, &values).unwrap();
+        let fresh = || DeviceBuffer::<u32>::zeros(&device, n as usize).unwrap();
+        let (mut input, mut left, mut right) = (fresh(), fresh(), fresh());
+        let mut host_left = PinnedBuffer::<u32>::zeros(&device, n as usize).unwrap();
+        let mut host_right = PinnedBuffer::<u32>::zeros(&device, n as usize).unwrap();
+        let p = Fan::new(
+            &host_in,
+            &mut input,
+            &mut left,
+            &mut right,
+            &mut host_left,
+            &mut host_right,
+            &k,
+            n,
+            &runs,
+        );
+        eager.run(&p).unwrap();
+        stream.synchronize().unwrap();
+        let want_left: Vec<u32> = values.iter().map(|v| v * 3 + 1).collect();
+        let want_right: Vec<u32> = values.iter().map(|v| v * 5 + 2).collect();
+        assert_eq!(host_left.as_slice(), &want_left[..], "round {round}");
+        assert_eq!(host_right.as_slice(), &want_right[..], "round {round}");
+        assert_eq!(runs.load(Ordering::SeqCst), round as usize + 1);
+    }
+    let stats = eager.stats();
+    assert_eq!(
+        (stats.launches, stats.copies, stats.host_fns),
+        (6, 9, 3),
+        "{stats:?}"
+    );
 }
 
 #[test]
@@ -217,6 +279,63 @@ pipeline! {
             main: launch k.slow_step<<<1, 1>>>(&mut x, i as u32, 1000u64);
         }
     }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_one_stream_pipeline_issues_no_event_calls() {
+    let _serial = common::serial();
+    let (device, stream, k) = setup();
+    let mut x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut eager = Eager::new(&stream);
+    eager.run(&Chain::new(&mut x, &k, 100)).unwrap();
+    stream.synchronize().unwrap();
+    assert_eq!(x.to_vec().unwrap(), [(0..100).fold(0, step)]);
+    let stats = eager.stats();
+    assert_eq!((stats.event_records, stats.event_waits), (0, 0));
+    assert_eq!(stats.launches, 100);
+}
+
+pipeline! {
+    /// A side stream whose last command is a record, and a stream that issues nothing.
+    pipeline TailJoin(x: &mut DeviceBuffer<u32>, y: &mut DeviceBuffer<u32>, k: &Kernels) {
+        stream main;
+        stream side;
+        stream unused;
+        event done;
+
+        side: launch k.slow_step<<<1, 1>>>(&mut y, 5u32, 50_000_000u64);
+        side: record done;
+        main: launch k.slow_step<<<1, 1>>>(&mut x, 1u32, 1000u64);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn joins_reuse_a_final_record_and_skip_unused_streams() {
+    let _serial = common::serial();
+    let (device, stream, k) = setup();
+    let mut x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut eager = Eager::new(&stream);
+    eager.run(&TailJoin::new(&mut x, &mut y, &k)).unwrap();
+    // Only the origin is synchronized: the join through `done` must cover `side`'s 50 ms step.
+    stream.synchronize().unwrap();
+    assert_eq!(y.to_vec_on(&stream).unwrap(), [5]);
+    let stats = eager.stats();
+    // Records: the fork point and `done`; waits: `side`'s fork and the join on `done`.
+    assert_eq!(
+        (stats.event_records, stats.event_waits),
+        (2, 2),
+        "{stats:?}"
+    );
+
+    // Captured, the same pipeline is the same graph: two nodes, no edge.
+    let mut gx = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut gy = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let graph = capture(&stream, TailJoin::new(&mut gx, &mut gy, &k)).unwrap();
+    let report = graph.verify().unwrap();
+    assert_eq!((report.operations, report.edges), (2, 0));
 }
 
 #[test]
