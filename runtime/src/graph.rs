@@ -53,6 +53,7 @@ use crate::ffi::graph::{KernelParams, NodeHandle, OwnedExec, OwnedGraph};
 use crate::ffi::INLINE_ARGS;
 use crate::issue::{DeviceRange, KernelArg, Pipeline};
 use crate::plan::{reachability, Plan};
+use crate::plan::dot::quote;
 use crate::program::{Program, Statement, StatementKind};
 use crate::stream::Stream;
 use crate::Capture;
@@ -325,20 +326,6 @@ fn render_body(
     }
 }
 
-fn quote(s: &str) -> String {
-    let mut q = String::with_capacity(s.len() + 2);
-    q.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => q.push_str("\\\""),
-            '\\' => q.push_str("\\\\"),
-            '\n' => q.push_str("\\n"),
-            c => q.push(c),
-        }
-    }
-    q.push('"');
-    q
-}
 
 /// Edges by operation index.
 type EdgeSet = BTreeSet<(usize, usize)>;

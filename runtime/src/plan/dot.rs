@@ -62,7 +62,8 @@ pub(super) fn render(plan: &Plan) -> String {
     out
 }
 
-fn quote(s: &str) -> String {
+/// `s` as a DOT string literal (shared with the captured graph's pictures).
+pub(crate) fn quote(s: &str) -> String {
     let mut q = String::with_capacity(s.len() + 2);
     q.push('"');
     for c in s.chars() {

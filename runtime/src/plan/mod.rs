@@ -82,7 +82,7 @@ use crate::issue::{BufferAccess, Pipeline};
 use crate::program::{Program, Statement};
 
 mod builder;
-mod dot;
+pub(crate) mod dot;
 mod planner;
 mod race;
 pub mod random;
