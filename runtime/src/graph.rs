@@ -52,8 +52,8 @@ use crate::exec::capture::{CaptureSettings, CapturedOp, KeptFns, NodeBook};
 use crate::ffi::graph::{KernelParams, NodeHandle, OwnedExec, OwnedGraph};
 use crate::ffi::INLINE_ARGS;
 use crate::issue::{DeviceRange, KernelArg, Pipeline};
-use crate::plan::{reachability, Plan};
 use crate::plan::dot::quote;
+use crate::plan::{reachability, Plan};
 use crate::program::{Program, Statement, StatementKind};
 use crate::stream::Stream;
 use crate::Capture;
@@ -325,7 +325,6 @@ fn render_body(
         }
     }
 }
-
 
 /// Edges by operation index.
 type EdgeSet = BTreeSet<(usize, usize)>;
