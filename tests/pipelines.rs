@@ -338,6 +338,43 @@ fn joins_reuse_a_final_record_and_skip_unused_streams() {
     assert_eq!((report.operations, report.edges), (2, 0));
 }
 
+pipeline! {
+    /// The origin waits for the side stream's last record itself: the join adds nothing.
+    pipeline WaitedTail(x: &mut DeviceBuffer<u32>, y: &mut DeviceBuffer<u32>, k: &Kernels) {
+        stream main;
+        stream side;
+        event done;
+
+        side: launch k.slow_step<<<1, 1>>>(&mut y, 5u32, 50_000_000u64);
+        side: record done;
+        main: wait done;
+        main: launch k.slow_step<<<1, 1>>>(&mut x, 1u32, 1000u64);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_join_the_origin_already_waited_for_issues_nothing() {
+    let _serial = common::serial();
+    let (device, stream, k) = setup();
+    let mut x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut eager = Eager::new(&stream);
+    eager.run(&WaitedTail::new(&mut x, &mut y, &k)).unwrap();
+    eager.run(&WaitedTail::new(&mut x, &mut y, &k)).unwrap();
+    stream.synchronize().unwrap();
+    assert_eq!(y.to_vec_on(&stream).unwrap(), [step(step(0, 5), 5)]);
+    assert_eq!(x.to_vec_on(&stream).unwrap(), [step(step(0, 1), 1)]);
+    let stats = eager.stats();
+    // Per run: records of the fork point and `done`; waits of `side`'s fork and `main: wait
+    // done`, which is the join too.
+    assert_eq!(
+        (stats.event_records, stats.event_waits),
+        (4, 4),
+        "{stats:?}"
+    );
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_chain_replays_like_eager_runs_on_any_stream() {

@@ -17,7 +17,7 @@
 //! in this run (which orders it after the fork anyway), and a side stream that issues nothing
 //! is neither forked nor joined. At the end the origin waits for each used side stream through
 //! the event that stream recorded last, when nothing followed that record, instead of recording
-//! a new one. The side streams and events are created on the first run and reused while the
+//! a new one — and not at all when the origin already waited for that very record. The side streams and events are created on the first run and reused while the
 //! pipeline type and its stream options stay the same.
 //!
 //! This is also the capture issuer's issuing path ([`crate::Capture`]): a capture issues the
@@ -102,6 +102,8 @@ struct EventSlot {
     latest: Option<usize>,
     /// The stream that made `latest`'s record.
     recorded_by: usize,
+    /// Whether the origin already waits for `latest`'s record.
+    origin_waited: bool,
 }
 
 impl Eager {
@@ -173,6 +175,7 @@ impl Eager {
     pub(crate) fn issue_prepared<P: Pipeline + ?Sized>(&mut self, pipeline: &P) -> Result<()> {
         for slot in &mut self.events {
             slot.latest = None;
+            slot.origin_waited = false;
         }
         let streams = self.sides.len() + 1;
         self.forked.clear();
@@ -246,6 +249,7 @@ impl Eager {
                 instances: vec![Event::new(&origin_device)?],
                 latest: None,
                 recorded_by: Program::ORIGIN,
+                origin_waited: false,
             });
         }
         self.sides = sides;
@@ -301,12 +305,16 @@ impl Eager {
             let tail = self.tails[s].and_then(|e| {
                 let slot = &self.events[e];
                 match slot.latest {
-                    Some(instance) if slot.recorded_by == s => Some(&slot.instances[instance]),
+                    Some(instance) if slot.recorded_by == s => Some((slot, instance)),
                     _ => None,
                 }
             });
             match tail {
-                Some(event) => wait_on(&mut self.stats, &self.origin, event)?,
+                // The origin already waits for the side stream's whole work.
+                Some((slot, _)) if slot.origin_waited => {}
+                Some((slot, instance)) => {
+                    wait_on(&mut self.stats, &self.origin, &slot.instances[instance])?
+                }
                 None => {
                     record_on(&mut self.stats, link, side)?;
                     wait_on(&mut self.stats, &self.origin, link)?;
@@ -358,6 +366,7 @@ impl Eager {
         record_on(&mut self.stats, &slot.instances[instance], stream)?;
         slot.latest = Some(instance);
         slot.recorded_by = stmt.stream;
+        slot.origin_waited = false;
         if let Some(tail) = self.tails.get_mut(stmt.stream) {
             *tail = Some(index);
         }
@@ -377,7 +386,11 @@ impl Eager {
             &mut self.stats,
             stream,
             &self.events[index].instances[latest],
-        )
+        )?;
+        if stmt.stream == Program::ORIGIN {
+            self.events[index].origin_waited = true;
+        }
+        Ok(())
     }
 
     fn do_wait_stream(&mut self, stmt: &'static Statement) -> Result<()> {
