@@ -114,6 +114,11 @@ impl Pipeline for Faulty<'_> {
                         .join()
                         .unwrap();
                 println!("the other thread's allocation during a global capture: {other:?}");
+                // The other thread learns why, in capture terms, not as a raw driver code.
+                assert!(
+                    matches!(other, Err(Error::Capture { .. })),
+                    "the other thread's allocation: {other:?}"
+                );
             }
         }
         issuer.wait_stream(&s[2])?;

@@ -151,10 +151,55 @@ impl Error {
         }
     }
 
+    /// A failed driver call. Failures that break a capture's rules (on this thread or, in
+    /// global mode, on another thread that is capturing) become [`Error::Capture`], so they
+    /// are explained in capture terms wherever they surface.
     pub(crate) fn driver(call: &'static str, source: cudarc::driver::DriverError) -> Error {
-        Error::Driver { call, source }
+        match crate::exec::capture::CaptureFault::from_code(source.0) {
+            Some(fault) => Error::Capture {
+                fault,
+                statement: None,
+                after: None,
+                pipeline: None,
+            },
+            None => Error::Driver { call, source },
+        }
     }
 }
 
 /// `Result` with the runtime's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cudarc::driver::{sys::CUresult, DriverError};
+
+    #[test]
+    fn capture_rule_violations_become_capture_errors_wherever_they_surface() {
+        let e = Error::driver(
+            "cuMemAlloc",
+            DriverError(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED),
+        );
+        assert!(matches!(e, Error::Capture { .. }), "{e:?}");
+        let e = Error::driver(
+            "cuStreamSynchronize",
+            DriverError(CUresult::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT),
+        );
+        assert!(matches!(e, Error::Capture { .. }), "{e:?}");
+        let e = Error::driver(
+            "cuMemAlloc",
+            DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY),
+        );
+        assert!(
+            matches!(
+                e,
+                Error::Driver {
+                    call: "cuMemAlloc",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+    }
+}
