@@ -228,8 +228,8 @@ pub(crate) fn refuse_while_capturing(stream: &Stream, fault: CaptureFault) -> Re
     }
 }
 
-/// Turns driver capture codes into [`Error::Capture`] and fills in the pipeline and the
-/// statement context.
+/// Fills in the pipeline and the statement context of capture errors ([`Error::driver`] already
+/// turned the driver's capture codes into [`Error::Capture`]).
 pub(crate) fn normalize(
     e: Error,
     program: &'static Program,
@@ -249,27 +249,10 @@ pub(crate) fn normalize(
                 after: a,
                 pipeline,
             },
-            Error::Driver { source: code, .. } if CaptureFault::from_code(code.0).is_some() => {
-                Error::Capture {
-                    fault: CaptureFault::from_code(code.0).unwrap_or(CaptureFault::Unsupported),
-                    statement: Some(statement),
-                    after: None,
-                    pipeline,
-                }
-            }
             other => Error::Statement {
                 statement,
                 source: Box::new(other),
             },
-        },
-        Error::Driver { source: code, call } => match CaptureFault::from_code(code.0) {
-            Some(fault) => Error::Capture {
-                fault,
-                statement: None,
-                after,
-                pipeline,
-            },
-            None => Error::Driver { call, source: code },
         },
         Error::Capture {
             fault,
