@@ -1,8 +1,8 @@
 //! The `pipeline!` procedural macro of streamgraph. Use it through the `streamgraph` crate,
 //! which re-exports it; generated code refers to `::streamgraph::__private`.
 //!
-//! Inside: [`syntax`] parses the input, [`model`] resolves names and accesses, [`validate`]
-//! checks the cross-statement rules (including the static race check), [`expand`] writes the
+//! Inside: `syntax` parses the input, `model` resolves names and accesses, `validate`
+//! checks the cross-statement rules (including the static race check), `expand` writes the
 //! code. Only this file touches `proc_macro`.
 #![warn(missing_docs)]
 // Syntax trees are built once per macro call and moved rarely; boxing variants would only
