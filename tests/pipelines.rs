@@ -271,6 +271,60 @@ fn fan_out_replays_like_eager_runs_and_keeps_its_host_function() {
     );
 }
 
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn giving_back_a_pipeline_with_host_copies_waits_for_its_replays() {
+    let _serial = common::serial();
+    let (device, origin, k) = setup();
+    let n = 1000u32;
+    let values: Vec<u32> = (0..n).map(|i| i * 11 + 4).collect();
+    let host_in = PinnedBuffer::from_slice(&device, &values).unwrap();
+    let fresh = || DeviceBuffer::<u32>::zeros(&device, n as usize).unwrap();
+    let (mut input, mut left, mut right) = (fresh(), fresh(), fresh());
+    let mut host_left = PinnedBuffer::<u32>::zeros(&device, n as usize).unwrap();
+    let mut host_right = PinnedBuffer::<u32>::zeros(&device, n as usize).unwrap();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let p = Fan::new(
+        &host_in,
+        &mut input,
+        &mut left,
+        &mut right,
+        &mut host_left,
+        &mut host_right,
+        &k,
+        n,
+        &runs,
+    );
+    let exec = capture(&origin, p).unwrap().instantiate().unwrap();
+    // Replays on another stream, behind a long spin there: nothing is synchronized by hand.
+    let other = Stream::new(&device, 0).unwrap();
+    let gate = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let one = 1u32;
+    let spin = 100_000_000u64; // 100 ms
+    k.slow_step
+        .launch_on(
+            &other,
+            streamgraph::LaunchConfig {
+                grid: 1.into(),
+                block: 1.into(),
+                shared_mem_bytes: 0,
+            },
+            &[
+                streamgraph::KernelArg::write(&gate),
+                streamgraph::KernelArg::value(&one),
+                streamgraph::KernelArg::value(&spin),
+            ],
+        )
+        .unwrap();
+    exec.replay(&other, 2).unwrap();
+    exec.into_pipeline(); // must wait: the replays copy into `host_left` and `host_right`
+    let want_left: Vec<u32> = values.iter().map(|v| v * 3 + 1).collect();
+    let want_right: Vec<u32> = values.iter().map(|v| v * 5 + 2).collect();
+    assert_eq!(host_left.as_slice(), &want_left[..]);
+    assert_eq!(host_right.as_slice(), &want_right[..]);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
 pipeline! {
     /// One stream: a chain of slow steps.
     pipeline Chain(x: &mut DeviceBuffer<u32>, k: &Kernels, n: usize) {

@@ -340,6 +340,8 @@ pub(crate) struct GraphCore {
     /// Statement id → its operations, in occurrence order.
     by_statement: Vec<Vec<usize>>,
     host_fns: KeptFns,
+    /// Whether a copy of the graph touches host memory.
+    host_memory: bool,
     /// The memory the pipeline uses, merged into disjoint `(device, start, end)` intervals in
     /// order, for a binary search per buffer argument of `set_kernel_args`.
     memory: Vec<(i32, u64, u64)>,
@@ -365,6 +367,7 @@ impl GraphCore {
             ops: book.ops,
             by_statement,
             host_fns: book.host_fns,
+            host_memory: book.host_memory,
             memory: merged_intervals(&book.memory),
             origin,
         }
@@ -616,6 +619,7 @@ impl<P> Graph<P> {
         let mut core = self.core;
         let keeper = HostFnKeeper {
             fns: std::mem::take(&mut core.host_fns),
+            host_memory: core.host_memory,
             streams: RefCell::new(Vec::new()),
         };
         Ok(GraphExec {
@@ -738,16 +742,26 @@ pub struct GraphStats {
 }
 
 /// The host functions an executable graph calls, and the streams it was launched on: before
-/// the functions are freed, those streams are synchronized so that no replay still runs.
+/// the functions are freed — and before the pipeline's borrows of host memory that its copies
+/// read or write end — those streams are synchronized so that no replay still runs.
 #[derive(Debug)]
 struct HostFnKeeper {
     fns: KeptFns,
+    /// Whether a copy of the graph touches host memory (Rust may read it once the borrow ends).
+    host_memory: bool,
     streams: RefCell<Vec<Stream>>,
+}
+
+impl HostFnKeeper {
+    /// Whether replays must be finished before the executable graph goes away.
+    fn must_wait(&self) -> bool {
+        self.host_memory || !self.fns.0.is_empty()
+    }
 }
 
 impl Drop for HostFnKeeper {
     fn drop(&mut self) {
-        if self.fns.0.is_empty() {
+        if !self.must_wait() {
             return;
         }
         for s in self.streams.get_mut().iter() {
@@ -791,7 +805,7 @@ impl<P> GraphExec<P> {
                 right: stream.device().ordinal(),
             });
         }
-        if !self.keeper.fns.0.is_empty() {
+        if self.keeper.must_wait() {
             let mut streams = self.keeper.streams.borrow_mut();
             if !streams.contains(stream) {
                 streams.push(stream.clone());
@@ -827,9 +841,23 @@ impl<P> GraphExec<P> {
     }
 
     /// Gives the pipeline back (and with it the borrows of its buffers); the executable graph
-    /// is destroyed. Synchronize the streams it was launched on before reading results.
+    /// is destroyed. When the graph's copies read or write host memory, or it calls host
+    /// functions, this first waits for the streams it was launched on (host memory must not be
+    /// read by Rust while a replay still copies into it); otherwise synchronize those streams
+    /// before reading results from device memory.
     pub fn into_pipeline(self) -> P {
         self.pipeline
+    }
+
+    /// Waits for the replays in flight when they may still touch host memory of the current
+    /// pipeline (before its borrows are handed back).
+    fn finish_host_replays(&self) -> Result<()> {
+        if self.keeper.host_memory {
+            for s in self.keeper.streams.borrow().iter() {
+                s.synchronize()?;
+            }
+        }
+        Ok(())
     }
 
     /// Launch, update and re-instantiation counts.
@@ -927,6 +955,7 @@ impl<P> GraphExec<P> {
             None => {
                 // The new graph's host functions run from the next launch on.
                 self.keeper.fns.0.append(&mut core.host_fns.0);
+                self.keeper.host_memory |= core.host_memory;
                 self.latest = Some(core);
                 self.updates += 1;
                 Ok(())
@@ -944,6 +973,7 @@ impl<P> GraphExec<P> {
                     .instantiate()
                     .map_err(|e| Error::driver("cuGraphInstantiateWithFlags", e))?;
                 self.keeper.fns.0.append(&mut core.host_fns.0);
+                self.keeper.host_memory |= core.host_memory;
                 self.latest = None;
                 self.exec = exec;
                 self.base = core;
@@ -967,7 +997,8 @@ impl<P: Pipeline> GraphExec<P> {
 
     /// Captures `pipeline` (new arguments, new buffers) into a fresh graph and applies it to
     /// this executable graph in place (`cuGraphExecUpdate`), without re-instantiating.
-    /// Returns the previous pipeline (and with it the borrows of its buffers).
+    /// Returns the previous pipeline (and with it the borrows of its buffers); when the graph's
+    /// copies touch host memory, replays in flight finish first.
     ///
     /// When the driver refuses (the topology or a kernel changed) this fails with
     /// [`Error::UpdateRejected`] naming the reason and the statement, unless
@@ -978,6 +1009,7 @@ impl<P: Pipeline> GraphExec<P> {
     /// See [`cuGraphExecUpdate`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
     pub fn update(&mut self, pipeline: P) -> Result<P> {
         let core = self.recaptured(&pipeline)?;
+        self.finish_host_replays()?;
         self.apply(core, self.reinstantiate)?;
         Ok(std::mem::replace(&mut self.pipeline, pipeline))
     }
@@ -985,6 +1017,7 @@ impl<P: Pipeline> GraphExec<P> {
     /// [`GraphExec::update`], re-instantiating when the driver refuses to update in place.
     pub fn update_or_reinstantiate(&mut self, pipeline: P) -> Result<P> {
         let core = self.recaptured(&pipeline)?;
+        self.finish_host_replays()?;
         self.apply(core, true)?;
         Ok(std::mem::replace(&mut self.pipeline, pipeline))
     }

@@ -312,6 +312,9 @@ pub(crate) struct NodeBook {
     occurrences: Vec<u32>,
     pub(crate) host_fns: KeptFns,
     pub(crate) memory: std::collections::BTreeSet<DeviceRange>,
+    /// Whether a copy reads or writes host memory (its replays must finish before the
+    /// pipeline's borrows end).
+    pub(crate) host_memory: bool,
     pub(crate) last: Option<&'static Statement>,
 }
 
@@ -322,6 +325,7 @@ impl NodeBook {
             occurrences: vec![0; program.statements.len()],
             host_fns: KeptFns::default(),
             memory: std::collections::BTreeSet::new(),
+            host_memory: false,
             last: None,
         }
     }
@@ -362,8 +366,9 @@ impl NodeBook {
             Issued::Copy(sides) => {
                 empty = sides[0].0.bytes() == 0;
                 for (memory, _) in sides {
-                    if let Memory::Device(r) = memory {
-                        self.remember(*r);
+                    match memory {
+                        Memory::Device(r) => self.remember(*r),
+                        _ => self.host_memory = true,
                     }
                 }
             }
