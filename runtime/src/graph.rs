@@ -986,13 +986,7 @@ impl<P> GraphExec<P> {
 
 impl<P: Pipeline> GraphExec<P> {
     fn recaptured(&mut self, pipeline: &P) -> Result<GraphCore> {
-        let settings = self.settings;
-        let capture = self.recapture.get_or_insert_with(|| {
-            Capture::new(&self.base.origin)
-                .mode(settings.mode)
-                .verify(settings.verify)
-        });
-        capture.capture_core(pipeline)
+        recapturer(&mut self.recapture, &self.base.origin, self.settings).capture_core(pipeline)
     }
 
     /// Captures `pipeline` (new arguments, new buffers) into a fresh graph and applies it to
@@ -1028,13 +1022,8 @@ impl<P: Pipeline> GraphExec<P> {
     /// again or re-instantiate.
     pub fn update_with(&mut self, f: impl FnOnce(&mut P)) -> Result<()> {
         f(&mut self.pipeline);
-        let settings = self.settings;
-        let capture = self.recapture.get_or_insert_with(|| {
-            Capture::new(&self.base.origin)
-                .mode(settings.mode)
-                .verify(settings.verify)
-        });
-        let core = capture.capture_core(&self.pipeline)?;
+        let core = recapturer(&mut self.recapture, &self.base.origin, self.settings)
+            .capture_core(&self.pipeline)?;
         self.apply(core, self.reinstantiate)
     }
 
@@ -1046,6 +1035,19 @@ impl<P: Pipeline> GraphExec<P> {
             .unwrap_or(&self.base)
             .verify_against(&plan)
     }
+}
+
+/// The capture issuer for updates, made on first use with the original capture's settings.
+fn recapturer<'c>(
+    slot: &'c mut Option<Capture>,
+    origin: &Stream,
+    settings: CaptureSettings,
+) -> &'c mut Capture {
+    slot.get_or_insert_with(|| {
+        Capture::new(origin)
+            .mode(settings.mode)
+            .verify(settings.verify)
+    })
 }
 
 #[cfg(test)]
