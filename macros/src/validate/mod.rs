@@ -1,0 +1,416 @@
+//! Cross-statement rules, one function per rule.
+//!
+//! The data-race rule is built on [`race`], a pure analysis over a tiny model of the program
+//! (streams, events, operations with their buffer accesses, records, waits, `wait_stream`s,
+//! loops and branches) that follows DESIGN.md §2 exactly.
+
+pub mod race;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
+mod agree_tests;
+
+use std::collections::BTreeSet;
+
+use syn::Ident;
+
+use crate::model::{Errors, Kind, Mode, Node, ParamKind, Program, Statement};
+
+/// Checks every rule, recording each violation in `errors`.
+pub fn validate(program: &Program, errors: &mut Errors) {
+    at_least_one_stream(program, errors);
+    unique_names(program, errors);
+    waits_follow_records(program, errors);
+    wait_stream_names_another_stream(program, errors);
+    copies_avoid_pageable_memory(program, errors);
+    writes_go_through_mut_parameters(program, errors);
+    no_static_races(program, errors);
+}
+
+/// A pipeline declares at least one stream; the first declared is the origin.
+fn at_least_one_stream(program: &Program, errors: &mut Errors) {
+    if program.streams.is_empty() {
+        errors.spanned(
+            &program.name,
+            format!(
+                "pipeline `{}` declares no stream: declare at least one, e.g. `stream main;` \
+                 (the first declared stream is the origin)",
+                program.name
+            ),
+        );
+    }
+}
+
+/// Stream names, event names and parameter names are each unique.
+fn unique_names(program: &Program, errors: &mut Errors) {
+    fn check<'a>(what: &str, names: impl Iterator<Item = &'a Ident>, errors: &mut Errors) {
+        let mut seen: Vec<&Ident> = Vec::new();
+        for name in names {
+            if seen.contains(&name) {
+                errors.spanned(
+                    name,
+                    format!("{what} `{name}` is declared twice; rename one"),
+                );
+            } else {
+                seen.push(name);
+            }
+        }
+    }
+    check("stream", program.streams.iter().map(|s| &s.name), errors);
+    check("event", program.events.iter().map(|e| &e.name), errors);
+    check("parameter", program.params.iter().map(|p| &p.name), errors);
+}
+
+/// A `wait` names an event that some statement may have recorded before it.
+///
+/// Before means earlier in program order (in any branch), or later in the body of a loop
+/// enclosing the wait (recorded by the previous iteration; the first iteration's wait is then a
+/// no-op, as CUDA defines it).
+fn waits_follow_records(program: &Program, errors: &mut Errors) {
+    fn records(nodes: &[Node], program: &Program, out: &mut BTreeSet<usize>) {
+        for node in nodes {
+            match node {
+                Node::Stmt(i) => {
+                    if let Kind::Record { event, .. } = program.statements[*i].kind {
+                        out.insert(event);
+                    }
+                }
+                Node::For { body, .. } => records(body, program, out),
+                Node::If {
+                    then, otherwise, ..
+                } => {
+                    records(then, program, out);
+                    records(otherwise.as_deref().unwrap_or_default(), program, out);
+                }
+            }
+        }
+    }
+    fn walk(
+        nodes: &[Node],
+        program: &Program,
+        recorded: &mut BTreeSet<usize>,
+        errors: &mut Errors,
+    ) {
+        for node in nodes {
+            match node {
+                Node::Stmt(i) => {
+                    let stmt = &program.statements[*i];
+                    match &stmt.kind {
+                        Kind::Record { event, .. } => {
+                            recorded.insert(*event);
+                        }
+                        Kind::Wait { event, name } if !recorded.contains(event) => {
+                            errors.spanned(
+                                name,
+                                format!(
+                                    "`{}` waits for event `{name}`, which no earlier statement \
+                                     records; record it first, e.g. `STREAM: record {name};` \
+                                     after the work to wait for",
+                                    stmt.text
+                                ),
+                            );
+                        }
+                        _ => {}
+                    }
+                }
+                Node::For { body, .. } => {
+                    records(body, program, recorded);
+                    walk(body, program, recorded, errors);
+                }
+                Node::If {
+                    then, otherwise, ..
+                } => {
+                    let mut in_then = recorded.clone();
+                    walk(then, program, &mut in_then, errors);
+                    let mut in_else = recorded.clone();
+                    walk(
+                        otherwise.as_deref().unwrap_or_default(),
+                        program,
+                        &mut in_else,
+                        errors,
+                    );
+                    recorded.extend(in_then);
+                    recorded.extend(in_else);
+                }
+            }
+        }
+    }
+    walk(&program.body, program, &mut BTreeSet::new(), errors);
+}
+
+/// `wait_stream` names a stream other than the one it is issued on.
+fn wait_stream_names_another_stream(program: &Program, errors: &mut Errors) {
+    for stmt in &program.statements {
+        if let Kind::WaitStream { stream, name } = &stmt.kind {
+            if *stream == stmt.stream && *name == stmt.stream_name {
+                errors.spanned(
+                    name,
+                    format!(
+                        "stream `{name}` cannot wait for itself: its work is already in order; \
+                         name another stream"
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// A `copy` reads and writes device or page-locked host memory, never pageable host memory.
+///
+/// Pageable host memory cannot be captured into a CUDA graph.
+fn copies_avoid_pageable_memory(program: &Program, errors: &mut Errors) {
+    for stmt in &program.statements {
+        if let Kind::Copy { dst, src } = &stmt.kind {
+            for side in [dst, src] {
+                if let Some(param) = program.param(&side.root).filter(|p| p.is_pageable_host()) {
+                    errors.spanned(
+                        &side.expr,
+                        format!(
+                            "`{}` cannot be captured: parameter `{}` is pageable host memory \
+                             (`{}`), which a CUDA graph cannot copy; declare it as a \
+                             `PinnedBuffer<T>` (page-locked host memory)",
+                            stmt.text,
+                            param.name,
+                            crate::text::type_text(&param.ty)
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A statement writes a buffer only through a parameter declared `&mut`.
+///
+/// Writes are `&mut x` arguments, copy destinations and fill targets.
+fn writes_go_through_mut_parameters(program: &Program, errors: &mut Errors) {
+    for stmt in &program.statements {
+        for access in stmt.accesses.iter().filter(|a| a.mode == Mode::Write) {
+            let Some(param) = program.param(&access.buffer) else {
+                continue;
+            };
+            if param.kind != ParamKind::Mut {
+                errors.spanned(
+                    &access.at,
+                    format!(
+                        "`{}` writes `{}`, but parameter `{}` is declared `{}`: writing through a \
+                         shared borrow would race with other users of it; declare it `&mut`",
+                        stmt.text,
+                        access.buffer,
+                        param.name,
+                        crate::text::type_text(&param.ty)
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// Conflicting whole-buffer accesses on different streams are ordered by happens-before.
+///
+/// Conflicting: two statements touch the same whole buffer, at least one writing. Ordered: by a
+/// happens-before path (DESIGN.md §2) on every path through the program. Sub-ranges and
+/// uncertain cases are left to the run-time plan.
+fn no_static_races(program: &Program, errors: &mut Errors) {
+    if program.streams.len() < 2 {
+        return;
+    }
+    let buffers: Vec<&Ident> = program.params.iter().map(|p| &p.name).collect();
+    let flow = to_flow(&program.body, program, &buffers);
+    for r in race::certain_races(program.streams.len(), program.events.len(), &flow) {
+        let first = &program.statements[r.first];
+        let second = &program.statements[r.second];
+        let buffer = buffers[r.buffer];
+        report_race(program, first, second, buffer, &r, errors);
+    }
+}
+
+/// `nodes` in the race engine's model, buffers numbered by their index in `buffers`.
+fn to_flow(nodes: &[Node], program: &Program, buffers: &[&Ident]) -> Vec<race::Flow> {
+    nodes
+        .iter()
+        .map(|node| match node {
+            Node::Stmt(i) => {
+                let stmt = &program.statements[*i];
+                race::Flow::Cmd(match &stmt.kind {
+                    Kind::Record { event, .. } => race::Cmd::Record {
+                        stream: stmt.stream,
+                        event: *event,
+                    },
+                    Kind::Wait { event, .. } => race::Cmd::Wait {
+                        stream: stmt.stream,
+                        event: *event,
+                    },
+                    Kind::WaitStream { stream, .. } => race::Cmd::WaitStream {
+                        stream: stmt.stream,
+                        other: *stream,
+                    },
+                    _ => race::Cmd::Op {
+                        stmt: stmt.id,
+                        stream: stmt.stream,
+                        touches: stmt
+                            .accesses
+                            .iter()
+                            .filter_map(|a| {
+                                Some(race::Touch {
+                                    buffer: buffers.iter().position(|b| **b == a.buffer)?,
+                                    write: a.mode == Mode::Write,
+                                    whole: a.whole,
+                                })
+                            })
+                            .collect(),
+                    },
+                })
+            }
+            Node::For { body, .. } => race::Flow::Loop(to_flow(body, program, buffers)),
+            Node::If {
+                then, otherwise, ..
+            } => race::Flow::If(
+                to_flow(then, program, buffers),
+                to_flow(otherwise.as_deref().unwrap_or_default(), program, buffers),
+            ),
+        })
+        .collect()
+}
+
+/// The data-race diagnostic: on both statements, with the `record`/`wait` pair that fixes it.
+fn report_race(
+    program: &Program,
+    first: &Statement,
+    second: &Statement,
+    buffer: &Ident,
+    race: &race::Race,
+    errors: &mut Errors,
+) {
+    let verb = |w: bool| if w { "writes" } else { "reads" };
+    let (l1, c1) = line_column(first.first);
+    let (l2, c2) = line_column(second.first);
+    let suffix = if race.first_writes { "ready" } else { "free" };
+    let event = format!("{buffer}_{suffix}");
+    let declared = program.events.iter().any(|e| e.name == event);
+    let declare = if declared {
+        String::new()
+    } else {
+        format!(" (declare `event {event};`)")
+    };
+    let from = &program.streams[first.stream].name;
+    let to = &program.streams[second.stream].name;
+    let when = if race.loop_carried {
+        " in the previous iteration of the loop"
+    } else {
+        ""
+    };
+    let message = format!(
+        "data race on `{buffer}`: `{}` (at {l2}:{c2}) {} `{buffer}` on stream `{to}` while \
+         `{}` (at {l1}:{c1}){when} {} it on stream `{from}`, and nothing orders the two; \
+         add `{from}: record {event};` after the {} and `{to}: wait {event};` before this \
+         statement{declare}",
+        second.text,
+        verb(race.second_writes),
+        first.text,
+        verb(race.first_writes),
+        if race.first_writes { "write" } else { "read" },
+    );
+    let mut error = syn::Error::new_spanned(second.tokens(), message);
+    error.combine(syn::Error::new_spanned(
+        first.tokens(),
+        format!(
+            "the other side of the data race on `{buffer}`: `{}` {} `{buffer}` here, on stream \
+             `{from}`",
+            first.text,
+            verb(race.first_writes)
+        ),
+    ));
+    errors.push(error);
+}
+
+/// `line:column` of a span (1-based column, as the runtime's `Location`).
+pub fn line_column(span: proc_macro2::Span) -> (u32, u32) {
+    let start = span.start();
+    (start.line as u32, start.column as u32 + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syn::parse_quote;
+
+    fn errors_of(input: crate::syntax::Input) -> Vec<String> {
+        let mut errors = Errors::default();
+        let program = Program::from_syntax(input, &mut errors);
+        validate(&program, &mut errors);
+        errors
+            .into_vec()
+            .iter()
+            .flat_map(|e| e.clone().into_iter())
+            .map(|e| e.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn rules_report_on_the_model() {
+        let errors = errors_of(parse_quote! {
+            pipeline P(x: &mut B, y: &B, h: &[f32], k: &K, x: u32) {
+                stream main;
+                stream side;
+                stream main;
+                event e;
+                event e;
+                side: wait e;
+                main: wait_stream main;
+                main: launch k.f<<<1, 1>>>(&mut y);
+                side: copy x <- h;
+                main: record e;
+            }
+        });
+        let has = |s: &str| errors.iter().any(|e| e.contains(s));
+        assert!(has("stream `main` is declared twice"), "{errors:#?}");
+        assert!(has("event `e` is declared twice"));
+        assert!(has("parameter `x` is declared twice"));
+        assert!(has(
+            "waits for event `e`, which no earlier statement records"
+        ));
+        assert!(has("stream `main` cannot wait for itself"));
+        assert!(has("parameter `y` is declared `& B`") || has("parameter `y` is declared `&B`"));
+        assert!(has("pageable host memory"));
+    }
+
+    #[test]
+    fn waits_may_follow_records_of_a_previous_iteration() {
+        let errors = errors_of(parse_quote! {
+            pipeline P(n: u32) {
+                stream main;
+                stream side;
+                event e;
+                for i in 0..n { side: wait e; main: record e; }
+                if n > 1 { main: record e; }
+                side: wait e;
+            }
+        });
+        assert!(errors.is_empty(), "{errors:?}");
+    }
+
+    #[test]
+    fn race_message_names_both_statements_and_the_fix() {
+        let errors = errors_of(parse_quote! {
+            pipeline P(x: &mut B, k: &K) {
+                stream main;
+                stream side;
+                main: launch k.a<<<1, 1>>>(&mut x);
+                side: launch k.b<<<1, 1>>>(&x);
+            }
+        });
+        assert_eq!(errors.len(), 2, "{errors:#?}");
+        assert!(errors[0].starts_with("data race on `x`: `side: launch k.b<<<1, 1>>>(&x)`"));
+        assert!(errors[0].contains("while `main: launch k.a<<<1, 1>>>(&mut x)`"));
+        assert!(errors[0]
+            .contains("add `main: record x_ready;` after the write and `side: wait x_ready;`"));
+        assert!(errors[1].contains("the other side of the data race on `x`"));
+    }
+
+    #[test]
+    fn no_stream_is_an_error() {
+        let errors = errors_of(parse_quote! { pipeline P() {} });
+        assert!(errors[0].contains("declares no stream"));
+    }
+}
