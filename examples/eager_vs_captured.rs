@@ -69,14 +69,7 @@ fn main() -> ExitCode {
         Err(e @ (Error::NoDriver { .. } | Error::NoDevice | Error::NoNvrtc { .. })) => {
             println!("{e}");
             println!("no GPU here: the pipeline's plan instead\n");
-            let k = Kernels {
-                scale: Kernel::for_planning("scale"),
-                accumulate: Kernel::for_planning("accumulate"),
-                square: Kernel::for_planning("square"),
-            };
-            let mut x = DeviceBuffer::for_planning(N as usize);
-            let mut acc = DeviceBuffer::for_planning(N as usize);
-            match Plan::build(&Accumulate::new(&mut x, &mut acc, &k, 1.5, N)) {
+            match plan() {
                 Ok(plan) => {
                     println!("{} operations, edges {:?}", plan.len(), plan.edges());
                     println!("\n{}", plan.to_dot());
@@ -93,6 +86,18 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The pipeline's plan, built on plan-only kernels and buffers (no GPU needed).
+fn plan() -> Result<Plan, Error> {
+    let k = Kernels {
+        scale: Kernel::for_planning("scale"),
+        accumulate: Kernel::for_planning("accumulate"),
+        square: Kernel::for_planning("square"),
+    };
+    let mut x = DeviceBuffer::for_planning(N as usize)?;
+    let mut acc = DeviceBuffer::for_planning(N as usize)?;
+    Plan::build(&Accumulate::new(&mut x, &mut acc, &k, 1.5, N))
 }
 
 fn run() -> Result<(), Error> {

@@ -176,7 +176,7 @@ fn run() -> Result<(), Error> {
         .enumerate()
         .map(|(i, x)| x * x + SCALE * (0.5 * i as f32))
         .collect();
-    let got = host_out.as_slice();
+    let got = host_out.as_slice()?;
     let wrong = got.iter().zip(&expected).filter(|(g, e)| g != e).count();
     println!("device: {}", device.name()?);
     println!(
@@ -196,13 +196,13 @@ fn run() -> Result<(), Error> {
 fn show_plan() -> Result<(), Error> {
     let k = Kernels::for_planning();
     let n = 1024;
-    let host_in = PinnedBuffer::<f32>::for_planning(n);
-    let mut host_out = PinnedBuffer::<f32>::for_planning(n);
+    let host_in = PinnedBuffer::<f32>::for_planning(n)?;
+    let mut host_out = PinnedBuffer::<f32>::for_planning(n)?;
     let (mut dev_in, mut a, mut b, mut out) = (
-        DeviceBuffer::<f32>::for_planning(n),
-        DeviceBuffer::<f32>::for_planning(n),
-        DeviceBuffer::<f32>::for_planning(n),
-        DeviceBuffer::<f32>::for_planning(n),
+        DeviceBuffer::<f32>::for_planning(n)?,
+        DeviceBuffer::<f32>::for_planning(n)?,
+        DeviceBuffer::<f32>::for_planning(n)?,
+        DeviceBuffer::<f32>::for_planning(n)?,
     );
     let runs = Arc::new(AtomicUsize::new(0));
     let pipeline = ProduceConsume::new(

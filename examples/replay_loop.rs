@@ -205,8 +205,8 @@ fn run() -> Result<(), Error> {
 }
 
 fn show_plan() -> Result<(), Error> {
-    let mut a = DeviceBuffer::<f32>::for_planning((W * H) as usize);
-    let mut b = DeviceBuffer::<f32>::for_planning((W * H) as usize);
+    let mut a = DeviceBuffer::<f32>::for_planning((W * H) as usize)?;
+    let mut b = DeviceBuffer::<f32>::for_planning((W * H) as usize)?;
     let k = Kernel::for_planning("jacobi");
     let plan = Plan::build(&HeatSteps::new(&mut a, &mut b, &k))?;
     plan.check_races()?;

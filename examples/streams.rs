@@ -57,9 +57,9 @@ fn run() -> Result<(), Error> {
     // (unsigned*, const unsigned*, unsigned, unsigned, unsigned) to `affine`.
     let (iota, affine) = unsafe { (module.kernel("iota")?, module.kernel("affine")?) };
 
-    let x = DeviceBuffer::<u32>::zeros(&device, N as usize)?;
-    let y = DeviceBuffer::<u32>::zeros(&device, N as usize)?;
-    let host = PinnedBuffer::<u32>::zeros(&device, N as usize)?;
+    let mut x = DeviceBuffer::<u32>::zeros(&device, N as usize)?;
+    let mut y = DeviceBuffer::<u32>::zeros(&device, N as usize)?;
+    let mut host = PinnedBuffer::<u32>::zeros(&device, N as usize)?;
     let config = LaunchConfig {
         grid: Dim3::from(N.div_ceil(256)),
         block: Dim3::from(256),
@@ -74,27 +74,27 @@ fn run() -> Result<(), Error> {
     iota.launch_on(
         &producer,
         config,
-        &[KernelArg::write(&x), KernelArg::value(&n)],
+        &[KernelArg::write(&mut x), KernelArg::value(&n)],
     )?;
     let filled = producer.record_event(None)?;
 
     // The consumer's later work waits for `filled`; the host does not block here.
     consumer.wait_event(&filled)?;
     let args = [
-        KernelArg::write(&y),
+        KernelArg::write(&mut y),
         KernelArg::read(&x),
         KernelArg::value(&a),
         KernelArg::value(&b),
         KernelArg::value(&n),
     ];
     affine.launch_on(&consumer, config, &args)?;
-    consumer.copy(&host, &y)?;
+    consumer.copy(&mut host, &y)?;
     end.record(&consumer)?;
 
     consumer.synchronize()?;
     let ms = start.elapsed_time(&end)?;
     let wrong = host
-        .as_slice()
+        .as_slice()?
         .iter()
         .enumerate()
         .filter(|&(i, &v)| v != a * i as u32 + b)

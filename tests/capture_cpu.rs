@@ -28,8 +28,8 @@ fn diamond() -> Plan {
     let program = b.build();
     let s = &program.statements;
     let (x, y) = (
-        DeviceBuffer::<f32>::for_planning(16),
-        DeviceBuffer::<f32>::for_planning(16),
+        DeviceBuffer::<f32>::for_planning(16).unwrap(),
+        DeviceBuffer::<f32>::for_planning(16).unwrap(),
     );
     let k = Kernel::for_planning("k");
     let cfg = LaunchConfig {

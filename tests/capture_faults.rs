@@ -9,6 +9,7 @@
 mod common;
 
 use common::{single, Kernels};
+use streamgraph::__private::arg_write;
 use streamgraph::plan::ProgramBuilder;
 use streamgraph::{
     AccessMode, Capture, CaptureFault, CaptureMode, CaptureOutcome, DeviceBuffer, Eager, Error,
@@ -80,7 +81,7 @@ impl Pipeline for Faulty<'_> {
             &s[0],
             &self.k.write_value,
             single(),
-            &[KernelArg::write(self.x), KernelArg::value(&one)],
+            &[arg_write(self.x), KernelArg::value(&one)],
         )?;
         match self.misdeed {
             Misdeed::Nothing => {}
@@ -97,7 +98,7 @@ impl Pipeline for Faulty<'_> {
                 self.k.write_value.launch_on(
                     &self.extra,
                     single(),
-                    &[KernelArg::write(self.y), KernelArg::value(&two)],
+                    &[arg_write(self.y), KernelArg::value(&two)],
                 )?;
             }
             Misdeed::Allocate => {
@@ -126,7 +127,7 @@ impl Pipeline for Faulty<'_> {
             &s[3],
             &self.k.write_value,
             single(),
-            &[KernelArg::write(self.y), KernelArg::value(&two)],
+            &[arg_write(self.y), KernelArg::value(&two)],
         )
     }
 }
@@ -309,9 +310,9 @@ fn another_threads_allocation_in_global_mode_is_a_typed_fault() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn fallback_runs_eagerly_and_says_so() {
-    let s = setup();
+    let mut s = setup();
     let mut capture = Capture::new(&s.origin).fallback_to_eager(true);
-    s.origin.fill(&s.x, 0u32).unwrap();
+    s.origin.fill(&mut s.x, 0u32).unwrap();
     let outcome = capture.run(s.pipeline(Misdeed::Synchronize)).unwrap();
     let CaptureOutcome::RanEagerly { fault, .. } = &outcome else {
         panic!("expected an eager run, but the pipeline was captured")

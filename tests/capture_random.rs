@@ -11,8 +11,9 @@
 
 use std::time::Instant;
 
+use streamgraph::__private::{arg_write, fill};
 use streamgraph::plan::random::{Call, RandomOptions};
-use streamgraph::plan::{Plan, RandomProgram};
+use streamgraph::plan::{Plan, ProgramBuilder, RandomProgram};
 use streamgraph::{
     Capture, Device, DeviceBuffer, Eager, Error, Issuer, Kernel, KernelArg, Location, Module,
     Pipeline, Program, Stream, StreamOptions,
@@ -96,7 +97,7 @@ impl Pipeline for RandomPipe<'_> {
                     self.kernel,
                     config,
                     &[
-                        KernelArg::write(self.slots),
+                        arg_write(self.slots),
                         KernelArg::read(self.offsets),
                         KernelArg::read(self.preds),
                         KernelArg::value(&value),
@@ -115,6 +116,36 @@ impl Pipeline for RandomPipe<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// `main: fill slots = 0`, written by hand: it zeroes the slots between replays, while the
+/// executable graph (which writes them) holds them shared. It runs on the stream the graph is
+/// launched on, so it is ordered between the replays.
+struct ZeroSlots<'a> {
+    slots: &'a DeviceBuffer<u32>,
+}
+
+impl Pipeline for ZeroSlots<'_> {
+    const PROGRAM: &'static Program = &PLACEHOLDER;
+
+    fn program(&self) -> &'static Program {
+        use std::sync::OnceLock;
+        static PROGRAM: OnceLock<&'static Program> = OnceLock::new();
+        PROGRAM.get_or_init(|| {
+            let mut b = ProgramBuilder::new("ZeroSlots");
+            let main = b.stream("main");
+            b.fill(main, "slots");
+            b.build()
+        })
+    }
+
+    fn stream_options(&self) -> Vec<StreamOptions> {
+        vec![StreamOptions::default()]
+    }
+
+    fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
+        fill(issuer, &self.program().statements[0], self.slots, 0u32)
     }
 }
 
@@ -150,9 +181,10 @@ fn random_programs_capture_exactly_their_plan_and_replay_like_eager_runs() {
             offsets.push(preds.len() as u32);
         }
         preds.push(0); // never empty
-        let slots = DeviceBuffer::<u32>::zeros(&device, n.max(1)).unwrap();
+        let mut slots = DeviceBuffer::<u32>::zeros(&device, n.max(1)).unwrap();
         let offsets = DeviceBuffer::from_host(&device, &offsets).unwrap();
         let preds = DeviceBuffer::from_host(&device, &preds).unwrap();
+        origin.fill(&mut slots, 0u32).unwrap();
         let pipe = || RandomPipe {
             random: &random,
             kernel: &kernel,
@@ -162,7 +194,6 @@ fn random_programs_capture_exactly_their_plan_and_replay_like_eager_runs() {
             spin: 5_000,
         };
 
-        origin.fill(&slots, 0u32).unwrap();
         eager.run(&pipe()).unwrap();
         origin.synchronize().unwrap();
         let eager_slots = slots.to_vec_on(&origin).unwrap();
@@ -179,7 +210,8 @@ fn random_programs_capture_exactly_their_plan_and_replay_like_eager_runs() {
         assert_eq!(report.operations, n, "seed {seed}");
         let exec = graph.instantiate().unwrap();
         for replay in 0..3 {
-            origin.fill(&slots, 0u32).unwrap();
+            // The graph holds `slots` until it is dropped: zero them in stream order.
+            eager.run(&ZeroSlots { slots: &slots }).unwrap();
             exec.launch(&origin).unwrap();
             origin.synchronize().unwrap();
             let replayed = slots.to_vec_on(&origin).unwrap();

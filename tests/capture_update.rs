@@ -8,6 +8,7 @@ mod common;
 use std::time::Instant;
 
 use common::Kernels;
+use streamgraph::__private::arg_write;
 use streamgraph::{
     capture, pipeline, DeviceBuffer, Error, GraphStats, KernelArg, OpRef, Pipeline, Stream,
     UpdateRejection,
@@ -159,38 +160,46 @@ fn set_kernel_args_changes_one_launch_in_place_and_is_cheap() {
     let second_add = OpRef::new(&program.statements[3]).occurrence(2);
     let exec = graph.instantiate().unwrap();
 
-    // The argument is a view of the same buffer the pipeline borrows.
+    // The argument is a view of the same buffer the pipeline borrows. The executable graph
+    // holds the `&mut` borrows of `x` and `y`, so the kernel's written pointers are named
+    // through shared views of them (`arg_write`: the write the graph already does).
     let view = exec.pipeline().x.as_view();
     let (value, add) = (42u32, 1000u32);
     let one = 1u32;
     let y_view = exec.pipeline().y.as_view();
-    let write_args = [KernelArg::write(&view), KernelArg::value(&value)];
+    let write_args = [arg_write(&view), KernelArg::value(&value)];
     let add_args = [
-        KernelArg::write(&y_view),
+        arg_write(&y_view),
         KernelArg::value(&add),
         KernelArg::value(&one),
     ];
-    exec.set_kernel_args(write, &write_args).unwrap();
-    exec.set_kernel_args(second_add, &add_args).unwrap();
+    exec.set_kernel_args(write, &k.write_value, &write_args)
+        .unwrap();
+    exec.set_kernel_args(second_add, &k.add, &add_args).unwrap();
 
     // Wrong uses are errors, not crashes.
     let e = exec
-        .set_kernel_args(write, &[KernelArg::value(&value)])
+        .set_kernel_args(write, &k.write_value, &[KernelArg::value(&value)])
         .unwrap_err();
     assert!(e.to_string().contains("captured with 2 argument(s)"), "{e}");
     let e = exec
-        .set_kernel_args(OpRef::new(&program.statements[1]), &write_args)
+        .set_kernel_args(
+            OpRef::new(&program.statements[1]),
+            &k.write_value,
+            &write_args,
+        )
         .unwrap_err();
     assert!(e.to_string().contains("is not a launch"), "{e}");
     let e = exec
-        .set_kernel_args(write.occurrence(2), &write_args)
+        .set_kernel_args(write.occurrence(2), &k.write_value, &write_args)
         .unwrap_err();
     assert!(e.to_string().contains("no occurrence 2"), "{e}");
-    let stranger = DeviceBuffer::<u32>::zeros(&d, 1).unwrap();
+    let mut stranger = DeviceBuffer::<u32>::zeros(&d, 1).unwrap();
     let e = exec
         .set_kernel_args(
             write,
-            &[KernelArg::write(&stranger), KernelArg::value(&value)],
+            &k.write_value,
+            &[KernelArg::write(&mut stranger), KernelArg::value(&value)],
         )
         .unwrap_err();
     assert!(e.to_string().contains("does not use"), "{e}");
@@ -199,8 +208,8 @@ fn set_kernel_args_changes_one_launch_in_place_and_is_cheap() {
     let rounds = 10_000;
     let started = Instant::now();
     for v in 0..rounds {
-        let args = [KernelArg::write(&view), KernelArg::value(&v)];
-        exec.set_kernel_args(write, &args).unwrap();
+        let args = [arg_write(&view), KernelArg::value(&v)];
+        exec.set_kernel_args(write, &k.write_value, &args).unwrap();
     }
     let per_call = started.elapsed() / rounds;
     println!("set_kernel_args: {per_call:?} per node");
@@ -208,7 +217,8 @@ fn set_kernel_args_changes_one_launch_in_place_and_is_cheap() {
         per_call.as_micros() < 50,
         "set_kernel_args took {per_call:?} per node"
     );
-    exec.set_kernel_args(write, &write_args).unwrap();
+    exec.set_kernel_args(write, &k.write_value, &write_args)
+        .unwrap();
 
     exec.launch(&origin).unwrap();
     origin.synchronize().unwrap();

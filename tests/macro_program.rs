@@ -115,10 +115,13 @@ impl Issuer for Recorder {
     fn fill(
         &mut self,
         stmt: &'static Statement,
-        dst: DeviceRange,
+        dst: MemoryRef<'_>,
         pattern: FillPattern,
     ) -> Result<(), Error> {
         self.check(stmt)?;
+        let streamgraph::Memory::Device(dst) = dst.memory() else {
+            panic!("a fill of host memory: {:?}", dst.memory())
+        };
         self.calls.push(Call::Fill {
             stmt: stmt.id,
             dst,
@@ -248,8 +251,8 @@ fn locations_are_real_lines_and_columns() {
 #[test]
 fn stream_options_evaluate_the_declarations() {
     let (mut x, mut y, k) = (
-        DeviceBuffer::for_planning(4),
-        DeviceBuffer::for_planning(4),
+        DeviceBuffer::for_planning(4).unwrap(),
+        DeviceBuffer::for_planning(4).unwrap(),
         kernels(),
     );
     let d = Diamond::new(&mut x, &mut y, &k, 4);
@@ -271,8 +274,8 @@ fn stream_options_evaluate_the_declarations() {
 #[test]
 fn issue_calls_the_issuer_in_program_order() {
     let (mut x, mut y, k) = (
-        DeviceBuffer::for_planning(1000),
-        DeviceBuffer::for_planning(1000),
+        DeviceBuffer::for_planning(1000).unwrap(),
+        DeviceBuffer::for_planning(1000).unwrap(),
         kernels(),
     );
     let y_range = streamgraph::memory::DeviceMemory::range(&y);
@@ -318,8 +321,8 @@ fn issue_calls_the_issuer_in_program_order() {
 #[test]
 fn issuer_errors_name_the_statement_and_stop_the_issue() {
     let (mut x, mut y, k) = (
-        DeviceBuffer::for_planning(4),
-        DeviceBuffer::for_planning(4),
+        DeviceBuffer::for_planning(4).unwrap(),
+        DeviceBuffer::for_planning(4).unwrap(),
         kernels(),
     );
     let d = Diamond::new(&mut x, &mut y, &k, 4);
@@ -363,7 +366,7 @@ streamgraph::pipeline! {
 
 #[test]
 fn loops_and_branches_are_issued_as_control_flow() {
-    let mut x = DeviceBuffer::for_planning(8);
+    let mut x = DeviceBuffer::for_planning(8).unwrap();
     let k = kernels();
     let hits = Arc::new(AtomicUsize::new(0));
     let p = Control::new(&mut x, &k, 2, true, &hits);

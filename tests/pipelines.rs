@@ -191,8 +191,16 @@ fn fan_out_and_join_give_host_checked_results() {
         stream.synchronize().unwrap();
         let want_left: Vec<u32> = values.iter().map(|v| v * 3 + 1).collect();
         let want_right: Vec<u32> = values.iter().map(|v| v * 5 + 2).collect();
-        assert_eq!(host_left.as_slice(), &want_left[..], "round {round}");
-        assert_eq!(host_right.as_slice(), &want_right[..], "round {round}");
+        assert_eq!(
+            &*host_left.as_slice().unwrap(),
+            &want_left[..],
+            "round {round}"
+        );
+        assert_eq!(
+            &*host_right.as_slice().unwrap(),
+            &want_right[..],
+            "round {round}"
+        );
         assert_eq!(runs.load(Ordering::SeqCst), round as usize + 1);
     }
     let stats = eager.stats();
@@ -259,10 +267,16 @@ fn fan_out_replays_like_eager_runs_and_keeps_its_host_function() {
     origin.synchronize().unwrap();
     exec.into_pipeline();
 
-    assert_eq!(graph_left.as_slice(), eager_left.as_slice());
-    assert_eq!(graph_right.as_slice(), eager_right.as_slice());
+    assert_eq!(
+        &*graph_left.as_slice().unwrap(),
+        &*eager_left.as_slice().unwrap()
+    );
+    assert_eq!(
+        &*graph_right.as_slice().unwrap(),
+        &*eager_right.as_slice().unwrap()
+    );
     let want: Vec<u32> = values.iter().map(|v| v * 3 + 1).collect();
-    assert_eq!(graph_left.as_slice(), &want[..]);
+    assert_eq!(&*graph_left.as_slice().unwrap(), &want[..]);
     assert_eq!(eager_runs.load(Ordering::SeqCst), RUNS);
     assert_eq!(
         graph_runs.load(Ordering::SeqCst),
@@ -273,7 +287,7 @@ fn fan_out_replays_like_eager_runs_and_keeps_its_host_function() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn giving_back_a_pipeline_with_host_copies_waits_for_its_replays() {
+fn pinned_results_of_a_given_back_pipeline_wait_for_its_replays() {
     let _serial = common::serial();
     let (device, origin, k) = setup();
     let n = 1000u32;
@@ -298,7 +312,7 @@ fn giving_back_a_pipeline_with_host_copies_waits_for_its_replays() {
     let exec = capture(&origin, p).unwrap().instantiate().unwrap();
     // Replays on another stream, behind a long spin there: nothing is synchronized by hand.
     let other = Stream::new(&device, 0).unwrap();
-    let gate = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut gate = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
     let one = 1u32;
     let spin = 100_000_000u64; // 100 ms
     k.slow_step
@@ -310,18 +324,20 @@ fn giving_back_a_pipeline_with_host_copies_waits_for_its_replays() {
                 shared_mem_bytes: 0,
             },
             &[
-                streamgraph::KernelArg::write(&gate),
+                streamgraph::KernelArg::write(&mut gate),
                 streamgraph::KernelArg::value(&one),
                 streamgraph::KernelArg::value(&spin),
             ],
         )
         .unwrap();
     exec.replay(&other, 2).unwrap();
-    exec.into_pipeline(); // must wait: the replays copy into `host_left` and `host_right`
+    // Giving the pipeline back does not wait; reading the pinned buffers must: the replays
+    // copy into `host_left` and `host_right`.
+    exec.into_pipeline();
     let want_left: Vec<u32> = values.iter().map(|v| v * 3 + 1).collect();
     let want_right: Vec<u32> = values.iter().map(|v| v * 5 + 2).collect();
-    assert_eq!(host_left.as_slice(), &want_left[..]);
-    assert_eq!(host_right.as_slice(), &want_right[..]);
+    assert_eq!(&*host_left.as_slice().unwrap(), &want_left[..]);
+    assert_eq!(&*host_right.as_slice().unwrap(), &want_right[..]);
     assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
 

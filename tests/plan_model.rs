@@ -436,14 +436,14 @@ impl Pipeline for Handmade {
 
 #[test]
 fn plan_build_issues_a_pipeline_through_the_planner() {
-    let x = streamgraph::DeviceBuffer::<f32>::for_planning(1024);
+    let x = streamgraph::DeviceBuffer::<f32>::for_planning(1024).unwrap();
     let synced = Handmade { x, synced: true };
     let p: Plan = Plan::build(&synced).unwrap();
     assert_eq!(p.edges(), edges(&[(0, 1)]));
     p.check_races().unwrap();
 
     let racy = Handmade {
-        x: streamgraph::DeviceBuffer::for_planning(1024),
+        x: streamgraph::DeviceBuffer::for_planning(1024).unwrap(),
         synced: false,
     };
     let p = Plan::build(&racy).unwrap();

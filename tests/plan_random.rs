@@ -128,7 +128,9 @@ fn options_are_respected() {
 fn replay_needs_enough_kernels_and_buffers() {
     let r = RandomProgram::new(7);
     let mut planner = Planner::new(r.program);
-    let buffers: Vec<DeviceBuffer<u32>> = (0..4).map(|_| DeviceBuffer::for_planning(16)).collect();
+    let buffers: Vec<DeviceBuffer<u32>> = (0..4)
+        .map(|_| DeviceBuffer::for_planning(16).unwrap())
+        .collect();
     let err = r
         .replay(&mut planner, &[], &buffers, RandomProgram::launch_config())
         .unwrap_err();

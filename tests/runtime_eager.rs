@@ -8,6 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::{ns, single, Kernels};
+use streamgraph::__private::arg_write;
 use streamgraph::{
     AccessMode, DeviceBuffer, Eager, EagerStats, Error, EventDecl, Issuer, KernelArg, Location,
     Pipeline, Program, Statement, StatementKind, StaticAccess, Stream, StreamDecl, StreamOptions,
@@ -135,7 +136,7 @@ impl Pipeline for Diamond<'_> {
             single(),
             &[
                 KernelArg::value(&slow),
-                KernelArg::write(self.x),
+                arg_write(self.x),
                 KernelArg::value(&seven),
             ],
         )?;
@@ -147,7 +148,7 @@ impl Pipeline for Diamond<'_> {
             single(),
             &[
                 KernelArg::value(&fast),
-                KernelArg::write(self.y),
+                arg_write(self.y),
                 KernelArg::read(self.x),
                 KernelArg::value(&one),
             ],
@@ -275,13 +276,13 @@ impl Pipeline for WaitFirst<'_> {
             &s[1],
             &self.k.write_value,
             single(),
-            &[KernelArg::write(self.y), KernelArg::value(&two)],
+            &[arg_write(self.y), KernelArg::value(&two)],
         )?;
         issuer.launch(
             &s[2],
             &self.k.write_value,
             single(),
-            &[KernelArg::write(self.x), KernelArg::value(&one)],
+            &[arg_write(self.x), KernelArg::value(&one)],
         )?;
         issuer.record(&s[3])?;
         issuer.wait_stream(&s[4])
@@ -377,7 +378,7 @@ impl Pipeline for Single<'_> {
             &self.k.add,
             common::linear(n),
             &[
-                KernelArg::write(self.y),
+                arg_write(self.y),
                 KernelArg::value(&ten),
                 KernelArg::value(&n),
             ],

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use common::{linear, ns, single, Kernels};
 use streamgraph::{
-    Device, DeviceBuffer, DeviceMemory, Error, Event, KernelArg, PinnedBuffer, Stream,
+    CopySource, Device, DeviceBuffer, DeviceMemory, Error, Event, KernelArg, Memory, PinnedBuffer,
+    Stream,
 };
 
 #[test]
@@ -44,13 +45,23 @@ fn buffers_round_trip_through_the_device() {
 fn slices_address_sub_ranges() {
     let device = Device::new(None).unwrap();
     let stream = Stream::new(&device, 0).unwrap();
-    let x = DeviceBuffer::<u32>::zeros(&device, 100).unwrap();
+    let mut x = DeviceBuffer::<u32>::zeros(&device, 100).unwrap();
     let middle = x.slice(10..20);
     assert_eq!(middle.len(), 10);
     assert_eq!(middle.range().ptr, x.range().ptr + 40);
     assert_eq!(*middle.ptr_ref(), x.device_ptr() + 40);
-    stream.fill(&middle, 5u32).unwrap();
-    stream.fill(&middle.slice(8..), 6u32).unwrap();
+    let (middle_range, tail) = (middle.range(), middle.slice(8..).range());
+    // Writes go through exclusive views of the same ranges.
+    let mut middle = x.slice_mut(10..20);
+    assert_eq!(middle.range(), middle_range);
+    stream.fill(&mut middle, 5u32).unwrap();
+    let mut last_two = x.slice_mut(18..20);
+    assert_eq!(
+        last_two.range(),
+        tail,
+        "a view of a view addresses its sub-range"
+    );
+    stream.fill(&mut last_two, 6u32).unwrap();
     let host = x.to_vec_on(&stream).unwrap();
     for (i, v) in host.iter().enumerate() {
         let expected = match i {
@@ -69,18 +80,18 @@ fn slices_address_sub_ranges() {
 fn fill_then_copy_back_gives_the_fill_value() {
     let device = Device::new(None).unwrap();
     let stream = Stream::new(&device, 0).unwrap();
-    let words = DeviceBuffer::<u32>::zeros(&device, 1024).unwrap();
-    let halves = DeviceBuffer::<i16>::zeros(&device, 1024).unwrap();
-    let bytes = DeviceBuffer::<u8>::zeros(&device, 1023).unwrap();
-    let floats = DeviceBuffer::<f32>::zeros(&device, 512).unwrap();
-    stream.fill(&words, 0xdead_beef).unwrap();
-    stream.fill(&halves, -2i16).unwrap();
-    stream.fill(&bytes, 0xa5).unwrap();
-    stream.fill(&floats, 1.5f32).unwrap();
-    let pinned = PinnedBuffer::<u32>::zeros(&device, 1024).unwrap();
-    stream.copy(&pinned, &words).unwrap();
+    let mut words = DeviceBuffer::<u32>::zeros(&device, 1024).unwrap();
+    let mut halves = DeviceBuffer::<i16>::zeros(&device, 1024).unwrap();
+    let mut bytes = DeviceBuffer::<u8>::zeros(&device, 1023).unwrap();
+    let mut floats = DeviceBuffer::<f32>::zeros(&device, 512).unwrap();
+    stream.fill(&mut words, 0xdead_beef).unwrap();
+    stream.fill(&mut halves, -2i16).unwrap();
+    stream.fill(&mut bytes, 0xa5).unwrap();
+    stream.fill(&mut floats, 1.5f32).unwrap();
+    let mut pinned = PinnedBuffer::<u32>::zeros(&device, 1024).unwrap();
+    stream.copy(&mut pinned, &words).unwrap();
     stream.synchronize().unwrap();
-    assert!(pinned.as_slice().iter().all(|&v| v == 0xdead_beef));
+    assert!(pinned.as_slice().unwrap().iter().all(|&v| v == 0xdead_beef));
     assert!(halves.to_vec_on(&stream).unwrap().iter().all(|&v| v == -2));
     assert!(bytes.to_vec_on(&stream).unwrap().iter().all(|&v| v == 0xa5));
     assert!(floats.to_vec_on(&stream).unwrap().iter().all(|&v| v == 1.5));
@@ -91,37 +102,39 @@ fn fill_then_copy_back_gives_the_fill_value() {
 fn copies_run_in_stream_order_after_kernels() {
     let k = Kernels::new();
     let stream = Stream::new(&k.device, 0).unwrap();
-    let x = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
-    let y = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
-    let pinned = PinnedBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let mut x = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let mut pinned = PinnedBuffer::<u32>::zeros(&k.device, 1).unwrap();
     let t = ns(Duration::from_millis(100));
     let value = 42u32;
     let args = [
         KernelArg::value(&t),
-        KernelArg::write(&x),
+        KernelArg::write(&mut x),
         KernelArg::value(&value),
     ];
     k.spin_then_write
         .launch_on(&stream, single(), &args)
         .unwrap();
-    stream.copy(&y, &x).unwrap(); // device to device, after the slow write
-    stream.copy(&pinned, &y).unwrap(); // device to pinned host
+    stream.copy(&mut y, &x).unwrap(); // device to device, after the slow write
+    stream.copy(&mut pinned, &y).unwrap(); // device to pinned host
     stream.synchronize().unwrap();
-    assert_eq!(pinned.as_slice(), [42]);
+    assert_eq!(&*pinned.as_slice().unwrap(), [42]);
 
     // Pageable sources are staged before the call returns.
     let n = 300u32;
-    let z = DeviceBuffer::<u32>::zeros(&k.device, n as usize).unwrap();
+    let mut z = DeviceBuffer::<u32>::zeros(&k.device, n as usize).unwrap();
     let source: Vec<u32> = (0..n).collect();
-    stream.copy(&z, &source).unwrap();
-    stream.copy(&z.slice(0..3), &[7u32, 8, 9][..]).unwrap();
+    stream.copy(&mut z, &source).unwrap();
+    stream
+        .copy(&mut z.slice_mut(0..3), &[7u32, 8, 9][..])
+        .unwrap();
     let one = 1u32;
     k.add
         .launch_on(
             &stream,
             linear(n),
             &[
-                KernelArg::write(&z),
+                KernelArg::write(&mut z),
                 KernelArg::value(&one),
                 KernelArg::value(&n),
             ],
@@ -132,12 +145,12 @@ fn copies_run_in_stream_order_after_kernels() {
 
     // Pinned to pinned, and pinned to device.
     let src = PinnedBuffer::from_slice(&k.device, &[1u32, 2, 3]).unwrap();
-    let dst = PinnedBuffer::<u32>::zeros(&k.device, 3).unwrap();
-    stream.copy(&dst, &src).unwrap();
-    let w = DeviceBuffer::<u32>::zeros(&k.device, 3).unwrap();
-    stream.copy(&w, &src).unwrap();
+    let mut dst = PinnedBuffer::<u32>::zeros(&k.device, 3).unwrap();
+    stream.copy(&mut dst, &src).unwrap();
+    let mut w = DeviceBuffer::<u32>::zeros(&k.device, 3).unwrap();
+    stream.copy(&mut w, &src).unwrap();
     stream.synchronize().unwrap();
-    assert_eq!(dst.as_slice(), [1, 2, 3]);
+    assert_eq!(&*dst.as_slice().unwrap(), [1, 2, 3]);
     assert_eq!(w.to_vec_on(&stream).unwrap(), [1, 2, 3]);
 }
 
@@ -146,9 +159,9 @@ fn copies_run_in_stream_order_after_kernels() {
 fn copies_of_different_lengths_are_refused() {
     let device = Device::new(None).unwrap();
     let stream = Stream::new(&device, 0).unwrap();
-    let x = DeviceBuffer::<u32>::zeros(&device, 4).unwrap();
+    let mut x = DeviceBuffer::<u32>::zeros(&device, 4).unwrap();
     let y = DeviceBuffer::<u32>::zeros(&device, 5).unwrap();
-    let err = stream.copy(&x, &y).unwrap_err();
+    let err = stream.copy(&mut x, &y).unwrap_err();
     let message = err.to_string();
     assert!(
         message.contains("16") && message.contains("20"),
@@ -161,33 +174,46 @@ fn copies_of_different_lengths_are_refused() {
 fn host_functions_see_the_data_of_the_preceding_copy() {
     let k = Kernels::new();
     let stream = Stream::new(&k.device, 0).unwrap();
-    let x = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
-    let pinned = Arc::new(PinnedBuffer::<u32>::zeros(&k.device, 1).unwrap());
+    let mut x = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let mut pinned = PinnedBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    // A host function must not call CUDA, so it cannot take the buffer's guard (which waits
+    // on an event): it reads the pinned memory at its address, as the driver wrote it.
+    let Memory::PinnedHost { ptr, bytes } = pinned.copy_source().memory() else {
+        panic!("a pinned buffer is page-locked host memory")
+    };
+    assert_eq!(bytes, 4);
+    let addr = ptr as usize;
     let t = ns(Duration::from_millis(100));
     let value = 9u32;
     let args = [
         KernelArg::value(&t),
-        KernelArg::write(&x),
+        KernelArg::write(&mut x),
         KernelArg::value(&value),
     ];
     k.spin_then_write
         .launch_on(&stream, single(), &args)
         .unwrap();
-    stream.copy(&*pinned, &x).unwrap();
+    stream.copy(&mut pinned, &x).unwrap();
     let (tx, rx) = mpsc::channel();
-    let seen = Arc::clone(&pinned);
     let tx = std::sync::Mutex::new(tx);
     stream
         .launch_host_fn(Arc::new(move || {
-            let _ = tx.lock().unwrap().send(seen.as_slice()[0]);
+            // SAFETY: `addr` is the first `u32` of `pinned`, which lives until the stream is
+            // synchronized below (after this function ran). The only copy into it is ordered
+            // before this function on the stream (what the test checks), nothing writes it
+            // afterwards, and no Rust reference to it exists meanwhile.
+            let seen = unsafe { std::ptr::read_volatile(addr as *const u32) };
+            let _ = tx.lock().unwrap().send(seen);
         }))
         .unwrap();
-    let observed = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let observed = rx.recv_timeout(Duration::from_secs(10));
+    stream.synchronize().unwrap();
     assert_eq!(
-        observed, 9,
+        observed.unwrap(),
+        9,
         "the host function ran before the copy finished"
     );
-    stream.synchronize().unwrap();
+    assert_eq!(pinned.to_vec().unwrap(), [9]);
 }
 
 #[test]
@@ -195,7 +221,7 @@ fn host_functions_see_the_data_of_the_preceding_copy() {
 fn later_work_waits_for_a_host_function_and_panics_stay_contained() {
     let device = Device::new(None).unwrap();
     let stream = Stream::new(&device, 0).unwrap();
-    let pinned = PinnedBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut pinned = PinnedBuffer::<u32>::zeros(&device, 1).unwrap();
     let x = DeviceBuffer::from_host(&device, &[4u32]).unwrap();
     let (start, end) = (
         Event::with_timing(&device).unwrap(),
@@ -208,7 +234,7 @@ fn later_work_waits_for_a_host_function_and_panics_stay_contained() {
     stream
         .launch_host_fn(Arc::new(|| panic!("a host function panics")))
         .unwrap();
-    stream.copy(&pinned, &x).unwrap();
+    stream.copy(&mut pinned, &x).unwrap();
     end.record(&stream).unwrap();
     stream.synchronize().unwrap();
     let ms = start.elapsed_time(&end).unwrap();
@@ -217,7 +243,7 @@ fn later_work_waits_for_a_host_function_and_panics_stay_contained() {
         "the copy did not wait for the host function: {ms} ms"
     );
     assert_eq!(
-        pinned.as_slice(),
+        &*pinned.as_slice().unwrap(),
         [4],
         "work after a panicking host function still ran"
     );

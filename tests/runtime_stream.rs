@@ -19,7 +19,13 @@ fn spin(k: &Kernels, stream: &Stream, d: Duration) {
 }
 
 /// Queues `spin_then_write(d, out, value)` on `stream`.
-fn spin_then_write(k: &Kernels, stream: &Stream, d: Duration, out: &DeviceBuffer<u32>, value: u32) {
+fn spin_then_write(
+    k: &Kernels,
+    stream: &Stream,
+    d: Duration,
+    out: &mut DeviceBuffer<u32>,
+    value: u32,
+) {
     let t = ns(d);
     let args = [
         KernelArg::value(&t),
@@ -32,7 +38,7 @@ fn spin_then_write(k: &Kernels, stream: &Stream, d: Duration, out: &DeviceBuffer
 }
 
 /// Queues `dst[0] = src[0]` on `stream`.
-fn copy_first(k: &Kernels, stream: &Stream, dst: &DeviceBuffer<u32>, src: &DeviceBuffer<u32>) {
+fn copy_first(k: &Kernels, stream: &Stream, dst: &mut DeviceBuffer<u32>, src: &DeviceBuffer<u32>) {
     let n = 1u32;
     let args = [
         KernelArg::write(dst),
@@ -117,9 +123,9 @@ fn wait_event_orders_later_work_after_the_recorded_work() {
         Stream::new(&k.device, 0).unwrap(),
         Stream::new(&k.device, 0).unwrap(),
     );
-    let x = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
-    let seen = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
-    spin_then_write(&k, &a, Duration::from_millis(100), &x, 7);
+    let mut x = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let mut seen = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    spin_then_write(&k, &a, Duration::from_millis(100), &mut x, 7);
     let e = a.record_event(None).unwrap();
     let asked = Instant::now();
     b.wait_event(&e).unwrap();
@@ -127,7 +133,7 @@ fn wait_event_orders_later_work_after_the_recorded_work() {
         asked.elapsed() < Duration::from_millis(50),
         "wait_event blocked the host"
     );
-    copy_first(&k, &b, &seen, &x);
+    copy_first(&k, &b, &mut seen, &x);
     b.synchronize().unwrap();
     assert_eq!(
         seen.to_vec_on(&b).unwrap(),
@@ -144,10 +150,10 @@ fn recording_again_after_a_wait_does_not_change_what_was_waited_for() {
         Stream::new(&k.device, 0).unwrap(),
         Stream::new(&k.device, 0).unwrap(),
     );
-    let x = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
-    let seen = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let mut x = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let mut seen = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
     let e = Event::new(&k.device).unwrap();
-    spin_then_write(&k, &a, Duration::from_millis(50), &x, 1);
+    spin_then_write(&k, &a, Duration::from_millis(50), &mut x, 1);
     e.record(&a).unwrap();
     b.wait_event(&e).unwrap();
     // A long spin, then a second record: the wait above must keep the first snapshot.
@@ -157,7 +163,7 @@ fn recording_again_after_a_wait_does_not_change_what_was_waited_for() {
         same, e,
         "record_event(Some(e)) records and returns e itself"
     );
-    copy_first(&k, &b, &seen, &x);
+    copy_first(&k, &b, &mut seen, &x);
     b.synchronize().unwrap();
     assert_eq!(
         seen.to_vec_on(&b).unwrap(),
@@ -179,7 +185,7 @@ fn waiting_on_a_never_recorded_event_does_not_block() {
         Stream::new(&k.device, 0).unwrap(),
         Stream::new(&k.device, 0).unwrap(),
     );
-    let x = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let mut x = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
     spin(&k, &a, Duration::from_millis(1000));
     let never = Event::new(&k.device).unwrap();
     b.wait_event(&never).unwrap();
@@ -188,7 +194,7 @@ fn waiting_on_a_never_recorded_event_does_not_block() {
         .launch_on(
             &b,
             single(),
-            &[KernelArg::write(&x), KernelArg::value(&value)],
+            &[KernelArg::write(&mut x), KernelArg::value(&value)],
         )
         .unwrap();
     b.synchronize().unwrap();
@@ -208,9 +214,9 @@ fn wait_stream_waits_for_work_queued_at_call_time_only() {
         Stream::new(&k.device, 0).unwrap(),
         Stream::new(&k.device, 0).unwrap(),
     );
-    let x = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
-    let seen = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
-    spin_then_write(&k, &a, Duration::from_millis(100), &x, 3);
+    let mut x = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let mut seen = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    spin_then_write(&k, &a, Duration::from_millis(100), &mut x, 3);
     let asked = Instant::now();
     b.wait_stream(&a).unwrap();
     assert!(
@@ -218,7 +224,7 @@ fn wait_stream_waits_for_work_queued_at_call_time_only() {
         "wait_stream blocked the host"
     );
     spin(&k, &a, Duration::from_millis(1000)); // later work: b must not wait for it
-    copy_first(&k, &b, &seen, &x);
+    copy_first(&k, &b, &mut seen, &x);
     b.synchronize().unwrap();
     assert_eq!(
         seen.to_vec_on(&b).unwrap(),

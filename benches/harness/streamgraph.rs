@@ -73,12 +73,12 @@ fn open() -> Result<Shared> {
     let stream = Stream::new(&device, 0)?;
     let config = launch_config();
     kernels.empty.launch_on(&stream, config, &[])?;
-    let slot = DeviceBuffer::<u32>::zeros(&device, 1)?;
+    let mut slot = DeviceBuffer::<u32>::zeros(&device, 1)?;
     let value = 0u32;
     kernels.stamp.launch_on(
         &stream,
         config,
-        &[KernelArg::write(&slot), KernelArg::value(&value)],
+        &[KernelArg::write(&mut slot), KernelArg::value(&value)],
     )?;
     stream.synchronize()?;
     Ok(Shared {
@@ -660,14 +660,22 @@ impl Case for W5 {
         let reinstantiate = us_since(t0);
         drop(exec);
 
-        // Kernel-node fast path: new arguments for every node of the instantiated graph.
+        // Kernel-node fast path: new arguments for every node of the instantiated graph. The
+        // slot is the memory each node already writes, which the executable's pipeline borrows
+        // exclusively; `KernelArg::write` needs a `&mut` that `exec.pipeline()` cannot give, so
+        // the slot goes in as a pointer argument through `KernelArg::read` (the node still
+        // writes it; `set_kernel_args` only checks that the range lies in the pipeline's memory).
         let base = base.wrapping_add(nodes);
         let slot = self.exec.pipeline().slot.as_view();
+        let stamp = &self.k.stamp;
         let t0 = Instant::now();
         for (i, op) in self.ops.iter().enumerate() {
             let value = base.wrapping_add(i as u32);
-            self.exec
-                .set_kernel_args(*op, &[KernelArg::write(&slot), KernelArg::value(&value)])?;
+            self.exec.set_kernel_args(
+                *op,
+                stamp,
+                &[KernelArg::read(&slot), KernelArg::value(&value)],
+            )?;
         }
         let set_params = us_since(t0);
         let (replay_dev, _) = self.timed.replay(&self.exec)?;

@@ -24,7 +24,7 @@
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cudarc::driver::{sys, CudaContext, DriverError};
+use cudarc::driver::CudaContext;
 
 use crate::error::{Error, Result};
 use crate::ffi;
@@ -60,15 +60,14 @@ fn opened() -> &'static Mutex<Vec<Option<Device>>> {
 /// Fails with [`Error::NoDriver`] unless the driver library loads and `cuInit` succeeded.
 /// Every public entry point that reaches the driver calls this first.
 pub(crate) fn require_driver() -> Result<()> {
-    if !ffi::driver_present() {
-        return Err(Error::NoDriver {
+    match ffi::init() {
+        None => Err(Error::NoDriver {
             searched: ffi::searched_names("cuda"),
-        });
+        }),
+        Some(Ok(())) => Ok(()),
+        Some(Err(e)) if ffi::is_no_device(e) => Err(Error::NoDevice),
+        Some(Err(e)) => Err(Error::driver("cuInit", e)),
     }
-    ffi::init().map_err(|e| match e {
-        DriverError(sys::CUresult::CUDA_ERROR_NO_DEVICE) => Error::NoDevice,
-        e => Error::driver("cuInit", e),
-    })
 }
 
 impl Device {
@@ -115,7 +114,6 @@ impl Device {
         }
         let ctx =
             CudaContext::new(index).map_err(|e| Error::driver("cuDevicePrimaryCtxRetain", e))?;
-        ffi::disable_event_tracking(&ctx);
         let device = Device { ctx };
         if opened.len() <= index {
             opened.resize(index + 1, None);
@@ -124,10 +122,9 @@ impl Device {
         Ok(device)
     }
 
-    /// Wraps a cudarc context (for interop); cudarc's per-buffer event tracking is switched
-    /// off on it, since streamgraph orders all work itself.
+    /// Wraps a cudarc context (for interop). cudarc's own settings (its per-buffer event
+    /// tracking) are left as they are: streamgraph allocates no cudarc buffers.
     pub fn from_cudarc(ctx: Arc<CudaContext>) -> Device {
-        ffi::disable_event_tracking(&ctx);
         Device { ctx }
     }
 

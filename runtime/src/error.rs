@@ -1,4 +1,7 @@
-//! The runtime's one error type.
+//! The runtime's one error type, and the vocabulary of the faults, rejections and mismatches
+//! it carries. Every message is formatted here, from the data the error holds.
+
+use std::fmt::{self, Write as _};
 
 use crate::program::{Location, Statement};
 
@@ -104,10 +107,10 @@ pub enum Error {
     },
     /// Capturing a pipeline into a CUDA graph failed; the capture was ended and its partial
     /// graph destroyed, and the streams are usable again.
-    #[error("{}", crate::exec::capture::describe_fault(.fault, *.statement, *.after, .pipeline))]
+    #[error("{}", describe_fault(.fault, *.statement, *.after, .pipeline))]
     Capture {
         /// What went wrong.
-        fault: crate::exec::capture::CaptureFault,
+        fault: CaptureFault,
         /// The statement being issued when it happened, when there is one.
         statement: Option<&'static Statement>,
         /// The last statement issued before it happened, when the fault came from code
@@ -117,23 +120,32 @@ pub enum Error {
         pipeline: Option<&'static str>,
     },
     /// A captured CUDA graph's dependencies differ from the pipeline's happens-before plan.
-    #[error("{}", crate::graph::format_mismatch(.pipeline, .missing, .extra, .problems))]
+    #[error("{}", format_mismatch(.pipeline, .missing, .extra, .problems))]
     GraphMismatch {
         /// The pipeline's name.
         pipeline: &'static str,
         /// Edges of the plan that the captured graph lacks.
-        missing: Vec<crate::graph::OpEdge>,
+        missing: Vec<OpEdge>,
         /// Edges of the captured graph that the plan does not have.
-        extra: Vec<crate::graph::OpEdge>,
+        extra: Vec<OpEdge>,
         /// Other differences: nodes that map to no operation, orderings (reachability) that
         /// differ, operation counts.
         problems: Vec<String>,
     },
+    /// A copy or graph launch would race with a live Rust borrow of a `PinnedBuffer` (or a
+    /// borrow with a copy); nothing was issued.
+    #[error("a PinnedBuffer cannot {action} while {holder} of it is alive; drop that borrow first (copies into a pinned buffer need every `as_slice`/`as_mut_slice` guard of it gone)")]
+    PinnedBusy {
+        /// What was refused.
+        action: &'static str,
+        /// The borrow in the way.
+        holder: &'static str,
+    },
     /// An executable graph refused an update with a newly captured graph.
-    #[error("{}", crate::graph::describe_rejection(.reason, *.statement))]
+    #[error("{}", describe_rejection(.reason, *.statement))]
     UpdateRejected {
         /// Why the driver refused.
-        reason: crate::graph::UpdateRejection,
+        reason: UpdateRejection,
         /// The statement whose node the driver named, when it named one.
         statement: Option<&'static Statement>,
     },
@@ -155,7 +167,7 @@ impl Error {
     /// global mode, on another thread that is capturing) become [`Error::Capture`], so they
     /// are explained in capture terms wherever they surface.
     pub(crate) fn driver(call: &'static str, source: cudarc::driver::DriverError) -> Error {
-        match crate::exec::capture::CaptureFault::from_code(source.0) {
+        match CaptureFault::from_code(source.0) {
             Some(fault) => Error::Capture {
                 fault,
                 statement: None,
@@ -165,6 +177,251 @@ impl Error {
             None => Error::Driver { call, source },
         }
     }
+}
+
+/// What went wrong during a capture (see [`Error::Capture`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CaptureFault {
+    /// `synchronize` of a stream that is capturing: nothing has run yet, so there is nothing
+    /// to wait for.
+    SynchronizeWhileCapturing,
+    /// `query` of a stream that is capturing.
+    QueryWhileCapturing,
+    /// A wait on an event recorded outside the capture (`CUDA_ERROR_STREAM_CAPTURE_ISOLATION`).
+    ExternalEvent,
+    /// A query, synchronize or elapsed-time of an event recorded inside the capture
+    /// (`CUDA_ERROR_CAPTURED_EVENT`).
+    CapturedEvent,
+    /// Work forked from the capture was not joined back into the origin before the end
+    /// (`CUDA_ERROR_STREAM_CAPTURE_UNJOINED`).
+    Unjoined,
+    /// The capture was ended on another thread than it began on
+    /// (`CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD`).
+    WrongThread,
+    /// A call that cannot be captured (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`).
+    Unsupported,
+    /// An earlier illegal call invalidated the capture (`CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`).
+    Invalidated,
+    /// A disallowed implicit dependency on the capture, e.g. through the legacy default
+    /// stream or another thread in global mode (`CUDA_ERROR_STREAM_CAPTURE_IMPLICIT`).
+    Implicit,
+    /// Two independent captures were merged (`CUDA_ERROR_STREAM_CAPTURE_MERGE`).
+    Merge,
+    /// The capture was ended on another stream than its origin
+    /// (`CUDA_ERROR_STREAM_CAPTURE_UNMATCHED`).
+    Unmatched,
+    /// A copy from or to pageable host memory, which a graph cannot replay.
+    PageableMemory,
+    /// The origin stream was already capturing when the capture began.
+    AlreadyCapturing,
+}
+
+impl CaptureFault {
+    /// The fault a driver result code stands for, if it is a capture error.
+    pub(crate) fn from_code(code: cudarc::driver::sys::CUresult) -> Option<CaptureFault> {
+        use cudarc::driver::sys::CUresult as R;
+        Some(match code {
+            R::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED => CaptureFault::Unsupported,
+            R::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED => CaptureFault::Invalidated,
+            R::CUDA_ERROR_STREAM_CAPTURE_MERGE => CaptureFault::Merge,
+            R::CUDA_ERROR_STREAM_CAPTURE_UNMATCHED => CaptureFault::Unmatched,
+            R::CUDA_ERROR_STREAM_CAPTURE_UNJOINED => CaptureFault::Unjoined,
+            R::CUDA_ERROR_STREAM_CAPTURE_ISOLATION => CaptureFault::ExternalEvent,
+            R::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT => CaptureFault::Implicit,
+            R::CUDA_ERROR_CAPTURED_EVENT => CaptureFault::CapturedEvent,
+            R::CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD => CaptureFault::WrongThread,
+            _ => return None,
+        })
+    }
+
+    /// What happened and what to do, in the pipeline's terms.
+    pub fn explanation(&self) -> &'static str {
+        match self {
+            CaptureFault::SynchronizeWhileCapturing => {
+                "a stream was synchronized while it was being captured (nothing runs during a capture, so there is nothing to wait for); synchronize after the capture, e.g. after launching the graph"
+            }
+            CaptureFault::QueryWhileCapturing => {
+                "a stream was queried while it was being captured; query it after the capture"
+            }
+            CaptureFault::ExternalEvent => {
+                "a stream waited on an event recorded outside the capture; record the event inside the pipeline, or wait for it on the origin before capturing"
+            }
+            CaptureFault::CapturedEvent => {
+                "an event recorded inside the capture was queried, synchronized or timed; only streams may wait on it until the graph runs"
+            }
+            CaptureFault::Unjoined => {
+                "work forked from the capture was not joined back into the origin stream; make every stream that waited on captured work join the origin (e.g. `wait_stream`) before the pipeline ends"
+            }
+            CaptureFault::WrongThread => {
+                "the capture was ended on another thread than the one that began it; end it on the same thread or capture in `CaptureMode::Relaxed`"
+            }
+            CaptureFault::Unsupported => {
+                "a call that cannot be captured was made (e.g. an allocation, a synchronous copy or a synchronization); move it out of the pipeline or use `CaptureMode::Relaxed` if it is safe"
+            }
+            CaptureFault::Invalidated => {
+                "an earlier illegal call invalidated the capture (e.g. another thread's allocation or synchronization in `CaptureMode::Global`); make that call before or after the capture"
+            }
+            CaptureFault::Implicit => {
+                "a call would have made implicit dependencies on the capture (the legacy default stream, or another thread in `CaptureMode::Global`); use streamgraph's non-blocking streams or `CaptureMode::ThreadLocal`"
+            }
+            CaptureFault::Merge => {
+                "two independent captures were merged by a wait; do not wait across captures"
+            }
+            CaptureFault::Unmatched => {
+                "the capture was ended on another stream than the one it began on"
+            }
+            CaptureFault::PageableMemory => {
+                "a copy names pageable host memory (a slice or `Vec`), which a graph cannot replay; use a `PinnedBuffer`"
+            }
+            CaptureFault::AlreadyCapturing => {
+                "the origin stream is already capturing; end that capture first or capture on another stream"
+            }
+        }
+    }
+}
+
+/// The message of [`Error::Capture`].
+fn describe_fault(
+    fault: &CaptureFault,
+    statement: Option<&'static Statement>,
+    after: Option<&'static Statement>,
+    pipeline: &Option<&'static str>,
+) -> String {
+    let mut out = String::from("capture");
+    if let Some(name) = pipeline {
+        let _ = write!(out, " of pipeline `{name}`");
+    }
+    out.push_str(" failed");
+    if let Some(s) = statement {
+        let _ = write!(out, " in statement `{}` at {}", s.text, s.location);
+    } else if let Some(s) = after {
+        let _ = write!(out, " after statement `{}` at {}", s.text, s.location);
+    }
+    let _ = write!(out, ": {}", fault.explanation());
+    out
+}
+
+/// Why an executable graph refused an update ([`Error::UpdateRejected`]); the driver's
+/// `CUgraphExecUpdateResult`, in the pipeline's terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum UpdateRejection {
+    /// Nodes or edges were added or removed: the pipeline issued a different program.
+    TopologyChanged,
+    /// An operation changed kind (e.g. a launch became a copy).
+    NodeTypeChanged,
+    /// A launch calls another kernel.
+    FunctionChanged,
+    /// Parameters changed in a way that cannot be updated (e.g. a copy between other
+    /// devices or kinds of memory).
+    ParametersChanged,
+    /// Something about the node cannot be updated at all.
+    NotSupported,
+    /// A launch's kernel changed in a way that cannot be updated.
+    UnsupportedFunctionChange,
+    /// A launch's attributes changed.
+    AttributesChanged,
+    /// The driver refused without a specific reason.
+    Other,
+}
+
+impl UpdateRejection {
+    /// What changed, in the pipeline's terms.
+    pub fn explanation(&self) -> &'static str {
+        match self {
+            UpdateRejection::TopologyChanged => "topology changed: the pipeline issued other operations or other dependencies than the graph holds",
+            UpdateRejection::NodeTypeChanged => "an operation changed kind",
+            UpdateRejection::FunctionChanged => "kernel node's function changed",
+            UpdateRejection::ParametersChanged => "parameters not updatable (e.g. a copy between other kinds of memory or devices)",
+            UpdateRejection::NotSupported => "the node cannot be updated",
+            UpdateRejection::UnsupportedFunctionChange => "kernel node's function changed in a way that cannot be updated",
+            UpdateRejection::AttributesChanged => "kernel node's launch attributes changed",
+            UpdateRejection::Other => "the driver refused the update",
+        }
+    }
+}
+
+/// The message of [`Error::UpdateRejected`].
+fn describe_rejection(reason: &UpdateRejection, statement: Option<&'static Statement>) -> String {
+    let mut out = format!("graph update rejected: {}", reason.explanation());
+    if let Some(s) = statement {
+        let _ = write!(out, " at statement `{}` at {}", s.text, s.location);
+    }
+    out.push_str("; use `update_or_reinstantiate` (or `reinstantiate_on_topology_change(true)`) to instantiate the new graph instead");
+    out
+}
+
+/// An operation in a verification report: its index in issue order, statement and
+/// occurrence.
+#[derive(Debug, Clone, Copy)]
+pub struct OpInfo {
+    /// Index in issue order (the plan's node number).
+    pub index: usize,
+    /// The statement.
+    pub statement: &'static Statement,
+    /// Which issue of it, from 1.
+    pub occurrence: u32,
+}
+
+impl PartialEq for OpInfo {
+    fn eq(&self, other: &Self) -> bool {
+        self.index == other.index
+            && self.statement.same(other.statement)
+            && self.occurrence == other.occurrence
+    }
+}
+
+impl Eq for OpInfo {}
+
+impl fmt::Display for OpInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "`{}` #{} at {}",
+            self.statement.text, self.occurrence, self.statement.location
+        )
+    }
+}
+
+/// A dependency edge between two operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpEdge {
+    /// The operation that must finish first.
+    pub from: OpInfo,
+    /// The operation that waits for it.
+    pub to: OpInfo,
+}
+
+impl fmt::Display for OpEdge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} -> {}", self.from, self.to)
+    }
+}
+
+/// The message of [`Error::GraphMismatch`].
+fn format_mismatch(
+    pipeline: &str,
+    missing: &[OpEdge],
+    extra: &[OpEdge],
+    problems: &[String],
+) -> String {
+    let mut out = format!(
+        "the captured graph of pipeline `{pipeline}` differs from its happens-before plan: {} missing edge(s), {} extra edge(s)",
+        missing.len(),
+        extra.len()
+    );
+    for e in missing {
+        let _ = write!(out, "\n  missing: {e}");
+    }
+    for e in extra {
+        let _ = write!(out, "\n  extra: {e}");
+    }
+    for p in problems {
+        let _ = write!(out, "\n  {p}");
+    }
+    out.push_str("\n  compare the pictures of `Graph::to_dot_beside_plan`; a pipeline must issue the same work on every run");
+    out
 }
 
 /// `Result` with the runtime's [`Error`].

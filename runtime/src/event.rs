@@ -22,7 +22,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use cudarc::driver::{sys, CudaEvent};
+use cudarc::driver::CudaEvent;
 
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -75,15 +75,8 @@ impl Event {
     }
 
     fn create(device: &Device, timing: bool) -> Result<Event> {
-        let flags = if timing {
-            sys::CUevent_flags::CU_EVENT_DEFAULT
-        } else {
-            sys::CUevent_flags::CU_EVENT_DISABLE_TIMING
-        };
-        let cuda = device
-            .ctx()
-            .new_event(Some(flags))
-            .map_err(|e| Error::driver("cuEventCreate", e))?;
+        let cuda =
+            ffi::new_event(device.ctx(), timing).map_err(|e| Error::driver("cuEventCreate", e))?;
         Ok(Event {
             inner: Arc::new(EventInner {
                 cuda,
@@ -116,7 +109,7 @@ impl Event {
                 right: stream.device().ordinal(),
             });
         }
-        ffi::event_record(ctx, self.raw(), stream.raw())
+        ffi::event_record(&self.inner.cuda, stream.as_cudarc())
             .map_err(|e| Error::driver("cuEventRecord", e))?;
         self.inner.recorded.store(true, Ordering::Release);
         Ok(())
@@ -127,16 +120,14 @@ impl Event {
     ///
     /// See [`cuEventQuery`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html).
     pub fn query(&self) -> Result<bool> {
-        ffi::event_query(self.inner.cuda.context(), self.raw())
-            .map_err(|e| Error::driver("cuEventQuery", e))
+        ffi::event_query(&self.inner.cuda).map_err(|e| Error::driver("cuEventQuery", e))
     }
 
     /// Blocks the host until the recorded work has completed.
     ///
     /// See [`cuEventSynchronize`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html).
     pub fn synchronize(&self) -> Result<()> {
-        ffi::event_synchronize(self.inner.cuda.context(), self.raw())
-            .map_err(|e| Error::driver("cuEventSynchronize", e))
+        ffi::event_synchronize(&self.inner.cuda).map_err(|e| Error::driver("cuEventSynchronize", e))
     }
 
     /// Milliseconds between this event and `end` (`end - self`). Waits for `end` to complete.
@@ -156,13 +147,13 @@ impl Event {
         }
         self.synchronize()?;
         end.synchronize()?;
-        ffi::event_elapsed_ms(self.inner.cuda.context(), self.raw(), end.raw())
+        ffi::event_elapsed_ms(&self.inner.cuda, &end.inner.cuda)
             .map_err(|e| Error::driver("cuEventElapsedTime", e))
     }
 
-    /// The raw event handle, for executors.
+    /// The cudarc event, for the driver calls of streams.
     #[inline]
-    pub(crate) fn raw(&self) -> ffi::CUevent {
-        self.inner.cuda.cu_event()
+    pub(crate) fn as_cudarc(&self) -> &CudaEvent {
+        &self.inner.cuda
     }
 }

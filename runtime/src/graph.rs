@@ -37,21 +37,21 @@
 //! }
 //! ```
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::CString;
-use std::fmt::{self, Write as _};
+use std::fmt::Write as _;
 use std::marker::PhantomData;
 use std::path::Path;
 
-use cudarc::driver::sys;
-
 use crate::device::Device;
-use crate::error::{Error, Result};
-use crate::exec::capture::{CaptureSettings, CapturedOp, KeptFns, NodeBook};
-use crate::ffi::graph::{KernelParams, NodeHandle, OwnedExec, OwnedGraph};
-use crate::ffi::INLINE_ARGS;
-use crate::issue::{DeviceRange, KernelArg, Pipeline};
+use crate::error::{Error, OpEdge, OpInfo, Result};
+use crate::exec::capture::{CaptureSettings, CapturedOp, NodeBook};
+use crate::ffi::graph::{NodeHandle, OwnedExec, OwnedGraph};
+use crate::ffi::KernelArg;
+use crate::issue::Pipeline;
+use crate::module::Kernel;
+use crate::operand::DeviceRange;
 use crate::plan::dot::quote;
 use crate::plan::{reachability, Plan};
 use crate::program::{Program, Statement, StatementKind};
@@ -83,18 +83,6 @@ impl OpRef {
     }
 }
 
-/// An operation in a verification report: its index in issue order, statement and
-/// occurrence.
-#[derive(Debug, Clone, Copy)]
-pub struct OpInfo {
-    /// Index in issue order (the plan's node number).
-    pub index: usize,
-    /// The statement.
-    pub statement: &'static Statement,
-    /// Which issue of it, from 1.
-    pub occurrence: u32,
-}
-
 impl PartialEq for OpRef {
     fn eq(&self, other: &Self) -> bool {
         self.statement.same(other.statement) && self.occurrence == other.occurrence
@@ -102,66 +90,6 @@ impl PartialEq for OpRef {
 }
 
 impl Eq for OpRef {}
-
-impl PartialEq for OpInfo {
-    fn eq(&self, other: &Self) -> bool {
-        self.index == other.index
-            && self.statement.same(other.statement)
-            && self.occurrence == other.occurrence
-    }
-}
-
-impl Eq for OpInfo {}
-
-impl fmt::Display for OpInfo {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "`{}` #{} at {}",
-            self.statement.text, self.occurrence, self.statement.location
-        )
-    }
-}
-
-/// A dependency edge between two operations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OpEdge {
-    /// The operation that must finish first.
-    pub from: OpInfo,
-    /// The operation that waits for it.
-    pub to: OpInfo,
-}
-
-impl fmt::Display for OpEdge {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} -> {}", self.from, self.to)
-    }
-}
-
-/// The message of [`Error::GraphMismatch`].
-pub(crate) fn format_mismatch(
-    pipeline: &str,
-    missing: &[OpEdge],
-    extra: &[OpEdge],
-    problems: &[String],
-) -> String {
-    let mut out = format!(
-        "the captured graph of pipeline `{pipeline}` differs from its happens-before plan: {} missing edge(s), {} extra edge(s)",
-        missing.len(),
-        extra.len()
-    );
-    for e in missing {
-        let _ = write!(out, "\n  missing: {e}");
-    }
-    for e in extra {
-        let _ = write!(out, "\n  extra: {e}");
-    }
-    for p in problems {
-        let _ = write!(out, "\n  {p}");
-    }
-    out.push_str("\n  compare the pictures of `Graph::to_dot_beside_plan`; a pipeline must issue the same work on every run");
-    out
-}
 
 /// What a successful [`Graph::verify`] checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -329,19 +257,15 @@ fn render_body(
 /// Edges by operation index.
 type EdgeSet = BTreeSet<(usize, usize)>;
 
-/// A captured graph without its pipeline value: the driver graph, the operation of every
-/// node, the host functions it calls and the memory it uses.
+/// A captured graph without its pipeline value: the driver graph (which keeps what its nodes
+/// touch) and the operation of every node.
 #[derive(Debug)]
 pub(crate) struct GraphCore {
-    // Declared first: the graph is destroyed before the host functions it names are freed.
     raw: OwnedGraph,
     program: &'static Program,
     ops: Vec<CapturedOp>,
     /// Statement id → its operations, in occurrence order.
     by_statement: Vec<Vec<usize>>,
-    host_fns: KeptFns,
-    /// Whether a copy of the graph touches host memory.
-    host_memory: bool,
     /// The memory the pipeline uses, merged into disjoint `(device, start, end)` intervals in
     /// order, for a binary search per buffer argument of `set_kernel_args`.
     memory: Vec<(i32, u64, u64)>,
@@ -366,8 +290,6 @@ impl GraphCore {
             program,
             ops: book.ops,
             by_statement,
-            host_fns: book.host_fns,
-            host_memory: book.host_memory,
             memory: merged_intervals(&book.memory),
             origin,
         }
@@ -616,15 +538,9 @@ impl<P> Graph<P> {
             .raw
             .instantiate()
             .map_err(|e| Error::driver("cuGraphInstantiateWithFlags", e))?;
-        let mut core = self.core;
-        let keeper = HostFnKeeper {
-            fns: std::mem::take(&mut core.host_fns),
-            host_memory: core.host_memory,
-            streams: RefCell::new(Vec::new()),
-        };
         Ok(GraphExec {
             exec,
-            base: core,
+            base: self.core,
             latest: None,
             pipeline: self.pipeline,
             recapture: None,
@@ -633,7 +549,6 @@ impl<P> Graph<P> {
             launches: Cell::new(0),
             updates: 0,
             reinstantiations: 0,
-            keeper,
         })
     }
 }
@@ -659,77 +574,6 @@ impl<P: Pipeline> Graph<P> {
     }
 }
 
-/// Why an executable graph refused an update ([`Error::UpdateRejected`]); the driver's
-/// `CUgraphExecUpdateResult`, in the pipeline's terms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum UpdateRejection {
-    /// Nodes or edges were added or removed: the pipeline issued a different program.
-    TopologyChanged,
-    /// An operation changed kind (e.g. a launch became a copy).
-    NodeTypeChanged,
-    /// A launch calls another kernel.
-    FunctionChanged,
-    /// Parameters changed in a way that cannot be updated (e.g. a copy between other
-    /// devices or kinds of memory).
-    ParametersChanged,
-    /// Something about the node cannot be updated at all.
-    NotSupported,
-    /// A launch's kernel changed in a way that cannot be updated.
-    UnsupportedFunctionChange,
-    /// A launch's attributes changed.
-    AttributesChanged,
-    /// The driver refused without a specific reason.
-    Other,
-}
-
-impl UpdateRejection {
-    /// The rejection a driver result stands for; `None` for success.
-    pub(crate) fn from_result(result: sys::CUgraphExecUpdateResult) -> Option<UpdateRejection> {
-        use sys::CUgraphExecUpdateResult as R;
-        Some(match result {
-            R::CU_GRAPH_EXEC_UPDATE_SUCCESS => return None,
-            R::CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED => UpdateRejection::TopologyChanged,
-            R::CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED => UpdateRejection::NodeTypeChanged,
-            R::CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED => UpdateRejection::FunctionChanged,
-            R::CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED => UpdateRejection::ParametersChanged,
-            R::CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED => UpdateRejection::NotSupported,
-            R::CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE => {
-                UpdateRejection::UnsupportedFunctionChange
-            }
-            R::CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED => UpdateRejection::AttributesChanged,
-            R::CU_GRAPH_EXEC_UPDATE_ERROR => UpdateRejection::Other,
-        })
-    }
-
-    /// What changed, in the pipeline's terms.
-    pub fn explanation(&self) -> &'static str {
-        match self {
-            UpdateRejection::TopologyChanged => "topology changed: the pipeline issued other operations or other dependencies than the graph holds",
-            UpdateRejection::NodeTypeChanged => "an operation changed kind",
-            UpdateRejection::FunctionChanged => "kernel node's function changed",
-            UpdateRejection::ParametersChanged => "parameters not updatable (e.g. a copy between other kinds of memory or devices)",
-            UpdateRejection::NotSupported => "the node cannot be updated",
-            UpdateRejection::UnsupportedFunctionChange => "kernel node's function changed in a way that cannot be updated",
-            UpdateRejection::AttributesChanged => "kernel node's launch attributes changed",
-            UpdateRejection::Other => "the driver refused the update",
-        }
-    }
-}
-
-/// The message of [`Error::UpdateRejected`].
-pub(crate) fn describe_rejection(
-    reason: &UpdateRejection,
-    statement: Option<&'static Statement>,
-) -> String {
-    let mut out = format!("graph update rejected: {}", reason.explanation());
-    if let Some(s) = statement {
-        let _ = write!(out, " at statement `{}` at {}", s.text, s.location);
-    }
-    out.push_str("; use `update_or_reinstantiate` (or `reinstantiate_on_topology_change(true)`) to instantiate the new graph instead");
-    out
-}
-
 /// Counts of what an executable graph did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct GraphStats {
@@ -741,38 +585,12 @@ pub struct GraphStats {
     pub reinstantiations: u64,
 }
 
-/// The host functions an executable graph calls, and the streams it was launched on: before
-/// the functions are freed — and before the pipeline's borrows of host memory that its copies
-/// read or write end — those streams are synchronized so that no replay still runs.
-#[derive(Debug)]
-struct HostFnKeeper {
-    fns: KeptFns,
-    /// Whether a copy of the graph touches host memory (Rust may read it once the borrow ends).
-    host_memory: bool,
-    streams: RefCell<Vec<Stream>>,
-}
-
-impl HostFnKeeper {
-    /// Whether replays must be finished before the executable graph goes away.
-    fn must_wait(&self) -> bool {
-        self.host_memory || !self.fns.0.is_empty()
-    }
-}
-
-impl Drop for HostFnKeeper {
-    fn drop(&mut self) {
-        if !self.must_wait() {
-            return;
-        }
-        for s in self.streams.get_mut().iter() {
-            // Errors cannot be returned from drop; a failed stream has no replay to wait for.
-            let _ = s.synchronize();
-        }
-    }
-}
-
 /// An instantiated graph, ready to launch on any stream of its device; owns the pipeline
 /// value (see the [module docs](self)). `Send` when `P` is, never `Sync`.
+///
+/// It keeps everything its launches touch — memory, kernels' modules, host functions — until
+/// they have finished, whatever happens to the pipeline value: dropping it waits for the
+/// streams it was launched on.
 #[derive(Debug)]
 pub struct GraphExec<P> {
     exec: OwnedExec,
@@ -788,12 +606,13 @@ pub struct GraphExec<P> {
     launches: Cell<u64>,
     updates: u64,
     reinstantiations: u64,
-    // Declared last: dropped after the executable graph and the graphs.
-    keeper: HostFnKeeper,
 }
 
 impl<P> GraphExec<P> {
     /// Launches the graph on `stream` (any stream of the graph's device); returns once queued.
+    ///
+    /// When the graph copies to or from a [`crate::PinnedBuffer`] whose `as_slice` /
+    /// `as_mut_slice` guard is alive, the launch is refused with [`Error::PinnedBusy`].
     ///
     /// See [`cuGraphLaunch`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
     #[inline]
@@ -805,15 +624,7 @@ impl<P> GraphExec<P> {
                 right: stream.device().ordinal(),
             });
         }
-        if self.keeper.must_wait() {
-            let mut streams = self.keeper.streams.borrow_mut();
-            if !streams.contains(stream) {
-                streams.push(stream.clone());
-            }
-        }
-        self.exec
-            .launch(stream.raw())
-            .map_err(|e| Error::driver("cuGraphLaunch", e))?;
+        self.exec.launch(stream.as_cudarc())?;
         self.launches.set(self.launches.get() + 1);
         Ok(())
     }
@@ -831,33 +642,21 @@ impl<P> GraphExec<P> {
     /// See [`cuGraphUpload`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
     pub fn upload(&self, stream: &Stream) -> Result<()> {
         self.exec
-            .upload(stream.raw())
+            .upload(stream.as_cudarc())
             .map_err(|e| Error::driver("cuGraphUpload", e))
     }
 
-    /// The pipeline the graph currently runs.
+    /// The pipeline the graph currently runs. Its pinned buffers can be read through it: a
+    /// guard waits for the launches that write them, and refuses launches while it lives.
     pub fn pipeline(&self) -> &P {
         &self.pipeline
     }
 
     /// Gives the pipeline back (and with it the borrows of its buffers); the executable graph
-    /// is destroyed. When the graph's copies read or write host memory, or it calls host
-    /// functions, this first waits for the streams it was launched on (host memory must not be
-    /// read by Rust while a replay still copies into it); otherwise synchronize those streams
-    /// before reading results from device memory.
+    /// is destroyed once the launches in flight have finished. Synchronize before reading
+    /// results from device memory; pinned buffers wait for their copies themselves.
     pub fn into_pipeline(self) -> P {
         self.pipeline
-    }
-
-    /// Waits for the replays in flight when they may still touch host memory of the current
-    /// pipeline (before its borrows are handed back).
-    fn finish_host_replays(&self) -> Result<()> {
-        if self.keeper.host_memory {
-            for s in self.keeper.streams.borrow().iter() {
-                s.synchronize()?;
-            }
-        }
-        Ok(())
     }
 
     /// Launch, update and re-instantiation counts.
@@ -878,26 +677,32 @@ impl<P> GraphExec<P> {
     }
 
     /// Changes only the arguments of one launch operation, in place
-    /// (`cuGraphExecKernelNodeSetParams`): the fast path for new scalars. Grid, block, shared
-    /// memory and kernel stay those of the captured node. Takes effect from the next launch.
+    /// (`cuGraphExecKernelNodeSetParams`): the fast path for new scalars. Grid, block and
+    /// shared memory stay those of the captured node. Takes effect from the next launch.
     ///
-    /// `args` must match the kernel's signature, as for every launch of it (the
-    /// [`crate::Module::kernel`] promise); their number is checked against the captured
-    /// launch. Buffer arguments must lie in memory the pipeline already uses (its buffers are
-    /// borrowed by this executable graph); to point a launch at other buffers, use
-    /// [`GraphExec::update`]. A later `update` captures the pipeline's own arguments again.
+    /// `kernel` must be the kernel the node launches now (a later update may have changed it):
+    /// `args` are arguments for it, under its [`crate::Module::kernel`] promise, and their
+    /// number is checked against the captured launch. Buffer arguments must lie in memory the
+    /// pipeline already uses (the executable graph keeps it allocated); to point a launch at
+    /// other buffers, use [`GraphExec::update`]. A later `update` captures the pipeline's own
+    /// arguments again.
     ///
     /// See [`cuGraphExecKernelNodeSetParams`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
-    pub fn set_kernel_args(&self, op: OpRef, args: &[KernelArg<'_>]) -> Result<()> {
-        if !matches!(op.statement.kind, StatementKind::Launch { .. }) {
+    pub fn set_kernel_args(
+        &self,
+        op: OpRef,
+        kernel: &Kernel,
+        args: &[KernelArg<'_>],
+    ) -> Result<()> {
+        let stmt = op.statement;
+        if !matches!(stmt.kind, StatementKind::Launch { .. }) {
             return Err(Error::InvalidArgument(format!(
                 "statement `{}` at {} is not a launch; only launches take kernel arguments",
-                op.statement.text, op.statement.location
+                stmt.text, stmt.location
             )));
         }
         let index = self.base.op_index(op)?;
         let record = &self.base.ops[index];
-        let stmt = record.statement;
         let source = self.latest.as_ref().unwrap_or(&self.base);
         let Some(shape) = source.ops.get(index).and_then(|o| o.launch) else {
             return Err(Error::InvalidArgument(format!(
@@ -905,6 +710,14 @@ impl<P> GraphExec<P> {
                 stmt.text, stmt.location
             )));
         };
+        if kernel.handle() != shape.func {
+            return Err(Error::InvalidArgument(format!(
+                "launch `{}` at {} runs another kernel than `{}` now; pass the kernel the node launches (an update may have changed it)",
+                stmt.text,
+                stmt.location,
+                kernel.name()
+            )));
+        }
         let count = shape.args;
         if args.len() != count {
             return Err(Error::InvalidArgument(format!(
@@ -914,7 +727,7 @@ impl<P> GraphExec<P> {
                 args.len()
             )));
         }
-        for access in args.iter().filter_map(|a| a.access) {
+        for access in args.iter().filter_map(|a| a.access()) {
             if !source.covers(&access.range) {
                 return Err(Error::InvalidArgument(format!(
                     "a buffer argument of launch `{}` at {} is memory the pipeline does not use; to point the launch at other buffers, `update` the graph with a pipeline that borrows them",
@@ -930,32 +743,19 @@ impl<P> GraphExec<P> {
         };
         // The node's parameters as captured (the latest update's, which may have changed the
         // configuration): no driver query on this path.
-        let params = KernelParams::for_launch(shape.func, &shape.config);
-        let set = if args.len() <= INLINE_ARGS {
-            let mut inline = [std::ptr::null_mut(); INLINE_ARGS];
-            for (slot, arg) in inline.iter_mut().zip(args) {
-                *slot = arg.value;
-            }
-            self.exec
-                .set_kernel_args(node, &params, &mut inline[..args.len()])
-        } else {
-            let mut list: Vec<_> = args.iter().map(|a| a.value).collect();
-            self.exec.set_kernel_args(node, &params, &mut list)
+        let Some(func) = kernel.loaded() else {
+            return Err(Error::PlanningOnly { what: "kernel" });
         };
-        set.map_err(|e| Error::driver("cuGraphExecKernelNodeSetParams", e))
+        self.exec
+            .set_kernel_args(node, func, &shape.config, args)
+            .map_err(|e| Error::driver("cuGraphExecKernelNodeSetParams", e))
     }
 
     /// Applies a newly captured graph: in place, or by re-instantiation when allowed.
-    fn apply(&mut self, mut core: GraphCore, reinstantiate: bool) -> Result<()> {
-        let info = self
-            .exec
-            .update(&core.raw)
-            .map_err(|e| Error::driver("cuGraphExecUpdate", e))?;
-        match UpdateRejection::from_result(info.result) {
+    fn apply(&mut self, core: GraphCore, reinstantiate: bool) -> Result<()> {
+        let info = self.exec.update(&core.raw)?;
+        match info.rejection {
             None => {
-                // The new graph's host functions run from the next launch on.
-                self.keeper.fns.0.append(&mut core.host_fns.0);
-                self.keeper.host_memory |= core.host_memory;
                 self.latest = Some(core);
                 self.updates += 1;
                 Ok(())
@@ -972,10 +772,9 @@ impl<P> GraphExec<P> {
                     .raw
                     .instantiate()
                     .map_err(|e| Error::driver("cuGraphInstantiateWithFlags", e))?;
-                self.keeper.fns.0.append(&mut core.host_fns.0);
-                self.keeper.host_memory |= core.host_memory;
-                self.latest = None;
+                // The previous executable graph waits for its launches as it drops.
                 self.exec = exec;
+                self.latest = None;
                 self.base = core;
                 self.reinstantiations += 1;
                 Ok(())
@@ -991,8 +790,8 @@ impl<P: Pipeline> GraphExec<P> {
 
     /// Captures `pipeline` (new arguments, new buffers) into a fresh graph and applies it to
     /// this executable graph in place (`cuGraphExecUpdate`), without re-instantiating.
-    /// Returns the previous pipeline (and with it the borrows of its buffers); when the graph's
-    /// copies touch host memory, replays in flight finish first.
+    /// Returns the previous pipeline (and with it the borrows of its buffers); what the
+    /// launches before the update touch stays allocated until they have finished.
     ///
     /// When the driver refuses (the topology or a kernel changed) this fails with
     /// [`Error::UpdateRejected`] naming the reason and the statement, unless
@@ -1003,7 +802,6 @@ impl<P: Pipeline> GraphExec<P> {
     /// See [`cuGraphExecUpdate`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
     pub fn update(&mut self, pipeline: P) -> Result<P> {
         let core = self.recaptured(&pipeline)?;
-        self.finish_host_replays()?;
         self.apply(core, self.reinstantiate)?;
         Ok(std::mem::replace(&mut self.pipeline, pipeline))
     }
@@ -1011,15 +809,14 @@ impl<P: Pipeline> GraphExec<P> {
     /// [`GraphExec::update`], re-instantiating when the driver refuses to update in place.
     pub fn update_or_reinstantiate(&mut self, pipeline: P) -> Result<P> {
         let core = self.recaptured(&pipeline)?;
-        self.finish_host_replays()?;
         self.apply(core, true)?;
         Ok(std::mem::replace(&mut self.pipeline, pipeline))
     }
 
     /// Changes the pipeline in place with `f` (e.g. new scalar arguments) and updates the
     /// executable graph with it, as [`GraphExec::update`] does. On error the pipeline keeps
-    /// `f`'s changes but the executable graph still runs the previous arguments: update
-    /// again or re-instantiate.
+    /// `f`'s changes but the executable graph still runs the previous arguments — and keeps
+    /// their memory allocated, even if `f` dropped the buffers: update again or re-instantiate.
     pub fn update_with(&mut self, f: impl FnOnce(&mut P)) -> Result<()> {
         f(&mut self.pipeline);
         let core = recapturer(&mut self.recapture, &self.base.origin, self.settings)
@@ -1064,57 +861,5 @@ mod tests {
             merged_intervals(&set),
             [(0, 100, 220), (0, 400, 408), (1, 100, 110)]
         );
-    }
-
-    #[test]
-    fn update_results_map_to_rejections() {
-        use sys::CUgraphExecUpdateResult as R;
-        assert_eq!(
-            UpdateRejection::from_result(R::CU_GRAPH_EXEC_UPDATE_SUCCESS),
-            None
-        );
-        let cases = [
-            (
-                R::CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED,
-                UpdateRejection::TopologyChanged,
-            ),
-            (
-                R::CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED,
-                UpdateRejection::NodeTypeChanged,
-            ),
-            (
-                R::CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED,
-                UpdateRejection::FunctionChanged,
-            ),
-            (
-                R::CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED,
-                UpdateRejection::ParametersChanged,
-            ),
-            (
-                R::CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED,
-                UpdateRejection::NotSupported,
-            ),
-            (
-                R::CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE,
-                UpdateRejection::UnsupportedFunctionChange,
-            ),
-            (
-                R::CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED,
-                UpdateRejection::AttributesChanged,
-            ),
-            (R::CU_GRAPH_EXEC_UPDATE_ERROR, UpdateRejection::Other),
-        ];
-        for (code, reason) in cases {
-            assert_eq!(UpdateRejection::from_result(code), Some(reason));
-            let msg = describe_rejection(&reason, None);
-            assert!(msg.starts_with("graph update rejected: "), "{msg}");
-            assert!(!msg.ends_with('.'), "{msg}");
-        }
-        assert!(UpdateRejection::TopologyChanged
-            .explanation()
-            .contains("topology changed"));
-        assert!(UpdateRejection::FunctionChanged
-            .explanation()
-            .contains("function changed"));
     }
 }

@@ -14,27 +14,28 @@ pub mod graph;
 pub mod issue;
 pub mod memory;
 pub mod module;
+mod operand;
 pub mod plan;
 pub mod program;
 pub mod stream;
 
+/// The cudarc version streamgraph is built on, for interop with its types.
+pub use cudarc;
 pub use device::Device;
-pub use error::{Error, Result};
+pub use error::{CaptureFault, Error, OpEdge, OpInfo, Result, UpdateRejection};
 pub use event::Event;
-pub use exec::capture::{capture, Capture, CaptureFault, CaptureMode, CaptureOutcome};
+pub use exec::capture::{capture, Capture, CaptureMode, CaptureOutcome};
 pub use exec::eager::{Eager, EagerStats};
-pub use graph::{
-    Graph, GraphExec, GraphStats, OpEdge, OpInfo, OpRef, UpdateRejection, VerifyReport,
-};
-pub use issue::{
-    BufferAccess, DeviceRange, Dim3, FillPattern, HostFn, Issuer, KernelArg, LaunchConfig, Memory,
-    MemoryRef, Pipeline, StreamOptions,
-};
+pub use ffi::memory::MemoryRef;
+pub use ffi::KernelArg;
+pub use graph::{Graph, GraphExec, GraphStats, OpRef, VerifyReport};
+pub use issue::{Issuer, Pipeline, StreamOptions};
 pub use memory::{
-    CopySource, CopyTarget, DeviceBuffer, DeviceMemory, DeviceRepr, DeviceView, FillValue,
-    PinnedBuffer, ValidAsZeroBits,
+    CopySource, CopyTarget, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceView,
+    DeviceViewMut, FillValue, PinnedBuffer, PinnedMut, PinnedRef, Pod, Zeroable,
 };
 pub use module::{Kernel, Module};
+pub use operand::{BufferAccess, DeviceRange, Dim3, FillPattern, HostFn, LaunchConfig, Memory};
 pub use plan::Plan;
 pub use program::{
     AccessMode, EventDecl, Location, Program, Statement, StatementKind, StaticAccess, StreamDecl,
@@ -46,6 +47,7 @@ pub use stream::{clamp_priority, current_stream, Stream, StreamGuard};
 pub mod __private {
     pub use crate::issue::*;
     pub use crate::memory::__private::*;
+    pub use crate::operand::*;
     pub use crate::program::*;
     pub use crate::Error;
 }

@@ -1,14 +1,21 @@
 //! Device and pinned host memory, and the traits that let pipelines name them.
 //!
 //! - [`DeviceBuffer<T>`]: device memory from `cuMemAlloc`, at a stable address (a replayed
-//!   graph keeps using it), freed on drop. [`DeviceBuffer::slice`] borrows a sub-range as a
-//!   [`DeviceView`].
+//!   graph keeps using it), freed once nothing can use it any more. [`DeviceBuffer::slice`]
+//!   borrows a sub-range as a [`DeviceView`], [`DeviceBuffer::slice_mut`] as a writable
+//!   [`DeviceViewMut`].
 //! - [`PinnedBuffer<T>`]: page-locked host memory (`cuMemHostAlloc`), which copies can read
-//!   and write asynchronously and which graphs can capture.
+//!   and write asynchronously and which graphs can capture. Rust reads it through guards that
+//!   wait for the copies writing it, and a copy (or graph launch) that would write it while a
+//!   guard lives is refused ([`Error::PinnedBusy`]).
 //! - Ordinary slices and `Vec`s are pageable host memory: copy sources only.
 //!
+//! Element types are [`Pod`] (plain data whose every bit pattern is a value), so whatever a
+//! kernel or copy wrote can be read back. `bool`, `char` and types with padding are not.
+//!
 //! The traits [`DeviceMemory`], [`CopySource`] and [`CopyTarget`] are what kernel arguments,
-//! `copy` and `fill` statements accept.
+//! `copy` and `fill` statements accept. They are `unsafe` to implement: the implementer
+//! promises that the memory named is live (see each trait).
 //!
 //! The synchronous conveniences ([`DeviceBuffer::from_host`], [`DeviceBuffer::to_vec`], …)
 //! run on the current stream when it belongs to the buffer's device (see
@@ -21,37 +28,55 @@
 //! let device = Device::new(None)?;
 //! let stream = Stream::new(&device, 0)?;
 //! let x = DeviceBuffer::from_host(&device, &[1u32, 2, 3, 4])?;
-//! let y = DeviceBuffer::<u32>::zeros(&device, 4)?;
-//! stream.copy(&y.slice(0..2), &x.slice(2..4))?; // device to device, in stream order
-//! stream.fill(&y.slice(2..), 7)?;
-//! let host = PinnedBuffer::<u32>::zeros(&device, 4)?;
-//! stream.copy(&host, &y)?;
-//! stream.synchronize()?; // the pinned buffer is written by then
-//! assert_eq!(host.as_slice(), &[3, 4, 7, 7]);
+//! let mut y = DeviceBuffer::<u32>::zeros(&device, 4)?;
+//! stream.copy(&mut y.slice_mut(0..2), &x.slice(2..4))?; // device to device, in stream order
+//! stream.fill(&mut y.slice_mut(2..), 7)?;
+//! let mut host = PinnedBuffer::<u32>::zeros(&device, 4)?;
+//! stream.copy(&mut host, &y)?;
+//! assert_eq!(&*host.as_slice()?, &[3, 4, 7, 7]); // waits for the copy into `host`
 //! # Ok::<(), streamgraph_runtime::Error>(())
 //! ```
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::ops::{Bound, RangeBounds};
+use std::ops::{Bound, Deref, DerefMut, RangeBounds};
+use std::sync::Arc;
+
+pub use bytemuck::{Pod, Zeroable};
+pub use cudarc::driver::DeviceRepr;
 
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::ffi;
-use crate::issue::{DeviceRange, FillPattern, Issuer, KernelArg, Memory, MemoryRef};
-use crate::program::Statement;
+use crate::ffi::memory::{
+    read_device, DeviceAlloc, Holder, MemoryRef, PinnedAlloc, PinnedRead, PinnedWrite,
+};
+use crate::ffi::KernelArg;
+use crate::issue::Issuer;
+use crate::operand::{BufferAccess, DeviceRange, FillPattern};
+use crate::program::{AccessMode, Statement};
 use crate::stream::{current_stream_on, Stream};
 
-pub use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
-
 /// Device memory holding elements of type `Self::Elem`: a buffer or a sub-range of one.
-pub trait DeviceMemory {
+///
+/// # Safety
+///
+/// An implementation promises that [`DeviceMemory::range`] names device memory that is
+/// allocated on that device for as long as `self` is borrowed **and**, unless
+/// [`DeviceMemory::holder`] hands out the runtime's own allocation, for as long as any graph
+/// that captured an operation on it can launch; that `ptr_ref` points at the range's first
+/// address; and that the range holds whole elements of `Elem`.
+pub unsafe trait DeviceMemory {
     /// The element type.
-    type Elem: DeviceRepr;
+    type Elem: Pod;
     /// The memory's address range.
     fn range(&self) -> DeviceRange;
     /// A reference to the stored `CUdeviceptr`, which a kernel argument points at.
     fn ptr_ref(&self) -> &u64;
+    /// What keeps the memory allocated (graphs keep it); the runtime's buffers override it.
+    #[doc(hidden)]
+    fn holder(&self) -> Holder<'_> {
+        Holder::FOREIGN
+    }
     /// Number of elements.
     fn len(&self) -> usize {
         self.range().bytes / std::mem::size_of::<Self::Elem>().max(1)
@@ -62,20 +87,40 @@ pub trait DeviceMemory {
     }
 }
 
+/// Device memory that may be written through this value: what the safe write APIs
+/// ([`KernelArg::write`], [`Stream::fill`]) take by `&mut`, so that a write needs an
+/// exclusive borrow of the memory.
+///
+/// # Safety
+///
+/// As for [`DeviceMemory`]; and a value of the type is the only one through which its memory
+/// may be written while it lives (it borrows the memory exclusively, or owns it).
+pub unsafe trait DeviceMemoryMut: DeviceMemory {}
+
 /// Memory a `copy` can read from: device, pinned or pageable host memory of `T`.
-pub trait CopySource<T> {
+///
+/// # Safety
+///
+/// The [`MemoryRef`] returned names memory holding elements of `T` that is live for the
+/// borrow of `self` (and as [`MemoryRef::from_raw`] requires for graphs).
+pub unsafe trait CopySource<T> {
     /// The memory, borrowed from `self`.
     fn copy_source(&self) -> MemoryRef<'_>;
 }
 
-/// Memory a `copy` can write to.
-pub trait CopyTarget<T> {
+/// Memory a `copy` can write to: device or pinned host memory of `T`.
+///
+/// # Safety
+///
+/// As for [`CopySource`]; host memory it names is page-locked and guarded against Rust
+/// references while copies write it (as [`MemoryRef::from_raw`] requires).
+pub unsafe trait CopyTarget<T> {
     /// The memory, borrowed from `self`.
     fn copy_target(&self) -> MemoryRef<'_>;
 }
 
 /// An element type a `fill` can write with a memset (1, 2 or 4 bytes wide).
-pub trait FillValue: DeviceRepr + Copy {
+pub trait FillValue: Pod {
     /// The value's bit pattern.
     fn pattern(self) -> FillPattern;
 }
@@ -96,36 +141,41 @@ fill_value!(
     u32 => U32 as u32, i32 => U32 as u32, f32 => U32 as u32,
 );
 
+/// The memory of a [`DeviceMemory`] value, for copies and fills.
+fn device_ref<M: DeviceMemory + ?Sized>(m: &M) -> MemoryRef<'_> {
+    MemoryRef::promised_device(m.range(), std::mem::size_of::<M::Elem>(), m.holder())
+}
+
+fn buffer_arg<M: DeviceMemory + ?Sized>(m: &M, mode: AccessMode) -> KernelArg<'_> {
+    KernelArg::by_ref(
+        m.ptr_ref(),
+        Some(BufferAccess {
+            range: m.range(),
+            mode,
+        }),
+        m.holder(),
+    )
+}
+
 #[doc(hidden)]
 pub mod __private {
-    //! Entry points of generated code; they erase types after the compiler has checked them.
+    //! Entry points of generated code; they erase types after the compiler (and the macro's
+    //! checks: writes go through `&mut` parameters) has checked them. Not public API.
     use super::*;
 
     /// `&x` in launch arguments.
     pub fn arg_read<M: DeviceMemory + ?Sized>(m: &M) -> KernelArg<'_> {
-        KernelArg::from_raw(
-            (m.ptr_ref() as *const u64).cast(),
-            Some(crate::issue::BufferAccess {
-                range: m.range(),
-                mode: crate::AccessMode::Read,
-            }),
-        )
+        buffer_arg(m, AccessMode::Read)
     }
 
-    /// `&mut x` in launch arguments.
+    /// `&mut x` in launch arguments (the macro checked that `x` is borrowed `&mut`).
     pub fn arg_write<M: DeviceMemory + ?Sized>(m: &M) -> KernelArg<'_> {
-        KernelArg::from_raw(
-            (m.ptr_ref() as *const u64).cast(),
-            Some(crate::issue::BufferAccess {
-                range: m.range(),
-                mode: crate::AccessMode::Write,
-            }),
-        )
+        buffer_arg(m, AccessMode::Write)
     }
 
     /// A by-value kernel argument (scalar or `#[repr(C)]` struct).
     pub fn arg_value<T: DeviceRepr>(v: &T) -> KernelArg<'_> {
-        KernelArg::from_raw((v as *const T).cast(), None)
+        KernelArg::by_ref(v, None, Holder::FOREIGN)
     }
 
     /// `copy DST <- SRC`: both sides must hold the same element type.
@@ -155,7 +205,7 @@ pub mod __private {
         D: DeviceMemory + ?Sized,
         D::Elem: FillValue,
     {
-        issuer.fill(stmt, dst.range(), value.pattern())
+        issuer.fill(stmt, device_ref(dst), value.pattern())
     }
 
     /// `host F`.
@@ -176,12 +226,12 @@ impl<'a> KernelArg<'a> {
 
     /// A pointer argument to memory the kernel only reads (`const T*`).
     pub fn read<M: DeviceMemory + ?Sized>(memory: &'a M) -> Self {
-        __private::arg_read(memory)
+        buffer_arg(memory, AccessMode::Read)
     }
 
-    /// A pointer argument to memory the kernel writes (`T*`).
-    pub fn write<M: DeviceMemory + ?Sized>(memory: &'a M) -> Self {
-        __private::arg_write(memory)
+    /// A pointer argument to memory the kernel writes (`T*`); needs an exclusive borrow.
+    pub fn write<M: DeviceMemoryMut + ?Sized>(memory: &'a mut M) -> Self {
+        buffer_arg(&*memory, AccessMode::Write)
     }
 }
 
@@ -200,20 +250,51 @@ fn resolve(range: impl RangeBounds<usize>, len: usize) -> Option<(usize, usize)>
     (start <= end && end <= len).then_some((start, end))
 }
 
-fn out_of_bounds(start: Bound<&usize>, end: Bound<&usize>, len: usize) -> Error {
+fn out_of_bounds(range: &impl RangeBounds<usize>, len: usize) -> Error {
     Error::InvalidArgument(format!(
         "slice {:?}..{:?} is out of bounds of a buffer of {len} elements",
-        start, end
+        range.start_bound(),
+        range.end_bound()
     ))
 }
 
-/// A buffer of `T` in device memory, freed on drop. Its address never changes, so graphs
-/// that captured it keep working.
+/// `len` elements of `T` in bytes, or an error naming what was asked for.
+fn bytes_of<T>(len: usize) -> Result<usize> {
+    let size = std::mem::size_of::<T>();
+    if size == 0 {
+        return Err(Error::InvalidArgument(format!(
+            "buffers of the zero-sized type `{}` hold nothing; use a sized element type",
+            std::any::type_name::<T>()
+        )));
+    }
+    len.checked_mul(size).ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "a buffer of {len} elements of {size} bytes does not fit in the address space"
+        ))
+    })
+}
+
+/// The sub-range `range` of `len` elements starting at device address `ptr`: its address and
+/// length, checked.
+fn sub_range<T>(ptr: u64, len: usize, range: impl RangeBounds<usize>) -> Result<(u64, usize)> {
+    let Some((start, end)) = resolve((range.start_bound(), range.end_bound()), len) else {
+        return Err(out_of_bounds(&range, len));
+    };
+    let offset = bytes_of::<T>(start)?;
+    let ptr = u64::try_from(offset)
+        .ok()
+        .and_then(|o| ptr.checked_add(o))
+        .ok_or_else(|| out_of_bounds(&range, len))?;
+    Ok((ptr, end - start))
+}
+
+/// A buffer of `T` in device memory. Its address never changes, so graphs that captured it
+/// keep working; the memory is freed once the buffer and every graph that uses it are gone.
 ///
 /// `Send + Sync`: Rust code never dereferences device memory; the driver frees it from any
 /// thread.
 pub struct DeviceBuffer<T> {
-    alloc: ffi::DeviceAlloc,
+    alloc: Arc<DeviceAlloc>,
     len: usize,
     ordinal: i32,
     _elem: PhantomData<T>,
@@ -223,19 +304,15 @@ impl<T> fmt::Debug for DeviceBuffer<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DeviceBuffer")
             .field("device", &self.ordinal)
-            .field("ptr", &format_args!("{:#x}", self.alloc.ptr))
+            .field("ptr", &format_args!("{:#x}", self.alloc.ptr()))
             .field("len", &self.len)
             .finish()
     }
 }
 
-impl<T: DeviceRepr> DeviceBuffer<T> {
+impl<T: Pod> DeviceBuffer<T> {
     fn alloc(device: &Device, len: usize) -> Result<Self> {
-        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
-            Error::InvalidArgument(format!("a buffer of {len} elements does not fit in memory"))
-        })?;
-        let alloc = ffi::DeviceAlloc::new(device.ctx(), bytes)
-            .map_err(|e| Error::driver("cuMemAlloc", e))?;
+        let alloc = DeviceAlloc::new(device.ctx(), bytes_of::<T>(len)?)?;
         Ok(DeviceBuffer {
             alloc,
             len,
@@ -247,22 +324,18 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// A buffer of `len` elements, all zero bits.
     ///
     /// See [`cuMemAlloc`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html).
-    pub fn zeros(device: &Device, len: usize) -> Result<Self>
-    where
-        T: ValidAsZeroBits,
-    {
+    pub fn zeros(device: &Device, len: usize) -> Result<Self> {
         let buffer = Self::alloc(device, len)?;
         let stream = current_stream_on(device);
-        crate::stream::fill_async(&stream, buffer.range(), FillPattern::U8(0))?;
+        crate::stream::fill_async(&stream, &device_ref(&buffer), FillPattern::U8(0))?;
         stream.synchronize()?;
         Ok(buffer)
     }
 
     /// A buffer holding a copy of `src` (waits for the copy).
     pub fn from_host(device: &Device, src: &[T]) -> Result<Self> {
-        let buffer = Self::alloc(device, src.len())?;
         let stream = current_stream_on(device);
-        crate::stream::copy_async(&stream, buffer.memory(), pageable(src))?;
+        let buffer = Self::from_host_on(&stream, src)?;
         stream.synchronize()?;
         Ok(buffer)
     }
@@ -271,7 +344,12 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// driver has staged `src` by then).
     pub fn from_host_on(stream: &Stream, src: &[T]) -> Result<Self> {
         let buffer = Self::alloc(&stream.device(), src.len())?;
-        crate::stream::copy_async(stream, buffer.memory(), pageable(src))?;
+        crate::stream::copy_async(
+            stream,
+            &buffer.copy_target(),
+            &MemoryRef::pageable(src),
+            true,
+        )?;
         Ok(buffer)
     }
 
@@ -284,7 +362,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
 
     /// Queues an overwrite of the buffer with `src` (same length) on `stream`.
     pub fn copy_from_host_on(&mut self, stream: &Stream, src: &[T]) -> Result<()> {
-        crate::stream::copy_async(stream, self.memory(), pageable(src))
+        crate::stream::copy_async(stream, &self.copy_target(), &MemoryRef::pageable(src), true)
     }
 
     /// Copies the buffer to a new `Vec` and waits for the copy.
@@ -302,26 +380,26 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// [`DeviceRange::PLANNING`] device with no memory behind it. It lets a pipeline's plan (and
     /// its race check) be built on a machine without a GPU; running it eagerly or capturing it
     /// is an [`Error::PlanningOnly`].
-    pub fn for_planning(len: usize) -> Self {
-        let bytes = len.saturating_mul(std::mem::size_of::<T>());
-        DeviceBuffer {
-            alloc: ffi::DeviceAlloc::planning(bytes),
+    pub fn for_planning(len: usize) -> Result<Self> {
+        let alloc = DeviceAlloc::planning(bytes_of::<T>(len)?).ok_or_else(|| {
+            Error::InvalidArgument(
+                "the address space for plan-only buffers is used up; plan smaller buffers".into(),
+            )
+        })?;
+        Ok(DeviceBuffer {
+            alloc,
             len,
             ordinal: DeviceRange::PLANNING,
             _elem: PhantomData,
-        }
+        })
     }
 
     /// The device the buffer lives on ([`Error::PlanningOnly`] for a plan-only buffer).
     pub fn device(&self) -> Result<Device> {
-        match &self.alloc.ctx {
+        match self.alloc.ctx() {
             Some(ctx) => Ok(Device::from_ctx(ctx)),
             None => Err(Error::PlanningOnly { what: "buffer" }),
         }
-    }
-
-    fn memory(&self) -> Memory {
-        Memory::Device(self.range())
     }
 }
 
@@ -338,51 +416,68 @@ impl<T> DeviceBuffer<T> {
 
     /// The device address of the first element (`CUdeviceptr`), for interop.
     pub fn device_ptr(&self) -> u64 {
-        self.alloc.ptr
+        self.alloc.ptr()
     }
 
-    /// The whole buffer as a view.
+    /// The whole buffer as a read-only view.
     pub fn as_view(&self) -> DeviceView<'_, T> {
         DeviceView {
-            ptr: self.alloc.ptr,
+            alloc: &self.alloc,
+            ptr: self.alloc.ptr(),
             len: self.len,
             ordinal: self.ordinal,
-            _borrow: PhantomData,
+            _elem: PhantomData,
         }
     }
 
-    /// The elements in `range`, as a view borrowing the buffer.
+    /// The elements in `range`, as a read-only view borrowing the buffer.
     ///
     /// # Panics
     ///
     /// When `range` is out of bounds, like slice indexing; [`DeviceBuffer::try_slice`] returns
     /// an error instead.
     pub fn slice(&self, range: impl RangeBounds<usize>) -> DeviceView<'_, T> {
-        self.as_view().into_slice(range)
+        self.as_view().slice(range)
     }
 
     /// The elements in `range`, or [`Error::InvalidArgument`] when it is out of bounds.
     pub fn try_slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'_, T>> {
-        self.as_view().try_into_slice(range)
+        self.as_view().into_slice(range)
+    }
+
+    /// The elements in `range`, as a writable view borrowing the buffer exclusively.
+    ///
+    /// # Panics
+    ///
+    /// When `range` is out of bounds; [`DeviceBuffer::try_slice_mut`] returns an error instead.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> DeviceViewMut<'_, T> {
+        DeviceViewMut {
+            view: self.as_view().slice(range),
+        }
+    }
+
+    /// The elements in `range`, writable, or [`Error::InvalidArgument`] when out of bounds.
+    pub fn try_slice_mut(
+        &mut self,
+        range: impl RangeBounds<usize>,
+    ) -> Result<DeviceViewMut<'_, T>> {
+        let view = self.as_view().into_slice(range)?;
+        Ok(DeviceViewMut { view })
     }
 }
 
-/// A sub-range of a [`DeviceBuffer`], borrowed from it. Keeps its own copy of the address so
-/// that a kernel argument can point at it.
+/// A read-only sub-range of a [`DeviceBuffer`], borrowed from it. Keeps its own copy of the
+/// address so that a kernel argument can point at it.
+///
+/// Not `Copy`: a view passed into a pipeline is that pipeline's. Pipelines and the safe write
+/// APIs write device memory only through `&mut` borrows or a [`DeviceViewMut`].
 pub struct DeviceView<'a, T> {
+    alloc: &'a Arc<DeviceAlloc>,
     ptr: u64,
     len: usize,
     ordinal: i32,
-    _borrow: PhantomData<&'a DeviceBuffer<T>>,
+    _elem: PhantomData<&'a [T]>,
 }
-
-impl<T> Clone for DeviceView<'_, T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<T> Copy for DeviceView<'_, T> {}
 
 impl<T> fmt::Debug for DeviceView<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -416,101 +511,180 @@ impl<'a, T> DeviceView<'a, T> {
     ///
     /// When `range` is out of bounds; see [`DeviceView::try_slice`].
     pub fn slice(&self, range: impl RangeBounds<usize>) -> DeviceView<'a, T> {
-        self.into_slice(range)
-    }
-
-    /// A sub-range of this view, or [`Error::InvalidArgument`] when out of bounds.
-    pub fn try_slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'a, T>> {
-        self.try_into_slice(range)
-    }
-
-    fn into_slice(self, range: impl RangeBounds<usize>) -> DeviceView<'a, T> {
-        match self.try_into_slice(range) {
+        match self.try_slice(range) {
             Ok(view) => view,
             Err(e) => panic!("{e}"),
         }
     }
 
-    fn try_into_slice(self, range: impl RangeBounds<usize>) -> Result<DeviceView<'a, T>> {
-        let Some((start, end)) = resolve((range.start_bound(), range.end_bound()), self.len) else {
-            return Err(out_of_bounds(
-                range.start_bound(),
-                range.end_bound(),
-                self.len,
-            ));
-        };
-        let offset = (start * std::mem::size_of::<T>()) as u64;
-        Ok(DeviceView {
-            ptr: self.ptr + offset,
-            len: end - start,
-            ordinal: self.ordinal,
-            _borrow: PhantomData,
+    /// A sub-range of this view, or [`Error::InvalidArgument`] when out of bounds.
+    pub fn try_slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'a, T>> {
+        DeviceView { ..*self }.into_slice(range)
+    }
+
+    fn into_slice(self, range: impl RangeBounds<usize>) -> Result<DeviceView<'a, T>> {
+        let (ptr, len) = sub_range::<T>(self.ptr, self.len, range)?;
+        Ok(DeviceView { ptr, len, ..self })
+    }
+
+    fn bytes(&self) -> usize {
+        // In bounds of a buffer whose size in bytes was checked when it was made.
+        self.len.saturating_mul(std::mem::size_of::<T>())
+    }
+
+    fn memory(&self) -> MemoryRef<'a> {
+        let bytes = self.bytes();
+        MemoryRef::device(
+            self.alloc,
+            self.ordinal,
+            self.ptr,
+            bytes,
+            std::mem::size_of::<T>(),
+        )
+        .unwrap_or_else(|| {
+            // A view lies inside its allocation by construction; should it not, name nothing.
+            MemoryRef::promised_device(
+                DeviceRange {
+                    device: self.ordinal,
+                    ptr: self.ptr,
+                    bytes: 0,
+                },
+                std::mem::size_of::<T>(),
+                Holder::device(self.alloc),
+            )
         })
     }
 }
 
-impl<T: DeviceRepr> DeviceView<'_, T> {
+impl<T: Pod> DeviceView<'_, T> {
     /// Copies the view to a new `Vec` and waits for the copy.
     pub fn to_vec(&self) -> Result<Vec<T>> {
+        if self.ordinal == DeviceRange::PLANNING {
+            return Err(Error::PlanningOnly { what: "buffer" });
+        }
         let device = Device::new(Some(self.ordinal))?;
         self.to_vec_on(&current_stream_on(&device))
     }
 
-    /// Copies the view to a new `Vec` in `stream`'s order and waits for the copy.
+    /// Copies the view to a new `Vec` in `stream`'s order and waits for the copy. The stream
+    /// must belong to the view's device.
     pub fn to_vec_on(&self, stream: &Stream) -> Result<Vec<T>> {
-        ffi::read_device_vec(stream.ctx(), stream.raw(), self.ptr, self.len)
-            .map_err(|e| Error::driver("cuMemcpyDtoHAsync", e))
+        read_device(stream.as_cudarc(), &self.memory())
     }
 }
 
-impl<T: DeviceRepr> DeviceMemory for DeviceBuffer<T> {
+/// A writable sub-range of a [`DeviceBuffer`], borrowed from it exclusively
+/// ([`DeviceBuffer::slice_mut`]).
+pub struct DeviceViewMut<'a, T> {
+    view: DeviceView<'a, T>,
+}
+
+impl<T> fmt::Debug for DeviceViewMut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("DeviceViewMut").field(&self.view).finish()
+    }
+}
+
+impl<'a, T> DeviceViewMut<'a, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.view.len
+    }
+
+    /// Whether it holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.view.len == 0
+    }
+
+    /// The view, read-only.
+    pub fn as_view(&self) -> &DeviceView<'a, T> {
+        &self.view
+    }
+}
+
+// SAFETY: the range lies inside `self.alloc` (checked when it was made), which the buffer
+// owns and hands out as its holder; `ptr_ref` points at the first address.
+unsafe impl<T: Pod> DeviceMemory for DeviceBuffer<T> {
     type Elem = T;
+    #[inline]
     fn range(&self) -> DeviceRange {
-        DeviceRange {
-            device: self.ordinal,
-            ptr: self.alloc.ptr,
-            bytes: self.len * std::mem::size_of::<T>(),
-        }
+        self.as_view().range()
     }
     fn ptr_ref(&self) -> &u64 {
-        &self.alloc.ptr
+        self.alloc.ptr_ref()
+    }
+    fn holder(&self) -> Holder<'_> {
+        Holder::device(&self.alloc)
     }
     fn len(&self) -> usize {
         self.len
     }
 }
 
-impl<T: DeviceRepr> DeviceMemory for DeviceView<'_, T> {
+// SAFETY: `&mut DeviceBuffer` or ownership is needed to write through it.
+unsafe impl<T: Pod> DeviceMemoryMut for DeviceBuffer<T> {}
+
+// SAFETY: as for `DeviceBuffer`: the view lies inside the allocation it borrows.
+unsafe impl<T: Pod> DeviceMemory for DeviceView<'_, T> {
     type Elem = T;
+    #[inline]
     fn range(&self) -> DeviceRange {
         DeviceRange {
             device: self.ordinal,
             ptr: self.ptr,
-            bytes: self.len * std::mem::size_of::<T>(),
+            bytes: self.bytes(),
         }
     }
     fn ptr_ref(&self) -> &u64 {
         &self.ptr
     }
+    fn holder(&self) -> Holder<'_> {
+        Holder::device(self.alloc)
+    }
     fn len(&self) -> usize {
         self.len
     }
 }
 
-impl<M: DeviceMemory + ?Sized> DeviceMemory for &M {
+// SAFETY: as for `DeviceView`.
+unsafe impl<T: Pod> DeviceMemory for DeviceViewMut<'_, T> {
+    type Elem = T;
+    fn range(&self) -> DeviceRange {
+        self.view.range()
+    }
+    fn ptr_ref(&self) -> &u64 {
+        &self.view.ptr
+    }
+    fn holder(&self) -> Holder<'_> {
+        Holder::device(self.view.alloc)
+    }
+    fn len(&self) -> usize {
+        self.view.len
+    }
+}
+
+// SAFETY: made from `&mut DeviceBuffer` only, and not `Copy`.
+unsafe impl<T: Pod> DeviceMemoryMut for DeviceViewMut<'_, T> {}
+
+// SAFETY: forwards to `M`, borrowed for as long as the reference.
+unsafe impl<M: DeviceMemory + ?Sized> DeviceMemory for &M {
     type Elem = M::Elem;
     fn range(&self) -> DeviceRange {
         (**self).range()
     }
     fn ptr_ref(&self) -> &u64 {
         (**self).ptr_ref()
+    }
+    fn holder(&self) -> Holder<'_> {
+        (**self).holder()
     }
     fn len(&self) -> usize {
         (**self).len()
     }
 }
 
-impl<M: DeviceMemory + ?Sized> DeviceMemory for &mut M {
+// SAFETY: forwards to `M`, borrowed for as long as the reference.
+unsafe impl<M: DeviceMemory + ?Sized> DeviceMemory for &mut M {
     type Elem = M::Elem;
     fn range(&self) -> DeviceRange {
         (**self).range()
@@ -518,50 +692,54 @@ impl<M: DeviceMemory + ?Sized> DeviceMemory for &mut M {
     fn ptr_ref(&self) -> &u64 {
         (**self).ptr_ref()
     }
+    fn holder(&self) -> Holder<'_> {
+        (**self).holder()
+    }
     fn len(&self) -> usize {
         (**self).len()
     }
 }
+
+// SAFETY: an exclusive borrow of writable memory is writable.
+unsafe impl<M: DeviceMemoryMut + ?Sized> DeviceMemoryMut for &mut M {}
 
 /// A buffer of `T` in page-locked (pinned) host memory: copies to and from it run
 /// asynchronously and can be captured into graphs.
 ///
-/// Copies write it through shared references (it is a [`CopyTarget`]), the way a DMA engine
-/// does: **read it only after the stream that writes it has been synchronized** (or an event
-/// recorded after the copy has completed). `as_mut_slice` needs `&mut self`, which excludes
-/// any queued copy borrowing it.
+/// Rust reaches its elements through guards: [`PinnedBuffer::as_slice`] waits for the copies
+/// (and graph launches) that write it, [`PinnedBuffer::as_mut_slice`] for every copy that
+/// touches it. While a guard lives, a copy or launch that would race with it is refused with
+/// [`Error::PinnedBusy`], so a DMA engine never writes memory Rust is reading.
 ///
-/// `Send` when `T: Send` and `Sync` when `T: Sync`: it owns its elements like a `Box<[T]>`,
-/// shared references only hand out `&[T]`, and the driver frees pinned memory from any
-/// thread.
+/// `Send` when `T: Send` and `Sync` when `T: Sync`: it owns its elements like a `Box<[T]>`.
 pub struct PinnedBuffer<T> {
-    alloc: ffi::HostAlloc<T>,
+    alloc: Arc<PinnedAlloc>,
+    len: usize,
     ordinal: i32,
+    _elem: PhantomData<T>,
 }
 
 impl<T> fmt::Debug for PinnedBuffer<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PinnedBuffer")
             .field("device", &self.ordinal)
-            .field("ptr", &self.alloc.as_ptr())
-            .field("len", &self.alloc.len())
+            .field("ptr", &self.alloc.addr())
+            .field("len", &self.len)
             .finish()
     }
 }
 
-impl<T: DeviceRepr + Copy> PinnedBuffer<T> {
+impl<T: Pod> PinnedBuffer<T> {
     /// A pinned buffer of `len` elements, all zero bits.
     ///
     /// See [`cuMemHostAlloc`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html).
-    pub fn zeros(device: &Device, len: usize) -> Result<Self>
-    where
-        T: ValidAsZeroBits,
-    {
-        let alloc = ffi::HostAlloc::zeroed(device.ctx(), len)
-            .map_err(|e| Error::driver("cuMemHostAlloc", e))?;
+    pub fn zeros(device: &Device, len: usize) -> Result<Self> {
+        let alloc = PinnedAlloc::pinned(device.ctx(), bytes_of::<T>(len)?, |_| {})?;
         Ok(PinnedBuffer {
             alloc,
+            len,
             ordinal: device.ordinal(),
+            _elem: PhantomData,
         })
     }
 
@@ -569,120 +747,219 @@ impl<T: DeviceRepr + Copy> PinnedBuffer<T> {
     ///
     /// See [`cuMemHostAlloc`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html).
     pub fn from_slice(device: &Device, src: &[T]) -> Result<Self> {
-        let alloc = ffi::HostAlloc::from_slice(device.ctx(), src)
-            .map_err(|e| Error::driver("cuMemHostAlloc", e))?;
+        let bytes = bytes_of::<T>(src.len())?;
+        let alloc = PinnedAlloc::pinned(device.ctx(), bytes, |b| {
+            b.copy_from_slice(bytemuck::cast_slice(src))
+        })?;
         Ok(PinnedBuffer {
             alloc,
+            len: src.len(),
             ordinal: device.ordinal(),
+            _elem: PhantomData,
         })
     }
-}
 
-impl<T: DeviceRepr + ValidAsZeroBits + Copy> PinnedBuffer<T> {
     /// A zeroed buffer in ordinary heap memory, for plans built on a machine without a GPU.
     /// Copies to and from it can be planned and run eagerly (as pageable memory), but not
     /// captured.
-    ///
-    /// # Panics
-    ///
-    /// When `len` elements exceed the address space, like `Vec::with_capacity`.
-    pub fn for_planning(len: usize) -> Self {
-        match ffi::HostAlloc::planning_zeroed(len) {
-            Some(alloc) => PinnedBuffer {
-                alloc,
-                ordinal: DeviceRange::HOST,
-            },
-            None => panic!("a plan-only buffer of {len} elements does not fit in memory"),
-        }
+    pub fn for_planning(len: usize) -> Result<Self> {
+        let bytes = bytes_of::<T>(len)?;
+        let alloc =
+            PinnedAlloc::heap(bytes, std::mem::align_of::<T>(), |_| {}).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "a plan-only buffer of {len} elements ({bytes} bytes) cannot be allocated"
+                ))
+            })?;
+        Ok(PinnedBuffer {
+            alloc,
+            len,
+            ordinal: DeviceRange::HOST,
+            _elem: PhantomData,
+        })
+    }
+
+    /// The elements, once the copies writing them have finished. While the guard lives,
+    /// copies into the buffer are refused ([`Error::PinnedBusy`]).
+    pub fn as_slice(&self) -> Result<PinnedRef<'_, T>> {
+        Ok(PinnedRef {
+            guard: self.alloc.read()?,
+            _elem: PhantomData,
+        })
+    }
+
+    /// The elements, mutably, once every copy touching them has finished. While the guard
+    /// lives, copies to or from the buffer are refused ([`Error::PinnedBusy`]).
+    pub fn as_mut_slice(&mut self) -> Result<PinnedMut<'_, T>> {
+        Ok(PinnedMut {
+            guard: self.alloc.write()?,
+            _elem: PhantomData,
+        })
+    }
+
+    /// A copy of the elements, once the copies writing them have finished.
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        Ok(self.as_slice()?.to_vec())
+    }
+
+    /// The `len` elements from `start`, as copy memory; `None` when out of bounds.
+    #[cfg(test)]
+    pub(crate) fn part(&self, start: usize, len: usize) -> Option<MemoryRef<'_>> {
+        let size = std::mem::size_of::<T>();
+        MemoryRef::pinned_part(
+            &self.alloc,
+            start.checked_mul(size)?,
+            len.checked_mul(size)?,
+            size,
+        )
     }
 }
 
 impl<T> PinnedBuffer<T> {
-    /// The elements. Synchronize the streams that copy into the buffer first.
-    pub fn as_slice(&self) -> &[T] {
-        self.alloc.as_slice()
-    }
-
-    /// The elements, mutably.
-    pub fn as_mut_slice(&mut self) -> &mut [T] {
-        self.alloc.as_mut_slice()
-    }
-
     /// Number of elements.
     pub fn len(&self) -> usize {
-        self.alloc.len()
+        self.len
     }
 
     /// Whether it holds no elements.
     pub fn is_empty(&self) -> bool {
-        self.alloc.len() == 0
-    }
-
-    fn memory(&self) -> Memory {
-        let (ptr, bytes) = (
-            self.alloc.as_ptr().cast(),
-            std::mem::size_of_val(self.alloc.as_slice()),
-        );
-        if self.alloc.is_planning() {
-            Memory::PageableHost { ptr, bytes }
-        } else {
-            Memory::PinnedHost { ptr, bytes }
-        }
+        self.len == 0
     }
 }
 
-fn pageable<T>(src: &[T]) -> Memory {
-    Memory::PageableHost {
-        ptr: src.as_ptr().cast_mut().cast(),
-        bytes: std::mem::size_of_val(src),
+/// The elements of a [`PinnedBuffer`], read-only (see [`PinnedBuffer::as_slice`]).
+pub struct PinnedRef<'a, T> {
+    guard: PinnedRead<'a>,
+    _elem: PhantomData<&'a [T]>,
+}
+
+impl<T: Pod> Deref for PinnedRef<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // The allocation is aligned for `T` and holds whole elements (it was made for them).
+        bytemuck::cast_slice(self.guard.bytes())
     }
 }
 
-impl<T: DeviceRepr> CopySource<T> for DeviceBuffer<T> {
+impl<T: Pod + fmt::Debug> fmt::Debug for PinnedRef<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+/// The elements of a [`PinnedBuffer`], mutably (see [`PinnedBuffer::as_mut_slice`]).
+pub struct PinnedMut<'a, T> {
+    guard: PinnedWrite<'a>,
+    _elem: PhantomData<&'a mut [T]>,
+}
+
+impl<T: Pod> Deref for PinnedMut<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        bytemuck::cast_slice(self.guard.bytes())
+    }
+}
+
+impl<T: Pod> DerefMut for PinnedMut<'_, T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        bytemuck::cast_slice_mut(self.guard.bytes_mut())
+    }
+}
+
+impl<T: Pod + fmt::Debug> fmt::Debug for PinnedMut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+// SAFETY: the memory is the buffer's own allocation of `T`s, handed out with its holder.
+unsafe impl<T: Pod> CopySource<T> for DeviceBuffer<T> {
     fn copy_source(&self) -> MemoryRef<'_> {
-        MemoryRef::new(self.memory(), std::mem::size_of::<T>())
+        self.as_view().memory()
     }
 }
 
-impl<T: DeviceRepr> CopyTarget<T> for DeviceBuffer<T> {
+// SAFETY: as above; device memory.
+unsafe impl<T: Pod> CopyTarget<T> for DeviceBuffer<T> {
     fn copy_target(&self) -> MemoryRef<'_> {
-        MemoryRef::new(self.memory(), std::mem::size_of::<T>())
+        self.as_view().memory()
     }
 }
 
-impl<T: DeviceRepr> CopySource<T> for DeviceView<'_, T> {
+// SAFETY: the view's range inside its buffer's allocation, with its holder.
+unsafe impl<T: Pod> CopySource<T> for DeviceView<'_, T> {
     fn copy_source(&self) -> MemoryRef<'_> {
-        MemoryRef::new(Memory::Device(self.range()), std::mem::size_of::<T>())
+        self.memory()
     }
 }
 
-impl<T: DeviceRepr> CopyTarget<T> for DeviceView<'_, T> {
+// SAFETY: as above; device memory (pipelines write views only of `&mut` parameters).
+unsafe impl<T: Pod> CopyTarget<T> for DeviceView<'_, T> {
     fn copy_target(&self) -> MemoryRef<'_> {
-        MemoryRef::new(Memory::Device(self.range()), std::mem::size_of::<T>())
+        self.memory()
     }
 }
 
-impl<T: DeviceRepr> CopySource<T> for PinnedBuffer<T> {
+// SAFETY: as for `DeviceView`.
+unsafe impl<T: Pod> CopySource<T> for DeviceViewMut<'_, T> {
     fn copy_source(&self) -> MemoryRef<'_> {
-        MemoryRef::new(self.memory(), std::mem::size_of::<T>())
+        self.view.memory()
     }
 }
 
-impl<T: DeviceRepr> CopyTarget<T> for PinnedBuffer<T> {
+// SAFETY: as for `DeviceView`.
+unsafe impl<T: Pod> CopyTarget<T> for DeviceViewMut<'_, T> {
     fn copy_target(&self) -> MemoryRef<'_> {
-        MemoryRef::new(self.memory(), std::mem::size_of::<T>())
+        self.view.memory()
     }
 }
 
-impl<T: DeviceRepr> CopySource<T> for [T] {
+// SAFETY: the buffer's own host allocation of `T`s; copies follow its DMA protocol.
+unsafe impl<T: Pod> CopySource<T> for PinnedBuffer<T> {
     fn copy_source(&self) -> MemoryRef<'_> {
-        MemoryRef::new(pageable(self), std::mem::size_of::<T>())
+        MemoryRef::pinned(&self.alloc, std::mem::size_of::<T>())
     }
 }
 
-impl<T: DeviceRepr> CopySource<T> for Vec<T> {
+// SAFETY: as above.
+unsafe impl<T: Pod> CopyTarget<T> for PinnedBuffer<T> {
+    fn copy_target(&self) -> MemoryRef<'_> {
+        MemoryRef::pinned(&self.alloc, std::mem::size_of::<T>())
+    }
+}
+
+// SAFETY: a borrowed pageable slice, read only; the driver stages it before a copy returns
+// and a capture refuses it.
+unsafe impl<T: Pod> CopySource<T> for [T] {
     fn copy_source(&self) -> MemoryRef<'_> {
-        MemoryRef::new(pageable(self), std::mem::size_of::<T>())
+        MemoryRef::pageable(self)
+    }
+}
+
+// SAFETY: as for `[T]`.
+unsafe impl<T: Pod> CopySource<T> for Vec<T> {
+    fn copy_source(&self) -> MemoryRef<'_> {
+        MemoryRef::pageable(self)
+    }
+}
+
+// SAFETY: forwards to `S`, borrowed for as long as the reference.
+unsafe impl<T, S: CopySource<T> + ?Sized> CopySource<T> for &S {
+    fn copy_source(&self) -> MemoryRef<'_> {
+        (**self).copy_source()
+    }
+}
+
+// SAFETY: forwards to `S`, borrowed for as long as the reference.
+unsafe impl<T, S: CopySource<T> + ?Sized> CopySource<T> for &mut S {
+    fn copy_source(&self) -> MemoryRef<'_> {
+        (**self).copy_source()
+    }
+}
+
+// SAFETY: forwards to `D`, borrowed for as long as the reference.
+unsafe impl<T, D: CopyTarget<T> + ?Sized> CopyTarget<T> for &mut D {
+    fn copy_target(&self) -> MemoryRef<'_> {
+        (**self).copy_target()
     }
 }
 
@@ -702,6 +979,14 @@ mod tests {
         assert_eq!(resolve(start..end, 4), None);
         assert_eq!(resolve(0..5, 4), None);
         assert_eq!(resolve(..=usize::MAX, 4), None);
+    }
+
+    #[test]
+    fn sub_ranges_are_checked_not_wrapped() {
+        assert_eq!(sub_range::<u32>(0x1000, 8, 2..4).ok(), Some((0x1008, 2)));
+        assert!(sub_range::<u32>(0x1000, 8, 2..9).is_err());
+        assert!(sub_range::<u64>(u64::MAX - 8, usize::MAX, 4..5).is_err());
+        assert!(sub_range::<[u8; 1 << 20]>(0, usize::MAX, (usize::MAX - 1)..).is_err());
     }
 
     #[test]

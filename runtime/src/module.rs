@@ -19,10 +19,10 @@
 //! // SAFETY: every launch below passes (float*, float, unsigned), the kernel's C signature.
 //! let scale = unsafe { module.kernel("scale")? };
 //!
-//! let x = DeviceBuffer::from_host(&device, &[1.0f32; 1024])?;
+//! let mut x = DeviceBuffer::from_host(&device, &[1.0f32; 1024])?;
 //! let (k, n) = (2.0f32, 1024u32);
 //! let config = LaunchConfig { grid: Dim3::from(4), block: Dim3::from(256), shared_mem_bytes: 0 };
-//! scale.launch_on(&stream, config, &[KernelArg::write(&x), KernelArg::value(&k), KernelArg::value(&n)])?;
+//! scale.launch_on(&stream, config, &[KernelArg::write(&mut x), KernelArg::value(&k), KernelArg::value(&n)])?;
 //! stream.synchronize()?;
 //! # Ok::<(), streamgraph_runtime::Error>(())
 //! ```
@@ -31,13 +31,13 @@ use std::ffi::CString;
 use std::fmt;
 use std::sync::Arc;
 
-use cudarc::driver::{sys, CudaModule, DriverError};
+use cudarc::driver::CudaModule;
 use cudarc::nvrtc::Ptx;
 
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::ffi::{self, FunctionHandle};
-use crate::issue::{DeviceRange, KernelArg, LaunchConfig};
+use crate::ffi::{self, FunctionHandle, KernelArg, LoadedFunction};
+use crate::operand::{DeviceRange, LaunchConfig};
 use crate::stream::{current_stream, Stream};
 
 /// A loaded CUDA module (compiled code) on one device. Cheap to clone.
@@ -158,13 +158,13 @@ impl Module {
         if name.contains('\0') {
             return Err(not_found());
         }
-        let function = match self.inner.cuda.load_function(name) {
-            Ok(f) => f,
-            Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_FOUND)) => return Err(not_found()),
+        let func = match ffi::module_function(&self.inner.cuda, name) {
+            Ok(Some(f)) => f,
+            Ok(None) => return Err(not_found()),
             Err(e) => return Err(Error::driver("cuModuleGetFunction", e)),
         };
         Ok(Kernel {
-            func: FunctionHandle(function.cu_function()),
+            func: Some(func),
             module: Some(self.inner.clone()),
             name: Arc::from(name),
         })
@@ -179,8 +179,8 @@ fn c_string(text: &str, what: &str) -> Result<CString> {
 /// A kernel of a loaded [`Module`], ready to launch. Cheap to clone; `Send + Sync`.
 #[derive(Clone)]
 pub struct Kernel {
-    func: FunctionHandle,
-    /// Keeps the module (and so `func`) loaded; `None` for a plan-only kernel.
+    /// The function with its module; `None` for a plan-only kernel.
+    func: Option<LoadedFunction>,
     module: Option<Arc<ModuleInner>>,
     name: Arc<str>,
 }
@@ -205,7 +205,7 @@ impl Kernel {
     /// on a machine without a GPU. Running or capturing it is an [`Error::PlanningOnly`].
     pub fn for_planning(name: &str) -> Kernel {
         Kernel {
-            func: FunctionHandle(std::ptr::null_mut()),
+            func: None,
             module: None,
             name: Arc::from(name),
         }
@@ -229,7 +229,7 @@ impl Kernel {
         args: &[KernelArg<'_>],
     ) -> Result<()> {
         let ctx = stream.ctx();
-        let Some(module) = &self.module else {
+        let (Some(module), Some(func)) = (&self.module, &self.func) else {
             return Err(Error::PlanningOnly { what: "kernel" });
         };
         if ctx.cu_ctx() != module.device.ctx().cu_ctx() {
@@ -240,25 +240,14 @@ impl Kernel {
             });
         }
         if args.iter().any(|a| {
-            a.access
+            a.access()
                 .is_some_and(|a| a.range.device == DeviceRange::PLANNING)
         }) {
             return Err(Error::PlanningOnly { what: "buffer" });
         }
         ffi::ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
-        // The argument pointers go into a stack array: no allocation on the launch path for
-        // kernels of up to `INLINE_ARGS` parameters.
-        let mut inline = [std::ptr::null_mut(); ffi::INLINE_ARGS];
-        let launched = if args.len() <= ffi::INLINE_ARGS {
-            for (slot, arg) in inline.iter_mut().zip(args) {
-                *slot = arg.value;
-            }
-            ffi::launch_kernel(self.func, stream.raw(), &config, &mut inline[..args.len()])
-        } else {
-            let mut params: Vec<_> = args.iter().map(|a| a.value).collect();
-            ffi::launch_kernel(self.func, stream.raw(), &config, &mut params)
-        };
-        launched.map_err(|e| Error::driver("cuLaunchKernel", e))
+        ffi::launch_kernel(func, stream.as_cudarc(), &config, args)
+            .map_err(|e| Error::driver("cuLaunchKernel", e))
     }
 
     /// Launches the kernel on the current stream ([`current_stream`]).
@@ -269,11 +258,17 @@ impl Kernel {
     /// The function handle, for the capture and graph code.
     pub(crate) fn handle(&self) -> FunctionHandle {
         self.func
+            .as_ref()
+            .map_or_else(FunctionHandle::default, LoadedFunction::handle)
     }
 
-    /// The raw `CUfunction`, for the capture and graph code.
-    #[allow(dead_code)]
-    pub(crate) fn raw_function(&self) -> ffi::CUfunction {
-        self.func.0
+    /// The function with its module (`None` for a plan-only kernel).
+    pub(crate) fn loaded(&self) -> Option<&LoadedFunction> {
+        self.func.as_ref()
+    }
+
+    /// The module the kernel lives in, which graphs keep loaded.
+    pub(crate) fn cuda_module(&self) -> Option<&Arc<CudaModule>> {
+        self.func.as_ref().map(LoadedFunction::module)
     }
 }

@@ -44,8 +44,9 @@ use crate::device::{require_driver, Device};
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::ffi;
-use crate::issue::{DeviceRange, FillPattern, HostFn, Memory};
-use crate::memory::{CopySource, CopyTarget, DeviceMemory, FillValue};
+use crate::ffi::memory::MemoryRef;
+use crate::memory::{CopySource, CopyTarget, DeviceMemoryMut, FillValue};
+use crate::operand::{FillPattern, HostFn};
 
 /// Clamps a requested stream priority into the driver's range `(least, greatest)`.
 ///
@@ -114,10 +115,9 @@ impl Stream {
         }
     }
 
-    /// Wraps a cudarc stream (for interop). Its context's per-buffer event tracking is
-    /// switched off: streamgraph orders all work itself.
+    /// Wraps a cudarc stream (for interop). cudarc's own settings (its per-buffer event
+    /// tracking) are left as they are: streamgraph's work on the stream uses none of them.
     pub fn from_cudarc(stream: Arc<CudaStream>) -> Stream {
-        ffi::disable_event_tracking(stream.context());
         Stream { inner: stream }
     }
 
@@ -135,8 +135,7 @@ impl Stream {
     ///
     /// See [`cuStreamGetPriority`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
     pub fn priority(&self) -> Result<i32> {
-        ffi::stream_priority(self.ctx(), self.raw())
-            .map_err(|e| Error::driver("cuStreamGetPriority", e))
+        ffi::stream_priority(&self.inner).map_err(|e| Error::driver("cuStreamGetPriority", e))
     }
 
     /// `true` when all work submitted so far has completed; never blocks.
@@ -151,7 +150,7 @@ impl Stream {
             self,
             crate::CaptureFault::QueryWhileCapturing,
         )?;
-        ffi::stream_query(self.ctx(), self.raw()).map_err(|e| Error::driver("cuStreamQuery", e))
+        ffi::stream_query(&self.inner).map_err(|e| Error::driver("cuStreamQuery", e))
     }
 
     /// Blocks the host until all work submitted to the stream has finished.
@@ -166,8 +165,7 @@ impl Stream {
             self,
             crate::CaptureFault::SynchronizeWhileCapturing,
         )?;
-        ffi::stream_synchronize(self.ctx(), self.raw())
-            .map_err(|e| Error::driver("cuStreamSynchronize", e))
+        ffi::stream_synchronize(&self.inner).map_err(|e| Error::driver("cuStreamSynchronize", e))
     }
 
     /// Records `event` (a new timing-disabled one when `None`) on this stream and returns it.
@@ -188,7 +186,7 @@ impl Stream {
     ///
     /// See [`cuStreamWaitEvent`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
     pub fn wait_event(&self, event: &Event) -> Result<()> {
-        ffi::stream_wait_event(self.ctx(), self.raw(), event.raw())
+        ffi::stream_wait_event(&self.inner, event.as_cudarc())
             .map_err(|e| Error::driver("cuStreamWaitEvent", e))
     }
 
@@ -230,35 +228,32 @@ impl Stream {
     ///
     /// See [`cuLaunchHostFunc`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html).
     pub fn launch_host_fn(&self, f: HostFn) -> Result<()> {
-        ffi::launch_host_fn_once(self.ctx(), self.raw(), f)
-            .map_err(|e| Error::driver("cuLaunchHostFunc", e))
+        ffi::launch_host_fn_once(&self.inner, f).map_err(|e| Error::driver("cuLaunchHostFunc", e))
     }
 
     /// Queues a copy of `src` into `dst` (same element type and length) on this stream.
     ///
     /// A pageable host source (`&[T]`, `Vec<T>`) is staged by the driver before this returns;
-    /// a pinned destination is written later, in stream order: synchronize before reading it.
-    pub fn copy<T, D, S>(&self, dst: &D, src: &S) -> Result<()>
+    /// a pinned destination is written later, in stream order, and its `as_slice` waits for
+    /// it. A copy into a pinned buffer whose `as_slice` guard is alive is refused
+    /// ([`Error::PinnedBusy`]).
+    pub fn copy<T, D, S>(&self, dst: &mut D, src: &S) -> Result<()>
     where
         D: CopyTarget<T> + ?Sized,
         S: CopySource<T> + ?Sized,
     {
-        copy_async(self, dst.copy_target().memory, src.copy_source().memory)
+        copy_async(self, &dst.copy_target(), &src.copy_source(), true)
     }
 
     /// Queues a fill of every element of `dst` with `value` on this stream.
-    pub fn fill<M>(&self, dst: &M, value: M::Elem) -> Result<()>
+    pub fn fill<M>(&self, dst: &mut M, value: M::Elem) -> Result<()>
     where
-        M: DeviceMemory + ?Sized,
+        M: DeviceMemoryMut + ?Sized,
         M::Elem: FillValue,
     {
-        fill_async(self, dst.range(), value.pattern())
-    }
-
-    /// The raw stream handle, for executors.
-    #[inline]
-    pub(crate) fn raw(&self) -> ffi::CUstream {
-        self.inner.cu_stream()
+        let memory =
+            MemoryRef::promised_device(dst.range(), std::mem::size_of::<M::Elem>(), dst.holder());
+        fill_async(self, &memory, value.pattern())
     }
 
     #[inline]
@@ -313,79 +308,20 @@ pub(crate) fn current_stream_on(device: &Device) -> Stream {
     }
 }
 
-/// Queues a copy of `src` into `dst` on `stream`, choosing the driver call from the kinds of
-/// memory; both sides must have the same length.
-pub(crate) fn copy_async(stream: &Stream, dst: Memory, src: Memory) -> Result<()> {
-    let bytes = dst.bytes();
-    if bytes != src.bytes() {
-        return Err(Error::InvalidArgument(format!(
-            "copy between memory of different sizes: the destination holds {} bytes, the \
-             source {} bytes; copy between equal lengths (slice the larger side)",
-            bytes,
-            src.bytes()
-        )));
-    }
-    if [dst, src]
-        .iter()
-        .any(|m| matches!(m, Memory::Device(r) if r.device == DeviceRange::PLANNING))
-    {
-        return Err(Error::PlanningOnly { what: "buffer" });
-    }
-    if bytes == 0 {
-        return Ok(());
-    }
-    let (ctx, raw) = (stream.ctx(), stream.raw());
-    match (dst, src) {
-        (Memory::Device(d), Memory::Device(s)) if d.device == s.device => {
-            ffi::memcpy_dtod_async(ctx, d.ptr, s.ptr, bytes, raw)
-                .map_err(|e| Error::driver("cuMemcpyDtoDAsync", e))
-        }
-        (Memory::Device(d), Memory::Device(s)) => ffi::memcpy_async(ctx, d.ptr, s.ptr, bytes, raw)
-            .map_err(|e| Error::driver("cuMemcpyAsync", e)),
-        (Memory::Device(d), Memory::PinnedHost { ptr, .. } | Memory::PageableHost { ptr, .. }) => {
-            ffi::memcpy_htod_async(ctx, d.ptr, ptr, bytes, raw)
-                .map_err(|e| Error::driver("cuMemcpyHtoDAsync", e))
-        }
-        (Memory::PinnedHost { ptr, .. } | Memory::PageableHost { ptr, .. }, Memory::Device(s)) => {
-            ffi::memcpy_dtoh_async(ctx, ptr, s.ptr, bytes, raw)
-                .map_err(|e| Error::driver("cuMemcpyDtoHAsync", e))
-        }
-        (
-            Memory::PinnedHost { ptr: d, .. } | Memory::PageableHost { ptr: d, .. },
-            Memory::PinnedHost { ptr: s, .. } | Memory::PageableHost { ptr: s, .. },
-        ) => ffi::memcpy_async(ctx, d as u64, s as u64, bytes, raw)
-            .map_err(|e| Error::driver("cuMemcpyAsync", e)),
-    }
+/// Queues a copy of `src` into `dst` on `stream` (see `ffi::memory::copy`; `track` is off
+/// inside a capture).
+pub(crate) fn copy_async(
+    stream: &Stream,
+    dst: &MemoryRef<'_>,
+    src: &MemoryRef<'_>,
+    track: bool,
+) -> Result<()> {
+    ffi::memory::copy(&stream.inner, dst, src, track)
 }
 
-/// Queues a fill of `dst` with `pattern` on `stream` (`cuMemsetD8/D16/D32Async`).
-pub(crate) fn fill_async(stream: &Stream, dst: DeviceRange, pattern: FillPattern) -> Result<()> {
-    if dst.device == DeviceRange::PLANNING {
-        return Err(Error::PlanningOnly { what: "buffer" });
-    }
-    let width = match pattern {
-        FillPattern::U8(_) => 1,
-        FillPattern::U16(_) => 2,
-        FillPattern::U32(_) => 4,
-    };
-    if dst.bytes % width != 0 {
-        return Err(Error::InvalidArgument(format!(
-            "fill of {} bytes with a {width}-byte pattern: the length must be a multiple of the \
-             pattern's width",
-            dst.bytes
-        )));
-    }
-    if dst.bytes == 0 {
-        return Ok(());
-    }
-    ffi::memset_async(
-        stream.ctx(),
-        dst.ptr,
-        pattern,
-        dst.bytes / width,
-        stream.raw(),
-    )
-    .map_err(|e| Error::driver("cuMemsetAsync", e))
+/// Queues a fill of the device memory `dst` with `pattern` on `stream`.
+pub(crate) fn fill_async(stream: &Stream, dst: &MemoryRef<'_>, pattern: FillPattern) -> Result<()> {
+    ffi::memory::fill(&stream.inner, dst, pattern)
 }
 
 #[cfg(test)]

@@ -4,11 +4,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use streamgraph::__private::{arg_read, arg_value, arg_write};
-use streamgraph::memory::DeviceMemory;
+use streamgraph::__private::{arg_read, arg_value, arg_write, fill};
 use streamgraph::plan::{Plan, Planner};
 use streamgraph::{
-    AccessMode, DeviceRange, Dim3, Error, FillPattern, Issuer, Kernel, LaunchConfig, Program,
+    AccessMode, DeviceMemory, DeviceRange, Dim3, Error, Issuer, Kernel, LaunchConfig, Program,
     StatementKind,
 };
 
@@ -30,7 +29,11 @@ impl Region {
     }
 }
 
-impl DeviceMemory for Region {
+// SAFETY: a `Region` names an address range on a made-up device and is only ever issued into
+// a `Planner` (the `plan_*` tests), which records the range and never hands it to the driver
+// or dereferences it; `ptr_ref` points at the range's first address, and `u8` elements make
+// any length whole.
+unsafe impl DeviceMemory for Region {
     type Elem = u8;
     fn range(&self) -> DeviceRange {
         DeviceRange {
@@ -88,11 +91,7 @@ pub fn issue<I: Issuer + ?Sized>(
             args.push(arg_value(&n));
             issuer.launch(stmt, &Kernel::for_planning(kernel), config(), &args)
         }
-        StatementKind::Fill => issuer.fill(
-            stmt,
-            region(stmt.accesses[0].buffer).range(),
-            FillPattern::U32(0),
-        ),
+        StatementKind::Fill => fill(issuer, stmt, &region(stmt.accesses[0].buffer), 0u8),
         StatementKind::Host => issuer.host(stmt, Arc::new(|| {})),
         StatementKind::Copy => {
             panic!("copies need CopySource/CopyTarget memory; see the unit tests")

@@ -78,13 +78,13 @@ streamgraph::pipeline! {
 }
 
 fn main() {
-    let mut x = DeviceBuffer::<f32>::for_planning(8);
-    let mut y = DeviceBuffer::<u16>::for_planning(8);
+    let mut x = DeviceBuffer::<f32>::for_planning(8).unwrap();
+    let mut y = DeviceBuffer::<u16>::for_planning(8).unwrap();
     let k = Kernels { scale: Kernel::for_planning("scale") };
     let hits = Arc::new(AtomicUsize::new(0));
-    let up = PinnedBuffer::<f32>::for_planning(8);
-    let mut down = PinnedBuffer::<f32>::for_planning(8);
-    let mut z = DeviceBuffer::<f32>::for_planning(8);
+    let up = PinnedBuffer::<f32>::for_planning(8).unwrap();
+    let mut down = PinnedBuffer::<f32>::for_planning(8).unwrap();
+    let mut z = DeviceBuffer::<f32>::for_planning(8).unwrap();
     let p = AllForms::new(
         &mut x, &mut y, &k, 4, true, 0, 1.5f32, &hits, &up, &mut down, &mut z,
     );

@@ -233,7 +233,7 @@ fn runtime_races(p: &Prog) -> Races {
     let program = b.build();
 
     let buffers: Vec<DeviceBuffer<f32>> = (0..p.buffers)
-        .map(|_| DeviceBuffer::for_planning(64))
+        .map(|_| DeviceBuffer::for_planning(64).unwrap())
         .collect();
     let kernel = Kernel::for_planning("f");
     let config = LaunchConfig {

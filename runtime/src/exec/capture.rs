@@ -33,18 +33,16 @@
 //! }
 //! ```
 
-use std::fmt::Write as _;
+use std::panic::resume_unwind;
 
-use cudarc::driver::sys;
-use cudarc::driver::DriverError;
-
-use crate::error::{Error, Result};
+use crate::error::{CaptureFault, Error, Result};
 use crate::exec::eager::{Eager, Issued};
-use crate::ffi::graph::{self as gffi, CaptureStatus, NodeHandle};
+use crate::ffi::graph::{self as gffi, CaptureModeRaw, CaptureStatus, Keep, NodeHandle};
 use crate::graph::{Graph, GraphCore};
-use crate::issue::{DeviceRange, HostFn, Memory, Pipeline};
+use crate::issue::Pipeline;
+use crate::operand::{DeviceRange, HostFn, Memory};
 use crate::plan::Plan;
-use crate::program::{Program, Statement};
+use crate::program::{AccessMode, Program, Statement};
 use crate::stream::Stream;
 
 /// How a capture restricts "potentially unsafe" driver calls (allocations, synchronous
@@ -62,138 +60,13 @@ pub enum CaptureMode {
 }
 
 impl CaptureMode {
-    fn raw(self) -> sys::CUstreamCaptureMode {
+    fn raw(self) -> CaptureModeRaw {
         match self {
-            CaptureMode::ThreadLocal => {
-                sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
-            }
-            CaptureMode::Global => sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
-            CaptureMode::Relaxed => sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED,
+            CaptureMode::ThreadLocal => CaptureModeRaw::ThreadLocal,
+            CaptureMode::Global => CaptureModeRaw::Global,
+            CaptureMode::Relaxed => CaptureModeRaw::Relaxed,
         }
     }
-}
-
-/// What went wrong during a capture (see [`Error::Capture`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum CaptureFault {
-    /// `synchronize` of a stream that is capturing: nothing has run yet, so there is nothing
-    /// to wait for.
-    SynchronizeWhileCapturing,
-    /// `query` of a stream that is capturing.
-    QueryWhileCapturing,
-    /// A wait on an event recorded outside the capture (`CUDA_ERROR_STREAM_CAPTURE_ISOLATION`).
-    ExternalEvent,
-    /// A query, synchronize or elapsed-time of an event recorded inside the capture
-    /// (`CUDA_ERROR_CAPTURED_EVENT`).
-    CapturedEvent,
-    /// Work forked from the capture was not joined back into the origin before the end
-    /// (`CUDA_ERROR_STREAM_CAPTURE_UNJOINED`).
-    Unjoined,
-    /// The capture was ended on another thread than it began on
-    /// (`CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD`).
-    WrongThread,
-    /// A call that cannot be captured (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`).
-    Unsupported,
-    /// An earlier illegal call invalidated the capture (`CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`).
-    Invalidated,
-    /// A disallowed implicit dependency on the capture, e.g. through the legacy default
-    /// stream or another thread in global mode (`CUDA_ERROR_STREAM_CAPTURE_IMPLICIT`).
-    Implicit,
-    /// Two independent captures were merged (`CUDA_ERROR_STREAM_CAPTURE_MERGE`).
-    Merge,
-    /// The capture was ended on another stream than its origin
-    /// (`CUDA_ERROR_STREAM_CAPTURE_UNMATCHED`).
-    Unmatched,
-    /// A copy from or to pageable host memory, which a graph cannot replay.
-    PageableMemory,
-    /// The origin stream was already capturing when the capture began.
-    AlreadyCapturing,
-}
-
-impl CaptureFault {
-    /// The fault a driver result code stands for, if it is a capture error.
-    pub(crate) fn from_code(code: sys::CUresult) -> Option<CaptureFault> {
-        use sys::CUresult as R;
-        Some(match code {
-            R::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED => CaptureFault::Unsupported,
-            R::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED => CaptureFault::Invalidated,
-            R::CUDA_ERROR_STREAM_CAPTURE_MERGE => CaptureFault::Merge,
-            R::CUDA_ERROR_STREAM_CAPTURE_UNMATCHED => CaptureFault::Unmatched,
-            R::CUDA_ERROR_STREAM_CAPTURE_UNJOINED => CaptureFault::Unjoined,
-            R::CUDA_ERROR_STREAM_CAPTURE_ISOLATION => CaptureFault::ExternalEvent,
-            R::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT => CaptureFault::Implicit,
-            R::CUDA_ERROR_CAPTURED_EVENT => CaptureFault::CapturedEvent,
-            R::CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD => CaptureFault::WrongThread,
-            _ => return None,
-        })
-    }
-
-    /// What happened and what to do, in the pipeline's terms.
-    pub fn explanation(&self) -> &'static str {
-        match self {
-            CaptureFault::SynchronizeWhileCapturing => {
-                "a stream was synchronized while it was being captured (nothing runs during a capture, so there is nothing to wait for); synchronize after the capture, e.g. after launching the graph"
-            }
-            CaptureFault::QueryWhileCapturing => {
-                "a stream was queried while it was being captured; query it after the capture"
-            }
-            CaptureFault::ExternalEvent => {
-                "a stream waited on an event recorded outside the capture; record the event inside the pipeline, or wait for it on the origin before capturing"
-            }
-            CaptureFault::CapturedEvent => {
-                "an event recorded inside the capture was queried, synchronized or timed; only streams may wait on it until the graph runs"
-            }
-            CaptureFault::Unjoined => {
-                "work forked from the capture was not joined back into the origin stream; make every stream that waited on captured work join the origin (e.g. `wait_stream`) before the pipeline ends"
-            }
-            CaptureFault::WrongThread => {
-                "the capture was ended on another thread than the one that began it; end it on the same thread or capture in `CaptureMode::Relaxed`"
-            }
-            CaptureFault::Unsupported => {
-                "a call that cannot be captured was made (e.g. an allocation, a synchronous copy or a synchronization); move it out of the pipeline or use `CaptureMode::Relaxed` if it is safe"
-            }
-            CaptureFault::Invalidated => {
-                "an earlier illegal call invalidated the capture (e.g. another thread's allocation or synchronization in `CaptureMode::Global`); make that call before or after the capture"
-            }
-            CaptureFault::Implicit => {
-                "a call would have made implicit dependencies on the capture (the legacy default stream, or another thread in `CaptureMode::Global`); use streamgraph's non-blocking streams or `CaptureMode::ThreadLocal`"
-            }
-            CaptureFault::Merge => {
-                "two independent captures were merged by a wait; do not wait across captures"
-            }
-            CaptureFault::Unmatched => {
-                "the capture was ended on another stream than the one it began on"
-            }
-            CaptureFault::PageableMemory => {
-                "a copy names pageable host memory (a slice or `Vec`), which a graph cannot replay; use a `PinnedBuffer`"
-            }
-            CaptureFault::AlreadyCapturing => {
-                "the origin stream is already capturing; end that capture first or capture on another stream"
-            }
-        }
-    }
-}
-
-/// The message of [`Error::Capture`].
-pub(crate) fn describe_fault(
-    fault: &CaptureFault,
-    statement: Option<&'static Statement>,
-    after: Option<&'static Statement>,
-    pipeline: &Option<&'static str>,
-) -> String {
-    let mut out = String::from("capture");
-    if let Some(name) = pipeline {
-        let _ = write!(out, " of pipeline `{name}`");
-    }
-    out.push_str(" failed");
-    if let Some(s) = statement {
-        let _ = write!(out, " in statement `{}` at {}", s.text, s.location);
-    } else if let Some(s) = after {
-        let _ = write!(out, " after statement `{}` at {}", s.text, s.location);
-    }
-    let _ = write!(out, ": {}", fault.explanation());
-    out
 }
 
 /// A capture error without pipeline context yet (the capture adds it).
@@ -218,12 +91,10 @@ pub(crate) fn pageable_fault(stmt: &'static Statement) -> Error {
 
 /// Refuses `fault` (a synchronize or query) on a stream that is capturing.
 pub(crate) fn refuse_while_capturing(stream: &Stream, fault: CaptureFault) -> Result<()> {
-    match gffi::stream_capture_status(stream.ctx(), stream.raw()) {
+    match gffi::stream_capture_status(stream.as_cudarc()) {
         Ok(CaptureStatus::None) => Ok(()),
         Ok(_) => Err(fault_error(fault)),
-        Err(DriverError(sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT)) => {
-            Err(fault_error(CaptureFault::Implicit))
-        }
+        // A capture code (e.g. an implicit dependency in global mode) becomes its fault.
         Err(e) => Err(Error::driver("cuStreamIsCapturing", e)),
     }
 }
@@ -289,32 +160,18 @@ pub(crate) struct CapturedOp {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LaunchShape {
     pub(crate) func: crate::ffi::FunctionHandle,
-    pub(crate) config: crate::issue::LaunchConfig,
+    pub(crate) config: crate::operand::LaunchConfig,
     pub(crate) args: usize,
 }
 
-/// Host functions a graph keeps alive (boxed, so that their addresses stay put).
-#[derive(Default)]
-#[allow(clippy::vec_box)] // the box is the point: the driver holds each function's address
-pub(crate) struct KeptFns(pub(crate) Vec<Box<HostFn>>);
-
-impl std::fmt::Debug for KeptFns {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} host function(s)", self.0.len())
-    }
-}
-
-/// What a capture learns while the pipeline is issued: the node of every operation, the
-/// host functions to keep, the memory the pipeline uses.
+/// What a capture learns while the pipeline is issued: the node of every operation, and
+/// what the graph must keep (memory, modules, host functions) for its replays.
 #[derive(Debug)]
 pub(crate) struct NodeBook {
     pub(crate) ops: Vec<CapturedOp>,
     occurrences: Vec<u32>,
-    pub(crate) host_fns: KeptFns,
+    pub(crate) keep: Keep,
     pub(crate) memory: std::collections::BTreeSet<DeviceRange>,
-    /// Whether a copy reads or writes host memory (its replays must finish before the
-    /// pipeline's borrows end).
-    pub(crate) host_memory: bool,
     pub(crate) last: Option<&'static Statement>,
 }
 
@@ -323,11 +180,15 @@ impl NodeBook {
         NodeBook {
             ops: Vec::new(),
             occurrences: vec![0; program.statements.len()],
-            host_fns: KeptFns::default(),
+            keep: Keep::default(),
             memory: std::collections::BTreeSet::new(),
-            host_memory: false,
             last: None,
         }
+    }
+
+    /// How many operations made a graph node.
+    pub(crate) fn nodes(&self) -> usize {
+        self.ops.iter().filter(|op| op.node.is_some()).count()
     }
 
     /// Books the operation `stmt` just issued on `stream`.
@@ -353,35 +214,45 @@ impl NodeBook {
         let mut launch = None;
         let mut empty = false;
         match issued {
-            Issued::Launch(func, config, a) => {
+            Issued::Launch(kernel, config, a) => {
                 launch = Some(LaunchShape {
-                    func,
+                    func: kernel.handle(),
                     config,
                     args: a.len(),
                 });
-                for access in a.iter().filter_map(|a| a.access) {
-                    self.remember(access.range);
+                if let Some(module) = kernel.cuda_module() {
+                    self.keep.hold_module(module);
                 }
-            }
-            Issued::Copy(sides) => {
-                empty = sides[0].0.bytes() == 0;
-                for (memory, _) in sides {
-                    match memory {
-                        Memory::Device(r) => self.remember(*r),
-                        _ => self.host_memory = true,
+                for arg in a {
+                    if let Some(access) = arg.access() {
+                        self.remember(access.range);
+                        self.keep
+                            .hold(arg.holder(), access.mode == AccessMode::Write);
                     }
                 }
             }
-            Issued::Fill(range) => {
-                empty = range.bytes == 0;
-                self.remember(range);
+            Issued::Copy(dst, src) => {
+                empty = dst.memory().bytes() == 0;
+                for (side, write) in [(dst, true), (src, false)] {
+                    if let Memory::Device(r) = side.memory() {
+                        self.remember(r);
+                    }
+                    self.keep.hold(side.holder(), write);
+                }
+            }
+            Issued::Fill(dst) => {
+                empty = dst.memory().bytes() == 0;
+                if let Memory::Device(r) = dst.memory() {
+                    self.remember(r);
+                }
+                self.keep.hold(dst.holder(), true);
             }
             Issued::Host => {}
         }
         let node = if empty {
             None
         } else {
-            let tip = gffi::capture_tip(stream.ctx(), stream.raw())
+            let tip = gffi::capture_tip(stream.as_cudarc())
                 .map_err(|e| Error::driver("cuStreamGetCaptureInfo", e))?;
             match tip.status {
                 CaptureStatus::Active => {}
@@ -410,8 +281,7 @@ impl NodeBook {
 
     /// Launches a host function the graph keeps alive.
     pub(crate) fn launch_host_fn(&mut self, stream: &Stream, f: HostFn) -> Result<()> {
-        gffi::launch_kept_host_fn(stream.ctx(), stream.raw(), f, &mut self.host_fns.0)
-            .map_err(|e| Error::driver("cuLaunchHostFunc", e))
+        gffi::launch_kept_host_fn(stream.as_cudarc(), f, &mut self.keep)
     }
 
     fn remember(&mut self, range: DeviceRange) {
@@ -546,7 +416,7 @@ impl Capture {
         };
         self.eager.prepare_for(pipeline)?;
         let origin = self.eager.origin().clone();
-        match gffi::stream_capture_status(origin.ctx(), origin.raw()) {
+        match gffi::stream_capture_status(origin.as_cudarc()) {
             Ok(CaptureStatus::None) => {}
             Ok(_) => {
                 return Err(normalize(
@@ -563,22 +433,59 @@ impl Capture {
                 ))
             }
         }
-        gffi::begin_capture(origin.ctx(), origin.raw(), self.mode.raw())
+        gffi::begin_capture(origin.as_cudarc(), self.mode.raw())
             .map_err(|e| normalize(Error::driver("cuStreamBeginCapture", e), program, None))?;
         self.eager.book = Some(NodeBook::new(program));
         let issued = self.eager.issue_prepared(pipeline);
         let book = self.eager.book.take();
-        let ended = gffi::end_capture(origin.ctx(), origin.raw());
-        let last = book.as_ref().and_then(|b| b.last);
-        let captured = match (issued, ended, book) {
-            (Ok(()), Ok(graph), Some(book)) => Ok((graph, book)),
-            // A partial graph is destroyed as it drops here.
-            (Err(e), _, _) => Err(e),
-            (Ok(()), Err(e), _) => Err(Error::driver("cuStreamEndCapture", e)),
-            (Ok(()), Ok(_), None) => Err(Error::InvalidArgument(
-                "the capture's node book went missing".into(),
-            )),
+        let issued = match issued {
+            Ok(issued) => issued,
+            Err(payload) => {
+                // The pipeline panicked: its side streams are joined; end the capture (the
+                // partial graph is destroyed) and let the panic go on.
+                let keep = book.map(|b| b.keep).unwrap_or_default();
+                drop(gffi::end_capture(origin.as_cudarc(), keep));
+                self.recover(&origin);
+                resume_unwind(payload);
+            }
         };
+        let last = book.as_ref().and_then(|b| b.last);
+        let captured = match book {
+            Some(mut book) => {
+                let keep = std::mem::take(&mut book.keep);
+                let ended = gffi::end_capture(origin.as_cudarc(), keep);
+                match (issued, ended) {
+                    (Ok(()), Ok(graph)) => Ok((graph, book)),
+                    // A partial graph is destroyed as it drops here.
+                    (Err(e), _) => Err(e),
+                    (Ok(()), Err(e)) => Err(Error::driver("cuStreamEndCapture", e)),
+                }
+            }
+            None => {
+                drop(gffi::end_capture(origin.as_cudarc(), Keep::default()));
+                Err(Error::InvalidArgument(
+                    "the capture's node book went missing".into(),
+                ))
+            }
+        };
+        let captured = captured.and_then(|(graph, book)| {
+            // Work issued into the capture by code outside the statements makes nodes the
+            // graph cannot account for (nor keep their memory alive): refuse the graph.
+            let nodes = graph
+                .node_count()
+                .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
+            if nodes != book.nodes() {
+                return Err(Error::Pipeline {
+                    message: format!(
+                        "the capture of pipeline `{}` holds {nodes} graph node(s) but its statements issued {}: work was issued into the capture by code outside the pipeline's statements (e.g. a launch or a graph launch on the capturing stream inside `issue`); issue all work through the issuer",
+                        program.name,
+                        book.nodes()
+                    ),
+                    location: program.location,
+                });
+            }
+            Ok((graph, book))
+        });
         match captured {
             Ok((graph, book)) => {
                 let core = GraphCore::new(graph, book, program, origin);
@@ -598,10 +505,10 @@ impl Capture {
     /// with fresh side streams and events.
     fn recover(&mut self, origin: &Stream) {
         if !matches!(
-            gffi::stream_capture_status(origin.ctx(), origin.raw()),
+            gffi::stream_capture_status(origin.as_cudarc()),
             Ok(CaptureStatus::None)
         ) {
-            let _ = gffi::end_capture(origin.ctx(), origin.raw());
+            drop(gffi::end_capture(origin.as_cudarc(), Keep::default()));
         }
         self.eager.forget_streams();
     }
@@ -620,7 +527,7 @@ mod tests {
 
     #[test]
     fn driver_codes_map_to_faults() {
-        use sys::CUresult as R;
+        use cudarc::driver::sys::CUresult as R;
         let cases = [
             (
                 R::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
@@ -662,6 +569,8 @@ mod tests {
 
     #[test]
     fn driver_errors_become_capture_errors_naming_the_statement() {
+        use cudarc::driver::sys::CUresult as R;
+        use cudarc::driver::DriverError;
         let mut b = ProgramBuilder::new("Faulty");
         let s0 = b.stream("s0");
         b.launch(s0, "k", &[]);
@@ -669,7 +578,7 @@ mod tests {
         let stmt = &program.statements[0];
         let raw = Error::driver(
             "cuStreamWaitEvent",
-            DriverError(sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_ISOLATION),
+            DriverError(R::CUDA_ERROR_STREAM_CAPTURE_ISOLATION),
         )
         .in_statement(stmt);
         let e = normalize(raw, program, None);
@@ -694,7 +603,7 @@ mod tests {
         // A fault at the end of the capture names the last statement issued.
         let end = Error::driver(
             "cuStreamEndCapture",
-            DriverError(sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_UNJOINED),
+            DriverError(R::CUDA_ERROR_STREAM_CAPTURE_UNJOINED),
         );
         let e = normalize(end, program, Some(stmt));
         assert!(matches!(
@@ -710,10 +619,7 @@ mod tests {
         assert!(e.to_string().contains("not joined"), "{e}");
 
         // Other driver errors stay driver errors.
-        let other = Error::driver(
-            "cuLaunchKernel",
-            DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE),
-        );
+        let other = Error::driver("cuLaunchKernel", DriverError(R::CUDA_ERROR_INVALID_VALUE));
         assert!(matches!(
             normalize(other, program, None),
             Error::Driver { .. }

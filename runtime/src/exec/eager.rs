@@ -39,18 +39,23 @@
 //! }
 //! ```
 
+use std::any::Any;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::exec::capture::NodeBook;
-use crate::issue::Memory;
-use crate::issue::{
-    DeviceRange, FillPattern, HostFn, Issuer, KernelArg, LaunchConfig, MemoryRef, Pipeline,
-    StreamOptions,
-};
+use crate::ffi::memory::MemoryRef;
+use crate::ffi::KernelArg;
+use crate::issue::{Issuer, Pipeline, StreamOptions};
 use crate::module::Kernel;
+use crate::operand::{FillPattern, HostFn, LaunchConfig, Memory};
 use crate::program::{Program, Statement, StatementKind};
 use crate::stream::{copy_async, fill_async, Stream};
+
+/// The payload of a panic raised while a pipeline was issued.
+pub(crate) type Panic = Box<dyn Any + Send + 'static>;
 
 /// Counts of the driver work an [`Eager`] issued, summed over its runs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -153,7 +158,10 @@ impl Eager {
             crate::plan::Plan::build(pipeline)?.check_races()?;
         }
         self.prepare_for(pipeline)?;
-        self.issue_prepared(pipeline)
+        match self.issue_prepared(pipeline) {
+            Ok(issued) => issued,
+            Err(panic) => resume_unwind(panic),
+        }
     }
 
     /// Creates (or reuses) the side streams and events `pipeline` needs; nothing is issued.
@@ -172,7 +180,13 @@ impl Eager {
     }
 
     /// Fork, issue, join, on streams made by [`Eager::prepare_for`] for this pipeline.
-    pub(crate) fn issue_prepared<P: Pipeline + ?Sized>(&mut self, pipeline: &P) -> Result<()> {
+    ///
+    /// A panic in [`Pipeline::issue`] is caught, the side streams are joined all the same, and
+    /// the panic comes back as `Err` for the caller to end what it must before resuming it.
+    pub(crate) fn issue_prepared<P: Pipeline + ?Sized>(
+        &mut self,
+        pipeline: &P,
+    ) -> std::result::Result<Result<()>, Panic> {
         for slot in &mut self.events {
             slot.latest = None;
             slot.origin_waited = false;
@@ -186,15 +200,19 @@ impl Eager {
         let multi = streams > 1;
         if multi {
             if let Some(fork) = &self.fork {
-                record_on(&mut self.stats, fork, &self.origin)?;
+                if let Err(e) = record_on(&mut self.stats, fork, &self.origin) {
+                    return Ok(Err(e));
+                }
             }
         }
-        let issued = pipeline.issue(self);
-        // Join even after a failed statement, so that work already queued on side streams
-        // still completes before later work on the origin.
+        let issued = catch_unwind(AssertUnwindSafe(|| pipeline.issue(self)));
+        // Join even after a failed statement or a panic, so that work already queued on side
+        // streams still completes before later work on the origin.
         let joined = if multi { self.join() } else { Ok(()) };
-        issued?;
-        joined
+        match issued {
+            Ok(issued) => Ok(issued.and(joined)),
+            Err(panic) => Err(panic),
+        }
     }
 
     /// Creates the side streams and events unless they were made for this program and options.
@@ -420,16 +438,12 @@ impl Eager {
 
 /// What an operation issued, for the capture's book.
 pub(crate) enum Issued<'x, 'a> {
-    /// A launch of `func` with `config` and these arguments.
-    Launch(
-        crate::ffi::FunctionHandle,
-        LaunchConfig,
-        &'x [KernelArg<'a>],
-    ),
+    /// A launch of `kernel` with `config` and these arguments.
+    Launch(&'x Kernel, LaunchConfig, &'x [KernelArg<'a>]),
     /// A copy: destination (written) and source (read).
-    Copy(&'x [(Memory, crate::AccessMode); 2]),
-    /// A fill of this range.
-    Fill(DeviceRange),
+    Copy(MemoryRef<'a>, MemoryRef<'a>),
+    /// A fill of this memory.
+    Fill(MemoryRef<'a>),
     /// A host function.
     Host,
 }
@@ -475,7 +489,7 @@ impl Issuer for Eager {
             .launch_on(stream, config, args)
             .map_err(|e| e.in_statement(stmt))?;
         self.stats.launches += 1;
-        self.booked(stmt, Issued::Launch(kernel.handle(), config, args))
+        self.booked(stmt, Issued::Launch(kernel, config, args))
             .map_err(|e| e.in_statement(stmt))
     }
 
@@ -487,40 +501,38 @@ impl Issuer for Eager {
     ) -> Result<(), Error> {
         self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let issue = || -> Result<()> {
-            if dst.elem_size != src.elem_size {
+            if dst.elem_size() != src.elem_size() {
                 return Err(Error::InvalidArgument(format!(
                     "copy between elements of {} and {} bytes",
-                    dst.elem_size, src.elem_size
+                    dst.elem_size(),
+                    src.elem_size()
                 )));
             }
-            if self.book.is_some()
-                && [dst.memory, src.memory]
+            let capturing = self.book.is_some();
+            if capturing
+                && [dst.memory(), src.memory()]
                     .iter()
                     .any(|m| matches!(m, Memory::PageableHost { .. }))
             {
                 return Err(crate::exec::capture::pageable_fault(stmt));
             }
-            copy_async(self.stream(stmt.stream)?, dst.memory, src.memory)
+            copy_async(self.stream(stmt.stream)?, &dst, &src, !capturing)
         };
         issue().map_err(|e| e.in_statement(stmt))?;
         self.stats.copies += 1;
-        let accesses = [
-            (dst.memory, crate::AccessMode::Write),
-            (src.memory, crate::AccessMode::Read),
-        ];
-        self.booked(stmt, Issued::Copy(&accesses))
+        self.booked(stmt, Issued::Copy(dst, src))
             .map_err(|e| e.in_statement(stmt))
     }
 
     fn fill(
         &mut self,
         stmt: &'static Statement,
-        dst: DeviceRange,
+        dst: MemoryRef<'_>,
         pattern: FillPattern,
     ) -> Result<(), Error> {
         self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let stream = self.stream(stmt.stream).map_err(|e| e.in_statement(stmt))?;
-        fill_async(stream, dst, pattern).map_err(|e| e.in_statement(stmt))?;
+        fill_async(stream, &dst, pattern).map_err(|e| e.in_statement(stmt))?;
         self.stats.fills += 1;
         self.booked(stmt, Issued::Fill(dst))
             .map_err(|e| e.in_statement(stmt))

@@ -4,15 +4,29 @@
 //! Handles are owned by the types here ([`OwnedGraph`], [`OwnedExec`]) and destroyed on drop;
 //! node handles ([`NodeHandle`]) are only meaningful while the graph that holds them lives,
 //! which their users guarantee by keeping the [`OwnedGraph`] next to them.
+//!
+//! A graph names memory, kernels and host functions by address, and replays may run long
+//! after the pipeline that was captured has let go of them. So a capture collects a [`Keep`]:
+//! the allocations, modules and host functions its nodes use. The graph holds it, every
+//! executable graph made from the graph holds it, and an [`OwnedExec`] releases a `Keep` only
+//! once the streams it was launched on have finished its launches (on drop, by synchronizing
+//! them; after an update, by events recorded on them). Should waiting fail, the `Keep` is
+//! leaked rather than freed under a running replay.
 
+use std::cell::RefCell;
+use std::collections::HashSet;
 use std::ffi::{c_void, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use cudarc::driver::sys;
-use cudarc::driver::{CudaContext, DriverError};
+use cudarc::driver::{CudaContext, CudaEvent, CudaModule, CudaStream, DriverError};
 
-use super::{ensure_current, shared_host_fn_callback, CUstream};
-use crate::issue::HostFn;
+use super::memory::{DeviceAlloc, HolderKind, PinnedAlloc};
+use super::{ensure_current, report_host_fn_panic, with_params, KernelArg, LoadedFunction};
+use crate::error::{Error, Result};
+use crate::operand::{HostFn, LaunchConfig};
+use crate::UpdateRejection;
 
 /// Whether a stream is capturing, as `cuStreamIsCapturing` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,29 +54,36 @@ impl From<sys::CUstreamCaptureStatus> for CaptureStatus {
 /// `cuStreamIsCapturing`.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
-pub(crate) fn stream_capture_status(
-    ctx: &CudaContext,
-    stream: CUstream,
-) -> Result<CaptureStatus, DriverError> {
-    ensure_current(ctx)?;
+pub(crate) fn stream_capture_status(stream: &CudaStream) -> Result<CaptureStatus, DriverError> {
+    ensure_current(stream.context())?;
     let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    // SAFETY: `stream` is alive (owned by the calling `Stream`); `status` is a valid
-    // out-pointer for the call.
-    unsafe { sys::cuStreamIsCapturing(stream, &mut status) }.result()?;
+    // SAFETY: `stream` owns its live handle; `status` is a valid out-pointer for the call.
+    unsafe { sys::cuStreamIsCapturing(stream.cu_stream(), &mut status) }.result()?;
     Ok(status.into())
 }
 
 /// `cuStreamBeginCapture_v2` of `stream` in `mode`.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
-pub(crate) fn begin_capture(
-    ctx: &CudaContext,
-    stream: CUstream,
-    mode: sys::CUstreamCaptureMode,
-) -> Result<(), DriverError> {
-    ensure_current(ctx)?;
-    // SAFETY: `stream` is alive (owned by the calling `Stream`); no pointer is passed.
-    unsafe { sys::cuStreamBeginCapture_v2(stream, mode) }.result()
+pub(crate) fn begin_capture(stream: &CudaStream, mode: CaptureModeRaw) -> Result<(), DriverError> {
+    ensure_current(stream.context())?;
+    let mode = match mode {
+        CaptureModeRaw::ThreadLocal => {
+            sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+        }
+        CaptureModeRaw::Global => sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
+        CaptureModeRaw::Relaxed => sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED,
+    };
+    // SAFETY: `stream` owns its live handle; no pointer is passed.
+    unsafe { sys::cuStreamBeginCapture_v2(stream.cu_stream(), mode) }.result()
+}
+
+/// The capture modes of `cuStreamBeginCapture`, without naming `sys` outside this module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CaptureModeRaw {
+    ThreadLocal,
+    Global,
+    Relaxed,
 }
 
 /// `cuStreamEndCapture`: ends the capture begun on `stream` and returns its graph.
@@ -71,17 +92,23 @@ pub(crate) fn begin_capture(
 /// a partial graph the driver still hands back is destroyed here.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
-pub(crate) fn end_capture(
-    ctx: &Arc<CudaContext>,
-    stream: CUstream,
-) -> Result<OwnedGraph, DriverError> {
+pub(crate) fn end_capture(stream: &CudaStream, mut keep: Keep) -> Result<OwnedGraph, DriverError> {
+    let ctx = stream.context();
     ensure_current(ctx)?;
     let mut graph: sys::CUgraph = std::ptr::null_mut();
-    // SAFETY: `stream` is alive; `graph` is a valid out-pointer for the call.
-    let ended = unsafe { sys::cuStreamEndCapture(stream, &mut graph) }.result();
-    let owned = (!graph.is_null()).then(|| OwnedGraph {
-        raw: graph,
-        ctx: ctx.clone(),
+    // SAFETY: `stream` owns its live handle; `graph` is a valid out-pointer for the call.
+    let ended = unsafe { sys::cuStreamEndCapture(stream.cu_stream(), &mut graph) }.result();
+    let owned = (!graph.is_null()).then(|| {
+        // The host functions launched during the capture are nodes of this graph now.
+        keep.captured = true;
+        OwnedGraph {
+            graph: Arc::new(RawGraph {
+                raw: graph,
+                ctx: ctx.clone(),
+            }),
+            ctx: ctx.clone(),
+            keep: Arc::new(keep),
+        }
     });
     match (ended, owned) {
         (Ok(()), Some(g)) => Ok(g),
@@ -95,12 +122,23 @@ pub(crate) fn end_capture(
 
 /// A graph node handle. Only meaningful while the graph holding the node lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct NodeHandle(sys::CUgraphNode);
+pub(crate) struct NodeHandle {
+    node: sys::CUgraphNode,
+    /// The graph the node belongs to, as an identity.
+    graph: usize,
+}
 
 impl NodeHandle {
+    fn new(node: sys::CUgraphNode, graph: sys::CUgraph) -> NodeHandle {
+        NodeHandle {
+            node,
+            graph: graph as usize,
+        }
+    }
+
     /// The handle as a number, to key maps with.
     pub(crate) fn key(self) -> usize {
-        self.0 as usize
+        self.node as usize
     }
 }
 
@@ -130,19 +168,20 @@ pub(crate) struct CaptureTip {
 ///
 /// Called right after an operation was issued on `stream` from this thread, so `ctx` is
 /// current already: no second context check on this per-operation path.
-pub(crate) fn capture_tip(ctx: &CudaContext, stream: CUstream) -> Result<CaptureTip, DriverError> {
-    debug_assert!(super::current_context().is_ok_and(|c| c == ctx.cu_ctx()));
+pub(crate) fn capture_tip(stream: &CudaStream) -> Result<CaptureTip, DriverError> {
+    debug_assert!(super::current_context().is_ok_and(|c| c == stream.context().cu_ctx()));
     let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
     let mut deps: *const sys::CUgraphNode = std::ptr::null();
+    let mut graph: sys::CUgraph = std::ptr::null_mut();
     let mut count: usize = 0;
-    // SAFETY: `stream` is alive; every out-pointer is valid for the call; the optional
-    // outputs we do not want (id, graph, edge data) are null, which the driver allows.
+    // SAFETY: `stream` owns its live handle; every out-pointer is valid for the call; the
+    // optional outputs we do not want (id, edge data) are null, which the driver allows.
     unsafe {
         sys::cuStreamGetCaptureInfo_v3(
-            stream,
+            stream.cu_stream(),
             &mut status,
             std::ptr::null_mut(),
-            std::ptr::null_mut(),
+            &mut graph,
             &mut deps,
             std::ptr::null_mut(),
             &mut count,
@@ -152,7 +191,7 @@ pub(crate) fn capture_tip(ctx: &CudaContext, stream: CUstream) -> Result<Capture
     let single = if count == 1 && !deps.is_null() {
         // SAFETY: the driver returned an array of `count` (= 1) nodes at `deps`, valid until
         // the next driver call on this stream; it is read at once.
-        Some(NodeHandle(unsafe { *deps }))
+        Some(NodeHandle::new(unsafe { *deps }, graph))
     } else {
         None
     };
@@ -163,34 +202,144 @@ pub(crate) fn capture_tip(ctx: &CudaContext, stream: CUstream) -> Result<Capture
     })
 }
 
-/// Launches `f` as a host function on the capturing `stream`, keeping it alive in `keep`:
-/// the graph calls it on every replay, so it may never be freed while the graph (or an
-/// executable graph made from it) can still run.
+/// Runs a [`HostFn`] owned by a [`Keep`] (a graph calls it on every replay).
+extern "C" fn run_host_fn_shared(user_data: *mut c_void) {
+    // SAFETY: `user_data` points at a `HostFn` boxed in a `Keep` that outlives every launch of
+    // the graph (see `launch_kept_host_fn`).
+    let f = unsafe { &*user_data.cast_const().cast::<HostFn>() };
+    report_host_fn_panic(catch_unwind(AssertUnwindSafe(|| f())));
+}
+
+/// What a graph's launches may touch: host functions, device and host allocations, modules.
+/// Held by the graph and its executable graphs (see the module docs).
+#[derive(Default)]
+pub(crate) struct Keep {
+    /// Boxed so that their addresses, which the driver holds, never move.
+    #[allow(clippy::vec_box)]
+    host_fns: Vec<Box<HostFn>>,
+    device: Vec<Arc<DeviceAlloc>>,
+    device_seen: HashSet<usize>,
+    /// With whether a node writes it.
+    pinned: Vec<(Arc<PinnedAlloc>, bool)>,
+    modules: Vec<Arc<CudaModule>>,
+    /// Whether the host functions belong to a captured graph; until then a failed capture
+    /// may have launched them outside it, and they are leaked rather than freed.
+    captured: bool,
+}
+
+impl std::fmt::Debug for Keep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keep")
+            .field("host_fns", &self.host_fns.len())
+            .field("device", &self.device.len())
+            .field("pinned", &self.pinned.len())
+            .field("modules", &self.modules.len())
+            .finish()
+    }
+}
+
+impl Keep {
+    /// Keeps the allocation behind `holder` (written by the node when `write`).
+    #[inline]
+    pub(crate) fn hold(&mut self, holder: HolderKind<'_>, write: bool) {
+        match holder {
+            HolderKind::Device(a) => {
+                let key = Arc::as_ptr(a) as usize;
+                if self
+                    .device
+                    .last()
+                    .is_some_and(|l| Arc::as_ptr(l) as usize == key)
+                {
+                    return;
+                }
+                if self.device_seen.insert(key) {
+                    self.device.push(a.clone());
+                }
+            }
+            HolderKind::Pinned(a) => {
+                match self.pinned.iter_mut().find(|(p, _)| Arc::ptr_eq(p, a)) {
+                    Some(entry) => entry.1 |= write,
+                    None => self.pinned.push((a.clone(), write)),
+                }
+            }
+            HolderKind::Foreign | HolderKind::Pageable => {}
+        }
+    }
+
+    /// Keeps the module a launched kernel lives in.
+    #[inline]
+    pub(crate) fn hold_module(&mut self, module: &Arc<CudaModule>) {
+        if !self.modules.iter().any(|m| Arc::ptr_eq(m, module)) {
+            self.modules.push(module.clone());
+        }
+    }
+}
+
+impl Drop for Keep {
+    fn drop(&mut self) {
+        if !self.captured {
+            for f in self.host_fns.drain(..) {
+                std::mem::forget(f);
+            }
+        }
+    }
+}
+
+/// Launches `f` as a host function on the capturing `stream`; the box lands in `keep`, which
+/// the graph of this capture keeps for as long as it or an executable graph made from it can
+/// run (see the module docs).
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html>
-#[allow(clippy::vec_box)] // the box is the point: the driver holds each function's address
-pub(crate) fn launch_kept_host_fn(
-    ctx: &CudaContext,
-    stream: CUstream,
-    f: HostFn,
-    keep: &mut Vec<Box<HostFn>>,
-) -> Result<(), DriverError> {
-    ensure_current(ctx)?;
+pub(crate) fn launch_kept_host_fn(stream: &CudaStream, f: HostFn, keep: &mut Keep) -> Result<()> {
+    ensure_current(stream.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
     let boxed = Box::new(f);
-    let (callback, data) = shared_host_fn_callback(&boxed);
-    // SAFETY: `data` points into the heap allocation of `boxed`, which is moved into `keep`
-    // below; moving a `Box` does not move its contents, and the owner of `keep` (a graph's
-    // host functions) outlives every launch of the graph (see `Graph` and `GraphExec`).
-    let launched = unsafe { sys::cuLaunchHostFunc(stream, callback, data) }.result();
-    keep.push(boxed);
-    launched
+    let data = (&*boxed as *const HostFn).cast_mut().cast::<c_void>();
+    keep.host_fns.push(boxed);
+    // SAFETY: `data` points into the heap allocation of a box now owned by `keep`; moving a
+    // `Box` does not move its contents. `keep` becomes the graph's (`end_capture`), which is
+    // freed only after every launch of it has finished, or is leaked when the capture fails
+    // (its `Drop`), so the callback never sees freed memory. `stream` owns its handle.
+    unsafe { sys::cuLaunchHostFunc(stream.cu_stream(), Some(run_host_fn_shared), data) }
+        .result()
+        .map_err(|e| Error::driver("cuLaunchHostFunc", e))
 }
 
 /// An owned `CUgraph`, destroyed on drop.
 #[derive(Debug)]
 pub(crate) struct OwnedGraph {
+    /// Shared with the executable graphs made from it: their node handles address its nodes.
+    graph: Arc<RawGraph>,
+    ctx: Arc<CudaContext>,
+    /// What the nodes touch; dropped after `graph` (fields drop in order).
+    keep: Arc<Keep>,
+}
+
+/// A `CUgraph`, destroyed when the last owner drops it.
+#[derive(Debug)]
+struct RawGraph {
     raw: sys::CUgraph,
     ctx: Arc<CudaContext>,
+}
+
+// SAFETY: a `CUgraph` may be used from any thread as long as calls on it are not concurrent;
+// it is only reached through `OwnedGraph` (not `Sync`) and, read-only for node identity, by
+// `OwnedExec`.
+unsafe impl Send for RawGraph {}
+// SAFETY: shared only to keep the graph alive; no call on it goes through a shared reference
+// from two threads (its owners are not `Sync`).
+unsafe impl Sync for RawGraph {}
+
+impl Drop for RawGraph {
+    fn drop(&mut self) {
+        let destroyed = ensure_current(&self.ctx).and_then(|()| {
+            // SAFETY: the graph was created by the driver for us and is destroyed once, here,
+            // when its last owner (a graph or an executable graph made from it) is gone.
+            unsafe { sys::cuGraphDestroy(self.raw) }.result()
+        });
+        if let Err(e) = destroyed {
+            self.ctx.record_err::<()>(Err(e));
+        }
+    }
 }
 
 // SAFETY: a `CUgraph` may be used from any thread as long as calls on it are not concurrent;
@@ -199,6 +348,21 @@ pub(crate) struct OwnedGraph {
 unsafe impl Send for OwnedGraph {}
 
 impl OwnedGraph {
+    fn raw(&self) -> sys::CUgraph {
+        self.graph.raw
+    }
+
+    /// `cuGraphGetNodes` with a null array: how many nodes the graph has.
+    ///
+    /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
+    pub(crate) fn node_count(&self) -> Result<usize, DriverError> {
+        ensure_current(&self.ctx)?;
+        let mut count: usize = 0;
+        // SAFETY: the graph is alive (owned by `self`); a null array asks for the count only.
+        unsafe { sys::cuGraphGetNodes(self.raw(), std::ptr::null_mut(), &mut count) }.result()?;
+        Ok(count)
+    }
+
     /// `cuGraphGetNodes`: every node of the graph.
     ///
     /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
@@ -206,15 +370,16 @@ impl OwnedGraph {
         ensure_current(&self.ctx)?;
         let mut count: usize = 0;
         // SAFETY: the graph is alive (owned by `self`); a null array asks for the count only.
-        unsafe { sys::cuGraphGetNodes(self.raw, std::ptr::null_mut(), &mut count) }.result()?;
+        unsafe { sys::cuGraphGetNodes(self.raw(), std::ptr::null_mut(), &mut count) }.result()?;
         if count == 0 {
             return Ok(Vec::new());
         }
         let mut nodes: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); count];
         // SAFETY: `nodes` has room for `count` handles, the number the driver reported.
-        unsafe { sys::cuGraphGetNodes(self.raw, nodes.as_mut_ptr(), &mut count) }.result()?;
+        unsafe { sys::cuGraphGetNodes(self.raw(), nodes.as_mut_ptr(), &mut count) }.result()?;
         nodes.truncate(count);
-        Ok(nodes.into_iter().map(NodeHandle).collect())
+        let raw = self.raw();
+        Ok(nodes.into_iter().map(|n| NodeHandle::new(n, raw)).collect())
     }
 
     /// `cuGraphGetEdges_v2`: every edge `(from, to)` of the graph.
@@ -226,7 +391,7 @@ impl OwnedGraph {
         // SAFETY: the graph is alive; null arrays ask for the count only.
         unsafe {
             sys::cuGraphGetEdges_v2(
-                self.raw,
+                self.raw(),
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),
@@ -251,7 +416,7 @@ impl OwnedGraph {
         // data is asked for so that the driver never reports a lossy query.
         unsafe {
             sys::cuGraphGetEdges_v2(
-                self.raw,
+                self.raw(),
                 from.as_mut_ptr(),
                 to.as_mut_ptr(),
                 data.as_mut_ptr(),
@@ -263,7 +428,12 @@ impl OwnedGraph {
             .into_iter()
             .zip(to)
             .take(count)
-            .map(|(a, b)| (NodeHandle(a), NodeHandle(b)))
+            .map(|(a, b)| {
+                (
+                    NodeHandle::new(a, self.raw()),
+                    NodeHandle::new(b, self.raw()),
+                )
+            })
             .collect())
     }
 
@@ -274,10 +444,16 @@ impl OwnedGraph {
         ensure_current(&self.ctx)?;
         let mut exec: sys::CUgraphExec = std::ptr::null_mut();
         // SAFETY: the graph is alive; `exec` is a valid out-pointer.
-        unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, self.raw, 0) }.result()?;
+        unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, self.raw(), 0) }.result()?;
         Ok(OwnedExec {
             raw: exec,
             ctx: self.ctx.clone(),
+            source: self.graph.clone(),
+            live: KeptSet {
+                streams: RefCell::new(Vec::new()),
+                keep: self.keep.clone(),
+                retired: Vec::new(),
+            },
         })
     }
 
@@ -288,89 +464,47 @@ impl OwnedGraph {
         ensure_current(&self.ctx)?;
         let flags = sys::CUgraphDebugDot_flags::CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE as u32;
         // SAFETY: the graph is alive; `path` is NUL-terminated and outlives the call.
-        unsafe { sys::cuGraphDebugDotPrint(self.raw, path.as_ptr(), flags) }.result()
-    }
-}
-
-impl Drop for OwnedGraph {
-    fn drop(&mut self) {
-        let destroyed = ensure_current(&self.ctx).and_then(|()| {
-            // SAFETY: the graph was created by the driver for us and is destroyed once, here.
-            // Executable graphs made from it are independent of it.
-            unsafe { sys::cuGraphDestroy(self.raw) }.result()
-        });
-        if let Err(e) = destroyed {
-            self.ctx.record_err::<()>(Err(e));
-        }
-    }
-}
-
-/// A kernel node's parameters (`CUDA_KERNEL_NODE_PARAMS`): function, grid, block, shared
-/// memory; the argument array is swapped in by [`OwnedExec::set_kernel_args`].
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct KernelParams(sys::CUDA_KERNEL_NODE_PARAMS);
-
-// SAFETY: the struct holds opaque driver handles (function, kernel, context) and pointers
-// that are never dereferenced by Rust; the driver accepts them from any thread.
-unsafe impl Send for KernelParams {}
-
-impl KernelParams {
-    /// The parameters of a launch of `func` with `config` (the argument array is filled in
-    /// when the parameters are applied).
-    pub(crate) fn for_launch(
-        func: crate::ffi::FunctionHandle,
-        config: &crate::issue::LaunchConfig,
-    ) -> KernelParams {
-        let mut p = KernelParams::empty();
-        p.0.func = func.0;
-        p.0.gridDimX = config.grid.x;
-        p.0.gridDimY = config.grid.y;
-        p.0.gridDimZ = config.grid.z;
-        p.0.blockDimX = config.block.x;
-        p.0.blockDimY = config.block.y;
-        p.0.blockDimZ = config.block.z;
-        p.0.sharedMemBytes = config.shared_mem_bytes;
-        p
-    }
-
-    fn empty() -> KernelParams {
-        KernelParams(sys::CUDA_KERNEL_NODE_PARAMS {
-            func: std::ptr::null_mut(),
-            gridDimX: 0,
-            gridDimY: 0,
-            gridDimZ: 0,
-            blockDimX: 0,
-            blockDimY: 0,
-            blockDimZ: 0,
-            sharedMemBytes: 0,
-            kernelParams: std::ptr::null_mut(),
-            extra: std::ptr::null_mut(),
-            kern: std::ptr::null_mut(),
-            ctx: std::ptr::null_mut(),
-        })
+        unsafe { sys::cuGraphDebugDotPrint(self.raw(), path.as_ptr(), flags) }.result()
     }
 }
 
 /// What `cuGraphExecUpdate_v2` reported.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct UpdateInfo {
-    /// The result code.
-    pub(crate) result: sys::CUgraphExecUpdateResult,
+    /// Why the update was refused; `None` when it was applied.
+    pub(crate) rejection: Option<UpdateRejection>,
     /// The node of the new graph the update failed at, if any.
     pub(crate) error_node: Option<NodeHandle>,
     /// For a changed topology, the other end of the edge that differs, if any.
     pub(crate) error_from_node: Option<NodeHandle>,
 }
 
-/// An owned `CUgraphExec`, destroyed on drop.
+/// An owned `CUgraphExec`, destroyed on drop; releases what its launches touch only once they
+/// have finished (see the module docs).
 #[derive(Debug)]
 pub(crate) struct OwnedExec {
     raw: sys::CUgraphExec,
     ctx: Arc<CudaContext>,
+    /// The graph it was instantiated from, whose node handles address its nodes.
+    source: Arc<RawGraph>,
+    live: KeptSet,
+}
+
+/// The [`Keep`]s an executable graph's launches may still use, and the streams they ran on.
+#[derive(Debug)]
+struct KeptSet {
+    /// Every stream the graph was launched on (held, so that no other stream reuses a handle).
+    streams: RefCell<Vec<Arc<CudaStream>>>,
+    /// What the current graph touches.
+    keep: Arc<Keep>,
+    /// What earlier graphs (before updates) touched, until the events recorded on every
+    /// launch stream at the update have completed.
+    retired: Vec<(Vec<CudaEvent>, Arc<Keep>)>,
 }
 
 // SAFETY: as for `OwnedGraph`: usable from any thread, never concurrently (its owner
-// `GraphExec` is not `Sync`).
+// `GraphExec` is not `Sync`, and `RefCell` keeps this type `!Sync`). The kept allocations,
+// modules and host functions are themselves `Send + Sync`.
 unsafe impl Send for OwnedExec {}
 
 impl OwnedExec {
@@ -379,32 +513,50 @@ impl OwnedExec {
         &self.ctx
     }
 
-    /// `cuGraphLaunch` on `stream`.
+    /// `cuGraphLaunch` on `stream`, under the DMA protocol of the host memory the graph
+    /// touches (a launch that would race with a live Rust borrow of it is refused).
     ///
     /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
     #[inline]
-    pub(crate) fn launch(&self, stream: CUstream) -> Result<(), DriverError> {
-        ensure_current(&self.ctx)?;
-        // SAFETY: the executable graph and `stream` are alive (owned by the callers); the
-        // memory and host functions the graph uses are kept alive by `GraphExec`.
-        unsafe { sys::cuGraphLaunch(self.raw, stream) }.result()
+    pub(crate) fn launch(&self, stream: &Arc<CudaStream>) -> Result<()> {
+        ensure_current(&self.ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+        {
+            let mut streams = self.live.streams.borrow_mut();
+            if !streams.iter().any(|s| s.cu_stream() == stream.cu_stream()) {
+                streams.push(stream.clone());
+            }
+        }
+        let raw = || {
+            // SAFETY: the executable graph and `stream` are alive; everything the graph's
+            // nodes touch is held in `self.live` until this launch has finished (module docs).
+            unsafe { sys::cuGraphLaunch(self.raw, stream.cu_stream()) }
+                .result()
+                .map_err(|e| Error::driver("cuGraphLaunch", e))
+        };
+        let pinned = &self.live.keep.pinned;
+        if pinned.is_empty() {
+            return raw();
+        }
+        let sides: Vec<(&PinnedAlloc, bool)> = pinned.iter().map(|(a, w)| (&**a, *w)).collect();
+        PinnedAlloc::dma(&sides, stream, true, raw)
     }
 
     /// `cuGraphUpload` on `stream`.
     ///
     /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
-    pub(crate) fn upload(&self, stream: CUstream) -> Result<(), DriverError> {
+    pub(crate) fn upload(&self, stream: &CudaStream) -> Result<(), DriverError> {
         ensure_current(&self.ctx)?;
-        // SAFETY: the executable graph and `stream` are alive.
-        unsafe { sys::cuGraphUpload(self.raw, stream) }.result()
+        // SAFETY: the executable graph and `stream` are alive; an upload runs no node.
+        unsafe { sys::cuGraphUpload(self.raw, stream.cu_stream()) }.result()
     }
 
     /// `cuGraphExecUpdate_v2` with `graph`: `Ok` with the driver's verdict whether or not
-    /// the update was accepted, `Err` for other failures.
+    /// the update was accepted, `Err` for other failures. When accepted, `graph`'s [`Keep`]
+    /// is held from now on, and the previous one until the launches before the update finish.
     ///
     /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
-    pub(crate) fn update(&mut self, graph: &OwnedGraph) -> Result<UpdateInfo, DriverError> {
-        ensure_current(&self.ctx)?;
+    pub(crate) fn update(&mut self, graph: &OwnedGraph) -> Result<UpdateInfo> {
+        ensure_current(&self.ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
         let mut info = sys::CUgraphExecUpdateResultInfo {
             result: sys::CUgraphExecUpdateResult::CU_GRAPH_EXEC_UPDATE_ERROR,
             errorNode: std::ptr::null_mut(),
@@ -412,27 +564,32 @@ impl OwnedExec {
         };
         // SAFETY: both graphs are alive; `info` is a valid out-pointer; `&mut self` excludes
         // concurrent use of the executable graph.
-        let r = unsafe { sys::cuGraphExecUpdate_v2(self.raw, graph.raw, &mut info) };
-        match r {
+        let r = unsafe { sys::cuGraphExecUpdate_v2(self.raw, graph.raw(), &mut info) };
+        let info = match r {
             sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE => {
-                Ok(UpdateInfo {
-                    result: info.result,
-                    error_node: (!info.errorNode.is_null()).then_some(NodeHandle(info.errorNode)),
+                UpdateInfo {
+                    rejection: rejection_of(info.result),
+                    error_node: (!info.errorNode.is_null())
+                        .then(|| NodeHandle::new(info.errorNode, graph.raw())),
                     error_from_node: (!info.errorFromNode.is_null())
-                        .then_some(NodeHandle(info.errorFromNode)),
-                })
+                        .then(|| NodeHandle::new(info.errorFromNode, graph.raw())),
+                }
             }
-            other => Err(DriverError(other)),
+            other => return Err(Error::driver("cuGraphExecUpdate", DriverError(other))),
+        };
+        if info.rejection.is_none() {
+            self.live.retire(graph.keep.clone())?;
         }
+        Ok(info)
     }
 
-    /// `cuGraphExecKernelNodeSetParams_v2`: `node`'s launch keeps `params` (function, grid,
-    /// block, shared memory) with the argument values at `args`, one pointer per kernel
-    /// parameter.
+    /// `cuGraphExecKernelNodeSetParams_v2`: `node` launches `func` with `config` and the
+    /// argument values `args` from the next launch on.
     ///
-    /// The caller passes a kernel node of the graph this executable graph was instantiated
-    /// from and upholds the `Module::kernel` promise for `args`: exactly the kernel's
-    /// parameters, each pointing at a live value of the C type it expects. The driver copies
+    /// The node must belong to the graph this executable graph was instantiated from (else
+    /// `CUDA_ERROR_INVALID_VALUE`, nothing is called). `args` are arguments for `func`, under
+    /// the `Module::kernel` promise of the kernel they were given for; the function is set
+    /// together with them, so the node never runs them with another kernel. The driver copies
     /// the values before returning.
     ///
     /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
@@ -440,19 +597,76 @@ impl OwnedExec {
     pub(crate) fn set_kernel_args(
         &self,
         node: NodeHandle,
-        params: &KernelParams,
-        args: &mut [*mut c_void],
+        func: &LoadedFunction,
+        config: &LaunchConfig,
+        args: &[KernelArg<'_>],
     ) -> Result<(), DriverError> {
+        if node.graph != self.source.raw as usize {
+            return Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE));
+        }
         ensure_current(&self.ctx)?;
-        let mut p = params.0;
-        p.kernelParams = args.as_mut_ptr();
-        p.extra = std::ptr::null_mut();
-        // SAFETY: the executable graph is alive and its owner is not `Sync`, so no other call
-        // on it runs concurrently; `node` belongs to
-        // its original graph (caller's contract); `p` is the node's own parameter set with
-        // only the argument array replaced by `args`, whose pointers reference live values of
-        // the kernel's parameter types (caller's contract) that the driver copies now.
-        unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.raw, node.0, &p) }.result()
+        let (g, b) = (config.grid, config.block);
+        with_params(args, |list| {
+            let p = sys::CUDA_KERNEL_NODE_PARAMS {
+                func: func.func,
+                gridDimX: g.x,
+                gridDimY: g.y,
+                gridDimZ: g.z,
+                blockDimX: b.x,
+                blockDimY: b.y,
+                blockDimZ: b.z,
+                sharedMemBytes: config.shared_mem_bytes,
+                kernelParams: list.as_mut_ptr(),
+                extra: std::ptr::null_mut(),
+                kern: std::ptr::null_mut(),
+                ctx: std::ptr::null_mut(),
+            };
+            // SAFETY: the executable graph is alive and not shared between threads; `node`
+            // belongs to the graph it was instantiated from (checked above), which `source`
+            // keeps alive; `func` is a function its `LoadedFunction` keeps loaded, set together
+            // with pointers to live values of its parameter types (the `KernelArg` lifetimes and
+            // the `Module::kernel` promise), which the driver copies now.
+            unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.raw, node.node, &p) }.result()
+        })
+    }
+}
+
+impl KeptSet {
+    /// Makes `next` the current [`Keep`]; the previous one waits for the launches so far.
+    fn retire(&mut self, next: Arc<Keep>) -> Result<()> {
+        self.reap();
+        let previous = std::mem::replace(&mut self.keep, next);
+        let mut events = Vec::new();
+        for s in self.streams.borrow().iter() {
+            let event = s
+                .context()
+                .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+                .and_then(|e| e.record(s).map(|()| e));
+            match event {
+                Ok(e) => events.push(e),
+                Err(e) => {
+                    // Without an event the launches cannot be waited for later: never free.
+                    std::mem::forget(previous);
+                    return Err(Error::driver("cuEventRecord", e));
+                }
+            }
+        }
+        self.retired.push((events, previous));
+        Ok(())
+    }
+
+    /// Releases retired [`Keep`]s whose launches have all finished.
+    fn reap(&mut self) {
+        self.retired
+            .retain(|(events, _)| !events.iter().all(|e| super::event_query(e) == Ok(true)));
+    }
+
+    /// Waits for every launch; `false` when that failed.
+    fn finish(&self) -> bool {
+        self.streams
+            .borrow()
+            .iter()
+            .all(|s| super::stream_synchronize(s).is_ok())
     }
 }
 
@@ -465,6 +679,76 @@ impl Drop for OwnedExec {
         });
         if let Err(e) = destroyed {
             self.ctx.record_err::<()>(Err(e));
+        }
+        if !self.live.finish() {
+            // A launch may still run: keep what it touches forever rather than free it.
+            std::mem::forget(self.live.keep.clone());
+            for (_, keep) in &self.live.retired {
+                std::mem::forget(keep.clone());
+            }
+        }
+    }
+}
+
+/// The rejection a driver update result stands for; `None` for success.
+fn rejection_of(result: sys::CUgraphExecUpdateResult) -> Option<UpdateRejection> {
+    use sys::CUgraphExecUpdateResult as R;
+    Some(match result {
+        R::CU_GRAPH_EXEC_UPDATE_SUCCESS => return None,
+        R::CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED => UpdateRejection::TopologyChanged,
+        R::CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED => UpdateRejection::NodeTypeChanged,
+        R::CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED => UpdateRejection::FunctionChanged,
+        R::CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED => UpdateRejection::ParametersChanged,
+        R::CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED => UpdateRejection::NotSupported,
+        R::CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE => {
+            UpdateRejection::UnsupportedFunctionChange
+        }
+        R::CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED => UpdateRejection::AttributesChanged,
+        R::CU_GRAPH_EXEC_UPDATE_ERROR => UpdateRejection::Other,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn update_results_map_to_rejections() {
+        use sys::CUgraphExecUpdateResult as R;
+        assert_eq!(rejection_of(R::CU_GRAPH_EXEC_UPDATE_SUCCESS), None);
+        let cases = [
+            (
+                R::CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED,
+                UpdateRejection::TopologyChanged,
+            ),
+            (
+                R::CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED,
+                UpdateRejection::NodeTypeChanged,
+            ),
+            (
+                R::CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED,
+                UpdateRejection::FunctionChanged,
+            ),
+            (
+                R::CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED,
+                UpdateRejection::ParametersChanged,
+            ),
+            (
+                R::CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED,
+                UpdateRejection::NotSupported,
+            ),
+            (
+                R::CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE,
+                UpdateRejection::UnsupportedFunctionChange,
+            ),
+            (
+                R::CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED,
+                UpdateRejection::AttributesChanged,
+            ),
+            (R::CU_GRAPH_EXEC_UPDATE_ERROR, UpdateRejection::Other),
+        ];
+        for (code, reason) in cases {
+            assert_eq!(rejection_of(code), Some(reason));
         }
     }
 }

@@ -1,28 +1,30 @@
-//! The runtime's only contact with the CUDA driver and NVRTC: thin wrappers with safe
-//! signatures around each `sys::` call the crate uses.
+//! The runtime's only contact with the CUDA driver and NVRTC.
 //!
-//! Every `unsafe` block of the crate lives in this module (and its submodules) and states why
-//! it is sound. Raw handles are passed in by the safe types that own them (`Stream`, `Event`,
-//! `Kernel`, the allocations below), so a handle reaching a wrapper is alive; pointers to
-//! memory come from live borrows of the buffers they belong to (see each wrapper).
+//! Every `unsafe` block of the crate lives in this module and its submodules, and states why
+//! it is sound. The wrappers are safe functions whose arguments carry their own proof: handles
+//! come as the cudarc objects that own them (`CudaStream`, `CudaEvent`, `CudaContext`), memory
+//! as [`memory::MemoryRef`]s and [`KernelArg`]s, which only live buffers (or an `unsafe`
+//! promise) can make, and graphs as the owned types of [`graph`], which keep what their
+//! launches touch. A wrapper whose soundness would rest on its caller is an `unsafe fn` with a
+//! `# Safety` section, called only from inside this module.
 //!
 //! Nothing here may run before [`driver_present`] said yes: cudarc's dynamic loader panics when
-//! `libcuda` is missing.
+//! `libcuda` is missing; [`init`] checks it.
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::ptr::NonNull;
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::sys;
-use cudarc::driver::{CudaContext, DeviceRepr, DriverError, ValidAsZeroBits};
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream, DriverError};
 
-use crate::issue::{FillPattern, HostFn, LaunchConfig};
+use crate::operand::{BufferAccess, HostFn, LaunchConfig};
 
 pub(crate) mod graph;
+pub(crate) mod memory;
 
-pub(crate) use sys::{CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUstream};
+pub(crate) use sys::{CUcontext, CUdevice, CUfunction};
 
 /// Whether the driver library can be loaded; asked once, since `dlopen` is not free.
 pub(crate) fn driver_present() -> bool {
@@ -50,15 +52,23 @@ pub(crate) fn searched_names(lib: &str) -> String {
     names.join(", ")
 }
 
-/// `cuInit(0)`, once per process; later calls return the first outcome.
-///
-/// Callers must have checked [`driver_present`].
+/// `cuInit(0)`, once per process; later calls return the first outcome. `None` when the
+/// driver library cannot be loaded.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__INITIALIZE.html>
-pub(crate) fn init() -> Result<(), DriverError> {
+pub(crate) fn init() -> Option<Result<(), DriverError>> {
     static INIT: OnceLock<Result<(), DriverError>> = OnceLock::new();
-    // SAFETY: `cuInit` has no pointer arguments; the library is present (caller's check).
-    *INIT.get_or_init(|| unsafe { sys::cuInit(0) }.result())
+    if !driver_present() {
+        return None;
+    }
+    // SAFETY: `cuInit` has no pointer arguments; the library is present (checked above), so
+    // cudarc's loader does not panic.
+    Some(*INIT.get_or_init(|| unsafe { sys::cuInit(0) }.result()))
+}
+
+/// Whether `e` says the driver found no device.
+pub(crate) fn is_no_device(e: DriverError) -> bool {
+    e.0 == sys::CUresult::CUDA_ERROR_NO_DEVICE
 }
 
 /// `cuDeviceGetCount`.
@@ -115,14 +125,6 @@ pub(crate) fn ensure_current(ctx: &CudaContext) -> Result<(), DriverError> {
     Ok(())
 }
 
-/// Stops cudarc from recording per-buffer events on `ctx`: streamgraph orders all work
-/// explicitly, and those hidden events would break captures and add calls to every launch.
-pub(crate) fn disable_event_tracking(ctx: &CudaContext) {
-    // SAFETY: the flag only affects `CudaSlice`s created afterwards; streamgraph allocates no
-    // `CudaSlice` and orders every use of its own memory through streams and events.
-    unsafe { ctx.disable_event_tracking() }
-}
-
 /// `cuCtxGetStreamPriorityRange` of `ctx`: `(least, greatest)`, e.g. `(0, -5)`.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html>
@@ -137,21 +139,21 @@ pub(crate) fn stream_priority_range(ctx: &CudaContext) -> Result<(i32, i32), Dri
 /// `cuStreamGetPriority`.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
-pub(crate) fn stream_priority(ctx: &CudaContext, stream: CUstream) -> Result<i32, DriverError> {
-    ensure_current(ctx)?;
+pub(crate) fn stream_priority(stream: &CudaStream) -> Result<i32, DriverError> {
+    ensure_current(stream.context())?;
     let mut priority: c_int = 0;
-    // SAFETY: `stream` is alive (owned by the calling `Stream`); the out-pointer is valid.
-    unsafe { sys::cuStreamGetPriority(stream, &mut priority) }.result()?;
+    // SAFETY: `stream` owns its live handle; the out-pointer is valid for the call.
+    unsafe { sys::cuStreamGetPriority(stream.cu_stream(), &mut priority) }.result()?;
     Ok(priority)
 }
 
 /// `cuStreamQuery`: `Ok(true)` when all work is done, `Ok(false)` for `CUDA_ERROR_NOT_READY`.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
-pub(crate) fn stream_query(ctx: &CudaContext, stream: CUstream) -> Result<bool, DriverError> {
-    ensure_current(ctx)?;
-    // SAFETY: `stream` is alive (owned by the calling `Stream`).
-    match unsafe { sys::cuStreamQuery(stream) } {
+pub(crate) fn stream_query(stream: &CudaStream) -> Result<bool, DriverError> {
+    ensure_current(stream.context())?;
+    // SAFETY: `stream` owns its live handle.
+    match unsafe { sys::cuStreamQuery(stream.cu_stream()) } {
         sys::CUresult::CUDA_SUCCESS => Ok(true),
         sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
         other => Err(DriverError(other)),
@@ -161,46 +163,38 @@ pub(crate) fn stream_query(ctx: &CudaContext, stream: CUstream) -> Result<bool, 
 /// `cuStreamSynchronize`.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
-pub(crate) fn stream_synchronize(ctx: &CudaContext, stream: CUstream) -> Result<(), DriverError> {
-    ensure_current(ctx)?;
-    // SAFETY: `stream` is alive (owned by the calling `Stream`).
-    unsafe { sys::cuStreamSynchronize(stream) }.result()
+pub(crate) fn stream_synchronize(stream: &CudaStream) -> Result<(), DriverError> {
+    ensure_current(stream.context())?;
+    // SAFETY: `stream` owns its live handle.
+    unsafe { sys::cuStreamSynchronize(stream.cu_stream()) }.result()
 }
 
 /// `cuEventRecord`: captures the work submitted to `stream` so far into `event`.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html>
-pub(crate) fn event_record(
-    ctx: &CudaContext,
-    event: CUevent,
-    stream: CUstream,
-) -> Result<(), DriverError> {
-    ensure_current(ctx)?;
-    // SAFETY: both handles are alive (owned by the calling `Event` and `Stream`).
-    unsafe { sys::cuEventRecord(event, stream) }.result()
+pub(crate) fn event_record(event: &CudaEvent, stream: &CudaStream) -> Result<(), DriverError> {
+    ensure_current(stream.context())?;
+    // SAFETY: both objects own their live handles.
+    unsafe { sys::cuEventRecord(event.cu_event(), stream.cu_stream()) }.result()
 }
 
 /// `cuStreamWaitEvent`: later work on `stream` waits for `event`'s current snapshot.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
-pub(crate) fn stream_wait_event(
-    ctx: &CudaContext,
-    stream: CUstream,
-    event: CUevent,
-) -> Result<(), DriverError> {
-    ensure_current(ctx)?;
+pub(crate) fn stream_wait_event(stream: &CudaStream, event: &CudaEvent) -> Result<(), DriverError> {
+    ensure_current(stream.context())?;
     let flags = sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT as c_uint;
-    // SAFETY: both handles are alive (owned by the calling `Stream` and `Event`).
-    unsafe { sys::cuStreamWaitEvent(stream, event, flags) }.result()
+    // SAFETY: both objects own their live handles.
+    unsafe { sys::cuStreamWaitEvent(stream.cu_stream(), event.cu_event(), flags) }.result()
 }
 
 /// `cuEventQuery`: `Ok(true)` when the recorded work is done (or nothing was recorded).
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html>
-pub(crate) fn event_query(ctx: &CudaContext, event: CUevent) -> Result<bool, DriverError> {
-    ensure_current(ctx)?;
-    // SAFETY: `event` is alive (owned by the calling `Event`).
-    match unsafe { sys::cuEventQuery(event) } {
+pub(crate) fn event_query(event: &CudaEvent) -> Result<bool, DriverError> {
+    ensure_current(event.context())?;
+    // SAFETY: `event` owns its live handle.
+    match unsafe { sys::cuEventQuery(event.cu_event()) } {
         sys::CUresult::CUDA_SUCCESS => Ok(true),
         sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
         other => Err(DriverError(other)),
@@ -210,26 +204,34 @@ pub(crate) fn event_query(ctx: &CudaContext, event: CUevent) -> Result<bool, Dri
 /// `cuEventSynchronize`.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html>
-pub(crate) fn event_synchronize(ctx: &CudaContext, event: CUevent) -> Result<(), DriverError> {
-    ensure_current(ctx)?;
-    // SAFETY: `event` is alive (owned by the calling `Event`).
-    unsafe { sys::cuEventSynchronize(event) }.result()
+pub(crate) fn event_synchronize(event: &CudaEvent) -> Result<(), DriverError> {
+    ensure_current(event.context())?;
+    // SAFETY: `event` owns its live handle.
+    unsafe { sys::cuEventSynchronize(event.cu_event()) }.result()
 }
 
 /// `cuEventElapsedTime_v2`: milliseconds from `start` to `end`, both completed.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html>
-pub(crate) fn event_elapsed_ms(
-    ctx: &CudaContext,
-    start: CUevent,
-    end: CUevent,
-) -> Result<f32, DriverError> {
-    ensure_current(ctx)?;
+pub(crate) fn event_elapsed_ms(start: &CudaEvent, end: &CudaEvent) -> Result<f32, DriverError> {
+    ensure_current(start.context())?;
     let mut ms: f32 = 0.0;
-    // SAFETY: both events are alive (owned by the calling `Event`s); `ms` is a valid
-    // out-pointer.
-    unsafe { sys::cuEventElapsedTime_v2(&mut ms, start, end) }.result()?;
+    // SAFETY: both objects own their live handles; `ms` is a valid out-pointer.
+    unsafe { sys::cuEventElapsedTime_v2(&mut ms, start.cu_event(), end.cu_event()) }.result()?;
     Ok(ms)
+}
+
+/// `cuEventCreate` in `ctx`, with timing only when asked (disabled timing makes cheaper
+/// dependency edges).
+///
+/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html>
+pub(crate) fn new_event(ctx: &Arc<CudaContext>, timing: bool) -> Result<CudaEvent, DriverError> {
+    let flags = if timing {
+        sys::CUevent_flags::CU_EVENT_DEFAULT
+    } else {
+        sys::CUevent_flags::CU_EVENT_DISABLE_TIMING
+    };
+    ctx.new_event(Some(flags))
 }
 
 /// Creates a non-blocking stream with `priority` (already clamped by the caller).
@@ -242,382 +244,149 @@ pub(crate) fn new_stream(
     ctx.new_stream_with_priority(priority)
 }
 
-/// How many kernel arguments a launch collects on the stack before falling back to the heap.
-pub(crate) const INLINE_ARGS: usize = 32;
-
-/// `cuLaunchKernel` of `func` on `stream` with `params`, one pointer per argument value.
+/// One kernel argument: a pointer to its value (as `cuLaunchKernel` takes it), borrowed for
+/// `'a`, and for buffers the memory it touches, how, and what keeps it allocated.
 ///
-/// The caller has made the function's context current (the hot path checks it once) and
-/// upholds the kernel's signature promise made at `Module::kernel`: `params` holds exactly
-/// the kernel's parameters, each pointing at a live value of the C type the kernel expects.
+/// Made from references only, so its value pointer is live for `'a`; buffer arguments come
+/// from [`crate::DeviceMemory`], whose foreign impls are `unsafe`.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelArg<'a> {
+    value: *mut c_void,
+    access: Option<BufferAccess>,
+    holder: memory::Holder<'a>,
+    _borrow: PhantomData<&'a ()>,
+}
+
+impl<'a> KernelArg<'a> {
+    /// An argument whose value lives at `value` for `'a`.
+    pub(crate) fn by_ref<T>(
+        value: &'a T,
+        access: Option<BufferAccess>,
+        holder: memory::Holder<'a>,
+    ) -> Self {
+        KernelArg {
+            value: (value as *const T).cast_mut().cast(),
+            access,
+            holder,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// The buffer access this argument makes, if it is a buffer.
+    pub fn access(&self) -> Option<BufferAccess> {
+        self.access
+    }
+
+    /// What keeps the argument's memory allocated.
+    pub(crate) fn holder(&self) -> memory::HolderKind<'a> {
+        self.holder.0
+    }
+}
+
+/// How many kernel arguments a launch collects on the stack before falling back to the heap.
+const INLINE_ARGS: usize = 32;
+
+/// Calls `f` with the argument pointers of `args`, on the stack for up to [`INLINE_ARGS`].
+#[inline]
+fn with_params<R>(args: &[KernelArg<'_>], f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
+    if args.len() <= INLINE_ARGS {
+        let mut inline = [std::ptr::null_mut(); INLINE_ARGS];
+        for (slot, arg) in inline.iter_mut().zip(args) {
+            *slot = arg.value;
+        }
+        f(&mut inline[..args.len()])
+    } else {
+        let mut list: Vec<_> = args.iter().map(|a| a.value).collect();
+        f(&mut list)
+    }
+}
+
+/// `cuLaunchKernel` of `func` on `stream` with `args`, one per kernel parameter.
+///
+/// `func` comes from a `Kernel`, whose `unsafe` lookup (`Module::kernel`) carries the promise
+/// that every launch of it passes arguments matching its C signature; the caller passes the
+/// arguments its user gave for that kernel. The context of `func` is current (the hot path
+/// checks it once).
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html>
 #[inline]
 pub(crate) fn launch_kernel(
-    func: FunctionHandle,
-    stream: CUstream,
+    func: &LoadedFunction,
+    stream: &CudaStream,
     config: &LaunchConfig,
-    params: &mut [*mut c_void],
+    args: &[KernelArg<'_>],
 ) -> Result<(), DriverError> {
     let (g, b) = (config.grid, config.block);
-    // SAFETY: `func` and `stream` are alive (a `Kernel` holds its module, a `Stream` its
-    // handle); each pointer in `params` points at a value borrowed for the whole call, and
-    // their number and types match the kernel's C signature by the `Module::kernel` contract.
-    // The driver copies the values before returning, so nothing outlives the call.
-    unsafe {
-        sys::cuLaunchKernel(
-            func.0,
-            g.x,
-            g.y,
-            g.z,
-            b.x,
-            b.y,
-            b.z,
-            config.shared_mem_bytes,
-            stream,
-            params.as_mut_ptr(),
-            std::ptr::null_mut(),
-        )
-    }
-    .result()
-}
-
-/// A `CUfunction` handle, shareable across threads: the driver's function handles are not
-/// tied to a thread, and Rust never dereferences them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct FunctionHandle(pub(crate) CUfunction);
-
-// SAFETY: a `CUfunction` is an opaque driver handle usable from any thread; the owning
-// module is kept alive by whoever holds the handle (`Kernel` holds an `Arc` of it).
-unsafe impl Send for FunctionHandle {}
-// SAFETY: as above; sharing the handle only lets threads pass it to the driver.
-unsafe impl Sync for FunctionHandle {}
-
-/// An owned `cuMemAlloc` allocation; freed (with its context made current) on drop.
-#[derive(Debug)]
-pub(crate) struct DeviceAlloc {
-    /// Stored so that a kernel argument can point at it (`DeviceMemory::ptr_ref`).
-    pub(crate) ptr: CUdeviceptr,
-    /// `None` for plan-only memory: an address range with nothing behind it.
-    pub(crate) ctx: Option<Arc<CudaContext>>,
-}
-
-impl DeviceAlloc {
-    /// `cuMemAlloc_v2` of `bytes` bytes in `ctx` (no allocation for zero bytes: address 0).
-    ///
-    /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html>
-    pub(crate) fn new(ctx: &Arc<CudaContext>, bytes: usize) -> Result<DeviceAlloc, DriverError> {
-        let mut ptr: CUdeviceptr = 0;
-        if bytes > 0 {
-            ensure_current(ctx)?;
-            // SAFETY: `ptr` is a valid out-pointer; the context is current.
-            unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) }.result()?;
+    with_params(args, |params| {
+        // SAFETY: `func` is a function of the module it holds loaded, and `stream` owns its
+        // handle; each pointer in `params` points at a value borrowed for the whole call (the
+        // `KernelArg` lifetimes), and their number and types match the kernel's C signature by
+        // the `Module::kernel` promise. The driver copies the values before returning.
+        unsafe {
+            sys::cuLaunchKernel(
+                func.func,
+                g.x,
+                g.y,
+                g.z,
+                b.x,
+                b.y,
+                b.z,
+                config.shared_mem_bytes,
+                stream.cu_stream(),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
         }
-        Ok(DeviceAlloc {
-            ptr,
-            ctx: Some(ctx.clone()),
-        })
-    }
-
-    /// A unique address range of `bytes` bytes with no memory behind it, for plans built
-    /// without a GPU. Ranges never overlap each other and sit far above real allocations.
-    pub(crate) fn planning(bytes: usize) -> DeviceAlloc {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static NEXT: AtomicU64 = AtomicU64::new(1 << 56);
-        let span = (bytes as u64).next_multiple_of(256).max(256);
-        DeviceAlloc {
-            ptr: NEXT.fetch_add(span, Ordering::Relaxed),
-            ctx: None,
-        }
-    }
+        .result()
+    })
 }
 
-impl Drop for DeviceAlloc {
-    fn drop(&mut self) {
-        let Some(ctx) = &self.ctx else { return };
-        if self.ptr == 0 {
-            return;
-        }
-        let freed = ensure_current(ctx).and_then(|()| {
-            // SAFETY: `ptr` came from `cuMemAlloc_v2` in this context and is freed once, here.
-            // `cuMemFree` waits for work still using the memory before releasing it.
-            unsafe { sys::cuMemFree_v2(self.ptr) }.result()
-        });
-        if let Err(e) = freed {
-            // Drop cannot return the error; keep it for the context's next checked call.
-            ctx.record_err::<()>(Err(e));
-        }
-    }
-}
-
-/// Copies `len` elements from device memory at `src` into a new `Vec`, after the stream
-/// `stream` has finished: the copy is queued on `stream`, which is then synchronized.
+/// `cuModuleGetFunction`: the kernel `name` of `module`; `None` when it has none.
 ///
-/// The caller passes the address of a live allocation of at least `len` elements.
-pub(crate) fn read_device_vec<T: DeviceRepr>(
-    ctx: &CudaContext,
-    stream: CUstream,
-    src: CUdeviceptr,
-    len: usize,
-) -> Result<Vec<T>, DriverError> {
-    let mut out: Vec<T> = Vec::with_capacity(len);
-    let bytes = len * std::mem::size_of::<T>();
-    if bytes > 0 {
-        ensure_current(ctx)?;
-        // SAFETY: `out` has capacity for `bytes` bytes; `src` holds at least that many
-        // (caller's contract). The stream is synchronized before `out` is read or returned.
-        unsafe { sys::cuMemcpyDtoHAsync_v2(out.as_mut_ptr().cast(), src, bytes, stream) }
-            .result()?;
-        // SAFETY: `stream` is alive (owned by the caller's `Stream`).
-        unsafe { sys::cuStreamSynchronize(stream) }.result()?;
-    }
-    // SAFETY: the copy above initialised all `len` elements, and `T: DeviceRepr` types are
-    // plain data whose device bit patterns are values of `T`.
-    unsafe { out.set_len(len) };
-    Ok(out)
-}
-
-/// `cuMemcpyHtoDAsync_v2`: `bytes` from host memory at `src` to device memory at `dst`.
-///
-/// The caller passes memory borrowed from live buffers (a `MemoryRef`). Pageable sources are
-/// staged by the driver before the call returns, pinned ones must stay alive until the copy
-/// ran (buffers free their memory through synchronizing driver calls).
-///
-/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html>
-pub(crate) fn memcpy_htod_async(
-    ctx: &CudaContext,
-    dst: CUdeviceptr,
-    src: *const u8,
-    bytes: usize,
-    stream: CUstream,
-) -> Result<(), DriverError> {
-    ensure_current(ctx)?;
-    // SAFETY: `src` points at `bytes` readable bytes and `dst` at `bytes` bytes of device
-    // memory, both from live borrows (caller's contract); `stream` is alive.
-    unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), bytes, stream) }.result()
-}
-
-/// `cuMemcpyDtoHAsync_v2`: `bytes` from device memory at `src` to host memory at `dst`.
-///
-/// The caller passes memory borrowed from live buffers (a `MemoryRef`) whose host side may
-/// be written by DMA: pinned buffers, never a Rust shared reference to pageable memory.
-///
-/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html>
-pub(crate) fn memcpy_dtoh_async(
-    ctx: &CudaContext,
-    dst: *mut u8,
-    src: CUdeviceptr,
-    bytes: usize,
-    stream: CUstream,
-) -> Result<(), DriverError> {
-    ensure_current(ctx)?;
-    // SAFETY: `dst` points at `bytes` writable bytes owned by a pinned buffer and `src` at
-    // `bytes` bytes of device memory, both from live borrows (caller's contract).
-    unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, stream) }.result()
-}
-
-/// `cuMemcpyDtoDAsync_v2`.
-///
-/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html>
-pub(crate) fn memcpy_dtod_async(
-    ctx: &CudaContext,
-    dst: CUdeviceptr,
-    src: CUdeviceptr,
-    bytes: usize,
-    stream: CUstream,
-) -> Result<(), DriverError> {
-    ensure_current(ctx)?;
-    // SAFETY: device memory is never a Rust object; both ranges come from live buffers
-    // (caller's contract), so the driver only touches allocations that exist.
-    unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, stream) }.result()
-}
-
-/// `cuMemcpyAsync` with unified addressing: host to host (pinned) or across devices.
-///
-/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html>
-pub(crate) fn memcpy_async(
-    ctx: &CudaContext,
-    dst: u64,
-    src: u64,
-    bytes: usize,
-    stream: CUstream,
-) -> Result<(), DriverError> {
-    ensure_current(ctx)?;
-    // SAFETY: both addresses come from live buffers of at least `bytes` bytes whose
-    // destination may be written by DMA (caller's contract: pinned or device memory).
-    unsafe { sys::cuMemcpyAsync(dst, src, bytes, stream) }.result()
-}
-
-/// `cuMemsetD8Async` / `cuMemsetD16Async` / `cuMemsetD32Async` of `count` elements.
-///
-/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html>
-pub(crate) fn memset_async(
-    ctx: &CudaContext,
-    dst: CUdeviceptr,
-    pattern: FillPattern,
-    count: usize,
-    stream: CUstream,
-) -> Result<(), DriverError> {
-    ensure_current(ctx)?;
-    // SAFETY: `dst` holds `count` elements of the pattern's width in a live device buffer
-    // (caller's contract); device memory is never a Rust object.
-    unsafe {
-        match pattern {
-            FillPattern::U8(v) => sys::cuMemsetD8Async(dst, v, count, stream),
-            FillPattern::U16(v) => sys::cuMemsetD16Async(dst, v, count, stream),
-            FillPattern::U32(v) => sys::cuMemsetD32Async(dst, v, count, stream),
-        }
-    }
-    .result()
-}
-
-/// An owned page-locked host allocation of `len` elements of `T` (`cuMemHostAlloc`).
-///
-/// The driver's DMA engines write it while Rust code may hold references, so the elements
-/// are only reached through `as_slice`/`as_mut_slice`, whose callers order them after the
-/// copies (see `PinnedBuffer`).
-#[derive(Debug)]
-pub(crate) struct HostAlloc<T> {
-    ptr: NonNull<T>,
-    len: usize,
-    /// `None` for plan-only buffers, which live in ordinary (pageable) heap memory.
-    ctx: Option<Arc<CudaContext>>,
-    _owns: PhantomData<T>,
-}
-
-// SAFETY: the allocation is owned like a `Box<[T]>`; moving it to another thread moves the
-// `T`s, which is fine when `T: Send`. The driver frees page-locked memory from any thread.
-unsafe impl<T: Send> Send for HostAlloc<T> {}
-// SAFETY: `&HostAlloc<T>` only hands out `&[T]`, like `&Box<[T]>`, so sharing needs `T: Sync`.
-unsafe impl<T: Sync> Sync for HostAlloc<T> {}
-
-impl<T: DeviceRepr + Copy> HostAlloc<T> {
-    /// `cuMemHostAlloc` (portable: pinned for every context) of `len` elements, all bytes 0.
-    ///
-    /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html>
-    pub(crate) fn zeroed(ctx: &Arc<CudaContext>, len: usize) -> Result<HostAlloc<T>, DriverError>
-    where
-        T: ValidAsZeroBits,
-    {
-        let alloc = HostAlloc::<T>::allocate(ctx, len)?;
-        // SAFETY: the allocation holds `len` elements of `T` (see `allocate`); all-zero bytes
-        // are a valid `T` by `ValidAsZeroBits`.
-        unsafe { alloc.ptr.as_ptr().write_bytes(0, len) };
-        Ok(alloc)
-    }
-
-    /// `cuMemHostAlloc` of `src.len()` elements, copied from `src`.
-    ///
-    /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html>
-    pub(crate) fn from_slice(
-        ctx: &Arc<CudaContext>,
-        src: &[T],
-    ) -> Result<HostAlloc<T>, DriverError> {
-        let alloc = HostAlloc::allocate(ctx, src.len())?;
-        // SAFETY: the fresh allocation holds `src.len()` elements and cannot overlap `src`;
-        // `T: Copy`, so a bitwise copy is a valid copy.
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), alloc.ptr.as_ptr(), src.len()) };
-        Ok(alloc)
-    }
-
-    /// Room for `len` elements, not yet initialised (both constructors initialise it at once).
-    fn allocate(ctx: &Arc<CudaContext>, len: usize) -> Result<HostAlloc<T>, DriverError> {
-        let bytes = len
-            .checked_mul(std::mem::size_of::<T>())
-            .ok_or(DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE))?;
-        let ptr = if bytes == 0 {
-            NonNull::dangling()
-        } else {
-            ensure_current(ctx)?;
-            let mut raw: *mut c_void = std::ptr::null_mut();
-            // SAFETY: `raw` is a valid out-pointer; the context is current. The memory is
-            // page-aligned, which satisfies the alignment of every `DeviceRepr` type.
-            unsafe { sys::cuMemHostAlloc(&mut raw, bytes, sys::CU_MEMHOSTALLOC_PORTABLE) }
-                .result()?;
-            NonNull::new(raw.cast::<T>())
-                .ok_or(DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY))?
-        };
-        Ok(HostAlloc {
-            ptr,
-            len,
-            ctx: Some(ctx.clone()),
-            _owns: PhantomData,
-        })
-    }
-
-    /// `len` zeroed elements in ordinary heap memory (no driver): plan-only pinned buffers.
-    pub(crate) fn planning_zeroed(len: usize) -> Option<HostAlloc<T>>
-    where
-        T: ValidAsZeroBits,
-    {
-        let layout = std::alloc::Layout::array::<T>(len).ok()?;
-        let ptr = if layout.size() == 0 {
-            NonNull::dangling()
-        } else {
-            // SAFETY: the layout has a non-zero size; all-zero bytes are a valid `T` by
-            // `ValidAsZeroBits`. `Drop` frees it with the same layout.
-            NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>())?
-        };
-        Some(HostAlloc {
-            ptr,
-            len,
-            ctx: None,
-            _owns: PhantomData,
-        })
+/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html>
+pub(crate) fn module_function(
+    module: &Arc<cudarc::driver::CudaModule>,
+    name: &str,
+) -> Result<Option<LoadedFunction>, DriverError> {
+    match module.load_function(name) {
+        Ok(f) => Ok(Some(LoadedFunction {
+            func: f.cu_function(),
+            module: module.clone(),
+        })),
+        Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_FOUND)) => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
-impl<T> HostAlloc<T> {
-    /// Whether this is ordinary heap memory of a plan-only buffer.
-    pub(crate) fn is_planning(&self) -> bool {
-        self.ctx.is_none()
+/// A kernel function together with the module that keeps it loaded: the only form in which a
+/// function reaches the driver.
+#[derive(Debug, Clone)]
+pub(crate) struct LoadedFunction {
+    func: CUfunction,
+    module: Arc<cudarc::driver::CudaModule>,
+}
+
+// SAFETY: a `CUfunction` is an opaque driver handle usable from any thread, and the module
+// that owns it is held alongside (cudarc's `CudaModule` is `Send + Sync`).
+unsafe impl Send for LoadedFunction {}
+// SAFETY: as above; sharing only lets threads pass the handle to the driver.
+unsafe impl Sync for LoadedFunction {}
+
+impl LoadedFunction {
+    /// The function's identity, to compare launches by.
+    pub(crate) fn handle(&self) -> FunctionHandle {
+        FunctionHandle(self.func as usize)
     }
 
-    /// The first element's address.
-    pub(crate) fn as_ptr(&self) -> *mut T {
-        self.ptr.as_ptr()
-    }
-
-    /// Number of elements.
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
-    /// The elements; the caller orders this read after any copy into the buffer.
-    pub(crate) fn as_slice(&self) -> &[T] {
-        // SAFETY: `len` initialised elements live at `ptr` for as long as `self`.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
-    }
-
-    /// The elements, mutably; `&mut self` excludes every other Rust access.
-    pub(crate) fn as_mut_slice(&mut self) -> &mut [T] {
-        // SAFETY: as for `as_slice`, and `&mut self` makes this the only reference.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    /// The module the function lives in.
+    pub(crate) fn module(&self) -> &Arc<cudarc::driver::CudaModule> {
+        &self.module
     }
 }
 
-impl<T> Drop for HostAlloc<T> {
-    fn drop(&mut self) {
-        if self.len == 0 || std::mem::size_of::<T>() == 0 {
-            return;
-        }
-        let Some(ctx) = &self.ctx else {
-            if let Ok(layout) = std::alloc::Layout::array::<T>(self.len) {
-                // SAFETY: allocated by `planning_zeroed` with this same layout, freed once.
-                unsafe { std::alloc::dealloc(self.ptr.as_ptr().cast(), layout) };
-            }
-            return;
-        };
-        let freed = ensure_current(ctx).and_then(|()| {
-            // SAFETY: the pointer came from `cuMemHostAlloc` and is freed once, here; the
-            // elements are plain data (`DeviceRepr`) with nothing to drop.
-            unsafe { sys::cuMemFreeHost(self.ptr.as_ptr().cast()) }.result()
-        });
-        if let Err(e) = freed {
-            ctx.record_err::<()>(Err(e));
-        }
-    }
-}
+/// Which kernel function a launch runs: an identity to compare, never passed to the driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct FunctionHandle(usize);
 
 /// Runs a boxed [`HostFn`] once and frees it: the callback of eager `host` statements.
 extern "C" fn run_host_fn_once(user_data: *mut c_void) {
@@ -632,17 +401,9 @@ extern "C" fn run_host_fn_once(user_data: *mut c_void) {
     report_host_fn_panic(outcome);
 }
 
-/// Runs a [`HostFn`] owned elsewhere (a graph keeps it alive for every replay).
-extern "C" fn run_host_fn_shared(user_data: *mut c_void) {
-    // SAFETY: `user_data` points at a `HostFn` that its owner keeps alive for as long as the
-    // driver may call this callback (see `shared_host_fn_callback`).
-    let f = unsafe { &*user_data.cast_const().cast::<HostFn>() };
-    report_host_fn_panic(catch_unwind(AssertUnwindSafe(|| f())));
-}
-
 /// A panic cannot cross the driver's C frames; the callback returns and the panic is reported
 /// on stderr, as the standard library does for panics in threads nobody joins.
-fn report_host_fn_panic(outcome: std::thread::Result<()>) {
+pub(super) fn report_host_fn_panic(outcome: std::thread::Result<()>) {
     if let Err(payload) = outcome {
         let message = payload
             .downcast_ref::<&str>()
@@ -653,29 +414,16 @@ fn report_host_fn_panic(outcome: std::thread::Result<()>) {
     }
 }
 
-/// The callback and user data for a host node whose [`HostFn`] lives at `f` for the whole
-/// life of the graph that calls it (capture/graph code keeps the `HostFn` boxed alongside
-/// the executable graph).
-pub(crate) fn shared_host_fn_callback(f: &HostFn) -> (sys::CUhostFn, *mut c_void) {
-    (
-        Some(run_host_fn_shared),
-        (f as *const HostFn).cast_mut().cast(),
-    )
-}
-
 /// `cuLaunchHostFunc`: runs `f` once on a driver thread after the stream's earlier work.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html>
-pub(crate) fn launch_host_fn_once(
-    ctx: &CudaContext,
-    stream: CUstream,
-    f: HostFn,
-) -> Result<(), DriverError> {
-    ensure_current(ctx)?;
+pub(crate) fn launch_host_fn_once(stream: &CudaStream, f: HostFn) -> Result<(), DriverError> {
+    ensure_current(stream.context())?;
     let data = Box::into_raw(Box::new(f));
-    // SAFETY: the callback reclaims `data` exactly once when the driver runs it; `stream` is
-    // alive. The closure is `Send + Sync + 'static`, so running it on a driver thread is fine.
-    let launched = unsafe { sys::cuLaunchHostFunc(stream, Some(run_host_fn_once), data.cast()) };
+    // SAFETY: the callback reclaims `data` exactly once when the driver runs it; `stream` owns
+    // its handle. The closure is `Send + Sync + 'static`, so a driver thread may run it.
+    let launched =
+        unsafe { sys::cuLaunchHostFunc(stream.cu_stream(), Some(run_host_fn_once), data.cast()) };
     if let Err(e) = launched.result() {
         // SAFETY: the driver refused the callback, so it will never run; reclaim the box here.
         drop(unsafe { Box::from_raw(data) });

@@ -49,7 +49,7 @@
 //! let program = b.build();
 //! let s = &program.statements;
 //!
-//! let (x, y) = (DeviceBuffer::<f32>::for_planning(256), DeviceBuffer::<f32>::for_planning(256));
+//! let (x, y) = (DeviceBuffer::<f32>::for_planning(256)?, DeviceBuffer::<f32>::for_planning(256)?);
 //! let k = Kernel::for_planning("k");
 //! let cfg = LaunchConfig { grid: Dim3::from(1), block: Dim3::from(256), shared_mem_bytes: 0 };
 //! let mut planner = Planner::new(program);
@@ -78,7 +78,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::error::{Error, Result};
-use crate::issue::{BufferAccess, Pipeline};
+use crate::issue::Pipeline;
+use crate::operand::BufferAccess;
 use crate::program::{Program, Statement};
 
 mod builder;
@@ -92,7 +93,8 @@ pub use builder::ProgramBuilder;
 pub use planner::Planner;
 pub use race::{format_races, Race, RaceSide};
 pub use random::RandomProgram;
-pub use reach::{reachability, Reach};
+pub(crate) use reach::reachability;
+pub use reach::Reach;
 
 /// One operation (a node of the model): one issue of a launch, copy, fill or host statement.
 #[derive(Debug, Clone)]
@@ -251,7 +253,9 @@ impl Plan {
     /// Whether the graph on nodes `0..n` with `edges` orders operations exactly as this plan
     /// does (node `i` standing for operation `i`): the equivalence of two programs.
     pub fn same_happens_before(&self, edges: &BTreeSet<(usize, usize)>, n: usize) -> bool {
-        reachability(n, edges) == self.reach
+        n == self.len()
+            && edges.iter().all(|&(a, b)| a < n && b < n)
+            && reachability(n, edges) == self.reach
     }
 
     /// The fewest edges with the same happens-before relation: `a → b` is dropped when

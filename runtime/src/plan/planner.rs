@@ -3,11 +3,11 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
-use crate::issue::{
-    BufferAccess, DeviceRange, FillPattern, HostFn, Issuer, KernelArg, LaunchConfig, Memory,
-    MemoryRef,
-};
+use crate::ffi::memory::MemoryRef;
+use crate::ffi::KernelArg;
+use crate::issue::Issuer;
 use crate::module::Kernel;
+use crate::operand::{BufferAccess, DeviceRange, FillPattern, HostFn, LaunchConfig, Memory};
 use crate::program::{AccessMode, Program, Statement, StatementKind};
 
 use super::{Plan, PlanOp, Via};
@@ -216,17 +216,17 @@ impl Issuer for Planner {
         src: MemoryRef<'_>,
     ) -> Result<()> {
         let stream = self.check(stmt, "copy", stmt.kind == StatementKind::Copy)?;
-        if dst.memory.bytes() != src.memory.bytes() {
+        if dst.memory().bytes() != src.memory().bytes() {
             return Err(Error::InvalidArgument(format!(
                 "copy between memories of different sizes: destination {} bytes, source {} bytes; copy equal-length ranges (slice the larger one)",
-                dst.memory.bytes(),
-                src.memory.bytes()
+                dst.memory().bytes(),
+                src.memory().bytes()
             ))
             .in_statement(stmt));
         }
         let accesses = vec![
-            memory_access(&dst.memory, AccessMode::Write),
-            memory_access(&src.memory, AccessMode::Read),
+            memory_access(&dst.memory(), AccessMode::Write),
+            memory_access(&src.memory(), AccessMode::Read),
         ];
         self.operation(stmt, stream, accesses);
         Ok(())
@@ -235,17 +235,14 @@ impl Issuer for Planner {
     fn fill(
         &mut self,
         stmt: &'static Statement,
-        dst: DeviceRange,
+        dst: MemoryRef<'_>,
         _pattern: FillPattern,
     ) -> Result<()> {
         let stream = self.check(stmt, "fill", stmt.kind == StatementKind::Fill)?;
         self.operation(
             stmt,
             stream,
-            vec![BufferAccess {
-                range: dst,
-                mode: AccessMode::Write,
-            }],
+            vec![memory_access(&dst.memory(), AccessMode::Write)],
         );
         Ok(())
     }
@@ -306,25 +303,17 @@ impl Issuer for Planner {
 mod tests {
     use super::*;
     use crate::plan::ProgramBuilder;
+    use crate::CopySource;
 
     fn device(ptr: u64, bytes: usize) -> MemoryRef<'static> {
-        MemoryRef::new(
-            Memory::Device(DeviceRange {
+        MemoryRef::promised_device(
+            DeviceRange {
                 device: 0,
                 ptr,
                 bytes,
-            }),
-            4,
-        )
-    }
-
-    fn pinned(ptr: usize, bytes: usize) -> MemoryRef<'static> {
-        MemoryRef::new(
-            Memory::PinnedHost {
-                ptr: ptr as *mut u8,
-                bytes,
             },
             4,
+            crate::ffi::memory::Holder::FOREIGN,
         )
     }
 
@@ -335,18 +324,21 @@ mod tests {
         b.copy(s0, "d", "h");
         b.copy(s1, "h", "d2");
         let program = b.build();
+        let host = crate::PinnedBuffer::<u32>::for_planning(24).unwrap();
+        let base = host.copy_source().memory().bytes();
+        assert_eq!(base, 96);
         let mut planner = Planner::new(program);
         planner
             .copy(
                 &program.statements[0],
                 device(0x1000, 64),
-                pinned(0x8000, 64),
+                host.part(0, 16).unwrap(),
             )
             .unwrap();
         planner
             .copy(
                 &program.statements[1],
-                pinned(0x8020, 64),
+                host.part(8, 16).unwrap(),
                 device(0x2000, 64),
             )
             .unwrap();
@@ -366,11 +358,14 @@ mod tests {
         // The second copy writes host bytes the first reads, unordered: a race on host memory.
         let races = plan.races();
         assert_eq!(races.len(), 1);
+        let Memory::PageableHost { ptr, .. } = host.part(8, 8).unwrap().memory() else {
+            panic!("a plan-only pinned buffer is pageable memory")
+        };
         assert_eq!(
             races[0].overlap(),
             DeviceRange {
                 device: DeviceRange::HOST,
-                ptr: 0x8020,
+                ptr: ptr as u64,
                 bytes: 32
             }
         );

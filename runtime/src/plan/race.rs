@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::issue::{BufferAccess, DeviceRange};
+use crate::operand::{BufferAccess, DeviceRange};
 use crate::program::{AccessMode, Statement};
 
 use super::Plan;

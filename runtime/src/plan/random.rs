@@ -26,9 +26,10 @@
 //! ```
 
 use crate::error::{Error, Result};
-use crate::issue::{Dim3, FillPattern, Issuer, LaunchConfig};
+use crate::issue::Issuer;
 use crate::memory::{__private as gen, DeviceBuffer, DeviceMemory};
 use crate::module::Kernel;
+use crate::operand::{Dim3, LaunchConfig};
 use crate::program::{AccessMode, Program, Statement, StatementKind};
 
 use super::{Plan, Planner, ProgramBuilder};
@@ -133,19 +134,38 @@ pub struct RandomProgram {
 }
 
 impl RandomProgram {
+    /// The most streams a random program declares.
+    pub const MAX_STREAMS: usize = 256;
+    /// The most events (and buffers, and kernels) a random program uses.
+    pub const MAX_EVENTS: usize = 4096;
+    /// The most statements a random program has.
+    pub const MAX_STATEMENTS: usize = 1 << 20;
+
     /// The program of `seed` with the [default options](RandomOptions::default).
     pub fn new(seed: u64) -> RandomProgram {
         RandomProgram::with_options(seed, RandomOptions::default())
     }
 
-    /// The program of `seed` under `options`.
+    /// The program of `seed` under `options`. Counts beyond what a program can hold are
+    /// clamped: at most [`RandomProgram::MAX_STREAMS`] streams, [`RandomProgram::MAX_EVENTS`]
+    /// events, buffers and kernels, and [`RandomProgram::MAX_STATEMENTS`] statements.
     pub fn with_options(seed: u64, options: RandomOptions) -> RandomProgram {
         let mut rng = XorShift::new(seed);
-        let stream_count = rng.between(options.streams.0.max(1), options.streams.1.max(1));
-        let event_count = rng.between(options.events.0, options.events.1);
-        let statement_count = rng.between(1, options.max_statements.max(1));
-        let buffers = options.buffers.max(1);
-        let kernels = options.kernels.max(1);
+        let clamp = |n: usize, max: usize| n.min(max);
+        let stream_count = rng.between(
+            clamp(options.streams.0, Self::MAX_STREAMS).max(1),
+            clamp(options.streams.1, Self::MAX_STREAMS).max(1),
+        );
+        let event_count = rng.between(
+            clamp(options.events.0, Self::MAX_EVENTS),
+            clamp(options.events.1, Self::MAX_EVENTS),
+        );
+        let statement_count = rng.between(
+            1,
+            clamp(options.max_statements, Self::MAX_STATEMENTS).max(1),
+        );
+        let buffers = clamp(options.buffers, Self::MAX_EVENTS).max(1);
+        let kernels = clamp(options.kernels, Self::MAX_EVENTS).max(1);
 
         let mut b = ProgramBuilder::new(&format!("Random{seed:#x}"));
         b.file(&format!("<random program {seed:#x}>"));
@@ -273,7 +293,7 @@ impl RandomProgram {
     ) -> Result<()>
     where
         I: Issuer + ?Sized,
-        B: DeviceMemory,
+        B: DeviceMemory<Elem = u32>,
     {
         let missing = |what: &str, have: usize, need: usize| {
             Error::InvalidArgument(format!(
@@ -315,7 +335,7 @@ impl RandomProgram {
                     buffer,
                     value,
                 } => {
-                    issuer.fill(statement, buffers[buffer].range(), FillPattern::U32(value))?;
+                    gen::fill(issuer, statement, &buffers[buffer], value)?;
                 }
                 Call::Record(s) => issuer.record(s)?,
                 Call::Wait(s) => issuer.wait(s)?,
@@ -332,7 +352,7 @@ impl RandomProgram {
             .collect();
         let buffers: Vec<DeviceBuffer<u32>> = (0..self.options.buffers.max(1))
             .map(|_| DeviceBuffer::for_planning(64))
-            .collect();
+            .collect::<Result<_>>()?;
         let mut planner = Planner::new(self.program);
         self.replay(&mut planner, &kernels, &buffers, Self::launch_config())?;
         Ok(planner.finish())
@@ -369,6 +389,6 @@ impl XorShift {
 
     /// Uniform in `lo..=hi` (`lo` when `hi < lo`).
     fn between(&mut self, lo: usize, hi: usize) -> usize {
-        lo + self.below(hi.saturating_sub(lo) + 1)
+        lo + self.below(hi.saturating_sub(lo).saturating_add(1))
     }
 }

@@ -1,0 +1,877 @@
+//! Memory the driver reads and writes: device allocations, page-locked host allocations and
+//! the protocol that keeps DMA apart from Rust references to them, the [`MemoryRef`] handles
+//! through which copies and fills name memory, and the copy, fill and read-back calls.
+//!
+//! Device memory is never a Rust object, so the driver may write it at any time; what must
+//! hold is that it is *allocated* while work can still touch it. Every allocation is an
+//! `Arc`, and a captured graph keeps the `Arc`s of the memory it uses (see [`MemoryRef`]'s
+//! holder), so memory outlives every replay whatever the pipeline value does.
+//!
+//! Page-locked host memory *is* Rust memory: a DMA engine writing it while a `&[T]` to it
+//! lives is a data race. [`PinnedAlloc`] therefore carries a small lock-protected state:
+//! how many Rust borrows exist, and per stream an event recorded after the last DMA issued
+//! there. A DMA that writes the buffer is refused while any Rust borrow lives; one that reads
+//! it is refused while a mutable borrow lives; a borrow first waits for the DMA it would race
+//! with. Eager copies and graph launches both go through [`PinnedAlloc::dma`].
+
+use std::alloc::Layout;
+use std::ffi::c_void;
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use cudarc::driver::sys;
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream, DriverError};
+
+use super::ensure_current;
+use super::graph::{stream_capture_status, CaptureStatus};
+use crate::error::{Error, Result};
+use crate::operand::{DeviceRange, FillPattern, Memory};
+
+/// An owned `cuMemAlloc` allocation (or a plan-only address range); freed on drop.
+///
+/// Shared through an `Arc`: buffers, their views and every graph that captured work on the
+/// memory hold one, so the memory stays allocated while any of them can still use it.
+#[derive(Debug)]
+pub(crate) struct DeviceAlloc {
+    ptr: sys::CUdeviceptr,
+    bytes: usize,
+    /// `None` for plan-only memory: an address range with nothing behind it.
+    ctx: Option<Arc<CudaContext>>,
+}
+
+impl DeviceAlloc {
+    /// `cuMemAlloc_v2` of `bytes` bytes in `ctx` (no allocation for zero bytes: address 0).
+    ///
+    /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html>
+    pub(crate) fn new(ctx: &Arc<CudaContext>, bytes: usize) -> Result<Arc<DeviceAlloc>> {
+        let mut ptr: sys::CUdeviceptr = 0;
+        if bytes > 0 {
+            ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+            // SAFETY: `ptr` is a valid out-pointer for the call; the context is current.
+            unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) }
+                .result()
+                .map_err(|e| Error::driver("cuMemAlloc", e))?;
+        }
+        Ok(Arc::new(DeviceAlloc {
+            ptr,
+            bytes,
+            ctx: Some(ctx.clone()),
+        }))
+    }
+
+    /// A unique address range of `bytes` bytes with no memory behind it, for plans built
+    /// without a GPU. Ranges never overlap each other and sit far above real allocations;
+    /// `None` once the 64-bit planning address space is used up.
+    pub(crate) fn planning(bytes: usize) -> Option<Arc<DeviceAlloc>> {
+        static NEXT: AtomicU64 = AtomicU64::new(1 << 40);
+        let span = u64::try_from(bytes)
+            .ok()?
+            .checked_next_multiple_of(256)?
+            .max(256);
+        let ptr = NEXT
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |next| {
+                next.checked_add(span)
+            })
+            .ok()?;
+        Some(Arc::new(DeviceAlloc {
+            ptr,
+            bytes,
+            ctx: None,
+        }))
+    }
+
+    /// The first byte's device address.
+    pub(crate) fn ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// Where the first byte's address is stored, for a kernel argument to point at.
+    pub(crate) fn ptr_ref(&self) -> &u64 {
+        &self.ptr
+    }
+
+    /// The context the memory belongs to; `None` for plan-only memory.
+    pub(crate) fn ctx(&self) -> Option<&Arc<CudaContext>> {
+        self.ctx.as_ref()
+    }
+
+    /// Whether `[ptr, ptr + bytes)` lies inside this allocation.
+    fn contains(&self, ptr: u64, bytes: usize) -> bool {
+        let end = self.ptr.checked_add(self.bytes as u64);
+        let want = ptr.checked_add(bytes as u64);
+        matches!((end, want), (Some(end), Some(want)) if ptr >= self.ptr && want <= end)
+    }
+}
+
+impl Drop for DeviceAlloc {
+    fn drop(&mut self) {
+        let Some(ctx) = &self.ctx else { return };
+        if self.ptr == 0 {
+            return;
+        }
+        let freed = ensure_current(ctx).and_then(|()| {
+            // SAFETY: `ptr` came from `cuMemAlloc_v2` in this context and is freed once, here:
+            // the last `Arc` is gone, so no buffer, view or graph can name the memory any more.
+            // `cuMemFree` waits for work still using the memory before releasing it.
+            unsafe { sys::cuMemFree_v2(self.ptr) }.result()
+        });
+        if let Err(e) = freed {
+            // Drop cannot return the error; keep it for the context's next checked call.
+            ctx.record_err::<()>(Err(e));
+        }
+    }
+}
+
+/// What keeps the memory of a [`MemoryRef`] or kernel argument allocated. Graphs keep it for
+/// as long as they can launch. Opaque outside the runtime.
+#[derive(Clone, Copy)]
+pub struct Holder<'a>(pub(crate) HolderKind<'a>);
+
+#[derive(Clone, Copy)]
+pub(crate) enum HolderKind<'a> {
+    /// Memory whose owner promised liveness in an `unsafe` constructor or trait impl.
+    Foreign,
+    /// Pageable host memory borrowed for the call (a copy source; staged before it returns).
+    Pageable,
+    /// A device allocation of the runtime.
+    Device(&'a Arc<DeviceAlloc>),
+    /// A host allocation of the runtime, with its DMA protocol.
+    Pinned(&'a Arc<PinnedAlloc>),
+}
+
+impl Holder<'_> {
+    /// Memory whose owner vouches for it in an `unsafe` impl: nothing to keep.
+    pub const FOREIGN: Holder<'static> = Holder(HolderKind::Foreign);
+}
+
+impl<'a> Holder<'a> {
+    pub(crate) fn device(alloc: &'a Arc<DeviceAlloc>) -> Holder<'a> {
+        Holder(HolderKind::Device(alloc))
+    }
+}
+
+impl fmt::Debug for Holder<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.0 {
+            HolderKind::Foreign => "Foreign",
+            HolderKind::Pageable => "Pageable",
+            HolderKind::Device(_) => "Device",
+            HolderKind::Pinned(_) => "Pinned",
+        })
+    }
+}
+
+/// One side of a copy or the target of a fill: device, page-locked or pageable host memory,
+/// borrowed for `'a`, with what keeps it allocated.
+///
+/// Made only by the runtime's buffers (through [`crate::CopySource`], [`crate::CopyTarget`]
+/// and [`crate::DeviceMemory`], whose foreign impls are `unsafe`) or by the `unsafe`
+/// [`MemoryRef::from_raw`]: so the memory named is live and, when host memory is written,
+/// guarded against Rust references for as long as the copy runs.
+#[derive(Debug, Clone, Copy)]
+pub struct MemoryRef<'a> {
+    memory: Memory,
+    elem_size: usize,
+    holder: Holder<'a>,
+}
+
+impl<'a> MemoryRef<'a> {
+    /// Names memory the runtime does not own, for a foreign [`crate::CopySource`] or
+    /// [`crate::CopyTarget`] impl (e.g. memory of another CUDA library).
+    ///
+    /// # Safety
+    ///
+    /// - `memory` is allocated for at least `'a` **and** for as long as any graph that
+    ///   captured an operation on it can launch (graphs cannot keep foreign memory alive);
+    /// - device memory belongs to the device `memory` names; host memory that a copy may
+    ///   write is page-locked, and no Rust reference to it is used while such a copy runs;
+    /// - `elem_size` is the size of one element of the memory's type.
+    pub unsafe fn from_raw(memory: Memory, elem_size: usize) -> MemoryRef<'a> {
+        MemoryRef {
+            memory,
+            elem_size,
+            holder: Holder::FOREIGN,
+        }
+    }
+
+    /// `bytes` bytes at device address `ptr` inside `alloc`; `None` when they do not lie
+    /// inside it.
+    pub(crate) fn device(
+        alloc: &'a Arc<DeviceAlloc>,
+        device: i32,
+        ptr: u64,
+        bytes: usize,
+        elem_size: usize,
+    ) -> Option<MemoryRef<'a>> {
+        alloc.contains(ptr, bytes).then_some(MemoryRef {
+            memory: Memory::Device(DeviceRange { device, ptr, bytes }),
+            elem_size,
+            holder: Holder::device(alloc),
+        })
+    }
+
+    /// Device memory named by an `unsafe impl DeviceMemory`: `range` is live by the
+    /// implementer's promise, and `holder` is what the impl handed out.
+    pub(crate) fn promised_device(
+        range: DeviceRange,
+        elem_size: usize,
+        holder: Holder<'a>,
+    ) -> MemoryRef<'a> {
+        MemoryRef {
+            memory: Memory::Device(range),
+            elem_size,
+            holder,
+        }
+    }
+
+    /// The whole of a host allocation of the runtime.
+    pub(crate) fn pinned(alloc: &'a Arc<PinnedAlloc>, elem_size: usize) -> MemoryRef<'a> {
+        MemoryRef::host(alloc, alloc.ptr.as_ptr(), alloc.bytes, elem_size)
+    }
+
+    /// `bytes` bytes from byte `offset` of a host allocation of the runtime; `None` when they
+    /// do not lie inside it.
+    #[cfg(test)]
+    pub(crate) fn pinned_part(
+        alloc: &'a Arc<PinnedAlloc>,
+        offset: usize,
+        bytes: usize,
+        elem_size: usize,
+    ) -> Option<MemoryRef<'a>> {
+        let end = offset.checked_add(bytes)?;
+        if end > alloc.bytes {
+            return None;
+        }
+        let ptr = alloc.ptr.as_ptr().wrapping_add(offset);
+        Some(MemoryRef::host(alloc, ptr, bytes, elem_size))
+    }
+
+    /// `bytes` bytes at `ptr` inside `alloc` (checked by the callers).
+    fn host(alloc: &'a Arc<PinnedAlloc>, ptr: *mut u8, bytes: usize, elem_size: usize) -> Self {
+        let memory = if alloc.is_planning() {
+            Memory::PageableHost { ptr, bytes }
+        } else {
+            Memory::PinnedHost { ptr, bytes }
+        };
+        MemoryRef {
+            memory,
+            elem_size,
+            holder: Holder(HolderKind::Pinned(alloc)),
+        }
+    }
+
+    /// A pageable host slice, as a copy source (the driver stages it before the copy call
+    /// returns).
+    pub(crate) fn pageable<T: bytemuck::Pod>(src: &'a [T]) -> MemoryRef<'a> {
+        MemoryRef {
+            memory: Memory::PageableHost {
+                ptr: src.as_ptr().cast_mut().cast(),
+                bytes: std::mem::size_of_val(src),
+            },
+            elem_size: std::mem::size_of::<T>(),
+            holder: Holder(HolderKind::Pageable),
+        }
+    }
+
+    /// The memory.
+    pub fn memory(&self) -> Memory {
+        self.memory
+    }
+
+    /// Size of one element in bytes (both sides of a copy share it).
+    pub fn elem_size(&self) -> usize {
+        self.elem_size
+    }
+
+    /// What keeps the memory allocated.
+    pub(crate) fn holder(&self) -> HolderKind<'a> {
+        self.holder.0
+    }
+}
+
+/// Where a host allocation's bytes come from.
+#[derive(Debug)]
+enum HostKind {
+    /// `cuMemHostAlloc` in this context.
+    Pinned(Arc<CudaContext>),
+    /// The global allocator, for plan-only buffers (copies treat it as pageable memory).
+    Heap(Layout),
+}
+
+/// A host allocation the driver may DMA into or out of, with the protocol of the module docs.
+pub(crate) struct PinnedAlloc {
+    ptr: NonNull<u8>,
+    bytes: usize,
+    kind: HostKind,
+    state: Mutex<PinnedState>,
+}
+
+// SAFETY: the allocation is plain bytes owned like a `Box<[u8]>`; every access to them goes
+// through `state`'s lock (borrow counts) and the DMA protocol, so sharing between threads
+// cannot race. The driver frees page-locked memory from any thread.
+unsafe impl Send for PinnedAlloc {}
+// SAFETY: as above.
+unsafe impl Sync for PinnedAlloc {}
+
+impl fmt::Debug for PinnedAlloc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PinnedAlloc")
+            .field("ptr", &self.ptr)
+            .field("bytes", &self.bytes)
+            .field("planning", &self.is_planning())
+            .finish()
+    }
+}
+
+#[derive(Default)]
+struct PinnedState {
+    /// Live shared Rust borrows.
+    readers: usize,
+    /// Whether a mutable Rust borrow lives.
+    writer: bool,
+    /// Per stream, the event recorded after the last DMA issued there.
+    pending: Vec<Pending>,
+}
+
+struct Pending {
+    /// Held, so that its handle cannot be reused by another stream while it is tracked.
+    stream: Arc<CudaStream>,
+    event: CudaEvent,
+    /// Whether a DMA recorded under this event may still run.
+    busy: bool,
+    /// Whether one of them writes the buffer.
+    writes: bool,
+}
+
+impl PinnedState {
+    /// Waits for the pending DMA that writes the buffer (`all`: every pending DMA).
+    fn settle(&mut self, all: bool) -> Result<()> {
+        for p in self
+            .pending
+            .iter_mut()
+            .filter(|p| p.busy && (all || p.writes))
+        {
+            p.event
+                .synchronize()
+                .map_err(|e| Error::driver("cuEventSynchronize", e))?;
+            p.busy = false;
+            p.writes = false;
+        }
+        Ok(())
+    }
+}
+
+impl PinnedAlloc {
+    /// `cuMemHostAlloc` (portable: pinned for every context) of `bytes` bytes aligned for
+    /// `align`, filled by `init` (which gets all the bytes, zeroed).
+    ///
+    /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html>
+    pub(crate) fn pinned(
+        ctx: &Arc<CudaContext>,
+        bytes: usize,
+        init: impl FnOnce(&mut [u8]),
+    ) -> Result<Arc<PinnedAlloc>> {
+        let ptr = if bytes == 0 {
+            NonNull::<u64>::dangling().cast()
+        } else {
+            ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+            let mut raw: *mut c_void = std::ptr::null_mut();
+            // SAFETY: `raw` is a valid out-pointer; the context is current. The memory is
+            // page-aligned, which satisfies the alignment of every element type.
+            unsafe { sys::cuMemHostAlloc(&mut raw, bytes, sys::CU_MEMHOSTALLOC_PORTABLE) }
+                .result()
+                .map_err(|e| Error::driver("cuMemHostAlloc", e))?;
+            NonNull::new(raw.cast::<u8>()).ok_or(Error::driver(
+                "cuMemHostAlloc",
+                DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY),
+            ))?
+        };
+        let alloc = PinnedAlloc {
+            ptr,
+            bytes,
+            kind: HostKind::Pinned(ctx.clone()),
+            state: Mutex::new(PinnedState::default()),
+        };
+        alloc.fill(init);
+        Ok(Arc::new(alloc))
+    }
+
+    /// `bytes` bytes from the global allocator, aligned for `align`, for plan-only buffers;
+    /// `None` when the layout is impossible or the allocation fails.
+    pub(crate) fn heap(
+        bytes: usize,
+        align: usize,
+        init: impl FnOnce(&mut [u8]),
+    ) -> Option<Arc<PinnedAlloc>> {
+        let layout = Layout::from_size_align(bytes, align.max(1)).ok()?;
+        let ptr = if bytes == 0 {
+            NonNull::<u64>::dangling().cast()
+        } else {
+            // SAFETY: the layout has a non-zero size. `Drop` frees it with the same layout.
+            NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })?
+        };
+        let alloc = PinnedAlloc {
+            ptr,
+            bytes,
+            kind: HostKind::Heap(layout),
+            state: Mutex::new(PinnedState::default()),
+        };
+        alloc.fill(init);
+        Some(Arc::new(alloc))
+    }
+
+    /// Zeroes the fresh allocation and lets `init` write it, before anyone else can see it.
+    fn fill(&self, init: impl FnOnce(&mut [u8])) {
+        if self.bytes == 0 {
+            return;
+        }
+        // SAFETY: the allocation holds `bytes` bytes at `ptr`, owned by `self` alone (it is
+        // not shared yet); writing zeroes first makes every byte initialised.
+        let bytes = unsafe {
+            self.ptr.as_ptr().write_bytes(0, self.bytes);
+            std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.bytes)
+        };
+        init(bytes);
+    }
+
+    /// Whether this is ordinary heap memory of a plan-only buffer.
+    pub(crate) fn is_planning(&self) -> bool {
+        matches!(self.kind, HostKind::Heap(_))
+    }
+
+    /// The first byte's address, for messages.
+    pub(crate) fn addr(&self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+
+    fn state(&self) -> MutexGuard<'_, PinnedState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A shared Rust borrow of the bytes: waits for DMA that writes them; while the guard
+    /// lives, DMA that writes them is refused.
+    pub(crate) fn read(&self) -> Result<PinnedRead<'_>> {
+        let mut state = self.state();
+        if state.writer {
+            return Err(Error::PinnedBusy {
+                action: "read it",
+                holder: "a mutable borrow",
+            });
+        }
+        state.settle(false)?;
+        state.readers += 1;
+        Ok(PinnedRead { alloc: self })
+    }
+
+    /// A mutable Rust borrow of the bytes: waits for every DMA on them; while the guard
+    /// lives, every DMA on them is refused.
+    pub(crate) fn write(&self) -> Result<PinnedWrite<'_>> {
+        let mut state = self.state();
+        if state.writer || state.readers > 0 {
+            return Err(Error::PinnedBusy {
+                action: "write it",
+                holder: "another borrow",
+            });
+        }
+        state.settle(true)?;
+        state.writer = true;
+        Ok(PinnedWrite { alloc: self })
+    }
+
+    /// Issues DMA touching the host allocations `sides` (`true`: written) on `stream` with
+    /// `issue`, under their protocol: refused while a Rust borrow it would race with lives;
+    /// with `track`, an event recorded after it on `stream` makes later borrows wait for it.
+    /// Without `track` (inside a capture, where nothing runs yet) only the refusal applies.
+    pub(crate) fn dma<R>(
+        sides: &[(&PinnedAlloc, bool)],
+        stream: &Arc<CudaStream>,
+        track: bool,
+        issue: impl FnOnce() -> Result<R>,
+    ) -> Result<R> {
+        // Lock in address order, so that two DMA calls on the same buffers cannot deadlock.
+        let mut order: Vec<(&PinnedAlloc, bool)> = Vec::with_capacity(sides.len());
+        for &(alloc, write) in sides {
+            match order.iter_mut().find(|(a, _)| std::ptr::eq(*a, alloc)) {
+                Some(entry) => entry.1 |= write,
+                None => order.push((alloc, write)),
+            }
+        }
+        order.sort_by_key(|(a, _)| a.ptr);
+        let mut guards: Vec<MutexGuard<'_, PinnedState>> =
+            order.iter().map(|(a, _)| a.state()).collect();
+        for (state, (_, write)) in guards.iter().zip(&order) {
+            if state.writer || (*write && state.readers > 0) {
+                return Err(Error::PinnedBusy {
+                    action: if *write {
+                        "copy into it"
+                    } else {
+                        "copy from it"
+                    },
+                    holder: if state.writer {
+                        "a mutable borrow"
+                    } else {
+                        "a shared borrow"
+                    },
+                });
+            }
+        }
+        let out = issue()?;
+        if track {
+            if let Err(e) = track_dma(&mut guards, &order, stream) {
+                // The DMA is queued but not tracked: wait for it here, so that no borrow can
+                // race with it. Should even that fail, the context is unusable and runs no DMA.
+                let _ = stream.synchronize();
+                return Err(e);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Records, per host allocation of a DMA just issued on `stream`, that it may still run.
+fn track_dma(
+    guards: &mut [MutexGuard<'_, PinnedState>],
+    order: &[(&PinnedAlloc, bool)],
+    stream: &Arc<CudaStream>,
+) -> Result<()> {
+    for (state, (_, write)) in guards.iter_mut().zip(order) {
+        let slot = match state.pending.iter().position(|p| {
+            Arc::ptr_eq(&p.stream, stream) || p.stream.cu_stream() == stream.cu_stream()
+        }) {
+            Some(i) => i,
+            None => {
+                let event = stream
+                    .context()
+                    .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+                    .map_err(|e| Error::driver("cuEventCreate", e))?;
+                state.pending.push(Pending {
+                    stream: stream.clone(),
+                    event,
+                    busy: false,
+                    writes: false,
+                });
+                state.pending.len() - 1
+            }
+        };
+        let p = &mut state.pending[slot];
+        p.writes = (p.busy && p.writes) || *write;
+        p.busy = true;
+        p.event
+            .record(stream)
+            .map_err(|e| Error::driver("cuEventRecord", e))?;
+    }
+    Ok(())
+}
+
+impl Drop for PinnedAlloc {
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        if state.settle(true).is_err() {
+            // A DMA may still be running on bytes we cannot prove idle: leaking them is safe,
+            // freeing them is not.
+            return;
+        }
+        if self.bytes == 0 {
+            return;
+        }
+        match &self.kind {
+            HostKind::Heap(layout) => {
+                // SAFETY: allocated by `heap` with this layout, freed once, here.
+                unsafe { std::alloc::dealloc(self.ptr.as_ptr(), *layout) };
+            }
+            HostKind::Pinned(ctx) => {
+                let freed = ensure_current(ctx).and_then(|()| {
+                    // SAFETY: the pointer came from `cuMemHostAlloc` and is freed once, here;
+                    // no DMA on it is pending (settled above) and no borrow outlives `self`.
+                    unsafe { sys::cuMemFreeHost(self.ptr.as_ptr().cast()) }.result()
+                });
+                if let Err(e) = freed {
+                    ctx.record_err::<()>(Err(e));
+                }
+            }
+        }
+    }
+}
+
+/// A shared Rust borrow of a host allocation (see [`PinnedAlloc::read`]).
+pub(crate) struct PinnedRead<'a> {
+    alloc: &'a PinnedAlloc,
+}
+
+impl PinnedRead<'_> {
+    /// The bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        if self.alloc.bytes == 0 {
+            return &[];
+        }
+        // SAFETY: `bytes` initialised bytes live at `ptr` for as long as the allocation; the
+        // protocol refuses DMA that writes them while this guard (a counted reader) lives,
+        // and it waited for such DMA before handing the guard out.
+        unsafe { std::slice::from_raw_parts(self.alloc.ptr.as_ptr(), self.alloc.bytes) }
+    }
+}
+
+impl Drop for PinnedRead<'_> {
+    fn drop(&mut self) {
+        self.alloc.state().readers -= 1;
+    }
+}
+
+/// A mutable Rust borrow of a host allocation (see [`PinnedAlloc::write`]).
+pub(crate) struct PinnedWrite<'a> {
+    alloc: &'a PinnedAlloc,
+}
+
+impl PinnedWrite<'_> {
+    /// The bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        if self.alloc.bytes == 0 {
+            return &[];
+        }
+        // SAFETY: as for `PinnedRead::bytes`; the writer flag excludes DMA and other borrows.
+        unsafe { std::slice::from_raw_parts(self.alloc.ptr.as_ptr(), self.alloc.bytes) }
+    }
+
+    /// The bytes, mutably.
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+        if self.alloc.bytes == 0 {
+            return &mut [];
+        }
+        // SAFETY: as for `PinnedRead::bytes`; the protocol admits no other borrow and no DMA
+        // while the writer flag is set, and `&mut self` makes this the only slice.
+        unsafe { std::slice::from_raw_parts_mut(self.alloc.ptr.as_ptr(), self.alloc.bytes) }
+    }
+}
+
+impl Drop for PinnedWrite<'_> {
+    fn drop(&mut self) {
+        self.alloc.state().writer = false;
+    }
+}
+
+/// The host allocations among a copy's sides, for the DMA protocol (`true`: written).
+fn host_sides<'x>(dst: &MemoryRef<'x>, src: &MemoryRef<'x>) -> Vec<(&'x PinnedAlloc, bool)> {
+    let mut sides = Vec::new();
+    if let HolderKind::Pinned(a) = dst.holder() {
+        sides.push((&**a, true));
+    }
+    if let HolderKind::Pinned(a) = src.holder() {
+        sides.push((&**a, false));
+    }
+    sides
+}
+
+/// Queues a copy of `src` into `dst` (the same number of bytes) on `stream`, choosing the
+/// driver call from the kinds of memory. Host allocations of the runtime follow the DMA
+/// protocol; `track` is off inside a capture (nothing runs until the graph is launched).
+pub(crate) fn copy(
+    stream: &Arc<CudaStream>,
+    dst: &MemoryRef<'_>,
+    src: &MemoryRef<'_>,
+    track: bool,
+) -> Result<()> {
+    let bytes = dst.memory.bytes();
+    if bytes != src.memory.bytes() {
+        return Err(Error::InvalidArgument(format!(
+            "copy between memory of different sizes: the destination holds {} bytes, the \
+             source {} bytes; copy between equal lengths (slice the larger side)",
+            bytes,
+            src.memory.bytes()
+        )));
+    }
+    if [dst.memory, src.memory]
+        .iter()
+        .any(|m| matches!(m, Memory::Device(r) if r.device == DeviceRange::PLANNING))
+    {
+        return Err(Error::PlanningOnly { what: "buffer" });
+    }
+    if bytes == 0 {
+        return Ok(());
+    }
+    let sides = host_sides(dst, src);
+    if sides.is_empty() {
+        // SAFETY: both sides are live device memory or a pageable source (the `MemoryRef`
+        // invariant); no host allocation of the runtime is involved.
+        return unsafe { copy_raw(stream, dst.memory, src.memory, bytes) };
+    }
+    if track {
+        // A capture begun by other code would record the copy without running it, and the
+        // protocol's event with it; refuse rather than track DMA that has not happened.
+        let status =
+            stream_capture_status(stream).map_err(|e| Error::driver("cuStreamIsCapturing", e))?;
+        if status != CaptureStatus::None {
+            return Err(Error::InvalidArgument(
+                "a copy touching a PinnedBuffer was issued on a stream that is being captured \
+                 by code outside streamgraph; capture it with `streamgraph::capture` instead"
+                    .into(),
+            ));
+        }
+    }
+    PinnedAlloc::dma(&sides, stream, track, || {
+        // SAFETY: the protocol holds the host allocations' locks and found no Rust borrow the
+        // copy would race with; it tracks the copy (or nothing runs, inside a capture).
+        unsafe { copy_raw(stream, dst.memory, src.memory, bytes) }
+    })
+}
+
+/// The driver call of a copy of `bytes` bytes from `src` to `dst`.
+///
+/// # Safety
+///
+/// `dst` and `src` come from live [`MemoryRef`]s of `bytes` bytes each, and host memory of
+/// the runtime among them has been cleared by [`PinnedAlloc::dma`] (no Rust borrow races
+/// with the copy, and later borrows wait for it).
+unsafe fn copy_raw(stream: &CudaStream, dst: Memory, src: Memory, bytes: usize) -> Result<()> {
+    let (ctx, raw) = (stream.context(), stream.cu_stream());
+    ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+    let (call, result) = match (dst, src) {
+        (Memory::Device(d), Memory::Device(s)) if d.device == s.device => (
+            "cuMemcpyDtoDAsync",
+            // SAFETY: both ranges name `bytes` bytes of live device memory (the `MemoryRef`
+            // invariant); device memory is never a Rust object.
+            unsafe { sys::cuMemcpyDtoDAsync_v2(d.ptr, s.ptr, bytes, raw) },
+        ),
+        (Memory::Device(d), Memory::Device(s)) => (
+            "cuMemcpyAsync",
+            // SAFETY: as above, across devices (unified addressing).
+            unsafe { sys::cuMemcpyAsync(d.ptr, s.ptr, bytes, raw) },
+        ),
+        (Memory::Device(d), Memory::PinnedHost { ptr, .. } | Memory::PageableHost { ptr, .. }) => (
+            "cuMemcpyHtoDAsync",
+            // SAFETY: the host side is `bytes` readable bytes that live for the borrow: a
+            // pageable source is staged before the call returns, a pinned one is guarded by
+            // the DMA protocol (no mutable borrow while the copy runs) and kept allocated.
+            unsafe { sys::cuMemcpyHtoDAsync_v2(d.ptr, ptr.cast_const().cast(), bytes, raw) },
+        ),
+        (Memory::PinnedHost { ptr, .. } | Memory::PageableHost { ptr, .. }, Memory::Device(s)) => (
+            "cuMemcpyDtoHAsync",
+            // SAFETY: the host side is `bytes` writable bytes of a runtime host allocation
+            // (or foreign memory promised by `MemoryRef::from_raw`): the DMA protocol refused
+            // the copy if any Rust borrow of them lives and makes later borrows wait for it.
+            unsafe { sys::cuMemcpyDtoHAsync_v2(ptr.cast(), s.ptr, bytes, raw) },
+        ),
+        (
+            Memory::PinnedHost { ptr: d, .. } | Memory::PageableHost { ptr: d, .. },
+            Memory::PinnedHost { ptr: s, .. } | Memory::PageableHost { ptr: s, .. },
+        ) => (
+            "cuMemcpyAsync",
+            // SAFETY: both sides as in the two cases above.
+            unsafe { sys::cuMemcpyAsync(d as u64, s as u64, bytes, raw) },
+        ),
+    };
+    result.result().map_err(|e| Error::driver(call, e))
+}
+
+/// Queues a fill of the device memory `dst` with `pattern` on `stream`
+/// (`cuMemsetD8/D16/D32Async`).
+///
+/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html>
+pub(crate) fn fill(stream: &CudaStream, dst: &MemoryRef<'_>, pattern: FillPattern) -> Result<()> {
+    let Memory::Device(range) = dst.memory else {
+        return Err(Error::InvalidArgument(
+            "a fill targets device memory only; copy into host memory instead".into(),
+        ));
+    };
+    if range.device == DeviceRange::PLANNING {
+        return Err(Error::PlanningOnly { what: "buffer" });
+    }
+    let width = match pattern {
+        FillPattern::U8(_) => 1,
+        FillPattern::U16(_) => 2,
+        FillPattern::U32(_) => 4,
+    };
+    if range.bytes % width != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "fill of {} bytes with a {width}-byte pattern: the length must be a multiple of the \
+             pattern's width",
+            range.bytes
+        )));
+    }
+    if range.bytes == 0 {
+        return Ok(());
+    }
+    let (ctx, raw) = (stream.context(), stream.cu_stream());
+    ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+    let count = range.bytes / width;
+    // SAFETY: `range` names `count` elements of the pattern's width in live device memory
+    // (the `MemoryRef` invariant); device memory is never a Rust object.
+    let result = unsafe {
+        match pattern {
+            FillPattern::U8(v) => sys::cuMemsetD8Async(range.ptr, v, count, raw),
+            FillPattern::U16(v) => sys::cuMemsetD16Async(range.ptr, v, count, raw),
+            FillPattern::U32(v) => sys::cuMemsetD32Async(range.ptr, v, count, raw),
+        }
+    };
+    result
+        .result()
+        .map_err(|e| Error::driver("cuMemsetAsync", e))
+}
+
+/// Copies the device memory `src` into a new `Vec<T>` in `stream`'s order and waits for it.
+///
+/// Errors: plan-only memory, memory of another device than the stream's, a length that is
+/// not a whole number of elements or that cannot be allocated.
+pub(crate) fn read_device<T: bytemuck::Pod>(
+    stream: &CudaStream,
+    src: &MemoryRef<'_>,
+) -> Result<Vec<T>> {
+    let Memory::Device(range) = src.memory else {
+        return Err(Error::InvalidArgument(
+            "read-back takes device memory".into(),
+        ));
+    };
+    if range.device == DeviceRange::PLANNING {
+        return Err(Error::PlanningOnly { what: "buffer" });
+    }
+    let size = std::mem::size_of::<T>();
+    if size == 0 || range.bytes % size != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "{} bytes of device memory are not a whole number of {size}-byte elements",
+            range.bytes
+        )));
+    }
+    let ctx = stream.context();
+    let ordinal = i32::try_from(ctx.ordinal()).unwrap_or(i32::MAX);
+    if ordinal != range.device {
+        return Err(Error::DeviceMismatch {
+            what: "reading memory back on a stream of another device",
+            left: range.device,
+            right: ordinal,
+        });
+    }
+    let len = range.bytes / size;
+    let mut out: Vec<T> = Vec::new();
+    out.try_reserve_exact(len).map_err(|_| {
+        Error::InvalidArgument(format!(
+            "a host vector of {len} elements ({} bytes) cannot be allocated",
+            range.bytes
+        ))
+    })?;
+    if range.bytes == 0 {
+        return Ok(out);
+    }
+    ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+    let raw = stream.cu_stream();
+    // SAFETY: `out` has capacity for `range.bytes` bytes and no Rust reference to its spare
+    // capacity exists; `range` is live device memory (the `MemoryRef` invariant).
+    let queued =
+        unsafe { sys::cuMemcpyDtoHAsync_v2(out.as_mut_ptr().cast(), range.ptr, range.bytes, raw) }
+            .result()
+            .map_err(|e| Error::driver("cuMemcpyDtoHAsync", e));
+    let synced = queued.and_then(|()| {
+        stream
+            .synchronize()
+            .map_err(|e| Error::driver("cuStreamSynchronize", e))
+    });
+    if let Err(e) = synced {
+        // The copy may still be queued: leak the vector rather than free memory a DMA writes.
+        std::mem::forget(out);
+        return Err(e);
+    }
+    // SAFETY: the copy above wrote all `len` elements and completed (the stream was
+    // synchronized); `T: Pod`, so every bit pattern is a valid `T`.
+    unsafe { out.set_len(len) };
+    Ok(out)
+}

@@ -1,0 +1,130 @@
+//! Plain operand values of pipeline statements: launch shapes, address ranges, memory kinds,
+//! fill patterns and host functions. Nothing here touches the driver.
+
+use std::sync::Arc;
+
+use crate::program::AccessMode;
+
+/// A host function issued by a `host` statement. Shared, because a captured graph calls it
+/// on every replay.
+pub type HostFn = Arc<dyn Fn() + Send + Sync + 'static>;
+
+/// Three launch dimensions (`x`, `y`, `z`); `From<u32>`, `From<(u32, u32)>` and
+/// `From<(u32, u32, u32)>` fill the missing ones with 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Dim3 {
+    /// x extent.
+    pub x: u32,
+    /// y extent.
+    pub y: u32,
+    /// z extent.
+    pub z: u32,
+}
+
+impl From<u32> for Dim3 {
+    fn from(x: u32) -> Self {
+        Dim3 { x, y: 1, z: 1 }
+    }
+}
+
+impl From<(u32, u32)> for Dim3 {
+    fn from((x, y): (u32, u32)) -> Self {
+        Dim3 { x, y, z: 1 }
+    }
+}
+
+impl From<(u32, u32, u32)> for Dim3 {
+    fn from((x, y, z): (u32, u32, u32)) -> Self {
+        Dim3 { x, y, z }
+    }
+}
+
+/// Grid, block and dynamic shared memory of a launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LaunchConfig {
+    /// Blocks in the grid.
+    pub grid: Dim3,
+    /// Threads in a block.
+    pub block: Dim3,
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_mem_bytes: u32,
+}
+
+/// A range of device memory: what race detection compares and what copies and fills use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DeviceRange {
+    /// The device ordinal that owns the memory.
+    pub device: i32,
+    /// The first byte's device address (`CUdeviceptr`).
+    pub ptr: u64,
+    /// Length in bytes.
+    pub bytes: usize,
+}
+
+impl DeviceRange {
+    /// The `device` of host memory (pinned or pageable) in race detection.
+    pub const HOST: i32 = -1;
+    /// The `device` of buffers made with `DeviceBuffer::for_planning`: plan-only memory.
+    pub const PLANNING: i32 = -2;
+
+    /// Whether the two ranges share at least one byte of the same device.
+    pub fn overlaps(&self, other: &DeviceRange) -> bool {
+        self.device == other.device
+            && self.bytes > 0
+            && other.bytes > 0
+            && self.ptr < other.ptr.saturating_add(other.bytes as u64)
+            && other.ptr < self.ptr.saturating_add(self.bytes as u64)
+    }
+}
+
+/// One buffer touched by an operation at run time: the real address range and the mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BufferAccess {
+    /// The bytes touched.
+    pub range: DeviceRange,
+    /// Read or write.
+    pub mode: AccessMode,
+}
+
+/// One side of a copy, type-erased: device memory, page-locked host memory or pageable host
+/// memory (which cannot be captured into a graph).
+#[derive(Debug, Clone, Copy)]
+pub enum Memory {
+    /// Device memory.
+    Device(DeviceRange),
+    /// Page-locked (pinned) host memory.
+    PinnedHost {
+        /// First byte.
+        ptr: *mut u8,
+        /// Length in bytes.
+        bytes: usize,
+    },
+    /// Ordinary (pageable) host memory.
+    PageableHost {
+        /// First byte.
+        ptr: *mut u8,
+        /// Length in bytes.
+        bytes: usize,
+    },
+}
+
+impl Memory {
+    /// Length in bytes.
+    pub fn bytes(&self) -> usize {
+        match *self {
+            Memory::Device(r) => r.bytes,
+            Memory::PinnedHost { bytes, .. } | Memory::PageableHost { bytes, .. } => bytes,
+        }
+    }
+}
+
+/// The value written by a `fill`, as the element's bit pattern (memset width 1, 2 or 4 bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FillPattern {
+    /// 1-byte elements.
+    U8(u8),
+    /// 2-byte elements.
+    U16(u16),
+    /// 4-byte elements.
+    U32(u32),
+}
