@@ -280,6 +280,10 @@ impl GraphCore {
         origin: Stream,
     ) -> GraphCore {
         let mut by_statement = vec![Vec::new(); program.statements.len()];
+        let mut book = book;
+        for op in &mut book.ops {
+            op.node = op.node.map(|n| raw.bind(n));
+        }
         for (i, op) in book.ops.iter().enumerate() {
             if let Some(list) = by_statement.get_mut(op.statement.id) {
                 list.push(i);

@@ -172,16 +172,15 @@ pub(crate) fn capture_tip(stream: &CudaStream) -> Result<CaptureTip, DriverError
     debug_assert!(super::current_context().is_ok_and(|c| c == stream.context().cu_ctx()));
     let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
     let mut deps: *const sys::CUgraphNode = std::ptr::null();
-    let mut graph: sys::CUgraph = std::ptr::null_mut();
     let mut count: usize = 0;
     // SAFETY: `stream` owns its live handle; every out-pointer is valid for the call; the
-    // optional outputs we do not want (id, edge data) are null, which the driver allows.
+    // optional outputs we do not want (id, graph, edge data) are null, which the driver allows.
     unsafe {
         sys::cuStreamGetCaptureInfo_v3(
             stream.cu_stream(),
             &mut status,
             std::ptr::null_mut(),
-            &mut graph,
+            std::ptr::null_mut(),
             &mut deps,
             std::ptr::null_mut(),
             &mut count,
@@ -191,7 +190,8 @@ pub(crate) fn capture_tip(stream: &CudaStream) -> Result<CaptureTip, DriverError
     let single = if count == 1 && !deps.is_null() {
         // SAFETY: the driver returned an array of `count` (= 1) nodes at `deps`, valid until
         // the next driver call on this stream; it is read at once.
-        Some(NodeHandle::new(unsafe { *deps }, graph))
+        // The node belongs to the capture's graph, which `OwnedGraph::bind` names once it ends.
+        Some(NodeHandle::new(unsafe { *deps }, std::ptr::null_mut()))
     } else {
         None
     };
@@ -350,6 +350,11 @@ unsafe impl Send for OwnedGraph {}
 impl OwnedGraph {
     fn raw(&self) -> sys::CUgraph {
         self.graph.raw
+    }
+
+    /// `node`, captured into this graph, marked as belonging to it.
+    pub(crate) fn bind(&self, node: NodeHandle) -> NodeHandle {
+        NodeHandle::new(node.node, self.raw())
     }
 
     /// `cuGraphGetNodes` with a null array: how many nodes the graph has.
