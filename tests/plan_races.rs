@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use plan_support::{plan, plan_all, plan_with, Region};
-use streamgraph::plan::{format_races, ProgramBuilder};
+use streamgraph::plan::ProgramBuilder;
 use streamgraph::AccessMode::{Read, Write};
 use streamgraph::{DeviceRange, Error};
 
@@ -43,7 +43,7 @@ fn an_unordered_write_and_read_is_a_race_with_both_locations_and_a_fix() {
         }
     );
 
-    let msg = format_races(&races);
+    let msg = streamgraph::Error::Race(races.clone()).to_string();
     for needle in [
         "found 1 data race",
         "`launch k.scale(&mut x)` at src/racy.rs:1:5 on stream `main` writes",
@@ -74,7 +74,11 @@ fn ordered_pairs_are_not_races() {
     b.launch(third, "w2", &[("x", Write)]); // op 2, after 1 through wait_stream
     b.launch(main, "w3", &[("y", Write)]); // op 3, touches other memory
     let p = plan_all(b.build());
-    assert!(p.races().is_empty(), "{}", format_races(&p.races()));
+    assert!(
+        p.races().is_empty(),
+        "{}",
+        streamgraph::Error::Race(p.races())
+    );
     p.check_races().unwrap();
 }
 
@@ -126,7 +130,12 @@ fn aliasing_is_decided_on_addresses_not_names() {
         ),
     ]);
     let races = plan_with(program, &[0, 1, 2, 3], &regions).races();
-    assert_eq!(races.len(), 1, "{}", format_races(&races));
+    assert_eq!(
+        races.len(),
+        1,
+        "{}",
+        streamgraph::Error::Race(races.clone())
+    );
     assert_eq!((races[0].first.op, races[0].second.op), (0, 1));
     assert_eq!(
         races[0].overlap(),
@@ -136,7 +145,9 @@ fn aliasing_is_decided_on_addresses_not_names() {
             bytes: 0x40
         }
     );
-    assert!(format_races(&races).contains("64 byte(s) at 0x1080..0x10c0"));
+    assert!(streamgraph::Error::Race(races.clone())
+        .to_string()
+        .contains("64 byte(s) at 0x1080..0x10c0"));
 }
 
 #[test]
@@ -156,7 +167,9 @@ fn two_writes_through_overlapping_buffers_race() {
         ("s1", "s0")
     );
     assert_eq!(races[0].overlap().bytes, 0x100);
-    assert!(format_races(&races).contains("record an event on `s1`"));
+    assert!(streamgraph::Error::Race(races.clone())
+        .to_string()
+        .contains("record an event on `s1`"));
 }
 
 #[test]
@@ -176,7 +189,9 @@ fn one_race_per_pair_of_operations() {
     let races = plan_all(b.build()).races();
     let pairs: Vec<(usize, usize)> = races.iter().map(|r| (r.first.op, r.second.op)).collect();
     assert_eq!(pairs, [(0, 1), (0, 2), (1, 2)]);
-    assert!(format_races(&races).starts_with("found 3 data races"));
+    assert!(streamgraph::Error::Race(races.clone())
+        .to_string()
+        .starts_with("found 3 data races"));
 }
 
 #[test]
@@ -199,7 +214,7 @@ fn a_race_carried_across_loop_iterations_is_found() {
     let r = &races[0];
     assert_eq!((r.first.statement.id, r.first.occurrence), (3, 1));
     assert_eq!((r.second.statement.id, r.second.occurrence), (0, 2));
-    let msg = format_races(&races);
+    let msg = streamgraph::Error::Race(races.clone()).to_string();
     assert!(
         msg.contains("`launch consume(&x)` at src/carried.rs:4:5 on stream `side` reads"),
         "{msg}"
@@ -235,7 +250,10 @@ fn empty_accesses_do_not_race() {
     b.launch(s1, "w", &[("x", Write)]);
     let regions = HashMap::from([("x", Region::new(0x1000, 0))]);
     assert!(plan_with(b.build(), &[0, 1], &regions).races().is_empty());
-    assert_eq!(format_races(&[]), "no data race");
+    assert_eq!(
+        streamgraph::Error::Race(Vec::new()).to_string(),
+        "no data race"
+    );
 }
 
 #[test]

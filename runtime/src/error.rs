@@ -3,7 +3,8 @@
 
 use std::fmt::{self, Write as _};
 
-use crate::program::{Location, Statement};
+use crate::operand::{BufferAccess, DeviceRange};
+use crate::program::{AccessMode, Location, Statement};
 
 /// Everything that can go wrong in the runtime. Messages say what went wrong, where (the
 /// pipeline statement and its source location when there is one) and what to do.
@@ -89,8 +90,8 @@ pub enum Error {
         source: Box<Error>,
     },
     /// The plan found operations on different streams that touch the same memory unordered.
-    #[error("{}", crate::plan::format_races(.0))]
-    Race(Vec<crate::plan::Race>),
+    #[error("{}", format_races(.0))]
+    Race(Vec<Race>),
     /// A pipeline-level problem that has a source location but no single statement.
     #[error("{message} (pipeline declared at {location})")]
     Pipeline {
@@ -152,6 +153,16 @@ pub enum Error {
 }
 
 impl Error {
+    /// A capture fault without pipeline context yet (the capture adds it).
+    pub(crate) fn capture(fault: CaptureFault) -> Error {
+        Error::Capture {
+            fault,
+            statement: None,
+            after: None,
+            pipeline: None,
+        }
+    }
+
     /// Wraps `self` as raised by `statement` (unless it already names one).
     pub fn in_statement(self, statement: &'static Statement) -> Error {
         match self {
@@ -160,21 +171,6 @@ impl Error {
                 statement,
                 source: Box::new(e),
             },
-        }
-    }
-
-    /// A failed driver call. Failures that break a capture's rules (on this thread or, in
-    /// global mode, on another thread that is capturing) become [`Error::Capture`], so they
-    /// are explained in capture terms wherever they surface.
-    pub(crate) fn driver(call: &'static str, source: cudarc::driver::DriverError) -> Error {
-        match CaptureFault::from_code(source.0) {
-            Some(fault) => Error::Capture {
-                fault,
-                statement: None,
-                after: None,
-                pipeline: None,
-            },
-            None => Error::Driver { call, source },
         }
     }
 }
@@ -218,23 +214,6 @@ pub enum CaptureFault {
 }
 
 impl CaptureFault {
-    /// The fault a driver result code stands for, if it is a capture error.
-    pub(crate) fn from_code(code: cudarc::driver::sys::CUresult) -> Option<CaptureFault> {
-        use cudarc::driver::sys::CUresult as R;
-        Some(match code {
-            R::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED => CaptureFault::Unsupported,
-            R::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED => CaptureFault::Invalidated,
-            R::CUDA_ERROR_STREAM_CAPTURE_MERGE => CaptureFault::Merge,
-            R::CUDA_ERROR_STREAM_CAPTURE_UNMATCHED => CaptureFault::Unmatched,
-            R::CUDA_ERROR_STREAM_CAPTURE_UNJOINED => CaptureFault::Unjoined,
-            R::CUDA_ERROR_STREAM_CAPTURE_ISOLATION => CaptureFault::ExternalEvent,
-            R::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT => CaptureFault::Implicit,
-            R::CUDA_ERROR_CAPTURED_EVENT => CaptureFault::CapturedEvent,
-            R::CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD => CaptureFault::WrongThread,
-            _ => return None,
-        })
-    }
-
     /// What happened and what to do, in the pipeline's terms.
     pub fn explanation(&self) -> &'static str {
         match self {
@@ -424,39 +403,107 @@ fn format_mismatch(
     out
 }
 
-/// `Result` with the runtime's [`Error`].
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+/// Two operations on different streams touching overlapping memory, at least one writing,
+/// with no happens-before path between them: their effects depend on timing.
+#[derive(Debug, Clone)]
+pub struct Race {
+    /// The operation issued first.
+    pub first: RaceSide,
+    /// The operation issued second.
+    pub second: RaceSide,
+}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use cudarc::driver::{sys::CUresult, DriverError};
+/// One operation of a [`Race`] and the access that conflicts.
+#[derive(Debug, Clone)]
+pub struct RaceSide {
+    /// The operation's index in the plan's operations.
+    pub op: usize,
+    /// Its statement.
+    pub statement: &'static Statement,
+    /// Which issue of the statement, from 1.
+    pub occurrence: u32,
+    /// Its stream (index into [`crate::Program::streams`]).
+    pub stream: usize,
+    /// The stream's name.
+    pub stream_name: &'static str,
+    /// The conflicting access.
+    pub access: BufferAccess,
+}
 
-    #[test]
-    fn capture_rule_violations_become_capture_errors_wherever_they_surface() {
-        let e = Error::driver(
-            "cuMemAlloc",
-            DriverError(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED),
-        );
-        assert!(matches!(e, Error::Capture { .. }), "{e:?}");
-        let e = Error::driver(
-            "cuStreamSynchronize",
-            DriverError(CUresult::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT),
-        );
-        assert!(matches!(e, Error::Capture { .. }), "{e:?}");
-        let e = Error::driver(
-            "cuMemAlloc",
-            DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY),
-        );
-        assert!(
-            matches!(
-                e,
-                Error::Driver {
-                    call: "cuMemAlloc",
-                    ..
-                }
-            ),
-            "{e:?}"
-        );
+impl Race {
+    /// The bytes both sides touch.
+    pub fn overlap(&self) -> DeviceRange {
+        let (a, b) = (self.first.access.range, self.second.access.range);
+        let start = a.ptr.max(b.ptr);
+        let end = (a.ptr.saturating_add(a.bytes as u64)).min(b.ptr.saturating_add(b.bytes as u64));
+        DeviceRange {
+            device: a.device,
+            ptr: start,
+            bytes: end.saturating_sub(start) as usize,
+        }
     }
 }
+
+/// Formats races for [`crate::Error::Race`]: for each, both statements and where they are,
+/// their streams, the bytes they share, and how to order them.
+pub(crate) fn format_races(races: &[Race]) -> String {
+    let mut out = match races.len() {
+        0 => return "no data race".to_owned(),
+        1 => "found 1 data race".to_owned(),
+        n => format!("found {n} data races"),
+    };
+    out.push_str(": operations on different streams touch the same memory, at least one writing, and nothing orders them");
+    for (i, race) in races.iter().enumerate() {
+        let (a, b) = (&race.first, &race.second);
+        let overlap = race.overlap();
+        let _ = write!(
+            out,
+            "\n  {}. {} and {} the {} byte(s) at {:#x}..{:#x} of {}",
+            i + 1,
+            describe(a),
+            describe(b),
+            overlap.bytes,
+            overlap.ptr,
+            overlap.ptr.saturating_add(overlap.bytes as u64),
+            memory_name(overlap.device),
+        );
+        let event = format!("{}_done", a.stream_name);
+        let _ = write!(
+            out,
+            "\n     fix: record an event on `{sa}` after the first and `wait` for it on `{sb}` before the second \
+             (e.g. declare `event {event};`, add `{sa}: record {event};` after line {la} and `{sb}: wait {event};` before line {lb})",
+            sa = a.stream_name,
+            sb = b.stream_name,
+            la = a.statement.location.line,
+            lb = b.statement.location.line,
+        );
+    }
+    out
+}
+
+fn describe(side: &RaceSide) -> String {
+    let verb = match side.access.mode {
+        AccessMode::Read => "reads",
+        AccessMode::Write => "writes",
+    };
+    let issue = if side.occurrence > 1 {
+        format!(" (issue #{})", side.occurrence)
+    } else {
+        String::new()
+    };
+    format!(
+        "`{}` at {}{issue} on stream `{}` {verb}",
+        side.statement.text, side.statement.location, side.stream_name
+    )
+}
+
+fn memory_name(device: i32) -> String {
+    match device {
+        DeviceRange::HOST => "host memory".to_owned(),
+        DeviceRange::PLANNING => "planning memory".to_owned(),
+        d => format!("device {d}"),
+    }
+}
+
+/// `Result` with the runtime's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

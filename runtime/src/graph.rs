@@ -46,7 +46,8 @@ use std::path::Path;
 
 use crate::device::Device;
 use crate::error::{Error, OpEdge, OpInfo, Result};
-use crate::exec::capture::{CaptureSettings, CapturedOp, NodeBook};
+use crate::exec::book::{CapturedOp, NodeBook};
+use crate::exec::capture::{Capture, CaptureSettings};
 use crate::ffi::graph::{NodeHandle, OwnedExec, OwnedGraph};
 use crate::ffi::KernelArg;
 use crate::issue::Pipeline;
@@ -56,7 +57,6 @@ use crate::plan::dot::quote;
 use crate::plan::{reachability, Plan};
 use crate::program::{Program, Statement, StatementKind};
 use crate::stream::Stream;
-use crate::Capture;
 
 /// One operation of a pipeline: an issue of a statement (statements in loops are issued
 /// several times). Statements compare by identity.
@@ -273,7 +273,27 @@ pub(crate) struct GraphCore {
 }
 
 impl GraphCore {
-    pub(crate) fn new(
+    /// Captures `pipeline` with `capture` and, when verification is on, checks the graph
+    /// against the plan.
+    pub(crate) fn capture<P: Pipeline + ?Sized>(
+        capture: &mut Capture,
+        pipeline: &P,
+    ) -> Result<GraphCore> {
+        let captured = capture.capture_core(pipeline)?;
+        let plan = captured.plan;
+        let core = GraphCore::new(
+            captured.graph,
+            captured.book,
+            captured.program,
+            captured.origin,
+        );
+        if let Some(plan) = plan {
+            core.verify_against(&plan)?;
+        }
+        Ok(core)
+    }
+
+    fn new(
         raw: OwnedGraph,
         book: NodeBook,
         program: &'static Program,
@@ -439,6 +459,64 @@ impl GraphCore {
             d == range.device && start <= range.ptr && end <= stop
         }
     }
+}
+
+/// What [`Capture::run`] did.
+#[derive(Debug)]
+pub enum CaptureOutcome<P> {
+    /// The pipeline was captured.
+    Captured(Graph<P>),
+    /// Capturing failed with `fault` ([`Error::Capture`]); the capture was ended and the
+    /// pipeline ran eagerly on the same streams instead (only with
+    /// [`Capture::fallback_to_eager`]).
+    RanEagerly {
+        /// The pipeline, which ran eagerly.
+        pipeline: P,
+        /// Why capturing failed.
+        fault: Error,
+    },
+}
+
+impl<P> CaptureOutcome<P> {
+    /// Whether the pipeline was captured (rather than run eagerly).
+    pub fn is_captured(&self) -> bool {
+        matches!(self, CaptureOutcome::Captured(_))
+    }
+}
+
+impl Capture {
+    /// Captures `pipeline` into a CUDA graph that owns it.
+    ///
+    /// Errors: [`Error::Capture`] for capture faults (the capture is ended cleanly),
+    /// [`Error::GraphMismatch`] when verification is on and the graph differs from the
+    /// plan, [`Error::Race`] when verification is on and the pipeline has races, and the
+    /// errors of issuing a statement.
+    pub fn capture<P: Pipeline>(&mut self, pipeline: P) -> Result<Graph<P>> {
+        let core = GraphCore::capture(self, &pipeline)?;
+        Ok(Graph::new(core, pipeline, self.settings()))
+    }
+
+    /// Captures `pipeline`, or — with [`Capture::fallback_to_eager`] and a capture fault —
+    /// runs it eagerly on the same streams and reports that it did.
+    pub fn run<P: Pipeline>(&mut self, pipeline: P) -> Result<CaptureOutcome<P>> {
+        match GraphCore::capture(self, &pipeline) {
+            Ok(core) => Ok(CaptureOutcome::Captured(Graph::new(
+                core,
+                pipeline,
+                self.settings(),
+            ))),
+            Err(fault @ Error::Capture { .. }) if self.falls_back() => {
+                self.run_eagerly(&pipeline)?;
+                Ok(CaptureOutcome::RanEagerly { pipeline, fault })
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Captures `pipeline` on `origin` with the default options ([`Capture::new`]).
+pub fn capture<P: Pipeline>(origin: &Stream, pipeline: P) -> Result<Graph<P>> {
+    Capture::new(origin).capture(pipeline)
 }
 
 /// `ranges` (sorted by device, then address) merged into disjoint `(device, start, end)`
@@ -789,7 +867,10 @@ impl<P> GraphExec<P> {
 
 impl<P: Pipeline> GraphExec<P> {
     fn recaptured(&mut self, pipeline: &P) -> Result<GraphCore> {
-        recapturer(&mut self.recapture, &self.base.origin, self.settings).capture_core(pipeline)
+        GraphCore::capture(
+            recapturer(&mut self.recapture, &self.base.origin, self.settings),
+            pipeline,
+        )
     }
 
     /// Captures `pipeline` (new arguments, new buffers) into a fresh graph and applies it to
@@ -823,8 +904,10 @@ impl<P: Pipeline> GraphExec<P> {
     /// their memory allocated, even if `f` dropped the buffers: update again or re-instantiate.
     pub fn update_with(&mut self, f: impl FnOnce(&mut P)) -> Result<()> {
         f(&mut self.pipeline);
-        let core = recapturer(&mut self.recapture, &self.base.origin, self.settings)
-            .capture_core(&self.pipeline)?;
+        let core = GraphCore::capture(
+            recapturer(&mut self.recapture, &self.base.origin, self.settings),
+            &self.pipeline,
+        )?;
         self.apply(core, self.reinstantiate)
     }
 

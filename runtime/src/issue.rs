@@ -82,3 +82,50 @@ pub trait Issuer {
     /// `wait_stream OTHER` on `stmt.stream`.
     fn wait_stream(&mut self, stmt: &'static Statement) -> Result<(), Error>;
 }
+
+#[doc(hidden)]
+pub mod __private {
+    //! Issuing calls of generated code; they erase types after the compiler (and the macro's
+    //! checks) have checked them. Not public API.
+    use super::*;
+    use crate::memory::{device_ref, CopySource, CopyTarget, DeviceMemory, FillValue};
+
+    /// `copy DST <- SRC`: both sides must hold the same element type.
+    pub fn copy<I, T, D, S>(
+        issuer: &mut I,
+        stmt: &'static Statement,
+        dst: &D,
+        src: &S,
+    ) -> Result<(), Error>
+    where
+        I: Issuer + ?Sized,
+        D: CopyTarget<T> + ?Sized,
+        S: CopySource<T> + ?Sized,
+    {
+        issuer.copy(stmt, dst.copy_target(), src.copy_source())
+    }
+
+    /// `fill BUF = VALUE`.
+    pub fn fill<I, D>(
+        issuer: &mut I,
+        stmt: &'static Statement,
+        dst: &D,
+        value: D::Elem,
+    ) -> Result<(), Error>
+    where
+        I: Issuer + ?Sized,
+        D: DeviceMemory + ?Sized,
+        D::Elem: FillValue,
+    {
+        issuer.fill(stmt, device_ref(dst), value.pattern())
+    }
+
+    /// `host F`.
+    pub fn host<I, F>(issuer: &mut I, stmt: &'static Statement, f: F) -> Result<(), Error>
+    where
+        I: Issuer + ?Sized,
+        F: Fn() + Send + Sync + 'static,
+    {
+        issuer.host(stmt, std::sync::Arc::new(f))
+    }
+}

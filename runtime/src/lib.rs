@@ -24,11 +24,11 @@ pub use cudarc;
 pub use device::Device;
 pub use error::{CaptureFault, Error, OpEdge, OpInfo, Result, UpdateRejection};
 pub use event::Event;
-pub use exec::capture::{capture, Capture, CaptureMode, CaptureOutcome};
+pub use exec::capture::{Capture, CaptureMode};
 pub use exec::eager::{Eager, EagerStats};
 pub use ffi::memory::MemoryRef;
 pub use ffi::KernelArg;
-pub use graph::{Graph, GraphExec, GraphStats, OpRef, VerifyReport};
+pub use graph::{capture, CaptureOutcome, Graph, GraphExec, GraphStats, OpRef, VerifyReport};
 pub use issue::{Issuer, Pipeline, StreamOptions};
 pub use memory::{
     CopySource, CopyTarget, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceView,
@@ -45,6 +45,7 @@ pub use stream::{clamp_priority, current_stream, Stream, StreamGuard};
 /// Items used by code that `pipeline!` generates. Not part of the public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::issue::__private::*;
     pub use crate::issue::*;
     pub use crate::memory::__private::*;
     pub use crate::operand::*;

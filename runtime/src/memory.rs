@@ -51,9 +51,8 @@ use crate::ffi::memory::{
     read_device, DeviceAlloc, Holder, MemoryRef, PinnedAlloc, PinnedRead, PinnedWrite,
 };
 use crate::ffi::KernelArg;
-use crate::issue::Issuer;
 use crate::operand::{BufferAccess, DeviceRange, FillPattern};
-use crate::program::{AccessMode, Statement};
+use crate::program::AccessMode;
 use crate::stream::{current_stream_on, Stream};
 
 /// Device memory holding elements of type `Self::Elem`: a buffer or a sub-range of one.
@@ -142,7 +141,7 @@ fill_value!(
 );
 
 /// The memory of a [`DeviceMemory`] value, for copies and fills.
-fn device_ref<M: DeviceMemory + ?Sized>(m: &M) -> MemoryRef<'_> {
+pub(crate) fn device_ref<M: DeviceMemory + ?Sized>(m: &M) -> MemoryRef<'_> {
     MemoryRef::promised_device(m.range(), std::mem::size_of::<M::Elem>(), m.holder())
 }
 
@@ -176,45 +175,6 @@ pub mod __private {
     /// A by-value kernel argument (scalar or `#[repr(C)]` struct).
     pub fn arg_value<T: DeviceRepr>(v: &T) -> KernelArg<'_> {
         KernelArg::by_ref(v, None, Holder::FOREIGN)
-    }
-
-    /// `copy DST <- SRC`: both sides must hold the same element type.
-    pub fn copy<I, T, D, S>(
-        issuer: &mut I,
-        stmt: &'static Statement,
-        dst: &D,
-        src: &S,
-    ) -> Result<(), Error>
-    where
-        I: Issuer + ?Sized,
-        D: CopyTarget<T> + ?Sized,
-        S: CopySource<T> + ?Sized,
-    {
-        issuer.copy(stmt, dst.copy_target(), src.copy_source())
-    }
-
-    /// `fill BUF = VALUE`.
-    pub fn fill<I, D>(
-        issuer: &mut I,
-        stmt: &'static Statement,
-        dst: &D,
-        value: D::Elem,
-    ) -> Result<(), Error>
-    where
-        I: Issuer + ?Sized,
-        D: DeviceMemory + ?Sized,
-        D::Elem: FillValue,
-    {
-        issuer.fill(stmt, device_ref(dst), value.pattern())
-    }
-
-    /// `host F`.
-    pub fn host<I, F>(issuer: &mut I, stmt: &'static Statement, f: F) -> Result<(), Error>
-    where
-        I: Issuer + ?Sized,
-        F: Fn() + Send + Sync + 'static,
-    {
-        issuer.host(stmt, std::sync::Arc::new(f))
     }
 }
 

@@ -32,7 +32,6 @@ use std::fmt;
 use std::sync::Arc;
 
 use cudarc::driver::CudaModule;
-use cudarc::nvrtc::Ptx;
 
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -96,7 +95,7 @@ impl Module {
                 log: format!("{call} failed: {what}"),
             },
         })?;
-        Module::load(device, name, Ptx::from_binary(cubin))
+        Module::load(device, name, ffi::ModuleImage::Cubin(cubin))
     }
 
     /// Loads PTX assembly text (as `nvcc --ptx` or NVRTC produce it). The driver compiles it
@@ -109,13 +108,11 @@ impl Module {
                 "PTX of module `{name}` contains a NUL byte; pass the PTX text only"
             )));
         }
-        Module::load(device, name, Ptx::from_src(ptx))
+        Module::load(device, name, ffi::ModuleImage::Ptx(ptx))
     }
 
-    fn load(device: &Device, name: &str, image: Ptx) -> Result<Module> {
-        let cuda = device
-            .ctx()
-            .load_module(image)
+    fn load(device: &Device, name: &str, image: ffi::ModuleImage<'_>) -> Result<Module> {
+        let cuda = ffi::load_module(device.ctx(), image)
             .map_err(|e| Error::driver("cuModuleLoadData", e))?;
         Ok(Module {
             inner: Arc::new(ModuleInner {

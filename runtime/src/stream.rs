@@ -41,7 +41,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaContext, CudaStream};
 
 use crate::device::{require_driver, Device};
-use crate::error::{Error, Result};
+use crate::error::{CaptureFault, Error, Result};
 use crate::event::Event;
 use crate::ffi;
 use crate::ffi::memory::MemoryRef;
@@ -146,10 +146,7 @@ impl Stream {
     /// [`Error::Capture`] ([`crate::CaptureFault::QueryWhileCapturing`]), checked before
     /// the driver is asked (which would invalidate the capture).
     pub fn query(&self) -> Result<bool> {
-        crate::exec::capture::refuse_while_capturing(
-            self,
-            crate::CaptureFault::QueryWhileCapturing,
-        )?;
+        refuse_while_capturing(self, CaptureFault::QueryWhileCapturing)?;
         ffi::stream_query(&self.inner).map_err(|e| Error::driver("cuStreamQuery", e))
     }
 
@@ -161,10 +158,7 @@ impl Stream {
     /// ([`crate::CaptureFault::SynchronizeWhileCapturing`]), checked before the driver is
     /// asked (which would invalidate the capture).
     pub fn synchronize(&self) -> Result<()> {
-        crate::exec::capture::refuse_while_capturing(
-            self,
-            crate::CaptureFault::SynchronizeWhileCapturing,
-        )?;
+        refuse_while_capturing(self, CaptureFault::SynchronizeWhileCapturing)?;
         ffi::stream_synchronize(&self.inner).map_err(|e| Error::driver("cuStreamSynchronize", e))
     }
 
@@ -305,6 +299,17 @@ pub(crate) fn current_stream_on(device: &Device) -> Stream {
     match scoped {
         Some(s) if s.ctx().cu_ctx() == device.ctx().cu_ctx() => s,
         _ => Stream::default_stream(device),
+    }
+}
+
+/// Refuses `fault` (a synchronize or query) on a stream that is capturing: the driver would
+/// invalidate the capture instead of answering.
+fn refuse_while_capturing(stream: &Stream, fault: CaptureFault) -> Result<()> {
+    match ffi::graph::stream_capture_status(&stream.inner) {
+        Ok(ffi::graph::CaptureStatus::None) => Ok(()),
+        Ok(_) => Err(Error::capture(fault)),
+        // A capture code (e.g. an implicit dependency in global mode) becomes its fault.
+        Err(e) => Err(Error::driver("cuStreamIsCapturing", e)),
     }
 }
 

@@ -36,13 +36,12 @@
 use std::panic::resume_unwind;
 
 use crate::error::{CaptureFault, Error, Result};
-use crate::exec::eager::{Eager, Issued};
-use crate::ffi::graph::{self as gffi, CaptureModeRaw, CaptureStatus, Keep, NodeHandle};
-use crate::graph::{Graph, GraphCore};
+use crate::exec::book::NodeBook;
+use crate::exec::eager::Eager;
+use crate::ffi::graph::{self as gffi, CaptureModeRaw, CaptureStatus, Keep, OwnedGraph};
 use crate::issue::Pipeline;
-use crate::operand::{DeviceRange, HostFn, Memory};
 use crate::plan::Plan;
-use crate::program::{AccessMode, Program, Statement};
+use crate::program::{Program, Statement};
 use crate::stream::Stream;
 
 /// How a capture restricts "potentially unsafe" driver calls (allocations, synchronous
@@ -71,32 +70,7 @@ impl CaptureMode {
 
 /// A capture error without pipeline context yet (the capture adds it).
 pub(crate) fn fault_error(fault: CaptureFault) -> Error {
-    Error::Capture {
-        fault,
-        statement: None,
-        after: None,
-        pipeline: None,
-    }
-}
-
-/// The error of a copy statement that names pageable host memory during a capture.
-pub(crate) fn pageable_fault(stmt: &'static Statement) -> Error {
-    Error::Capture {
-        fault: CaptureFault::PageableMemory,
-        statement: Some(stmt),
-        after: None,
-        pipeline: None,
-    }
-}
-
-/// Refuses `fault` (a synchronize or query) on a stream that is capturing.
-pub(crate) fn refuse_while_capturing(stream: &Stream, fault: CaptureFault) -> Result<()> {
-    match gffi::stream_capture_status(stream.as_cudarc()) {
-        Ok(CaptureStatus::None) => Ok(()),
-        Ok(_) => Err(fault_error(fault)),
-        // A capture code (e.g. an implicit dependency in global mode) becomes its fault.
-        Err(e) => Err(Error::driver("cuStreamIsCapturing", e)),
-    }
+    Error::capture(fault)
 }
 
 /// Fills in the pipeline and the statement context of capture errors ([`Error::driver`] already
@@ -140,155 +114,15 @@ pub(crate) fn normalize(
     }
 }
 
-/// One captured operation: the statement issue it came from and its graph node.
-#[derive(Debug, Clone)]
-pub(crate) struct CapturedOp {
-    /// The statement.
-    pub(crate) statement: &'static Statement,
-    /// Which issue of the statement, from 1.
-    pub(crate) occurrence: u32,
-    /// The stream index it was issued on.
-    pub(crate) stream: usize,
-    /// Its node; `None` for an empty copy or fill, which issues nothing.
-    pub(crate) node: Option<NodeHandle>,
-    /// For launches: the kernel, its configuration and number of arguments, from which
-    /// `GraphExec::set_kernel_args` rebuilds the node's parameters without asking the driver.
-    pub(crate) launch: Option<LaunchShape>,
-}
-
-/// The captured shape of a launch.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct LaunchShape {
-    pub(crate) func: crate::ffi::FunctionHandle,
-    pub(crate) config: crate::operand::LaunchConfig,
-    pub(crate) args: usize,
-}
-
-/// What a capture learns while the pipeline is issued: the node of every operation, and
-/// what the graph must keep (memory, modules, host functions) for its replays.
+/// A capture that ended well: the driver's graph, its node book, and the plan to verify it
+/// against (when verification is on).
 #[derive(Debug)]
-pub(crate) struct NodeBook {
-    pub(crate) ops: Vec<CapturedOp>,
-    occurrences: Vec<u32>,
-    pub(crate) keep: Keep,
-    pub(crate) memory: std::collections::BTreeSet<DeviceRange>,
-    pub(crate) last: Option<&'static Statement>,
-}
-
-impl NodeBook {
-    pub(crate) fn new(program: &'static Program) -> NodeBook {
-        NodeBook {
-            ops: Vec::new(),
-            occurrences: vec![0; program.statements.len()],
-            keep: Keep::default(),
-            memory: std::collections::BTreeSet::new(),
-            last: None,
-        }
-    }
-
-    /// How many operations made a graph node.
-    pub(crate) fn nodes(&self) -> usize {
-        self.ops.iter().filter(|op| op.node.is_some()).count()
-    }
-
-    /// Books the operation `stmt` just issued on `stream`.
-    pub(crate) fn note(
-        &mut self,
-        stmt: &'static Statement,
-        stream: &Stream,
-        issued: Issued<'_, '_>,
-    ) -> Result<()> {
-        self.last = Some(stmt);
-        let occurrence = match self.occurrences.get_mut(stmt.id) {
-            Some(count) => {
-                *count += 1;
-                *count
-            }
-            None => {
-                return Err(Error::InvalidArgument(format!(
-                    "statement id {} is not part of the pipeline being captured",
-                    stmt.id
-                )))
-            }
-        };
-        let mut launch = None;
-        let mut empty = false;
-        match issued {
-            Issued::Launch(kernel, config, a) => {
-                launch = Some(LaunchShape {
-                    func: kernel.handle(),
-                    config,
-                    args: a.len(),
-                });
-                if let Some(module) = kernel.cuda_module() {
-                    self.keep.hold_module(module);
-                }
-                for arg in a {
-                    if let Some(access) = arg.access() {
-                        self.remember(access.range);
-                        self.keep
-                            .hold(arg.holder(), access.mode == AccessMode::Write);
-                    }
-                }
-            }
-            Issued::Copy(dst, src) => {
-                empty = dst.memory().bytes() == 0;
-                for (side, write) in [(dst, true), (src, false)] {
-                    if let Memory::Device(r) = side.memory() {
-                        self.remember(r);
-                    }
-                    self.keep.hold(side.holder(), write);
-                }
-            }
-            Issued::Fill(dst) => {
-                empty = dst.memory().bytes() == 0;
-                if let Memory::Device(r) = dst.memory() {
-                    self.remember(r);
-                }
-                self.keep.hold(dst.holder(), true);
-            }
-            Issued::Host => {}
-        }
-        let node = if empty {
-            None
-        } else {
-            let tip = gffi::capture_tip(stream.as_cudarc())
-                .map_err(|e| Error::driver("cuStreamGetCaptureInfo", e))?;
-            match tip.status {
-                CaptureStatus::Active => {}
-                CaptureStatus::Invalidated => return Err(fault_error(CaptureFault::Invalidated)),
-                CaptureStatus::None => return Err(fault_error(CaptureFault::Unjoined)),
-            }
-            match tip.single {
-                Some(node) => Some(node),
-                None => {
-                    return Err(Error::InvalidArgument(format!(
-                        "after the operation the capturing stream depends on {} nodes instead of the one it created; the stream was used by other code during the capture",
-                        tip.count
-                    )))
-                }
-            }
-        };
-        self.ops.push(CapturedOp {
-            statement: stmt,
-            occurrence,
-            stream: stmt.stream,
-            node,
-            launch,
-        });
-        Ok(())
-    }
-
-    /// Launches a host function the graph keeps alive.
-    pub(crate) fn launch_host_fn(&mut self, stream: &Stream, f: HostFn) -> Result<()> {
-        gffi::launch_kept_host_fn(stream.as_cudarc(), f, &mut self.keep)
-    }
-
-    fn remember(&mut self, range: DeviceRange) {
-        if range.bytes > 0 {
-            self.memory.insert(range);
-        }
-    }
+pub(crate) struct Captured {
+    pub(crate) graph: OwnedGraph,
+    pub(crate) book: NodeBook,
+    pub(crate) program: &'static Program,
+    pub(crate) origin: Stream,
+    pub(crate) plan: Option<Plan>,
 }
 
 /// The settings a graph keeps to capture its pipeline again (for updates).
@@ -305,29 +139,6 @@ pub struct Capture {
     mode: CaptureMode,
     verify: bool,
     fallback: bool,
-}
-
-/// What [`Capture::run`] did.
-#[derive(Debug)]
-pub enum CaptureOutcome<P> {
-    /// The pipeline was captured.
-    Captured(Graph<P>),
-    /// Capturing failed with `fault` ([`Error::Capture`]); the capture was ended and the
-    /// pipeline ran eagerly on the same streams instead (only with
-    /// [`Capture::fallback_to_eager`]).
-    RanEagerly {
-        /// The pipeline, which ran eagerly.
-        pipeline: P,
-        /// Why capturing failed.
-        fault: Error,
-    },
-}
-
-impl<P> CaptureOutcome<P> {
-    /// Whether the pipeline was captured (rather than run eagerly).
-    pub fn is_captured(&self) -> bool {
-        matches!(self, CaptureOutcome::Captured(_))
-    }
 }
 
 impl Capture {
@@ -369,6 +180,16 @@ impl Capture {
         self.eager.origin()
     }
 
+    /// Whether a capture fault falls back to an eager run ([`Capture::fallback_to_eager`]).
+    pub(crate) fn falls_back(&self) -> bool {
+        self.fallback
+    }
+
+    /// Runs `pipeline` eagerly on the capture's streams (the fallback).
+    pub(crate) fn run_eagerly<P: Pipeline + ?Sized>(&mut self, pipeline: &P) -> Result<()> {
+        self.eager.run(pipeline)
+    }
+
     pub(crate) fn settings(&self) -> CaptureSettings {
         CaptureSettings {
             mode: self.mode,
@@ -376,36 +197,9 @@ impl Capture {
         }
     }
 
-    /// Captures `pipeline` into a CUDA graph that owns it.
-    ///
-    /// Errors: [`Error::Capture`] for capture faults (the capture is ended cleanly),
-    /// [`Error::GraphMismatch`] when verification is on and the graph differs from the
-    /// plan, [`Error::Race`] when verification is on and the pipeline has races, and the
-    /// errors of issuing a statement.
-    pub fn capture<P: Pipeline>(&mut self, pipeline: P) -> Result<Graph<P>> {
-        let core = self.capture_core(&pipeline)?;
-        Ok(Graph::new(core, pipeline, self.settings()))
-    }
-
-    /// Captures `pipeline`, or — with [`Capture::fallback_to_eager`] and a capture fault —
-    /// runs it eagerly on the same streams and reports that it did.
-    pub fn run<P: Pipeline>(&mut self, pipeline: P) -> Result<CaptureOutcome<P>> {
-        match self.capture_core(&pipeline) {
-            Ok(core) => Ok(CaptureOutcome::Captured(Graph::new(
-                core,
-                pipeline,
-                self.settings(),
-            ))),
-            Err(fault @ Error::Capture { .. }) if self.fallback => {
-                self.eager.run(&pipeline)?;
-                Ok(CaptureOutcome::RanEagerly { pipeline, fault })
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Captures `pipeline` into a graph (without the pipeline value).
-    pub(crate) fn capture_core<P: Pipeline + ?Sized>(&mut self, pipeline: &P) -> Result<GraphCore> {
+    /// Captures `pipeline` into a graph (without the pipeline value), with the plan to verify
+    /// it against when verification is on.
+    pub(crate) fn capture_core<P: Pipeline + ?Sized>(&mut self, pipeline: &P) -> Result<Captured> {
         let program = pipeline.program();
         let plan = if self.verify {
             let plan = Plan::build(pipeline)?;
@@ -487,13 +281,13 @@ impl Capture {
             Ok((graph, book))
         });
         match captured {
-            Ok((graph, book)) => {
-                let core = GraphCore::new(graph, book, program, origin);
-                if let Some(plan) = plan {
-                    core.verify_against(&plan)?;
-                }
-                Ok(core)
-            }
+            Ok((graph, book)) => Ok(Captured {
+                graph,
+                book,
+                program,
+                origin,
+                plan,
+            }),
             Err(e) => {
                 self.recover(&origin);
                 Err(normalize(e, program, last))
@@ -514,11 +308,6 @@ impl Capture {
     }
 }
 
-/// Captures `pipeline` on `origin` with the default options ([`Capture::new`]).
-pub fn capture<P: Pipeline>(origin: &Stream, pipeline: P) -> Result<Graph<P>> {
-    Capture::new(origin).capture(pipeline)
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -526,61 +315,14 @@ mod tests {
     use crate::plan::ProgramBuilder;
 
     #[test]
-    fn driver_codes_map_to_faults() {
-        use cudarc::driver::sys::CUresult as R;
-        let cases = [
-            (
-                R::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
-                CaptureFault::Unsupported,
-            ),
-            (
-                R::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
-                CaptureFault::Invalidated,
-            ),
-            (R::CUDA_ERROR_STREAM_CAPTURE_MERGE, CaptureFault::Merge),
-            (
-                R::CUDA_ERROR_STREAM_CAPTURE_UNMATCHED,
-                CaptureFault::Unmatched,
-            ),
-            (
-                R::CUDA_ERROR_STREAM_CAPTURE_UNJOINED,
-                CaptureFault::Unjoined,
-            ),
-            (
-                R::CUDA_ERROR_STREAM_CAPTURE_ISOLATION,
-                CaptureFault::ExternalEvent,
-            ),
-            (
-                R::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,
-                CaptureFault::Implicit,
-            ),
-            (R::CUDA_ERROR_CAPTURED_EVENT, CaptureFault::CapturedEvent),
-            (
-                R::CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD,
-                CaptureFault::WrongThread,
-            ),
-        ];
-        for (code, fault) in cases {
-            assert_eq!(CaptureFault::from_code(code), Some(fault));
-        }
-        assert_eq!(CaptureFault::from_code(R::CUDA_ERROR_INVALID_VALUE), None);
-        assert_eq!(CaptureFault::from_code(R::CUDA_SUCCESS), None);
-    }
-
-    #[test]
-    fn driver_errors_become_capture_errors_naming_the_statement() {
-        use cudarc::driver::sys::CUresult as R;
-        use cudarc::driver::DriverError;
+    fn capture_errors_name_the_statement_and_the_pipeline() {
         let mut b = ProgramBuilder::new("Faulty");
         let s0 = b.stream("s0");
         b.launch(s0, "k", &[]);
         let program = b.build();
         let stmt = &program.statements[0];
-        let raw = Error::driver(
-            "cuStreamWaitEvent",
-            DriverError(R::CUDA_ERROR_STREAM_CAPTURE_ISOLATION),
-        )
-        .in_statement(stmt);
+        // What `Error::driver` makes of `CUDA_ERROR_STREAM_CAPTURE_ISOLATION` (see `ffi`).
+        let raw = fault_error(CaptureFault::ExternalEvent).in_statement(stmt);
         let e = normalize(raw, program, None);
         let Error::Capture {
             fault,
@@ -601,10 +343,7 @@ mod tests {
         assert!(msg.contains("recorded outside the capture"), "{msg}");
 
         // A fault at the end of the capture names the last statement issued.
-        let end = Error::driver(
-            "cuStreamEndCapture",
-            DriverError(R::CUDA_ERROR_STREAM_CAPTURE_UNJOINED),
-        );
+        let end = fault_error(CaptureFault::Unjoined);
         let e = normalize(end, program, Some(stmt));
         assert!(matches!(
             e,
@@ -618,15 +357,21 @@ mod tests {
         assert!(e.to_string().contains("after statement"), "{e}");
         assert!(e.to_string().contains("not joined"), "{e}");
 
-        // Other driver errors stay driver errors.
-        let other = Error::driver("cuLaunchKernel", DriverError(R::CUDA_ERROR_INVALID_VALUE));
+        // Other errors stay what they are.
+        let other = Error::InvalidArgument("not a capture fault".into());
         assert!(matches!(
             normalize(other, program, None),
-            Error::Driver { .. }
+            Error::InvalidArgument(_)
         ));
 
         // A pageable copy keeps its statement and gains the pipeline.
-        let e = normalize(pageable_fault(stmt).in_statement(stmt), program, None);
+        let pageable = Error::Capture {
+            fault: CaptureFault::PageableMemory,
+            statement: Some(stmt),
+            after: None,
+            pipeline: None,
+        };
+        let e = normalize(pageable.in_statement(stmt), program, None);
         assert!(matches!(
             e,
             Error::Capture {

@@ -43,9 +43,9 @@ use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 use crate::device::Device;
-use crate::error::{Error, Result};
+use crate::error::{CaptureFault, Error, Result};
 use crate::event::Event;
-use crate::exec::capture::NodeBook;
+use crate::exec::book::{Issued, NodeBook};
 use crate::ffi::memory::MemoryRef;
 use crate::ffi::KernelArg;
 use crate::issue::{Issuer, Pipeline, StreamOptions};
@@ -436,18 +436,6 @@ impl Eager {
     }
 }
 
-/// What an operation issued, for the capture's book.
-pub(crate) enum Issued<'x, 'a> {
-    /// A launch of `kernel` with `config` and these arguments.
-    Launch(&'x Kernel, LaunchConfig, &'x [KernelArg<'a>]),
-    /// A copy: destination (written) and source (read).
-    Copy(MemoryRef<'a>, MemoryRef<'a>),
-    /// A fill of this memory.
-    Fill(MemoryRef<'a>),
-    /// A host function.
-    Host,
-}
-
 fn record_on(stats: &mut EagerStats, event: &Event, stream: &Stream) -> Result<()> {
     event.record(stream)?;
     stats.event_records += 1;
@@ -514,7 +502,12 @@ impl Issuer for Eager {
                     .iter()
                     .any(|m| matches!(m, Memory::PageableHost { .. }))
             {
-                return Err(crate::exec::capture::pageable_fault(stmt));
+                return Err(Error::Capture {
+                    fault: CaptureFault::PageableMemory,
+                    statement: Some(stmt),
+                    after: None,
+                    pipeline: None,
+                });
             }
             copy_async(self.stream(stmt.stream)?, &dst, &src, !capturing)
         };

@@ -24,9 +24,8 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaModule, CudaStream, DriverError
 
 use super::memory::{DeviceAlloc, HolderKind, PinnedAlloc};
 use super::{ensure_current, report_host_fn_panic, with_params, KernelArg, LoadedFunction};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, UpdateRejection};
 use crate::operand::{HostFn, LaunchConfig};
-use crate::UpdateRejection;
 
 /// Whether a stream is capturing, as `cuStreamIsCapturing` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,12 +19,49 @@ use std::sync::{Arc, OnceLock};
 use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, CudaEvent, CudaStream, DriverError};
 
+use crate::error::{CaptureFault, Error};
 use crate::operand::{BufferAccess, HostFn, LaunchConfig};
 
 pub(crate) mod graph;
 pub(crate) mod memory;
 
 pub(crate) use sys::{CUcontext, CUdevice, CUfunction};
+
+impl Error {
+    /// A failed driver call. Failures that break a capture's rules (on this thread or, in
+    /// global mode, on another thread that is capturing) become [`Error::Capture`], so they
+    /// are explained in capture terms wherever they surface.
+    pub(crate) fn driver(call: &'static str, source: cudarc::driver::DriverError) -> Error {
+        match CaptureFault::from_code(source.0) {
+            Some(fault) => Error::Capture {
+                fault,
+                statement: None,
+                after: None,
+                pipeline: None,
+            },
+            None => Error::Driver { call, source },
+        }
+    }
+}
+
+impl CaptureFault {
+    /// The fault a driver result code stands for, if it is a capture error.
+    pub(crate) fn from_code(code: sys::CUresult) -> Option<CaptureFault> {
+        use sys::CUresult as R;
+        Some(match code {
+            R::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED => CaptureFault::Unsupported,
+            R::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED => CaptureFault::Invalidated,
+            R::CUDA_ERROR_STREAM_CAPTURE_MERGE => CaptureFault::Merge,
+            R::CUDA_ERROR_STREAM_CAPTURE_UNMATCHED => CaptureFault::Unmatched,
+            R::CUDA_ERROR_STREAM_CAPTURE_UNJOINED => CaptureFault::Unjoined,
+            R::CUDA_ERROR_STREAM_CAPTURE_ISOLATION => CaptureFault::ExternalEvent,
+            R::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT => CaptureFault::Implicit,
+            R::CUDA_ERROR_CAPTURED_EVENT => CaptureFault::CapturedEvent,
+            R::CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD => CaptureFault::WrongThread,
+            _ => return None,
+        })
+    }
+}
 
 /// Whether the driver library can be loaded; asked once, since `dlopen` is not free.
 pub(crate) fn driver_present() -> bool {
@@ -341,6 +378,29 @@ pub(crate) fn launch_kernel(
     })
 }
 
+/// Code to load as a module: a CUBIN image (from NVRTC) or PTX text.
+#[derive(Debug)]
+pub(crate) enum ModuleImage<'a> {
+    /// A CUBIN image.
+    Cubin(Vec<u8>),
+    /// PTX assembly text (no NUL byte).
+    Ptx(&'a str),
+}
+
+/// `cuModuleLoadData` of `image` in `ctx`.
+///
+/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html>
+pub(crate) fn load_module(
+    ctx: &Arc<CudaContext>,
+    image: ModuleImage<'_>,
+) -> Result<Arc<cudarc::driver::CudaModule>, DriverError> {
+    let image = match image {
+        ModuleImage::Cubin(bytes) => cudarc::nvrtc::Ptx::from_binary(bytes),
+        ModuleImage::Ptx(text) => cudarc::nvrtc::Ptx::from_src(text),
+    };
+    ctx.load_module(image)
+}
+
 /// `cuModuleGetFunction`: the kernel `name` of `module`; `None` when it has none.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html>
@@ -522,4 +582,77 @@ fn program_log(prog: cudarc::nvrtc::sys::nvrtcProgram) -> Result<String, String>
         .map(|c| c.to_string_lossy().into_owned())
         .unwrap_or_else(|_| String::from_utf8_lossy(&log).into_owned());
     Ok(text.trim_end().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn driver_codes_map_to_faults() {
+        use sys::CUresult as R;
+        let cases = [
+            (
+                R::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                CaptureFault::Unsupported,
+            ),
+            (
+                R::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+                CaptureFault::Invalidated,
+            ),
+            (R::CUDA_ERROR_STREAM_CAPTURE_MERGE, CaptureFault::Merge),
+            (
+                R::CUDA_ERROR_STREAM_CAPTURE_UNMATCHED,
+                CaptureFault::Unmatched,
+            ),
+            (
+                R::CUDA_ERROR_STREAM_CAPTURE_UNJOINED,
+                CaptureFault::Unjoined,
+            ),
+            (
+                R::CUDA_ERROR_STREAM_CAPTURE_ISOLATION,
+                CaptureFault::ExternalEvent,
+            ),
+            (
+                R::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,
+                CaptureFault::Implicit,
+            ),
+            (R::CUDA_ERROR_CAPTURED_EVENT, CaptureFault::CapturedEvent),
+            (
+                R::CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD,
+                CaptureFault::WrongThread,
+            ),
+        ];
+        for (code, fault) in cases {
+            assert_eq!(CaptureFault::from_code(code), Some(fault));
+        }
+        assert_eq!(CaptureFault::from_code(R::CUDA_ERROR_INVALID_VALUE), None);
+        assert_eq!(CaptureFault::from_code(R::CUDA_SUCCESS), None);
+    }
+
+    #[test]
+    fn capture_rule_violations_become_capture_errors_wherever_they_surface() {
+        use sys::CUresult as R;
+        let e = Error::driver(
+            "cuMemAlloc",
+            DriverError(R::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED),
+        );
+        assert!(matches!(e, Error::Capture { .. }), "{e:?}");
+        let e = Error::driver(
+            "cuStreamSynchronize",
+            DriverError(R::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT),
+        );
+        assert!(matches!(e, Error::Capture { .. }), "{e:?}");
+        let e = Error::driver("cuMemAlloc", DriverError(R::CUDA_ERROR_OUT_OF_MEMORY));
+        assert!(
+            matches!(
+                e,
+                Error::Driver {
+                    call: "cuMemAlloc",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+    }
 }

@@ -89,9 +89,9 @@ mod race;
 pub mod random;
 mod reach;
 
+pub use crate::error::{Race, RaceSide};
 pub use builder::ProgramBuilder;
 pub use planner::Planner;
-pub use race::{format_races, Race, RaceSide};
 pub use random::RandomProgram;
 pub(crate) use reach::reachability;
 pub use reach::Reach;

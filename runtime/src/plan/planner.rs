@@ -302,8 +302,8 @@ impl Issuer for Planner {
 #[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
+    use crate::memory::CopySource;
     use crate::plan::ProgramBuilder;
-    use crate::CopySource;
 
     fn device(ptr: u64, bytes: usize) -> MemoryRef<'static> {
         MemoryRef::promised_device(
@@ -324,7 +324,7 @@ mod tests {
         b.copy(s0, "d", "h");
         b.copy(s1, "h", "d2");
         let program = b.build();
-        let host = crate::PinnedBuffer::<u32>::for_planning(24).unwrap();
+        let host = crate::memory::PinnedBuffer::<u32>::for_planning(24).unwrap();
         let base = host.copy_source().memory().bytes();
         assert_eq!(base, 96);
         let mut planner = Planner::new(program);
@@ -369,7 +369,9 @@ mod tests {
                 bytes: 32
             }
         );
-        assert!(crate::plan::format_races(&races).contains("of host memory"));
+        assert!(Error::Race(races.clone())
+            .to_string()
+            .contains("of host memory"));
     }
 
     #[test]

@@ -1,53 +1,12 @@
 //! Data races on the model: unordered conflicting accesses to the same bytes.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
+use crate::error::{Race, RaceSide};
 use crate::operand::{BufferAccess, DeviceRange};
-use crate::program::{AccessMode, Statement};
+use crate::program::AccessMode;
 
 use super::Plan;
-
-/// Two operations on different streams touching overlapping memory, at least one writing,
-/// with no happens-before path between them: their effects depend on timing.
-#[derive(Debug, Clone)]
-pub struct Race {
-    /// The operation issued first.
-    pub first: RaceSide,
-    /// The operation issued second.
-    pub second: RaceSide,
-}
-
-/// One operation of a [`Race`] and the access that conflicts.
-#[derive(Debug, Clone)]
-pub struct RaceSide {
-    /// The operation's index in [`Plan::ops`].
-    pub op: usize,
-    /// Its statement.
-    pub statement: &'static Statement,
-    /// Which issue of the statement, from 1.
-    pub occurrence: u32,
-    /// Its stream (index into [`crate::Program::streams`]).
-    pub stream: usize,
-    /// The stream's name.
-    pub stream_name: &'static str,
-    /// The conflicting access.
-    pub access: BufferAccess,
-}
-
-impl Race {
-    /// The bytes both sides touch.
-    pub fn overlap(&self) -> DeviceRange {
-        let (a, b) = (self.first.access.range, self.second.access.range);
-        let start = a.ptr.max(b.ptr);
-        let end = (a.ptr.saturating_add(a.bytes as u64)).min(b.ptr.saturating_add(b.bytes as u64));
-        DeviceRange {
-            device: a.device,
-            ptr: start,
-            bytes: end.saturating_sub(start) as usize,
-        }
-    }
-}
 
 struct Item {
     range: DeviceRange,
@@ -126,65 +85,4 @@ pub(super) fn find(plan: &Plan) -> Vec<Race> {
             second: side(b),
         })
         .collect()
-}
-
-/// Formats races for [`crate::Error::Race`]: for each, both statements and where they are,
-/// their streams, the bytes they share, and how to order them.
-pub fn format_races(races: &[Race]) -> String {
-    let mut out = match races.len() {
-        0 => return "no data race".to_owned(),
-        1 => "found 1 data race".to_owned(),
-        n => format!("found {n} data races"),
-    };
-    out.push_str(": operations on different streams touch the same memory, at least one writing, and nothing orders them");
-    for (i, race) in races.iter().enumerate() {
-        let (a, b) = (&race.first, &race.second);
-        let overlap = race.overlap();
-        let _ = write!(
-            out,
-            "\n  {}. {} and {} the {} byte(s) at {:#x}..{:#x} of {}",
-            i + 1,
-            describe(a),
-            describe(b),
-            overlap.bytes,
-            overlap.ptr,
-            overlap.ptr.saturating_add(overlap.bytes as u64),
-            memory_name(overlap.device),
-        );
-        let event = format!("{}_done", a.stream_name);
-        let _ = write!(
-            out,
-            "\n     fix: record an event on `{sa}` after the first and `wait` for it on `{sb}` before the second \
-             (e.g. declare `event {event};`, add `{sa}: record {event};` after line {la} and `{sb}: wait {event};` before line {lb})",
-            sa = a.stream_name,
-            sb = b.stream_name,
-            la = a.statement.location.line,
-            lb = b.statement.location.line,
-        );
-    }
-    out
-}
-
-fn describe(side: &RaceSide) -> String {
-    let verb = match side.access.mode {
-        AccessMode::Read => "reads",
-        AccessMode::Write => "writes",
-    };
-    let issue = if side.occurrence > 1 {
-        format!(" (issue #{})", side.occurrence)
-    } else {
-        String::new()
-    };
-    format!(
-        "`{}` at {}{issue} on stream `{}` {verb}",
-        side.statement.text, side.statement.location, side.stream_name
-    )
-}
-
-fn memory_name(device: i32) -> String {
-    match device {
-        DeviceRange::HOST => "host memory".to_owned(),
-        DeviceRange::PLANNING => "planning memory".to_owned(),
-        d => format!("device {d}"),
-    }
 }

@@ -335,7 +335,7 @@ impl RandomProgram {
                     buffer,
                     value,
                 } => {
-                    gen::fill(issuer, statement, &buffers[buffer], value)?;
+                    crate::issue::__private::fill(issuer, statement, &buffers[buffer], value)?;
                 }
                 Call::Record(s) => issuer.record(s)?,
                 Call::Wait(s) => issuer.wait(s)?,
