@@ -16,8 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use streamgraph::{
-    pipeline, Device, DeviceBuffer, Eager, Error, Kernel, Module, PinnedBuffer, Pipeline, Plan,
-    Stream,
+    pipeline, Device, DeviceBuffer, Eager, Error, Kernel, Module, PinnedBuffer, Plan, Stream,
 };
 
 const SOURCE: &str = r#"

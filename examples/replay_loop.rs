@@ -142,7 +142,7 @@ fn run() -> Result<(), Error> {
     let mut a = DeviceBuffer::from_host(&device, &initial())?;
     let mut b = DeviceBuffer::from_host(&device, &initial())?;
     let mut eager = Eager::new(&origin);
-    eager.check_plan(false); // checked once below, not on each of the 5,000 runs
+    eager.check(false); // checked once below, not on each of the 5,000 runs
     Plan::build(&HeatSteps::new(&mut a, &mut b, &k))?.check_races()?;
     eager.run(&HeatSteps::new(&mut a, &mut b, &k))?; // warm-up: streams, events, module
     origin.synchronize()?;
@@ -160,7 +160,7 @@ fn run() -> Result<(), Error> {
     let mut ca = DeviceBuffer::from_host(&device, &initial())?;
     let mut cb = DeviceBuffer::from_host(&device, &initial())?;
     let graph = Capture::new(&origin)
-        .verify(true)
+        .check(true)
         .capture(HeatSteps::new(&mut ca, &mut cb, &k))?;
     let report = graph.verify()?;
     let exec = graph.instantiate()?;

@@ -186,7 +186,9 @@ fn graphs_are_send() {
     fn send<T: Send>() {}
     struct P;
     impl streamgraph::Pipeline for P {
-        const PROGRAM: &'static streamgraph::Program = &EMPTY;
+        fn program(&self) -> &'static streamgraph::Program {
+            &EMPTY
+        }
         fn stream_options(&self) -> Vec<streamgraph::StreamOptions> {
             Vec::new()
         }

@@ -13,7 +13,7 @@ use streamgraph::__private::arg_write;
 use streamgraph::plan::ProgramBuilder;
 use streamgraph::{
     AccessMode, Capture, CaptureFault, CaptureMode, CaptureOutcome, DeviceBuffer, Eager, Error,
-    Event, Issuer, KernelArg, Location, Pipeline, Program, Stream, StreamOptions,
+    Event, Issuer, KernelArg, Pipeline, Program, Stream, StreamOptions,
 };
 
 /// What the pipeline does wrong after its first statement.
@@ -28,14 +28,6 @@ enum Misdeed {
     PageableCopy,
     OtherThreadAllocates,
 }
-
-static PLACEHOLDER: Program = Program {
-    name: "Faulty",
-    streams: &[],
-    events: &[],
-    statements: &[],
-    location: Location::UNKNOWN,
-};
 
 /// `main: launch write(&mut x, 1)`, then the misdeed, then `main: copy x <- host` (only for
 /// `PageableCopy`) and `side: launch write(&mut y, 2)` after `side: wait_stream main`.
@@ -64,8 +56,6 @@ struct Faulty<'a> {
 }
 
 impl Pipeline for Faulty<'_> {
-    const PROGRAM: &'static Program = &PLACEHOLDER;
-
     fn program(&self) -> &'static Program {
         program()
     }
@@ -213,7 +203,7 @@ fn expect_fault<T>(result: Result<T, Error>, allowed: &[CaptureFault]) -> Error 
 #[ignore = "needs a CUDA GPU"]
 fn synchronizing_a_capturing_stream_is_refused_without_breaking_the_capture() {
     let s = setup();
-    let mut capture = Capture::new(&s.origin).verify(false);
+    let mut capture = Capture::new(&s.origin).check(false);
     let e = expect_fault(
         capture.capture(s.pipeline(Misdeed::Synchronize)),
         &[CaptureFault::SynchronizeWhileCapturing],
@@ -340,7 +330,6 @@ fn capturing_on_a_stream_that_is_already_capturing_is_refused() {
     // A pipeline that captures itself again on its own origin from inside its issue.
     struct Nested<'a>(&'a Setup);
     impl Pipeline for Nested<'_> {
-        const PROGRAM: &'static Program = &PLACEHOLDER;
         fn program(&self) -> &'static Program {
             program()
         }
@@ -354,7 +343,7 @@ fn capturing_on_a_stream_that_is_already_capturing_is_refused() {
             self.0.pipeline(Misdeed::Nothing).issue(issuer)
         }
     }
-    let mut capture = Capture::new(&s.origin).verify(false);
+    let mut capture = Capture::new(&s.origin).check(false);
     let Err(e) = capture.capture(Nested(&s)) else {
         panic!("a nested capture on the same origin succeeded")
     };

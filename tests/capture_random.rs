@@ -15,8 +15,8 @@ use streamgraph::__private::{arg_write, fill};
 use streamgraph::plan::random::{Call, RandomOptions};
 use streamgraph::plan::{Plan, ProgramBuilder, RandomProgram};
 use streamgraph::{
-    Capture, Device, DeviceBuffer, Eager, Error, Issuer, Kernel, KernelArg, Location, Module,
-    Pipeline, Program, Stream, StreamOptions,
+    Capture, Device, DeviceBuffer, Eager, Error, Issuer, Kernel, KernelArg, Module, Pipeline,
+    Program, Stream, StreamOptions,
 };
 
 const SOURCE: &str = r#"
@@ -57,14 +57,6 @@ fn expected(plan: &Plan) -> Vec<u32> {
     slots
 }
 
-static PLACEHOLDER: Program = Program {
-    name: "RandomPipe",
-    streams: &[],
-    events: &[],
-    statements: &[],
-    location: Location::UNKNOWN,
-};
-
 /// A random program as a pipeline: launches of `node` with the plan's predecessor lists.
 struct RandomPipe<'a> {
     random: &'a RandomProgram,
@@ -76,8 +68,6 @@ struct RandomPipe<'a> {
 }
 
 impl Pipeline for RandomPipe<'_> {
-    const PROGRAM: &'static Program = &PLACEHOLDER;
-
     fn program(&self) -> &'static Program {
         self.random.program
     }
@@ -127,8 +117,6 @@ struct ZeroSlots<'a> {
 }
 
 impl Pipeline for ZeroSlots<'_> {
-    const PROGRAM: &'static Program = &PLACEHOLDER;
-
     fn program(&self) -> &'static Program {
         use std::sync::OnceLock;
         static PROGRAM: OnceLock<&'static Program> = OnceLock::new();
@@ -165,8 +153,8 @@ fn random_programs_capture_exactly_their_plan_and_replay_like_eager_runs() {
         ..RandomOptions::default()
     };
     let mut eager = Eager::new(&origin);
-    eager.check_plan(false); // random programs may race on `slots`; no op reads a racy slot
-    let mut capture = Capture::new(&origin).verify(false);
+    eager.check(false); // random programs may race on `slots`; no op reads a racy slot
+    let mut capture = Capture::new(&origin).check(false);
     let started = Instant::now();
     let (mut programs, mut ops, mut edges) = (0, 0, 0);
     for seed in 0..500u64 {

@@ -237,7 +237,7 @@ fn update_is_cheaper_than_reinstantiation() {
     let mut y = DeviceBuffer::<u32>::zeros(&d, 1).unwrap();
     let n = 200;
     let mut exec = streamgraph::Capture::new(&origin)
-        .verify(false)
+        .check(false)
         .capture(Writes::new(&mut x, &mut y, &k, 1, 1, n))
         .unwrap()
         .instantiate()

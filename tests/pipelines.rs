@@ -256,7 +256,7 @@ fn fan_out_replays_like_eager_runs_and_keeps_its_host_function() {
         n,
         &graph_runs,
     );
-    let graph = Capture::new(&origin).verify(true).capture(p).unwrap();
+    let graph = Capture::new(&origin).check(true).capture(p).unwrap();
     assert_eq!(graph.len(), 6);
     graph.verify().unwrap();
     println!("{}", graph.to_dot().unwrap());

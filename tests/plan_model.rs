@@ -362,59 +362,63 @@ struct Handmade {
     synced: bool,
 }
 
+static HANDMADE: Program = Program {
+    name: "Handmade",
+    streams: &[
+        StreamDecl {
+            name: "main",
+            location: at(1),
+        },
+        StreamDecl {
+            name: "side",
+            location: at(2),
+        },
+    ],
+    events: &[EventDecl {
+        name: "ready",
+        location: at(3),
+    }],
+    statements: &[
+        Statement {
+            id: 0,
+            stream: 0,
+            kind: StatementKind::Launch { kernel: "k.write" },
+            text: "main: launch k.write<<<1, 32>>>(&mut x)",
+            accesses: &ACCESS_X_W,
+            location: at(4),
+        },
+        Statement {
+            id: 1,
+            stream: 0,
+            kind: StatementKind::Record { event: 0 },
+            text: "main: record ready",
+            accesses: &[],
+            location: at(5),
+        },
+        Statement {
+            id: 2,
+            stream: 1,
+            kind: StatementKind::Wait { event: 0 },
+            text: "side: wait ready",
+            accesses: &[],
+            location: at(6),
+        },
+        Statement {
+            id: 3,
+            stream: 1,
+            kind: StatementKind::Launch { kernel: "k.read" },
+            text: "side: launch k.read<<<1, 32>>>(&x)",
+            accesses: &ACCESS_X_R,
+            location: at(7),
+        },
+    ],
+    location: at(1),
+};
+
 impl Pipeline for Handmade {
-    const PROGRAM: &'static Program = &Program {
-        name: "Handmade",
-        streams: &[
-            StreamDecl {
-                name: "main",
-                location: at(1),
-            },
-            StreamDecl {
-                name: "side",
-                location: at(2),
-            },
-        ],
-        events: &[EventDecl {
-            name: "ready",
-            location: at(3),
-        }],
-        statements: &[
-            Statement {
-                id: 0,
-                stream: 0,
-                kind: StatementKind::Launch { kernel: "k.write" },
-                text: "main: launch k.write<<<1, 32>>>(&mut x)",
-                accesses: &ACCESS_X_W,
-                location: at(4),
-            },
-            Statement {
-                id: 1,
-                stream: 0,
-                kind: StatementKind::Record { event: 0 },
-                text: "main: record ready",
-                accesses: &[],
-                location: at(5),
-            },
-            Statement {
-                id: 2,
-                stream: 1,
-                kind: StatementKind::Wait { event: 0 },
-                text: "side: wait ready",
-                accesses: &[],
-                location: at(6),
-            },
-            Statement {
-                id: 3,
-                stream: 1,
-                kind: StatementKind::Launch { kernel: "k.read" },
-                text: "side: launch k.read<<<1, 32>>>(&x)",
-                accesses: &ACCESS_X_R,
-                location: at(7),
-            },
-        ],
-        location: at(1),
-    };
+    fn program(&self) -> &'static Program {
+        &HANDMADE
+    }
 
     fn stream_options(&self) -> Vec<streamgraph::StreamOptions> {
         vec![Default::default(); 2]
@@ -422,7 +426,7 @@ impl Pipeline for Handmade {
 
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
         use streamgraph::__private::{arg_read, arg_write};
-        let s = Self::PROGRAM.statements;
+        let s = HANDMADE.statements;
         let k = streamgraph::Kernel::for_planning("k");
         let cfg = plan_support::config();
         issuer.launch(&s[0], &k, cfg, &[arg_write(&self.x)])?;

@@ -109,7 +109,9 @@ struct Diamond<'a> {
 }
 
 impl Pipeline for Diamond<'_> {
-    const PROGRAM: &'static Program = &DIAMOND;
+    fn program(&self) -> &'static Program {
+        &DIAMOND
+    }
 
     fn stream_options(&self) -> Vec<StreamOptions> {
         vec![
@@ -164,7 +166,7 @@ fn a_two_stream_pipeline_with_record_and_wait_gives_the_ordered_result() {
     let x = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
     let y = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
     let mut eager = Eager::new(&origin);
-    eager.check_plan(true);
+    eager.check(true);
     eager
         .run(&Diamond {
             k: &k,
@@ -262,7 +264,9 @@ struct WaitFirst<'a> {
 }
 
 impl Pipeline for WaitFirst<'_> {
-    const PROGRAM: &'static Program = &WAIT_FIRST;
+    fn program(&self) -> &'static Program {
+        &WAIT_FIRST
+    }
 
     fn stream_options(&self) -> Vec<StreamOptions> {
         vec![StreamOptions::default(); 2]
@@ -361,7 +365,9 @@ struct Single<'a> {
 }
 
 impl Pipeline for Single<'_> {
-    const PROGRAM: &'static Program = &SINGLE;
+    fn program(&self) -> &'static Program {
+        &SINGLE
+    }
 
     fn stream_options(&self) -> Vec<StreamOptions> {
         vec![StreamOptions::default()]

@@ -34,7 +34,6 @@ impl<F> Pipeline for Hand<F>
 where
     F: Fn(&'static Program, &mut dyn Issuer) -> Result<(), Error>,
 {
-    const PROGRAM: &'static Program = &PLACEHOLDER;
     fn program(&self) -> &'static Program {
         self.program
     }
@@ -93,14 +92,6 @@ impl<I: Issuer + ?Sized> Issuer for Dyn<'_, I> {
         self.0.wait_stream(stmt)
     }
 }
-
-static PLACEHOLDER: Program = Program {
-    name: "Hand",
-    streams: &[],
-    events: &[],
-    statements: &[],
-    location: streamgraph::Location::UNKNOWN,
-};
 
 /// `main: launch k(&mut x)`.
 fn one_launch(name: &str) -> &'static Program {
@@ -410,7 +401,7 @@ fn set_kernel_args_refuses_arguments_for_another_kernel() {
         .unwrap()
         .instantiate()
         .unwrap();
-    let op = OpRef::new(&<WriteOne<'_> as Pipeline>::PROGRAM.statements[0]);
+    let op = OpRef::new(&WriteOne::PROGRAM.statements[0]);
     let ptr = exec.pipeline().x.as_view();
     let (n, delay) = (5u32, 1u64);
     let e = exec

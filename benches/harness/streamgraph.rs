@@ -9,7 +9,7 @@
 //!
 //! Pipelines are declared once with `pipeline!` at module level, with `for` loops over size
 //! parameters, so one pipeline type serves every size. Each is checked once for races by its
-//! plan at setup; eager runs have that check switched off (`Eager::check_plan(false)`), as
+//! plan at setup; eager runs have that check switched off (`Eager::check(false)`), as
 //! raw issues no such check either. Captures run with `Capture::verify(false)` (verification
 //! is a debugging aid); every captured shape is verified once against its plan at setup
 //! (`Graph::verify`), outside the timed regions.
@@ -115,7 +115,7 @@ fn check_plan<P: Pipeline>(pipeline: &P) -> Result<()> {
 /// A capture issuer on `origin` as the timed regions use it: thread-local mode (the default,
 /// as raw), no verification.
 fn capture_on(origin: &Stream) -> Capture {
-    Capture::new(origin).verify(false)
+    Capture::new(origin).check(false)
 }
 
 /// Captures `pipeline` with `capture`, verifies the graph against the plan once (outside every
@@ -290,7 +290,7 @@ impl Timed {
 /// An eager issuer on `origin` without the per-run plan check (done once at setup instead).
 fn eager_on(origin: &Stream) -> Eager {
     let mut eager = Eager::new(origin);
-    eager.check_plan(false);
+    eager.check(false);
     eager
 }
 

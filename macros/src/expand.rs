@@ -132,15 +132,20 @@ pub fn expand(program: &Program) -> TokenStream {
                 #(#assert_copy)*
                 Self { #( #names ),* }
             }
-        }
 
-        impl #impl_generics ::streamgraph::__private::Pipeline for #name #ty_generics #where_clause {
+            /// The pipeline's static description: streams, events and statements.
             // A static, so that every use sees the same address: executors cache per program
             // and graphs map statements back by identity.
-            const PROGRAM: &'static ::streamgraph::__private::Program = {
+            #vis const PROGRAM: &'static ::streamgraph::__private::Program = {
                 static PROGRAM: ::streamgraph::__private::Program = #program_const;
                 &PROGRAM
             };
+        }
+
+        impl #impl_generics ::streamgraph::__private::Pipeline for #name #ty_generics #where_clause {
+            fn program(&self) -> &'static ::streamgraph::__private::Program {
+                Self::PROGRAM
+            }
 
             #[allow(unused_variables)]
             fn stream_options(&self) -> ::std::vec::Vec<::streamgraph::__private::StreamOptions> {
@@ -344,7 +349,7 @@ fn statement(program: &Program, i: usize) -> TokenStream {
     let stmt_var = format_ident!("__stmt");
     quote! {
         {
-            let #stmt_var: &'static #p::Statement = &<Self as #p::Pipeline>::PROGRAM.statements[#i];
+            let #stmt_var: &'static #p::Statement = &Self::PROGRAM.statements[#i];
             #call.map_err(|e| e.in_statement(#stmt_var))?;
         }
     }

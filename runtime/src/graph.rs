@@ -930,7 +930,7 @@ fn recapturer<'c>(
     slot.get_or_insert_with(|| {
         Capture::new(origin)
             .mode(settings.mode)
-            .verify(settings.verify)
+            .check(settings.verify)
     })
 }
 

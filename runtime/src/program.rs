@@ -51,10 +51,11 @@ impl Program {
     /// The origin stream's index (always 0): the stream the pipeline runs "on" as a unit.
     pub const ORIGIN: usize = 0;
 
-    /// Whether `self` and `other` describe the same pipeline: the same object, or the same
-    /// name declared at the same place (a `const` may be duplicated by the compiler).
+    /// Whether `self` and `other` are the same program: the same object. Generated programs
+    /// are statics (one address each) and built programs are leaked once, so two different
+    /// programs — even of one name, declared at one place — are never the same.
     pub fn same(&self, other: &Program) -> bool {
-        std::ptr::eq(self, other) || (self.name == other.name && self.location == other.location)
+        std::ptr::eq(self, other)
     }
 }
 
@@ -96,11 +97,10 @@ pub struct Statement {
 }
 
 impl Statement {
-    /// Whether `self` and `other` are the same statement of a pipeline: the same object, or the
-    /// same index, text and source location.
+    /// Whether `self` and `other` are the same statement of a pipeline: the same object (see
+    /// [`Program::same`]).
     pub fn same(&self, other: &Statement) -> bool {
         std::ptr::eq(self, other)
-            || (self.id == other.id && self.location == other.location && self.text == other.text)
     }
 }
 

@@ -142,15 +142,15 @@ pub struct Capture {
 }
 
 impl Capture {
-    /// A capture issuer whose pipelines are captured on `origin`: thread-local mode, verified
-    /// in debug builds, no eager fallback.
+    /// A capture issuer whose pipelines are captured on `origin`: thread-local mode, not
+    /// checked (unless `STREAMGRAPH_CHECKS=1`), no eager fallback.
     pub fn new(origin: &Stream) -> Capture {
         let mut eager = Eager::new(origin);
-        eager.check_plan(false);
+        eager.check(false);
         Capture {
             eager,
             mode: CaptureMode::default(),
-            verify: cfg!(debug_assertions),
+            verify: super::checks_by_default(),
             fallback: false,
         }
     }
@@ -161,9 +161,10 @@ impl Capture {
         self
     }
 
-    /// Whether every capture checks its graph against the pipeline's plan
-    /// ([`Graph::verify`]) and refuses pipelines with races. On by default in debug builds.
-    pub fn verify(mut self, on: bool) -> Self {
+    /// Whether every capture checks its graph against the pipeline's plan (what
+    /// `Graph::verify` does) and refuses pipelines with races. Off by default, in every
+    /// build, unless `STREAMGRAPH_CHECKS=1` is set (see the crate docs).
+    pub fn check(mut self, on: bool) -> Self {
         self.verify = on;
         self
     }

@@ -93,7 +93,7 @@ pub struct Eager {
     /// Per declared stream, in this run: the event its last command recorded, when that was
     /// its last command (the join can wait for it instead of recording another).
     tails: Vec<Option<usize>>,
-    check_plan: bool,
+    check: bool,
     stats: EagerStats,
     /// Set while a capture issues through this issuer: the node of every operation.
     pub(crate) book: Option<NodeBook>,
@@ -123,16 +123,17 @@ impl Eager {
             fork: None,
             forked: Vec::new(),
             tails: Vec::new(),
-            check_plan: cfg!(debug_assertions),
+            check: super::checks_by_default(),
             stats: EagerStats::default(),
             book: None,
         }
     }
 
     /// Whether [`Eager::run`] first builds the pipeline's happens-before plan and refuses to
-    /// run a pipeline with cross-stream races ([`Error::Race`]). On by default in debug builds.
-    pub fn check_plan(&mut self, on: bool) -> &mut Self {
-        self.check_plan = on;
+    /// run a pipeline with cross-stream races ([`Error::Race`]). Off by default, in every
+    /// build, unless `STREAMGRAPH_CHECKS=1` is set (see the crate docs).
+    pub fn check(&mut self, on: bool) -> &mut Self {
+        self.check = on;
         self
     }
 
@@ -154,7 +155,7 @@ impl Eager {
     /// Issues `pipeline` on the origin and side streams; returns once everything is queued.
     /// Errors name the statement that failed.
     pub fn run<P: Pipeline + ?Sized>(&mut self, pipeline: &P) -> Result<()> {
-        if self.check_plan {
+        if self.check {
             crate::plan::Plan::build(pipeline)?.check_races()?;
         }
         self.prepare_for(pipeline)?;

@@ -86,12 +86,14 @@ mod builder;
 pub(crate) mod dot;
 mod planner;
 mod race;
+#[cfg(feature = "testing")]
 pub mod random;
 mod reach;
 
 pub use crate::error::{Race, RaceSide};
 pub use builder::ProgramBuilder;
 pub use planner::Planner;
+#[cfg(feature = "testing")]
 pub use random::RandomProgram;
 pub(crate) use reach::reachability;
 pub use reach::Reach;
