@@ -103,6 +103,24 @@
 //! Without a GPU, [`Kernel::for_planning`], [`DeviceBuffer::for_planning`] and
 //! [`PinnedBuffer::for_planning`] make handles that can be planned but not run.
 //!
+//! ## Checks
+//!
+//! [`Eager::check`] builds each pipeline's plan and refuses races on real address ranges before
+//! a run; [`Capture::check`] also compares each captured graph with the plan, edge for edge.
+//! Both are off by default in every build; setting the environment variable
+//! `STREAMGRAPH_CHECKS=1` turns them on by default (e.g. in a test suite). [`Graph::verify`]
+//! runs the comparison on demand.
+//!
+//! ## What safe code cannot do
+//!
+//! Nothing written without `unsafe` can make the driver touch memory that is not live, or
+//! memory Rust is reading: memory reaches the driver only through the `unsafe` traits
+//! [`DeviceMemory`], [`CopySource`] and [`CopyTarget`] (implemented by the runtime's buffers);
+//! a graph keeps the memory, modules and host functions it uses until its launches finish; a
+//! [`PinnedBuffer`] is read through guards that wait for the copies writing it and refuse new
+//! ones while they live; buffer elements are [`Pod`]. The one promise asked of users is
+//! [`Module::kernel`]'s: that launches pass the kernel's C signature.
+//!
 //! ## The stream contract
 //!
 //! [`Stream`] and [`Event`] follow `torch.cuda.Stream`: [`Stream::new`] clamps priorities into
