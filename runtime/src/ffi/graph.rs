@@ -22,8 +22,10 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, CudaEvent, CudaModule, CudaStream, DriverError};
 
+use super::ensure_current;
+use super::host_fn::report_host_fn_panic;
+use super::launch::{with_params, KernelArg, LoadedFunction};
 use super::memory::{DeviceAlloc, HolderKind, PinnedAlloc};
-use super::{ensure_current, report_host_fn_panic, with_params, KernelArg, LoadedFunction};
 use crate::error::{Error, Result, UpdateRejection};
 use crate::operand::{HostFn, LaunchConfig};
 

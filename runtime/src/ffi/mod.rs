@@ -11,20 +11,27 @@
 //! Nothing here may run before [`driver_present`] said yes: cudarc's dynamic loader panics when
 //! `libcuda` is missing; [`init`] checks it.
 
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
-use std::marker::PhantomData;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ffi::{c_int, c_uint};
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, CudaEvent, CudaStream, DriverError};
 
 use crate::error::{CaptureFault, Error};
-use crate::operand::{BufferAccess, HostFn, LaunchConfig};
 
 pub(crate) mod graph;
+mod host_fn;
+mod launch;
 pub(crate) mod memory;
+mod nvrtc;
+pub(crate) mod pinned;
 
+pub(crate) use host_fn::launch_host_fn_once;
+pub use launch::KernelArg;
+pub(crate) use launch::{
+    launch_kernel, load_module, module_function, FunctionHandle, LoadedFunction, ModuleImage,
+};
+pub(crate) use nvrtc::{nvrtc_compile, CompileFailure};
 pub(crate) use sys::{CUcontext, CUdevice, CUfunction};
 
 impl Error {
@@ -280,310 +287,6 @@ pub(crate) fn new_stream(
 ) -> Result<Arc<cudarc::driver::CudaStream>, DriverError> {
     ctx.new_stream_with_priority(priority)
 }
-
-/// One kernel argument: a pointer to its value (as `cuLaunchKernel` takes it), borrowed for
-/// `'a`, and for buffers the memory it touches, how, and what keeps it allocated.
-///
-/// Made from references only, so its value pointer is live for `'a`; buffer arguments come
-/// from [`crate::DeviceMemory`], whose foreign impls are `unsafe`.
-#[derive(Debug, Clone, Copy)]
-pub struct KernelArg<'a> {
-    value: *mut c_void,
-    access: Option<BufferAccess>,
-    holder: memory::Holder<'a>,
-    _borrow: PhantomData<&'a ()>,
-}
-
-impl<'a> KernelArg<'a> {
-    /// An argument whose value lives at `value` for `'a`.
-    pub(crate) fn by_ref<T>(
-        value: &'a T,
-        access: Option<BufferAccess>,
-        holder: memory::Holder<'a>,
-    ) -> Self {
-        KernelArg {
-            value: (value as *const T).cast_mut().cast(),
-            access,
-            holder,
-            _borrow: PhantomData,
-        }
-    }
-
-    /// The buffer access this argument makes, if it is a buffer.
-    pub fn access(&self) -> Option<BufferAccess> {
-        self.access
-    }
-
-    /// What keeps the argument's memory allocated.
-    pub(crate) fn holder(&self) -> memory::HolderKind<'a> {
-        self.holder.0
-    }
-}
-
-/// How many kernel arguments a launch collects on the stack before falling back to the heap.
-const INLINE_ARGS: usize = 32;
-
-/// Calls `f` with the argument pointers of `args`, on the stack for up to [`INLINE_ARGS`].
-#[inline]
-fn with_params<R>(args: &[KernelArg<'_>], f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
-    if args.len() <= INLINE_ARGS {
-        let mut inline = [std::ptr::null_mut(); INLINE_ARGS];
-        for (slot, arg) in inline.iter_mut().zip(args) {
-            *slot = arg.value;
-        }
-        f(&mut inline[..args.len()])
-    } else {
-        let mut list: Vec<_> = args.iter().map(|a| a.value).collect();
-        f(&mut list)
-    }
-}
-
-/// `cuLaunchKernel` of `func` on `stream` with `args`, one per kernel parameter.
-///
-/// `func` comes from a `Kernel`, whose `unsafe` lookup (`Module::kernel`) carries the promise
-/// that every launch of it passes arguments matching its C signature; the caller passes the
-/// arguments its user gave for that kernel. The context of `func` is current (the hot path
-/// checks it once).
-///
-/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html>
-#[inline]
-pub(crate) fn launch_kernel(
-    func: &LoadedFunction,
-    stream: &CudaStream,
-    config: &LaunchConfig,
-    args: &[KernelArg<'_>],
-) -> Result<(), DriverError> {
-    let (g, b) = (config.grid, config.block);
-    with_params(args, |params| {
-        // SAFETY: `func` is a function of the module it holds loaded, and `stream` owns its
-        // handle; each pointer in `params` points at a value borrowed for the whole call (the
-        // `KernelArg` lifetimes), and their number and types match the kernel's C signature by
-        // the `Module::kernel` promise. The driver copies the values before returning.
-        unsafe {
-            sys::cuLaunchKernel(
-                func.func,
-                g.x,
-                g.y,
-                g.z,
-                b.x,
-                b.y,
-                b.z,
-                config.shared_mem_bytes,
-                stream.cu_stream(),
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        }
-        .result()
-    })
-}
-
-/// Code to load as a module: a CUBIN image (from NVRTC) or PTX text.
-#[derive(Debug)]
-pub(crate) enum ModuleImage<'a> {
-    /// A CUBIN image.
-    Cubin(Vec<u8>),
-    /// PTX assembly text (no NUL byte).
-    Ptx(&'a str),
-}
-
-/// `cuModuleLoadData` of `image` in `ctx`.
-///
-/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html>
-pub(crate) fn load_module(
-    ctx: &Arc<CudaContext>,
-    image: ModuleImage<'_>,
-) -> Result<Arc<cudarc::driver::CudaModule>, DriverError> {
-    let image = match image {
-        ModuleImage::Cubin(bytes) => cudarc::nvrtc::Ptx::from_binary(bytes),
-        ModuleImage::Ptx(text) => cudarc::nvrtc::Ptx::from_src(text),
-    };
-    ctx.load_module(image)
-}
-
-/// `cuModuleGetFunction`: the kernel `name` of `module`; `None` when it has none.
-///
-/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html>
-pub(crate) fn module_function(
-    module: &Arc<cudarc::driver::CudaModule>,
-    name: &str,
-) -> Result<Option<LoadedFunction>, DriverError> {
-    match module.load_function(name) {
-        Ok(f) => Ok(Some(LoadedFunction {
-            func: f.cu_function(),
-            module: module.clone(),
-        })),
-        Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_FOUND)) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// A kernel function together with the module that keeps it loaded: the only form in which a
-/// function reaches the driver.
-#[derive(Debug, Clone)]
-pub(crate) struct LoadedFunction {
-    func: CUfunction,
-    module: Arc<cudarc::driver::CudaModule>,
-}
-
-// SAFETY: a `CUfunction` is an opaque driver handle usable from any thread, and the module
-// that owns it is held alongside (cudarc's `CudaModule` is `Send + Sync`).
-unsafe impl Send for LoadedFunction {}
-// SAFETY: as above; sharing only lets threads pass the handle to the driver.
-unsafe impl Sync for LoadedFunction {}
-
-impl LoadedFunction {
-    /// The function's identity, to compare launches by.
-    pub(crate) fn handle(&self) -> FunctionHandle {
-        FunctionHandle(self.func as usize)
-    }
-
-    /// The module the function lives in.
-    pub(crate) fn module(&self) -> &Arc<cudarc::driver::CudaModule> {
-        &self.module
-    }
-}
-
-/// Which kernel function a launch runs: an identity to compare, never passed to the driver.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct FunctionHandle(usize);
-
-/// Runs a boxed [`HostFn`] once and frees it: the callback of eager `host` statements.
-extern "C" fn run_host_fn_once(user_data: *mut c_void) {
-    // SAFETY: `user_data` is the `Box<HostFn>` leaked by `launch_host_fn_once`; the driver
-    // calls this callback exactly once, so the box is reclaimed exactly once.
-    let f = unsafe { Box::from_raw(user_data.cast::<HostFn>()) };
-    // Dropping the closure runs user destructors: keep that inside the unwind guard too.
-    let outcome = catch_unwind(AssertUnwindSafe(move || {
-        f();
-        drop(f);
-    }));
-    report_host_fn_panic(outcome);
-}
-
-/// A panic cannot cross the driver's C frames; the callback returns and the panic is reported
-/// on stderr, as the standard library does for panics in threads nobody joins.
-pub(super) fn report_host_fn_panic(outcome: std::thread::Result<()>) {
-    if let Err(payload) = outcome {
-        let message = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "non-string panic payload".to_string());
-        eprintln!("streamgraph: a host function panicked: {message}");
-    }
-}
-
-/// `cuLaunchHostFunc`: runs `f` once on a driver thread after the stream's earlier work.
-///
-/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html>
-pub(crate) fn launch_host_fn_once(stream: &CudaStream, f: HostFn) -> Result<(), DriverError> {
-    ensure_current(stream.context())?;
-    let data = Box::into_raw(Box::new(f));
-    // SAFETY: the callback reclaims `data` exactly once when the driver runs it; `stream` owns
-    // its handle. The closure is `Send + Sync + 'static`, so a driver thread may run it.
-    let launched =
-        unsafe { sys::cuLaunchHostFunc(stream.cu_stream(), Some(run_host_fn_once), data.cast()) };
-    if let Err(e) = launched.result() {
-        // SAFETY: the driver refused the callback, so it will never run; reclaim the box here.
-        drop(unsafe { Box::from_raw(data) });
-        return Err(e);
-    }
-    Ok(())
-}
-
-/// Why compiling CUDA C failed.
-#[derive(Debug)]
-pub(crate) enum CompileFailure {
-    /// The source did not compile; NVRTC's log.
-    Log(String),
-    /// An NVRTC call failed outside compilation.
-    Call(&'static str, String),
-}
-
-/// Compiles `source` with NVRTC for `sm_{major}{minor}` and returns the CUBIN image.
-///
-/// The caller has checked [`nvrtc_present`] and that `source`/`name` hold no NUL byte.
-///
-/// <https://docs.nvidia.com/cuda/nvrtc/index.html>
-pub(crate) fn nvrtc_compile(
-    name: &CStr,
-    source: &CStr,
-    options: &[CString],
-) -> Result<Vec<u8>, CompileFailure> {
-    use cudarc::nvrtc::sys as nv;
-    let call = |what: &'static str, r: nv::nvrtcResult| -> Result<(), CompileFailure> {
-        match r {
-            nv::nvrtcResult::NVRTC_SUCCESS => Ok(()),
-            other => Err(CompileFailure::Call(what, format!("{other:?}"))),
-        }
-    };
-    let mut prog: nv::nvrtcProgram = std::ptr::null_mut();
-    // SAFETY: `source` and `name` are NUL-terminated and outlive the program (destroyed below
-    // before this function returns); no headers are passed.
-    let created = unsafe {
-        nv::nvrtcCreateProgram(
-            &mut prog,
-            source.as_ptr(),
-            name.as_ptr(),
-            0,
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    call("nvrtcCreateProgram", created)?;
-    let result = (|| {
-        let opts: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
-        let n = c_int::try_from(opts.len())
-            .map_err(|_| CompileFailure::Call("nvrtcCompileProgram", "too many options".into()))?;
-        // SAFETY: `prog` was created above; `opts` holds `n` NUL-terminated strings alive for
-        // the call.
-        let compiled = unsafe { nv::nvrtcCompileProgram(prog, n, opts.as_ptr()) };
-        if compiled != nv::nvrtcResult::NVRTC_SUCCESS {
-            return Err(CompileFailure::Log(program_log(prog).unwrap_or_else(|e| {
-                format!("{compiled:?} (the log could not be read: {e:?})")
-            })));
-        }
-        let mut size = 0usize;
-        // SAFETY: `prog` compiled; `size` is a valid out-pointer.
-        call("nvrtcGetCUBINSize", unsafe {
-            nv::nvrtcGetCUBINSize(prog, &mut size)
-        })?;
-        let mut cubin = vec![0u8; size];
-        // SAFETY: `cubin` has room for the `size` bytes NVRTC reported.
-        call("nvrtcGetCUBIN", unsafe {
-            nv::nvrtcGetCUBIN(prog, cubin.as_mut_ptr().cast())
-        })?;
-        Ok(cubin)
-    })();
-    // SAFETY: `prog` was created above and is destroyed once, here.
-    let destroyed = unsafe { nv::nvrtcDestroyProgram(&mut prog) };
-    let cubin = result?;
-    call("nvrtcDestroyProgram", destroyed)?;
-    Ok(cubin)
-}
-
-/// NVRTC's log of a compiled (or failed) program.
-fn program_log(prog: cudarc::nvrtc::sys::nvrtcProgram) -> Result<String, String> {
-    use cudarc::nvrtc::sys as nv;
-    let mut size = 0usize;
-    // SAFETY: `prog` is a live program; `size` is a valid out-pointer.
-    let r = unsafe { nv::nvrtcGetProgramLogSize(prog, &mut size) };
-    if r != nv::nvrtcResult::NVRTC_SUCCESS {
-        return Err(format!("{r:?}"));
-    }
-    let mut log = vec![0u8; size.max(1)];
-    // SAFETY: `log` has room for the `size` bytes NVRTC reported.
-    let r = unsafe { nv::nvrtcGetProgramLog(prog, log.as_mut_ptr().cast()) };
-    if r != nv::nvrtcResult::NVRTC_SUCCESS {
-        return Err(format!("{r:?}"));
-    }
-    let text = CStr::from_bytes_until_nul(&log)
-        .map(|c| c.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| String::from_utf8_lossy(&log).into_owned());
-    Ok(text.trim_end().to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,380 @@
+//! Page-locked host allocations ([`PinnedAlloc`]) and the DMA protocol that guards them.
+//!
+//! Page-locked host memory *is* Rust memory: a DMA engine writing it while a `&[T]` to it
+//! lives is a data race. [`PinnedAlloc`] therefore carries a small lock-protected state:
+//! how many Rust borrows exist, and per stream an event recorded after the last DMA issued
+//! there. A DMA that writes the buffer is refused while any Rust borrow lives; one that reads
+//! it is refused while a mutable borrow lives; a borrow first waits for the DMA it would race
+//! with. Eager copies and graph launches both go through [`PinnedAlloc::dma`].
+
+use std::alloc::Layout;
+use std::ffi::c_void;
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use cudarc::driver::sys;
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream, DriverError};
+
+use super::ensure_current;
+use crate::error::{Error, Result};
+
+/// Where a host allocation's bytes come from.
+#[derive(Debug)]
+enum HostKind {
+    /// `cuMemHostAlloc` in this context.
+    Pinned(Arc<CudaContext>),
+    /// The global allocator, for plan-only buffers (copies treat it as pageable memory).
+    Heap(Layout),
+}
+
+/// A host allocation the driver may DMA into or out of, with the protocol of the module docs.
+pub(crate) struct PinnedAlloc {
+    pub(super) ptr: NonNull<u8>,
+    pub(super) bytes: usize,
+    kind: HostKind,
+    state: Mutex<PinnedState>,
+}
+
+// SAFETY: the allocation is plain bytes owned like a `Box<[u8]>`; every access to them goes
+// through `state`'s lock (borrow counts) and the DMA protocol, so sharing between threads
+// cannot race. The driver frees page-locked memory from any thread.
+unsafe impl Send for PinnedAlloc {}
+// SAFETY: as above.
+unsafe impl Sync for PinnedAlloc {}
+
+impl fmt::Debug for PinnedAlloc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PinnedAlloc")
+            .field("ptr", &self.ptr)
+            .field("bytes", &self.bytes)
+            .field("planning", &self.is_planning())
+            .finish()
+    }
+}
+
+#[derive(Default)]
+struct PinnedState {
+    /// Live shared Rust borrows.
+    readers: usize,
+    /// Whether a mutable Rust borrow lives.
+    writer: bool,
+    /// Per stream, the event recorded after the last DMA issued there.
+    pending: Vec<Pending>,
+}
+
+struct Pending {
+    /// Held, so that its handle cannot be reused by another stream while it is tracked.
+    stream: Arc<CudaStream>,
+    event: CudaEvent,
+    /// Whether a DMA recorded under this event may still run.
+    busy: bool,
+    /// Whether one of them writes the buffer.
+    writes: bool,
+}
+
+impl PinnedState {
+    /// Waits for the pending DMA that writes the buffer (`all`: every pending DMA).
+    fn settle(&mut self, all: bool) -> Result<()> {
+        for p in self
+            .pending
+            .iter_mut()
+            .filter(|p| p.busy && (all || p.writes))
+        {
+            p.event
+                .synchronize()
+                .map_err(|e| Error::driver("cuEventSynchronize", e))?;
+            p.busy = false;
+            p.writes = false;
+        }
+        Ok(())
+    }
+}
+
+impl PinnedAlloc {
+    /// `cuMemHostAlloc` (portable: pinned for every context) of `bytes` bytes aligned for
+    /// `align`, filled by `init` (which gets all the bytes, zeroed).
+    ///
+    /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html>
+    pub(crate) fn pinned(
+        ctx: &Arc<CudaContext>,
+        bytes: usize,
+        init: impl FnOnce(&mut [u8]),
+    ) -> Result<Arc<PinnedAlloc>> {
+        let ptr = if bytes == 0 {
+            NonNull::<u64>::dangling().cast()
+        } else {
+            ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+            let mut raw: *mut c_void = std::ptr::null_mut();
+            // SAFETY: `raw` is a valid out-pointer; the context is current. The memory is
+            // page-aligned, which satisfies the alignment of every element type.
+            unsafe { sys::cuMemHostAlloc(&mut raw, bytes, sys::CU_MEMHOSTALLOC_PORTABLE) }
+                .result()
+                .map_err(|e| Error::driver("cuMemHostAlloc", e))?;
+            NonNull::new(raw.cast::<u8>()).ok_or(Error::driver(
+                "cuMemHostAlloc",
+                DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY),
+            ))?
+        };
+        let alloc = PinnedAlloc {
+            ptr,
+            bytes,
+            kind: HostKind::Pinned(ctx.clone()),
+            state: Mutex::new(PinnedState::default()),
+        };
+        alloc.fill(init);
+        Ok(Arc::new(alloc))
+    }
+
+    /// `bytes` bytes from the global allocator, aligned for `align`, for plan-only buffers;
+    /// `None` when the layout is impossible or the allocation fails.
+    pub(crate) fn heap(
+        bytes: usize,
+        align: usize,
+        init: impl FnOnce(&mut [u8]),
+    ) -> Option<Arc<PinnedAlloc>> {
+        let layout = Layout::from_size_align(bytes, align.max(1)).ok()?;
+        let ptr = if bytes == 0 {
+            NonNull::<u64>::dangling().cast()
+        } else {
+            // SAFETY: the layout has a non-zero size. `Drop` frees it with the same layout.
+            NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })?
+        };
+        let alloc = PinnedAlloc {
+            ptr,
+            bytes,
+            kind: HostKind::Heap(layout),
+            state: Mutex::new(PinnedState::default()),
+        };
+        alloc.fill(init);
+        Some(Arc::new(alloc))
+    }
+
+    /// Zeroes the fresh allocation and lets `init` write it, before anyone else can see it.
+    fn fill(&self, init: impl FnOnce(&mut [u8])) {
+        if self.bytes == 0 {
+            return;
+        }
+        // SAFETY: the allocation holds `bytes` bytes at `ptr`, owned by `self` alone (it is
+        // not shared yet); writing zeroes first makes every byte initialised.
+        let bytes = unsafe {
+            self.ptr.as_ptr().write_bytes(0, self.bytes);
+            std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.bytes)
+        };
+        init(bytes);
+    }
+
+    /// Whether this is ordinary heap memory of a plan-only buffer.
+    pub(crate) fn is_planning(&self) -> bool {
+        matches!(self.kind, HostKind::Heap(_))
+    }
+
+    /// The first byte's address, for messages.
+    pub(crate) fn addr(&self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+
+    fn state(&self) -> MutexGuard<'_, PinnedState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A shared Rust borrow of the bytes: waits for DMA that writes them; while the guard
+    /// lives, DMA that writes them is refused.
+    pub(crate) fn read(&self) -> Result<PinnedRead<'_>> {
+        let mut state = self.state();
+        if state.writer {
+            return Err(Error::PinnedBusy {
+                action: "read it",
+                holder: "a mutable borrow",
+            });
+        }
+        state.settle(false)?;
+        state.readers += 1;
+        Ok(PinnedRead { alloc: self })
+    }
+
+    /// A mutable Rust borrow of the bytes: waits for every DMA on them; while the guard
+    /// lives, every DMA on them is refused.
+    pub(crate) fn write(&self) -> Result<PinnedWrite<'_>> {
+        let mut state = self.state();
+        if state.writer || state.readers > 0 {
+            return Err(Error::PinnedBusy {
+                action: "write it",
+                holder: "another borrow",
+            });
+        }
+        state.settle(true)?;
+        state.writer = true;
+        Ok(PinnedWrite { alloc: self })
+    }
+
+    /// Issues DMA touching the host allocations `sides` (`true`: written) on `stream` with
+    /// `issue`, under their protocol: refused while a Rust borrow it would race with lives;
+    /// with `track`, an event recorded after it on `stream` makes later borrows wait for it.
+    /// Without `track` (inside a capture, where nothing runs yet) only the refusal applies.
+    pub(crate) fn dma<R>(
+        sides: &[(&PinnedAlloc, bool)],
+        stream: &Arc<CudaStream>,
+        track: bool,
+        issue: impl FnOnce() -> Result<R>,
+    ) -> Result<R> {
+        // Lock in address order, so that two DMA calls on the same buffers cannot deadlock.
+        let mut order: Vec<(&PinnedAlloc, bool)> = Vec::with_capacity(sides.len());
+        for &(alloc, write) in sides {
+            match order.iter_mut().find(|(a, _)| std::ptr::eq(*a, alloc)) {
+                Some(entry) => entry.1 |= write,
+                None => order.push((alloc, write)),
+            }
+        }
+        order.sort_by_key(|(a, _)| a.ptr);
+        let mut guards: Vec<MutexGuard<'_, PinnedState>> =
+            order.iter().map(|(a, _)| a.state()).collect();
+        for (state, (_, write)) in guards.iter().zip(&order) {
+            if state.writer || (*write && state.readers > 0) {
+                return Err(Error::PinnedBusy {
+                    action: if *write {
+                        "copy into it"
+                    } else {
+                        "copy from it"
+                    },
+                    holder: if state.writer {
+                        "a mutable borrow"
+                    } else {
+                        "a shared borrow"
+                    },
+                });
+            }
+        }
+        let out = issue()?;
+        if track {
+            if let Err(e) = track_dma(&mut guards, &order, stream) {
+                // The DMA is queued but not tracked: wait for it here, so that no borrow can
+                // race with it. Should even that fail, the context is unusable and runs no DMA.
+                let _ = stream.synchronize();
+                return Err(e);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Records, per host allocation of a DMA just issued on `stream`, that it may still run.
+fn track_dma(
+    guards: &mut [MutexGuard<'_, PinnedState>],
+    order: &[(&PinnedAlloc, bool)],
+    stream: &Arc<CudaStream>,
+) -> Result<()> {
+    for (state, (_, write)) in guards.iter_mut().zip(order) {
+        let slot = match state.pending.iter().position(|p| {
+            Arc::ptr_eq(&p.stream, stream) || p.stream.cu_stream() == stream.cu_stream()
+        }) {
+            Some(i) => i,
+            None => {
+                let event = stream
+                    .context()
+                    .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+                    .map_err(|e| Error::driver("cuEventCreate", e))?;
+                state.pending.push(Pending {
+                    stream: stream.clone(),
+                    event,
+                    busy: false,
+                    writes: false,
+                });
+                state.pending.len() - 1
+            }
+        };
+        let p = &mut state.pending[slot];
+        p.writes = (p.busy && p.writes) || *write;
+        p.busy = true;
+        p.event
+            .record(stream)
+            .map_err(|e| Error::driver("cuEventRecord", e))?;
+    }
+    Ok(())
+}
+
+impl Drop for PinnedAlloc {
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        if state.settle(true).is_err() {
+            // A DMA may still be running on bytes we cannot prove idle: leaking them is safe,
+            // freeing them is not.
+            return;
+        }
+        if self.bytes == 0 {
+            return;
+        }
+        match &self.kind {
+            HostKind::Heap(layout) => {
+                // SAFETY: allocated by `heap` with this layout, freed once, here.
+                unsafe { std::alloc::dealloc(self.ptr.as_ptr(), *layout) };
+            }
+            HostKind::Pinned(ctx) => {
+                let freed = ensure_current(ctx).and_then(|()| {
+                    // SAFETY: the pointer came from `cuMemHostAlloc` and is freed once, here;
+                    // no DMA on it is pending (settled above) and no borrow outlives `self`.
+                    unsafe { sys::cuMemFreeHost(self.ptr.as_ptr().cast()) }.result()
+                });
+                if let Err(e) = freed {
+                    ctx.record_err::<()>(Err(e));
+                }
+            }
+        }
+    }
+}
+
+/// A shared Rust borrow of a host allocation (see [`PinnedAlloc::read`]).
+pub(crate) struct PinnedRead<'a> {
+    alloc: &'a PinnedAlloc,
+}
+
+impl PinnedRead<'_> {
+    /// The bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        if self.alloc.bytes == 0 {
+            return &[];
+        }
+        // SAFETY: `bytes` initialised bytes live at `ptr` for as long as the allocation; the
+        // protocol refuses DMA that writes them while this guard (a counted reader) lives,
+        // and it waited for such DMA before handing the guard out.
+        unsafe { std::slice::from_raw_parts(self.alloc.ptr.as_ptr(), self.alloc.bytes) }
+    }
+}
+
+impl Drop for PinnedRead<'_> {
+    fn drop(&mut self) {
+        self.alloc.state().readers -= 1;
+    }
+}
+
+/// A mutable Rust borrow of a host allocation (see [`PinnedAlloc::write`]).
+pub(crate) struct PinnedWrite<'a> {
+    alloc: &'a PinnedAlloc,
+}
+
+impl PinnedWrite<'_> {
+    /// The bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        if self.alloc.bytes == 0 {
+            return &[];
+        }
+        // SAFETY: as for `PinnedRead::bytes`; the writer flag excludes DMA and other borrows.
+        unsafe { std::slice::from_raw_parts(self.alloc.ptr.as_ptr(), self.alloc.bytes) }
+    }
+
+    /// The bytes, mutably.
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+        if self.alloc.bytes == 0 {
+            return &mut [];
+        }
+        // SAFETY: as for `PinnedRead::bytes`; the protocol admits no other borrow and no DMA
+        // while the writer flag is set, and `&mut self` makes this the only slice.
+        unsafe { std::slice::from_raw_parts_mut(self.alloc.ptr.as_ptr(), self.alloc.bytes) }
+    }
+}
+
+impl Drop for PinnedWrite<'_> {
+    fn drop(&mut self) {
+        self.alloc.state().writer = false;
+    }
+}

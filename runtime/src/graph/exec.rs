@@ -1,0 +1,294 @@
+//! The executable form of a captured graph: [`GraphExec`] launches, replays and updates it.
+
+use std::cell::Cell;
+
+use super::{GraphCore, OpRef, VerifyReport};
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::exec::capture::{Capture, CaptureSettings};
+use crate::ffi::graph::OwnedExec;
+use crate::ffi::KernelArg;
+use crate::issue::Pipeline;
+use crate::module::Kernel;
+use crate::plan::Plan;
+use crate::program::StatementKind;
+use crate::stream::Stream;
+
+/// Counts of what an executable graph did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct GraphStats {
+    /// Launches (`cuGraphLaunch`).
+    pub launches: u64,
+    /// Updates applied in place (`cuGraphExecUpdate`), without re-instantiation.
+    pub updates: u64,
+    /// Re-instantiations after an update was refused.
+    pub reinstantiations: u64,
+}
+
+/// An instantiated graph, ready to launch on any stream of its device; owns the pipeline
+/// value (see the [module docs](super)). `Send` when `P` is, never `Sync`.
+///
+/// It keeps everything its launches touch — memory, kernels' modules, host functions — until
+/// they have finished, whatever happens to the pipeline value: dropping it waits for the
+/// streams it was launched on.
+#[derive(Debug)]
+pub struct GraphExec<P> {
+    pub(super) exec: OwnedExec,
+    /// The graph the executable graph was instantiated from: its node handles address the
+    /// executable graph's nodes.
+    pub(super) base: GraphCore,
+    /// The graph of the latest update: the source of current kernel parameters.
+    pub(super) latest: Option<GraphCore>,
+    pub(super) pipeline: P,
+    pub(super) recapture: Option<Capture>,
+    pub(super) settings: CaptureSettings,
+    pub(super) reinstantiate: bool,
+    pub(super) launches: Cell<u64>,
+    pub(super) updates: u64,
+    pub(super) reinstantiations: u64,
+}
+
+impl<P> GraphExec<P> {
+    /// Launches the graph on `stream` (any stream of the graph's device); returns once queued.
+    ///
+    /// When the graph copies to or from a [`crate::PinnedBuffer`] whose `as_slice` /
+    /// `as_mut_slice` guard is alive, the launch is refused with [`Error::PinnedBusy`].
+    ///
+    /// See [`cuGraphLaunch`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
+    #[inline]
+    pub fn launch(&self, stream: &Stream) -> Result<()> {
+        if stream.ctx().cu_ctx() != self.exec.ctx().cu_ctx() {
+            return Err(Error::DeviceMismatch {
+                what: "launching a graph on a stream of another device",
+                left: Device::from_ctx(self.exec.ctx()).ordinal(),
+                right: stream.device().ordinal(),
+            });
+        }
+        self.exec.launch(stream.as_cudarc())?;
+        self.launches.set(self.launches.get() + 1);
+        Ok(())
+    }
+
+    /// Launches the graph `times` times in a row on `stream`.
+    pub fn replay(&self, stream: &Stream, times: usize) -> Result<()> {
+        for _ in 0..times {
+            self.launch(stream)?;
+        }
+        Ok(())
+    }
+
+    /// Uploads the graph to the device ahead of its first launch, in `stream`'s order.
+    ///
+    /// See [`cuGraphUpload`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
+    pub fn upload(&self, stream: &Stream) -> Result<()> {
+        self.exec
+            .upload(stream.as_cudarc())
+            .map_err(|e| Error::driver("cuGraphUpload", e))
+    }
+
+    /// The pipeline the graph currently runs. Its pinned buffers can be read through it: a
+    /// guard waits for the launches that write them, and refuses launches while it lives.
+    pub fn pipeline(&self) -> &P {
+        &self.pipeline
+    }
+
+    /// Gives the pipeline back (and with it the borrows of its buffers); the executable graph
+    /// is destroyed once the launches in flight have finished. Synchronize before reading
+    /// results from device memory; pinned buffers wait for their copies themselves.
+    pub fn into_pipeline(self) -> P {
+        self.pipeline
+    }
+
+    /// Launch, update and re-instantiation counts.
+    pub fn stats(&self) -> GraphStats {
+        GraphStats {
+            launches: self.launches.get(),
+            updates: self.updates,
+            reinstantiations: self.reinstantiations,
+        }
+    }
+
+    /// Whether [`GraphExec::update`] instantiates the new graph when the driver refuses to
+    /// update in place (e.g. the topology changed) instead of failing with
+    /// [`Error::UpdateRejected`]. Off by default.
+    pub fn reinstantiate_on_topology_change(&mut self, on: bool) -> &mut Self {
+        self.reinstantiate = on;
+        self
+    }
+
+    /// Changes only the arguments of one launch operation, in place
+    /// (`cuGraphExecKernelNodeSetParams`): the fast path for new scalars. Grid, block and
+    /// shared memory stay those of the captured node. Takes effect from the next launch.
+    ///
+    /// `kernel` must be the kernel the node launches now (a later update may have changed it):
+    /// `args` are arguments for it, under its [`crate::Module::kernel`] promise, and their
+    /// number is checked against the captured launch. Buffer arguments must lie in memory the
+    /// pipeline already uses (the executable graph keeps it allocated); to point a launch at
+    /// other buffers, use [`GraphExec::update`]. A later `update` captures the pipeline's own
+    /// arguments again.
+    ///
+    /// See [`cuGraphExecKernelNodeSetParams`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
+    pub fn set_kernel_args(
+        &self,
+        op: OpRef,
+        kernel: &Kernel,
+        args: &[KernelArg<'_>],
+    ) -> Result<()> {
+        let stmt = op.statement;
+        if !matches!(stmt.kind, StatementKind::Launch { .. }) {
+            return Err(Error::InvalidArgument(format!(
+                "statement `{}` at {} is not a launch; only launches take kernel arguments",
+                stmt.text, stmt.location
+            )));
+        }
+        let index = self.base.op_index(op)?;
+        let record = &self.base.ops[index];
+        let source = self.latest.as_ref().unwrap_or(&self.base);
+        let Some(shape) = source.ops.get(index).and_then(|o| o.launch) else {
+            return Err(Error::InvalidArgument(format!(
+                "statement `{}` at {} is not a launch; only launches take kernel arguments",
+                stmt.text, stmt.location
+            )));
+        };
+        if kernel.handle() != shape.func {
+            return Err(Error::InvalidArgument(format!(
+                "launch `{}` at {} runs another kernel than `{}` now; pass the kernel the node launches (an update may have changed it)",
+                stmt.text,
+                stmt.location,
+                kernel.name()
+            )));
+        }
+        let count = shape.args;
+        if args.len() != count {
+            return Err(Error::InvalidArgument(format!(
+                "launch `{}` at {} was captured with {count} argument(s) but {} were given; pass one argument per kernel parameter",
+                stmt.text,
+                stmt.location,
+                args.len()
+            )));
+        }
+        for access in args.iter().filter_map(|a| a.access()) {
+            if !source.covers(&access.range) {
+                return Err(Error::InvalidArgument(format!(
+                    "a buffer argument of launch `{}` at {} is memory the pipeline does not use; to point the launch at other buffers, `update` the graph with a pipeline that borrows them",
+                    stmt.text, stmt.location
+                )));
+            }
+        }
+        let Some(node) = record.node else {
+            return Err(Error::InvalidArgument(format!(
+                "launch `{}` at {} has no graph node",
+                stmt.text, stmt.location
+            )));
+        };
+        // The node's parameters as captured (the latest update's, which may have changed the
+        // configuration): no driver query on this path.
+        let Some(func) = kernel.loaded() else {
+            return Err(Error::PlanningOnly { what: "kernel" });
+        };
+        self.exec
+            .set_kernel_args(node, func, &shape.config, args)
+            .map_err(|e| Error::driver("cuGraphExecKernelNodeSetParams", e))
+    }
+
+    /// Applies a newly captured graph: in place, or by re-instantiation when allowed.
+    fn apply(&mut self, core: GraphCore, reinstantiate: bool) -> Result<()> {
+        let info = self.exec.update(&core.raw)?;
+        match info.rejection {
+            None => {
+                self.latest = Some(core);
+                self.updates += 1;
+                Ok(())
+            }
+            Some(reason) => {
+                let statement = [info.error_node, info.error_from_node]
+                    .into_iter()
+                    .flatten()
+                    .find_map(|n| core.statement_of(n).or_else(|| self.base.statement_of(n)));
+                if !reinstantiate {
+                    return Err(Error::UpdateRejected { reason, statement });
+                }
+                let exec = core
+                    .raw
+                    .instantiate()
+                    .map_err(|e| Error::driver("cuGraphInstantiateWithFlags", e))?;
+                // The previous executable graph waits for its launches as it drops.
+                self.exec = exec;
+                self.latest = None;
+                self.base = core;
+                self.reinstantiations += 1;
+                Ok(())
+            }
+        }
+    }
+}
+
+impl<P: Pipeline> GraphExec<P> {
+    fn recaptured(&mut self, pipeline: &P) -> Result<GraphCore> {
+        GraphCore::capture(
+            recapturer(&mut self.recapture, &self.base.origin, self.settings),
+            pipeline,
+        )
+    }
+
+    /// Captures `pipeline` (new arguments, new buffers) into a fresh graph and applies it to
+    /// this executable graph in place (`cuGraphExecUpdate`), without re-instantiating.
+    /// Returns the previous pipeline (and with it the borrows of its buffers); what the
+    /// launches before the update touch stays allocated until they have finished.
+    ///
+    /// When the driver refuses (the topology or a kernel changed) this fails with
+    /// [`Error::UpdateRejected`] naming the reason and the statement, unless
+    /// [`GraphExec::reinstantiate_on_topology_change`] is on: then the new graph is
+    /// instantiated instead and counted in [`GraphStats::reinstantiations`]. On error the
+    /// executable graph keeps running the previous pipeline.
+    ///
+    /// See [`cuGraphExecUpdate`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
+    pub fn update(&mut self, pipeline: P) -> Result<P> {
+        let core = self.recaptured(&pipeline)?;
+        self.apply(core, self.reinstantiate)?;
+        Ok(std::mem::replace(&mut self.pipeline, pipeline))
+    }
+
+    /// [`GraphExec::update`], re-instantiating when the driver refuses to update in place.
+    pub fn update_or_reinstantiate(&mut self, pipeline: P) -> Result<P> {
+        let core = self.recaptured(&pipeline)?;
+        self.apply(core, true)?;
+        Ok(std::mem::replace(&mut self.pipeline, pipeline))
+    }
+
+    /// Changes the pipeline in place with `f` (e.g. new scalar arguments) and updates the
+    /// executable graph with it, as [`GraphExec::update`] does. On error the pipeline keeps
+    /// `f`'s changes but the executable graph still runs the previous arguments — and keeps
+    /// their memory allocated, even if `f` dropped the buffers: update again or re-instantiate.
+    pub fn update_with(&mut self, f: impl FnOnce(&mut P)) -> Result<()> {
+        f(&mut self.pipeline);
+        let core = GraphCore::capture(
+            recapturer(&mut self.recapture, &self.base.origin, self.settings),
+            &self.pipeline,
+        )?;
+        self.apply(core, self.reinstantiate)
+    }
+
+    /// [`Graph::verify`](super::Graph::verify) for the graph this executable graph was
+    /// instantiated from.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        let plan = Plan::build(&self.pipeline)?;
+        self.latest
+            .as_ref()
+            .unwrap_or(&self.base)
+            .verify_against(&plan)
+    }
+}
+
+/// The capture issuer for updates, made on first use with the original capture's settings.
+fn recapturer<'c>(
+    slot: &'c mut Option<Capture>,
+    origin: &Stream,
+    settings: CaptureSettings,
+) -> &'c mut Capture {
+    slot.get_or_insert_with(|| {
+        Capture::new(origin)
+            .mode(settings.mode)
+            .verify(settings.verify)
+    })
+}

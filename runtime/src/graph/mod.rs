@@ -1,0 +1,513 @@
+//! Captured CUDA graphs ([`Graph`]) and their executable form ([`GraphExec`]): verify,
+//! draw, instantiate, replay, update.
+//!
+//! # Ownership
+//!
+//! A [`Graph<P>`] and a [`GraphExec<P>`] **own the pipeline value `P`** they were captured
+//! from. A pipeline holds borrows of its buffers (`&'a mut DeviceBuffer<_>` for what it
+//! writes), so while a graph or executable graph lives, the borrow checker refuses to free
+//! those buffers or to touch them mutably anywhere else — exactly the memory a replay reads
+//! and writes behind Rust's back. Take the pipeline back with [`GraphExec::into_pipeline`]
+//! (or swap it with [`GraphExec::update`]) to use the buffers again.
+//!
+//! Host functions of `host` statements are kept by the graph as well, since they run on every
+//! replay; an executable graph with host functions waits for the streams it was launched on
+//! before it frees them.
+//!
+//! # Threads
+//!
+//! The driver does not synchronise calls on one `CUgraph` or `CUgraphExec`: two threads
+//! launching, updating or reading one graph at the same time are a data race in the driver.
+//! So [`Graph`] and [`GraphExec`] are `Send` when `P` is (one thread at a time may own them)
+//! but never `Sync`.
+//!
+//! ```no_run
+//! use streamgraph_runtime::{capture, OpRef, Pipeline, Stream};
+//!
+//! fn run<P: Pipeline>(origin: &Stream, pipeline: P, next: P) -> streamgraph_runtime::Result<()> {
+//!     let graph = capture(origin, pipeline)?;
+//!     println!("{}", graph.to_dot()?);
+//!     let mut exec = graph.instantiate()?;
+//!     exec.replay(origin, 100)?;
+//!     let _previous = exec.update(next)?; // same topology: no re-instantiation
+//!     exec.launch(origin)?;
+//!     origin.synchronize()?;
+//!     println!("{:?}", exec.stats());
+//!     Ok(())
+//! }
+//! ```
+
+use std::cell::Cell;
+use std::collections::{BTreeSet, HashMap};
+use std::ffi::CString;
+use std::fmt::Write as _;
+use std::marker::PhantomData;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::exec::book::{CapturedOp, NodeBook};
+use crate::exec::capture::{Capture, CaptureSettings};
+use crate::ffi::graph::{NodeHandle, OwnedGraph};
+use crate::issue::Pipeline;
+use crate::operand::DeviceRange;
+use crate::plan::dot::quote;
+use crate::plan::Plan;
+use crate::program::{Program, Statement, StatementKind};
+use crate::stream::Stream;
+
+mod exec;
+mod verify;
+
+pub use exec::{GraphExec, GraphStats};
+pub(crate) use verify::check_edges;
+pub use verify::{captured_dot, side_by_side_dot, verify_edges, VerifyReport};
+use verify::{render_body, EdgeSet};
+
+/// One operation of a pipeline: an issue of a statement (statements in loops are issued
+/// several times). Statements compare by identity.
+#[derive(Debug, Clone, Copy)]
+pub struct OpRef {
+    /// The statement.
+    pub statement: &'static Statement,
+    /// Which issue of it, from 1.
+    pub occurrence: u32,
+}
+
+impl OpRef {
+    /// The first (often only) issue of `statement`.
+    pub fn new(statement: &'static Statement) -> OpRef {
+        OpRef {
+            statement,
+            occurrence: 1,
+        }
+    }
+
+    /// The `occurrence`-th issue of the same statement (from 1).
+    pub fn occurrence(self, occurrence: u32) -> OpRef {
+        OpRef { occurrence, ..self }
+    }
+}
+
+impl PartialEq for OpRef {
+    fn eq(&self, other: &Self) -> bool {
+        self.statement.same(other.statement) && self.occurrence == other.occurrence
+    }
+}
+
+impl Eq for OpRef {}
+
+/// A captured graph without its pipeline value: the driver graph (which keeps what its nodes
+/// touch) and the operation of every node.
+#[derive(Debug)]
+pub(crate) struct GraphCore {
+    raw: OwnedGraph,
+    program: &'static Program,
+    ops: Vec<CapturedOp>,
+    /// Statement id → its operations, in occurrence order.
+    by_statement: Vec<Vec<usize>>,
+    /// The memory the pipeline uses, merged into disjoint `(device, start, end)` intervals in
+    /// order, for a binary search per buffer argument of `set_kernel_args`.
+    memory: Vec<(i32, u64, u64)>,
+    origin: Stream,
+}
+
+impl GraphCore {
+    /// Captures `pipeline` with `capture` and, when verification is on, checks the graph
+    /// against the plan.
+    pub(crate) fn capture<P: Pipeline + ?Sized>(
+        capture: &mut Capture,
+        pipeline: &P,
+    ) -> Result<GraphCore> {
+        let captured = capture.capture_core(pipeline)?;
+        let plan = captured.plan;
+        let core = GraphCore::new(
+            captured.graph,
+            captured.book,
+            captured.program,
+            captured.origin,
+        );
+        if let Some(plan) = plan {
+            core.verify_against(&plan)?;
+        }
+        Ok(core)
+    }
+
+    fn new(
+        raw: OwnedGraph,
+        book: NodeBook,
+        program: &'static Program,
+        origin: Stream,
+    ) -> GraphCore {
+        let mut by_statement = vec![Vec::new(); program.statements.len()];
+        let mut book = book;
+        for op in &mut book.ops {
+            op.node = op.node.map(|n| raw.bind(n));
+        }
+        for (i, op) in book.ops.iter().enumerate() {
+            if let Some(list) = by_statement.get_mut(op.statement.id) {
+                list.push(i);
+            }
+        }
+        GraphCore {
+            raw,
+            program,
+            ops: book.ops,
+            by_statement,
+            memory: merged_intervals(&book.memory),
+            origin,
+        }
+    }
+
+    /// The graph's edges by operation index, plus problems (nodes that are no operation).
+    fn captured_edges(&self) -> Result<(EdgeSet, Vec<String>)> {
+        let mut problems = Vec::new();
+        let index: HashMap<usize, usize> = self
+            .ops
+            .iter()
+            .enumerate()
+            .filter_map(|(i, op)| op.node.map(|n| (n.key(), i)))
+            .collect();
+        for (i, op) in self.ops.iter().enumerate() {
+            if op.node.is_none() {
+                problems.push(format!(
+                    "operation {i} (`{}` #{} at {}) moves no bytes and made no graph node; its ordering cannot be checked",
+                    op.statement.text, op.occurrence, op.statement.location
+                ));
+            }
+        }
+        let nodes = self
+            .raw
+            .nodes()
+            .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
+        let unknown = nodes
+            .iter()
+            .filter(|n| !index.contains_key(&n.key()))
+            .count();
+        if unknown > 0 {
+            problems.push(format!(
+                "{unknown} node(s) of the graph belong to no statement: work was issued into the capture by code outside the pipeline's statements"
+            ));
+        }
+        let mut edges = BTreeSet::new();
+        for (a, b) in self
+            .raw
+            .edges()
+            .map_err(|e| Error::driver("cuGraphGetEdges", e))?
+        {
+            if let (Some(&x), Some(&y)) = (index.get(&a.key()), index.get(&b.key())) {
+                edges.insert((x, y));
+            }
+        }
+        Ok((edges, problems))
+    }
+
+    pub(crate) fn verify_against(&self, plan: &Plan) -> Result<VerifyReport> {
+        let (edges, mut problems) = self.captured_edges()?;
+        if plan.len() != self.ops.len() {
+            problems.push(format!(
+                "the plan has {} operation(s), the capture {}: the pipeline issued different work",
+                plan.len(),
+                self.ops.len()
+            ));
+        } else if let Some((i, (p, c))) = plan
+            .ops()
+            .iter()
+            .zip(&self.ops)
+            .enumerate()
+            .find(|(_, (p, c))| p.statement.id != c.statement.id || p.occurrence != c.occurrence)
+        {
+            problems.push(format!(
+                "operation {i} is `{}` in the plan but `{}` in the capture: the pipeline issued different work",
+                p.statement.text, c.statement.text
+            ));
+        }
+        check_edges(plan, &edges, problems)
+    }
+
+    fn to_dot(&self) -> Result<String> {
+        let (edges, _) = self.captured_edges()?;
+        let labels: Vec<(String, usize)> = self
+            .ops
+            .iter()
+            .map(|op| {
+                let name = match op.statement.kind {
+                    StatementKind::Launch { kernel } => format!("launch {kernel}"),
+                    _ => op.statement.text.to_string(),
+                };
+                let loc = op.statement.location;
+                (
+                    format!("{name} #{}\n{}:{}", op.occurrence, loc.file, loc.line),
+                    op.stream,
+                )
+            })
+            .collect();
+        let mut out = String::new();
+        let _ = writeln!(out, "digraph {} {{", quote(self.program.name));
+        out.push_str("  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n");
+        render_body(&mut out, self.program, &labels, &edges, &edges, "c");
+        out.push_str("}\n");
+        Ok(out)
+    }
+
+    /// The statement whose node is `node`.
+    fn statement_of(&self, node: NodeHandle) -> Option<&'static Statement> {
+        self.ops
+            .iter()
+            .find(|op| op.node == Some(node))
+            .map(|op| op.statement)
+    }
+
+    /// The index of operation `op`, checked to be one of this program's.
+    fn op_index(&self, op: OpRef) -> Result<usize> {
+        let stmt = op.statement;
+        let ours = self
+            .program
+            .statements
+            .get(stmt.id)
+            .is_some_and(|s| s.same(stmt));
+        if !ours {
+            return Err(Error::InvalidArgument(format!(
+                "statement `{}` at {} is not part of pipeline `{}`",
+                stmt.text, stmt.location, self.program.name
+            )));
+        }
+        let list = &self.by_statement[stmt.id];
+        op.occurrence
+            .checked_sub(1)
+            .and_then(|i| list.get(i as usize))
+            .copied()
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "statement `{}` at {} was issued {} time(s) in the captured graph, so it has no occurrence {}",
+                    stmt.text,
+                    stmt.location,
+                    list.len(),
+                    op.occurrence
+                ))
+            })
+    }
+
+    /// Whether `range` lies inside memory the captured pipeline uses.
+    fn covers(&self, range: &DeviceRange) -> bool {
+        let end = range.ptr.saturating_add(range.bytes as u64);
+        let after = self
+            .memory
+            .partition_point(|&(d, start, _)| (d, start) <= (range.device, range.ptr));
+        after > 0 && {
+            let (d, start, stop) = self.memory[after - 1];
+            d == range.device && start <= range.ptr && end <= stop
+        }
+    }
+}
+
+/// What [`Capture::run`] did.
+#[derive(Debug)]
+pub enum CaptureOutcome<P> {
+    /// The pipeline was captured.
+    Captured(Graph<P>),
+    /// Capturing failed with `fault` ([`Error::Capture`]); the capture was ended and the
+    /// pipeline ran eagerly on the same streams instead (only with
+    /// [`Capture::fallback_to_eager`]).
+    RanEagerly {
+        /// The pipeline, which ran eagerly.
+        pipeline: P,
+        /// Why capturing failed.
+        fault: Error,
+    },
+}
+
+impl<P> CaptureOutcome<P> {
+    /// Whether the pipeline was captured (rather than run eagerly).
+    pub fn is_captured(&self) -> bool {
+        matches!(self, CaptureOutcome::Captured(_))
+    }
+}
+
+impl Capture {
+    /// Captures `pipeline` into a CUDA graph that owns it.
+    ///
+    /// Errors: [`Error::Capture`] for capture faults (the capture is ended cleanly),
+    /// [`Error::GraphMismatch`] when verification is on and the graph differs from the
+    /// plan, [`Error::Race`] when verification is on and the pipeline has races, and the
+    /// errors of issuing a statement.
+    pub fn capture<P: Pipeline>(&mut self, pipeline: P) -> Result<Graph<P>> {
+        let core = GraphCore::capture(self, &pipeline)?;
+        Ok(Graph::new(core, pipeline, self.settings()))
+    }
+
+    /// Captures `pipeline`, or — with [`Capture::fallback_to_eager`] and a capture fault —
+    /// runs it eagerly on the same streams and reports that it did.
+    pub fn run<P: Pipeline>(&mut self, pipeline: P) -> Result<CaptureOutcome<P>> {
+        match GraphCore::capture(self, &pipeline) {
+            Ok(core) => Ok(CaptureOutcome::Captured(Graph::new(
+                core,
+                pipeline,
+                self.settings(),
+            ))),
+            Err(fault @ Error::Capture { .. }) if self.falls_back() => {
+                self.run_eagerly(&pipeline)?;
+                Ok(CaptureOutcome::RanEagerly { pipeline, fault })
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Captures `pipeline` on `origin` with the default options ([`Capture::new`]).
+pub fn capture<P: Pipeline>(origin: &Stream, pipeline: P) -> Result<Graph<P>> {
+    Capture::new(origin).capture(pipeline)
+}
+
+/// `ranges` (sorted by device, then address) merged into disjoint `(device, start, end)`
+/// intervals.
+fn merged_intervals(ranges: &BTreeSet<DeviceRange>) -> Vec<(i32, u64, u64)> {
+    let mut out: Vec<(i32, u64, u64)> = Vec::new();
+    for r in ranges {
+        let end = r.ptr.saturating_add(r.bytes as u64);
+        match out.last_mut() {
+            Some(last) if last.0 == r.device && r.ptr <= last.2 => last.2 = last.2.max(end),
+            _ => out.push((r.device, r.ptr, end)),
+        }
+    }
+    out
+}
+
+/// A pipeline captured into a CUDA graph; owns the pipeline value (see the
+/// [module docs](self)). Made by [`Capture::capture`] or [`crate::capture`].
+#[derive(Debug)]
+pub struct Graph<P> {
+    core: GraphCore,
+    pipeline: P,
+    settings: CaptureSettings,
+    /// Not `Sync`: see the module docs.
+    _not_sync: PhantomData<Cell<()>>,
+}
+
+impl<P> Graph<P> {
+    pub(crate) fn new(core: GraphCore, pipeline: P, settings: CaptureSettings) -> Graph<P> {
+        Graph {
+            core,
+            pipeline,
+            settings,
+            _not_sync: PhantomData,
+        }
+    }
+
+    /// The pipeline the graph was captured from.
+    pub fn pipeline(&self) -> &P {
+        &self.pipeline
+    }
+
+    /// Gives the pipeline back (and with it the borrows of its buffers); the graph is
+    /// destroyed.
+    pub fn into_pipeline(self) -> P {
+        self.pipeline
+    }
+
+    /// The number of operations (graph nodes) captured.
+    pub fn len(&self) -> usize {
+        self.core.ops.len()
+    }
+
+    /// Whether the pipeline issued no operation.
+    pub fn is_empty(&self) -> bool {
+        self.core.ops.is_empty()
+    }
+
+    /// The operations captured, in issue order.
+    pub fn ops(&self) -> Vec<OpRef> {
+        self.core
+            .ops
+            .iter()
+            .map(|op| OpRef {
+                statement: op.statement,
+                occurrence: op.occurrence,
+            })
+            .collect()
+    }
+
+    /// The graph in Graphviz DOT, nodes named by their statements, one cluster per stream.
+    ///
+    /// Reads the graph back with [`cuGraphGetEdges`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
+    pub fn to_dot(&self) -> Result<String> {
+        self.core.to_dot()
+    }
+
+    /// Writes the driver's own DOT picture of the graph (verbose) to `path`.
+    ///
+    /// See [`cuGraphDebugDotPrint`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
+    pub fn debug_dot_print(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        let c = CString::new(path.to_string_lossy().into_owned()).map_err(|_| {
+            Error::InvalidArgument(format!(
+                "path {} contains a NUL byte; choose another path",
+                path.display()
+            ))
+        })?;
+        self.core
+            .raw
+            .debug_dot_print(&c)
+            .map_err(|e| Error::driver("cuGraphDebugDotPrint", e))
+    }
+
+    /// Instantiates the graph for launching (`cuGraphInstantiateWithFlags`).
+    ///
+    /// See [`cuGraphInstantiateWithFlags`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
+    pub fn instantiate(self) -> Result<GraphExec<P>> {
+        let exec = self
+            .core
+            .raw
+            .instantiate()
+            .map_err(|e| Error::driver("cuGraphInstantiateWithFlags", e))?;
+        Ok(GraphExec {
+            exec,
+            base: self.core,
+            latest: None,
+            pipeline: self.pipeline,
+            recapture: None,
+            settings: self.settings,
+            reinstantiate: false,
+            launches: Cell::new(0),
+            updates: 0,
+            reinstantiations: 0,
+        })
+    }
+}
+
+impl<P: Pipeline> Graph<P> {
+    /// Reads the graph's nodes and edges back from the driver and compares them with the
+    /// pipeline's plan ([`Plan::build`]): the edge sets must be equal and so must the
+    /// happens-before relations. A difference is an [`Error::GraphMismatch`] listing each
+    /// differing edge by statement and `file:line:col`.
+    ///
+    /// See [`cuGraphGetNodes`, `cuGraphGetEdges`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
+    pub fn verify(&self) -> Result<VerifyReport> {
+        let plan = Plan::build(&self.pipeline)?;
+        self.core.verify_against(&plan)
+    }
+
+    /// The plan and the captured graph side by side in one DOT picture
+    /// ([`side_by_side_dot`]).
+    pub fn to_dot_beside_plan(&self) -> Result<String> {
+        let plan = Plan::build(&self.pipeline)?;
+        let (edges, _) = self.core.captured_edges()?;
+        Ok(side_by_side_dot(&plan, &edges))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_merges_into_disjoint_intervals_per_device() {
+        let r = |device, ptr, bytes| DeviceRange { device, ptr, bytes };
+        let set: BTreeSet<_> = [r(0, 100, 50), r(0, 120, 100), r(0, 400, 8), r(1, 100, 10)]
+            .into_iter()
+            .collect();
+        assert_eq!(
+            merged_intervals(&set),
+            [(0, 100, 220), (0, 400, 408), (1, 100, 110)]
+        );
+    }
+}

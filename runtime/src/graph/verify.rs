@@ -1,0 +1,175 @@
+//! Checking a captured graph against its plan ([`verify_edges`]) and drawing the two in DOT.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use crate::error::{Error, OpEdge, OpInfo, Result};
+use crate::plan::dot::quote;
+use crate::plan::{reachability, Plan};
+use crate::program::Program;
+
+/// What a successful [`Graph::verify`](super::Graph::verify) checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// The pipeline's name.
+    pub pipeline: &'static str,
+    /// Operations (graph nodes) compared.
+    pub operations: usize,
+    /// Edges compared (equal in both).
+    pub edges: usize,
+}
+
+/// Compares a captured graph's edges (by operation index) with `plan`: exact edge-set
+/// equality and equal happens-before relations (reachability). `problems` are differences
+/// already found (unknown nodes, counts); any of them fails the check too.
+pub(crate) fn check_edges(
+    plan: &Plan,
+    captured: &BTreeSet<(usize, usize)>,
+    mut problems: Vec<String>,
+) -> Result<VerifyReport> {
+    let program = plan.program();
+    let model = plan.edges();
+    let info = |i: usize| -> Option<OpInfo> {
+        plan.ops().get(i).map(|op| OpInfo {
+            index: i,
+            statement: op.statement,
+            occurrence: op.occurrence,
+        })
+    };
+    let mut describe = |set: &mut dyn Iterator<Item = &(usize, usize)>| -> Vec<OpEdge> {
+        let mut out = Vec::new();
+        for &(a, b) in set {
+            match (info(a), info(b)) {
+                (Some(from), Some(to)) => out.push(OpEdge { from, to }),
+                _ => problems.push(format!(
+                    "edge {a} -> {b} names an operation the plan does not have ({} operations)",
+                    plan.len()
+                )),
+            }
+        }
+        out
+    };
+    let missing = describe(&mut model.difference(captured));
+    let extra = describe(&mut captured.difference(&model));
+    let reach = reachability(plan.len(), captured.iter());
+    let differing = plan.reach().differences(&reach);
+    if !differing.is_empty() {
+        let pairs: Vec<String> = differing
+            .iter()
+            .take(8)
+            .map(|&(a, b)| match (info(a), info(b)) {
+                (Some(x), Some(y)) => format!("{x} / {y}"),
+                _ => format!("{a} / {b}"),
+            })
+            .collect();
+        problems.push(format!(
+            "{} pair(s) of operations are ordered differently (happens-before differs), e.g. {}",
+            differing.len(),
+            pairs.join("; ")
+        ));
+    } else if !missing.is_empty() || !extra.is_empty() {
+        problems.push("the orderings (reachability) are equal; only the edge sets differ".into());
+    }
+    if missing.is_empty() && extra.is_empty() && problems.is_empty() {
+        Ok(VerifyReport {
+            pipeline: program.name,
+            operations: plan.len(),
+            edges: model.len(),
+        })
+    } else {
+        Err(Error::GraphMismatch {
+            pipeline: program.name,
+            missing,
+            extra,
+            problems,
+        })
+    }
+}
+
+/// Checks a captured graph's edges, given by operation index, against `plan`: the edge sets
+/// must be equal and so must the happens-before relations.
+/// [`Graph::verify`](super::Graph::verify) reads the edges back from the driver and calls
+/// this; it is public so that the comparison can be tested (and used) without a GPU.
+pub fn verify_edges(plan: &Plan, captured: &BTreeSet<(usize, usize)>) -> Result<VerifyReport> {
+    check_edges(plan, captured, Vec::new())
+}
+
+/// The captured graph in Graphviz DOT with `plan`'s operation names: one cluster per stream,
+/// edges that the plan lacks in red.
+pub fn captured_dot(plan: &Plan, captured: &BTreeSet<(usize, usize)>) -> String {
+    let labels = plan_labels(plan);
+    let mut out = String::new();
+    let _ = writeln!(out, "digraph {} {{", quote(plan.program().name));
+    out.push_str("  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n");
+    render_body(
+        &mut out,
+        plan.program(),
+        &labels,
+        captured,
+        &plan.edges(),
+        "c",
+    );
+    out.push_str("}\n");
+    out
+}
+
+/// The plan (left) and the captured graph (right) side by side in one DOT picture. Edges that
+/// only one side has are drawn red (and bold) on that side.
+pub fn side_by_side_dot(plan: &Plan, captured: &BTreeSet<(usize, usize)>) -> String {
+    let labels = plan_labels(plan);
+    let model = plan.edges();
+    let mut out = String::new();
+    let _ = writeln!(out, "digraph {} {{", quote(plan.program().name));
+    out.push_str("  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n");
+    out.push_str("  subgraph cluster_plan {\n    label=\"plan\";\n");
+    render_body(&mut out, plan.program(), &labels, &model, captured, "p");
+    out.push_str("  }\n  subgraph cluster_captured {\n    label=\"captured graph\";\n");
+    render_body(&mut out, plan.program(), &labels, captured, &model, "c");
+    out.push_str("  }\n}\n");
+    out
+}
+
+/// `(label, stream)` of each operation of a plan.
+fn plan_labels(plan: &Plan) -> Vec<(String, usize)> {
+    plan.ops()
+        .iter()
+        .map(|op| {
+            let loc = op.statement.location;
+            (
+                format!("{}\n{}:{}", op.label, loc.file, loc.line),
+                op.stream,
+            )
+        })
+        .collect()
+}
+
+/// Nodes (clustered by stream) and `edges`; edges not in `other` are drawn red.
+pub(super) fn render_body(
+    out: &mut String,
+    program: &Program,
+    labels: &[(String, usize)],
+    edges: &BTreeSet<(usize, usize)>,
+    other: &BTreeSet<(usize, usize)>,
+    prefix: &str,
+) {
+    let streams = labels.iter().map(|l| l.1 + 1).max().unwrap_or(0);
+    for s in 0..streams {
+        let name = program.streams.get(s).map_or("?", |d| d.name);
+        let _ = writeln!(out, "  subgraph cluster_{prefix}{s} {{");
+        let _ = writeln!(out, "    label={};", quote(&format!("stream {name}")));
+        for (i, (label, _)) in labels.iter().enumerate().filter(|(_, l)| l.1 == s) {
+            let _ = writeln!(out, "    {prefix}{i} [label={}];", quote(label));
+        }
+        out.push_str("  }\n");
+    }
+    for &(a, b) in edges {
+        if other.contains(&(a, b)) {
+            let _ = writeln!(out, "  {prefix}{a} -> {prefix}{b};");
+        } else {
+            let _ = writeln!(out, "  {prefix}{a} -> {prefix}{b} [color=red, penwidth=2];");
+        }
+    }
+}
+
+/// Edges by operation index.
+pub(super) type EdgeSet = BTreeSet<(usize, usize)>;

@@ -1,0 +1,436 @@
+//! Device memory: [`DeviceBuffer`] and the views [`DeviceView`] and [`DeviceViewMut`] that
+//! borrow sub-ranges of it.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::RangeBounds;
+use std::sync::Arc;
+
+use super::{
+    bytes_of, device_ref, sub_range, CopySource, CopyTarget, DeviceMemory, DeviceMemoryMut, Pod,
+};
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::ffi::memory::{read_device, DeviceAlloc, Holder, MemoryRef};
+use crate::operand::{DeviceRange, FillPattern};
+use crate::stream::{current_stream_on, Stream};
+
+/// A buffer of `T` in device memory. Its address never changes, so graphs that captured it
+/// keep working; the memory is freed once the buffer and every graph that uses it are gone.
+///
+/// `Send + Sync`: Rust code never dereferences device memory; the driver frees it from any
+/// thread.
+pub struct DeviceBuffer<T> {
+    alloc: Arc<DeviceAlloc>,
+    len: usize,
+    ordinal: i32,
+    _elem: PhantomData<T>,
+}
+
+impl<T> fmt::Debug for DeviceBuffer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceBuffer")
+            .field("device", &self.ordinal)
+            .field("ptr", &format_args!("{:#x}", self.alloc.ptr()))
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<T: Pod> DeviceBuffer<T> {
+    fn alloc(device: &Device, len: usize) -> Result<Self> {
+        let alloc = DeviceAlloc::new(device.ctx(), bytes_of::<T>(len)?)?;
+        Ok(DeviceBuffer {
+            alloc,
+            len,
+            ordinal: device.ordinal(),
+            _elem: PhantomData,
+        })
+    }
+
+    /// A buffer of `len` elements, all zero bits.
+    ///
+    /// See [`cuMemAlloc`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html).
+    pub fn zeros(device: &Device, len: usize) -> Result<Self> {
+        let buffer = Self::alloc(device, len)?;
+        let stream = current_stream_on(device);
+        crate::stream::fill_async(&stream, &device_ref(&buffer), FillPattern::U8(0))?;
+        stream.synchronize()?;
+        Ok(buffer)
+    }
+
+    /// A buffer holding a copy of `src` (waits for the copy).
+    pub fn from_host(device: &Device, src: &[T]) -> Result<Self> {
+        let stream = current_stream_on(device);
+        let buffer = Self::from_host_on(&stream, src)?;
+        stream.synchronize()?;
+        Ok(buffer)
+    }
+
+    /// A buffer filled from `src` in `stream`'s order; returns once the copy is queued (the
+    /// driver has staged `src` by then).
+    pub fn from_host_on(stream: &Stream, src: &[T]) -> Result<Self> {
+        let buffer = Self::alloc(&stream.device(), src.len())?;
+        crate::stream::copy_async(
+            stream,
+            &buffer.copy_target(),
+            &MemoryRef::pageable(src),
+            true,
+        )?;
+        Ok(buffer)
+    }
+
+    /// Overwrites the buffer with `src` (same length) and waits for the copy.
+    pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
+        let stream = current_stream_on(&self.device()?);
+        self.copy_from_host_on(&stream, src)?;
+        stream.synchronize()
+    }
+
+    /// Queues an overwrite of the buffer with `src` (same length) on `stream`.
+    pub fn copy_from_host_on(&mut self, stream: &Stream, src: &[T]) -> Result<()> {
+        crate::stream::copy_async(stream, &self.copy_target(), &MemoryRef::pageable(src), true)
+    }
+
+    /// Copies the buffer to a new `Vec` and waits for the copy.
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        self.as_view().to_vec()
+    }
+
+    /// Copies the buffer to a new `Vec` in `stream`'s order (after the work queued on it) and
+    /// waits for the copy.
+    pub fn to_vec_on(&self, stream: &Stream) -> Result<Vec<T>> {
+        self.as_view().to_vec_on(stream)
+    }
+
+    /// A buffer that can only be planned: a unique address range on the
+    /// [`DeviceRange::PLANNING`] device with no memory behind it. It lets a pipeline's plan (and
+    /// its race check) be built on a machine without a GPU; running it eagerly or capturing it
+    /// is an [`Error::PlanningOnly`].
+    pub fn for_planning(len: usize) -> Result<Self> {
+        let alloc = DeviceAlloc::planning(bytes_of::<T>(len)?).ok_or_else(|| {
+            Error::InvalidArgument(
+                "the address space for plan-only buffers is used up; plan smaller buffers".into(),
+            )
+        })?;
+        Ok(DeviceBuffer {
+            alloc,
+            len,
+            ordinal: DeviceRange::PLANNING,
+            _elem: PhantomData,
+        })
+    }
+
+    /// The device the buffer lives on ([`Error::PlanningOnly`] for a plan-only buffer).
+    pub fn device(&self) -> Result<Device> {
+        match self.alloc.ctx() {
+            Some(ctx) => Ok(Device::from_ctx(ctx)),
+            None => Err(Error::PlanningOnly { what: "buffer" }),
+        }
+    }
+}
+
+impl<T> DeviceBuffer<T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device address of the first element (`CUdeviceptr`), for interop.
+    pub fn device_ptr(&self) -> u64 {
+        self.alloc.ptr()
+    }
+
+    /// The whole buffer as a read-only view.
+    pub fn as_view(&self) -> DeviceView<'_, T> {
+        DeviceView {
+            alloc: &self.alloc,
+            ptr: self.alloc.ptr(),
+            len: self.len,
+            ordinal: self.ordinal,
+            _elem: PhantomData,
+        }
+    }
+
+    /// The elements in `range`, as a read-only view borrowing the buffer.
+    ///
+    /// # Panics
+    ///
+    /// When `range` is out of bounds, like slice indexing; [`DeviceBuffer::try_slice`] returns
+    /// an error instead.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> DeviceView<'_, T> {
+        self.as_view().slice(range)
+    }
+
+    /// The elements in `range`, or [`Error::InvalidArgument`] when it is out of bounds.
+    pub fn try_slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'_, T>> {
+        self.as_view().into_slice(range)
+    }
+
+    /// The elements in `range`, as a writable view borrowing the buffer exclusively.
+    ///
+    /// # Panics
+    ///
+    /// When `range` is out of bounds; [`DeviceBuffer::try_slice_mut`] returns an error instead.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> DeviceViewMut<'_, T> {
+        DeviceViewMut {
+            view: self.as_view().slice(range),
+        }
+    }
+
+    /// The elements in `range`, writable, or [`Error::InvalidArgument`] when out of bounds.
+    pub fn try_slice_mut(
+        &mut self,
+        range: impl RangeBounds<usize>,
+    ) -> Result<DeviceViewMut<'_, T>> {
+        let view = self.as_view().into_slice(range)?;
+        Ok(DeviceViewMut { view })
+    }
+}
+
+/// A read-only sub-range of a [`DeviceBuffer`], borrowed from it. Keeps its own copy of the
+/// address so that a kernel argument can point at it.
+///
+/// Not `Copy`: a view passed into a pipeline is that pipeline's. Pipelines and the safe write
+/// APIs write device memory only through `&mut` borrows or a [`DeviceViewMut`].
+pub struct DeviceView<'a, T> {
+    alloc: &'a Arc<DeviceAlloc>,
+    ptr: u64,
+    len: usize,
+    ordinal: i32,
+    _elem: PhantomData<&'a [T]>,
+}
+
+impl<T> fmt::Debug for DeviceView<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceView")
+            .field("device", &self.ordinal)
+            .field("ptr", &format_args!("{:#x}", self.ptr))
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<'a, T> DeviceView<'a, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device address of the first element.
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// A sub-range of this view.
+    ///
+    /// # Panics
+    ///
+    /// When `range` is out of bounds; see [`DeviceView::try_slice`].
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> DeviceView<'a, T> {
+        match self.try_slice(range) {
+            Ok(view) => view,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// A sub-range of this view, or [`Error::InvalidArgument`] when out of bounds.
+    pub fn try_slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'a, T>> {
+        DeviceView { ..*self }.into_slice(range)
+    }
+
+    fn into_slice(self, range: impl RangeBounds<usize>) -> Result<DeviceView<'a, T>> {
+        let (ptr, len) = sub_range::<T>(self.ptr, self.len, range)?;
+        Ok(DeviceView { ptr, len, ..self })
+    }
+
+    fn bytes(&self) -> usize {
+        // In bounds of a buffer whose size in bytes was checked when it was made.
+        self.len.saturating_mul(std::mem::size_of::<T>())
+    }
+
+    fn memory(&self) -> MemoryRef<'a> {
+        let bytes = self.bytes();
+        MemoryRef::device(
+            self.alloc,
+            self.ordinal,
+            self.ptr,
+            bytes,
+            std::mem::size_of::<T>(),
+        )
+        .unwrap_or_else(|| {
+            // A view lies inside its allocation by construction; should it not, name nothing.
+            MemoryRef::promised_device(
+                DeviceRange {
+                    device: self.ordinal,
+                    ptr: self.ptr,
+                    bytes: 0,
+                },
+                std::mem::size_of::<T>(),
+                Holder::device(self.alloc),
+            )
+        })
+    }
+}
+
+impl<T: Pod> DeviceView<'_, T> {
+    /// Copies the view to a new `Vec` and waits for the copy.
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        if self.ordinal == DeviceRange::PLANNING {
+            return Err(Error::PlanningOnly { what: "buffer" });
+        }
+        let device = Device::new(Some(self.ordinal))?;
+        self.to_vec_on(&current_stream_on(&device))
+    }
+
+    /// Copies the view to a new `Vec` in `stream`'s order and waits for the copy. The stream
+    /// must belong to the view's device.
+    pub fn to_vec_on(&self, stream: &Stream) -> Result<Vec<T>> {
+        read_device(stream.as_cudarc(), &self.memory())
+    }
+}
+
+/// A writable sub-range of a [`DeviceBuffer`], borrowed from it exclusively
+/// ([`DeviceBuffer::slice_mut`]).
+pub struct DeviceViewMut<'a, T> {
+    view: DeviceView<'a, T>,
+}
+
+impl<T> fmt::Debug for DeviceViewMut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("DeviceViewMut").field(&self.view).finish()
+    }
+}
+
+impl<'a, T> DeviceViewMut<'a, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.view.len
+    }
+
+    /// Whether it holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.view.len == 0
+    }
+
+    /// The view, read-only.
+    pub fn as_view(&self) -> &DeviceView<'a, T> {
+        &self.view
+    }
+}
+
+// SAFETY: the range lies inside `self.alloc` (checked when it was made), which the buffer
+// owns and hands out as its holder; `ptr_ref` points at the first address.
+unsafe impl<T: Pod> DeviceMemory for DeviceBuffer<T> {
+    type Elem = T;
+    #[inline]
+    fn range(&self) -> DeviceRange {
+        self.as_view().range()
+    }
+    fn ptr_ref(&self) -> &u64 {
+        self.alloc.ptr_ref()
+    }
+    fn holder(&self) -> Holder<'_> {
+        Holder::device(&self.alloc)
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+// SAFETY: `&mut DeviceBuffer` or ownership is needed to write through it.
+unsafe impl<T: Pod> DeviceMemoryMut for DeviceBuffer<T> {}
+
+// SAFETY: as for `DeviceBuffer`: the view lies inside the allocation it borrows.
+unsafe impl<T: Pod> DeviceMemory for DeviceView<'_, T> {
+    type Elem = T;
+    #[inline]
+    fn range(&self) -> DeviceRange {
+        DeviceRange {
+            device: self.ordinal,
+            ptr: self.ptr,
+            bytes: self.bytes(),
+        }
+    }
+    fn ptr_ref(&self) -> &u64 {
+        &self.ptr
+    }
+    fn holder(&self) -> Holder<'_> {
+        Holder::device(self.alloc)
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+// SAFETY: as for `DeviceView`.
+unsafe impl<T: Pod> DeviceMemory for DeviceViewMut<'_, T> {
+    type Elem = T;
+    fn range(&self) -> DeviceRange {
+        self.view.range()
+    }
+    fn ptr_ref(&self) -> &u64 {
+        &self.view.ptr
+    }
+    fn holder(&self) -> Holder<'_> {
+        Holder::device(self.view.alloc)
+    }
+    fn len(&self) -> usize {
+        self.view.len
+    }
+}
+
+// SAFETY: made from `&mut DeviceBuffer` only, and not `Copy`.
+unsafe impl<T: Pod> DeviceMemoryMut for DeviceViewMut<'_, T> {}
+
+// SAFETY: the memory is the buffer's own allocation of `T`s, handed out with its holder.
+unsafe impl<T: Pod> CopySource<T> for DeviceBuffer<T> {
+    fn copy_source(&self) -> MemoryRef<'_> {
+        self.as_view().memory()
+    }
+}
+
+// SAFETY: as above; device memory.
+unsafe impl<T: Pod> CopyTarget<T> for DeviceBuffer<T> {
+    fn copy_target(&self) -> MemoryRef<'_> {
+        self.as_view().memory()
+    }
+}
+
+// SAFETY: the view's range inside its buffer's allocation, with its holder.
+unsafe impl<T: Pod> CopySource<T> for DeviceView<'_, T> {
+    fn copy_source(&self) -> MemoryRef<'_> {
+        self.memory()
+    }
+}
+
+// SAFETY: as above; device memory (pipelines write views only of `&mut` parameters).
+unsafe impl<T: Pod> CopyTarget<T> for DeviceView<'_, T> {
+    fn copy_target(&self) -> MemoryRef<'_> {
+        self.memory()
+    }
+}
+
+// SAFETY: as for `DeviceView`.
+unsafe impl<T: Pod> CopySource<T> for DeviceViewMut<'_, T> {
+    fn copy_source(&self) -> MemoryRef<'_> {
+        self.view.memory()
+    }
+}
+
+// SAFETY: as for `DeviceView`.
+unsafe impl<T: Pod> CopyTarget<T> for DeviceViewMut<'_, T> {
+    fn copy_target(&self) -> MemoryRef<'_> {
+        self.view.memory()
+    }
+}

@@ -1,0 +1,357 @@
+//! Device and pinned host memory, and the traits that let pipelines name them.
+//!
+//! - [`DeviceBuffer<T>`]: device memory from `cuMemAlloc`, at a stable address (a replayed
+//!   graph keeps using it), freed once nothing can use it any more. [`DeviceBuffer::slice`]
+//!   borrows a sub-range as a [`DeviceView`], [`DeviceBuffer::slice_mut`] as a writable
+//!   [`DeviceViewMut`].
+//! - [`PinnedBuffer<T>`]: page-locked host memory (`cuMemHostAlloc`), which copies can read
+//!   and write asynchronously and which graphs can capture. Rust reads it through guards that
+//!   wait for the copies writing it, and a copy (or graph launch) that would write it while a
+//!   guard lives is refused ([`Error::PinnedBusy`]).
+//! - Ordinary slices and `Vec`s are pageable host memory: copy sources only.
+//!
+//! Element types are [`Pod`] (plain data whose every bit pattern is a value), so whatever a
+//! kernel or copy wrote can be read back. `bool`, `char` and types with padding are not.
+//!
+//! The traits [`DeviceMemory`], [`CopySource`] and [`CopyTarget`] are what kernel arguments,
+//! `copy` and `fill` statements accept. They are `unsafe` to implement: the implementer
+//! promises that the memory named is live (see each trait).
+//!
+//! The synchronous conveniences ([`DeviceBuffer::from_host`], [`DeviceBuffer::to_vec`], …)
+//! run on the current stream when it belongs to the buffer's device (see
+//! [`crate::current_stream`]), else on the device's default stream, and wait for it. Work on
+//! *other* streams is not waited for: synchronize those first.
+//!
+//! ```no_run
+//! use streamgraph_runtime::{Device, DeviceBuffer, PinnedBuffer, Stream};
+//!
+//! let device = Device::new(None)?;
+//! let stream = Stream::new(&device, 0)?;
+//! let x = DeviceBuffer::from_host(&device, &[1u32, 2, 3, 4])?;
+//! let mut y = DeviceBuffer::<u32>::zeros(&device, 4)?;
+//! stream.copy(&mut y.slice_mut(0..2), &x.slice(2..4))?; // device to device, in stream order
+//! stream.fill(&mut y.slice_mut(2..), 7)?;
+//! let mut host = PinnedBuffer::<u32>::zeros(&device, 4)?;
+//! stream.copy(&mut host, &y)?;
+//! assert_eq!(&*host.as_slice()?, &[3, 4, 7, 7]); // waits for the copy into `host`
+//! # Ok::<(), streamgraph_runtime::Error>(())
+//! ```
+
+use std::ops::{Bound, RangeBounds};
+
+pub use bytemuck::{Pod, Zeroable};
+pub use cudarc::driver::DeviceRepr;
+
+use crate::error::{Error, Result};
+use crate::ffi::memory::{Holder, MemoryRef};
+use crate::ffi::KernelArg;
+use crate::operand::{BufferAccess, DeviceRange, FillPattern};
+use crate::program::AccessMode;
+
+mod device;
+mod pinned;
+
+pub use device::{DeviceBuffer, DeviceView, DeviceViewMut};
+pub use pinned::{PinnedBuffer, PinnedMut, PinnedRef};
+
+/// Device memory holding elements of type `Self::Elem`: a buffer or a sub-range of one.
+///
+/// # Safety
+///
+/// An implementation promises that [`DeviceMemory::range`] names device memory that is
+/// allocated on that device for as long as `self` is borrowed **and**, unless
+/// [`DeviceMemory::holder`] hands out the runtime's own allocation, for as long as any graph
+/// that captured an operation on it can launch; that `ptr_ref` points at the range's first
+/// address; and that the range holds whole elements of `Elem`.
+pub unsafe trait DeviceMemory {
+    /// The element type.
+    type Elem: Pod;
+    /// The memory's address range.
+    fn range(&self) -> DeviceRange;
+    /// A reference to the stored `CUdeviceptr`, which a kernel argument points at.
+    fn ptr_ref(&self) -> &u64;
+    /// What keeps the memory allocated (graphs keep it); the runtime's buffers override it.
+    #[doc(hidden)]
+    fn holder(&self) -> Holder<'_> {
+        Holder::FOREIGN
+    }
+    /// Number of elements.
+    fn len(&self) -> usize {
+        self.range().bytes / std::mem::size_of::<Self::Elem>().max(1)
+    }
+    /// Whether it holds no elements.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Device memory that may be written through this value: what the safe write APIs
+/// ([`KernelArg::write`], [`Stream::fill`](crate::stream::Stream::fill)) take by `&mut`, so
+/// that a write needs an exclusive borrow of the memory.
+///
+/// # Safety
+///
+/// As for [`DeviceMemory`]; and a value of the type is the only one through which its memory
+/// may be written while it lives (it borrows the memory exclusively, or owns it).
+pub unsafe trait DeviceMemoryMut: DeviceMemory {}
+
+/// Memory a `copy` can read from: device, pinned or pageable host memory of `T`.
+///
+/// # Safety
+///
+/// The [`MemoryRef`] returned names memory holding elements of `T` that is live for the
+/// borrow of `self` (and as [`MemoryRef::from_raw`] requires for graphs).
+pub unsafe trait CopySource<T> {
+    /// The memory, borrowed from `self`.
+    fn copy_source(&self) -> MemoryRef<'_>;
+}
+
+/// Memory a `copy` can write to: device or pinned host memory of `T`.
+///
+/// # Safety
+///
+/// As for [`CopySource`]; host memory it names is page-locked and guarded against Rust
+/// references while copies write it (as [`MemoryRef::from_raw`] requires).
+pub unsafe trait CopyTarget<T> {
+    /// The memory, borrowed from `self`.
+    fn copy_target(&self) -> MemoryRef<'_>;
+}
+
+/// An element type a `fill` can write with a memset (1, 2 or 4 bytes wide).
+pub trait FillValue: Pod {
+    /// The value's bit pattern.
+    fn pattern(self) -> FillPattern;
+}
+
+macro_rules! fill_value {
+    ($($t:ty => $variant:ident as $bits:ty),* $(,)?) => {$(
+        impl FillValue for $t {
+            fn pattern(self) -> FillPattern {
+                FillPattern::$variant(<$bits>::from_ne_bytes(self.to_ne_bytes()))
+            }
+        }
+    )*};
+}
+
+fill_value!(
+    u8 => U8 as u8, i8 => U8 as u8,
+    u16 => U16 as u16, i16 => U16 as u16,
+    u32 => U32 as u32, i32 => U32 as u32, f32 => U32 as u32,
+);
+
+/// The memory of a [`DeviceMemory`] value, for copies and fills.
+pub(crate) fn device_ref<M: DeviceMemory + ?Sized>(m: &M) -> MemoryRef<'_> {
+    MemoryRef::promised_device(m.range(), std::mem::size_of::<M::Elem>(), m.holder())
+}
+
+fn buffer_arg<M: DeviceMemory + ?Sized>(m: &M, mode: AccessMode) -> KernelArg<'_> {
+    KernelArg::by_ref(
+        m.ptr_ref(),
+        Some(BufferAccess {
+            range: m.range(),
+            mode,
+        }),
+        m.holder(),
+    )
+}
+
+#[doc(hidden)]
+pub mod __private {
+    //! Entry points of generated code; they erase types after the compiler (and the macro's
+    //! checks: writes go through `&mut` parameters) has checked them. Not public API.
+    use super::*;
+
+    /// `&x` in launch arguments.
+    pub fn arg_read<M: DeviceMemory + ?Sized>(m: &M) -> KernelArg<'_> {
+        buffer_arg(m, AccessMode::Read)
+    }
+
+    /// `&mut x` in launch arguments (the macro checked that `x` is borrowed `&mut`).
+    pub fn arg_write<M: DeviceMemory + ?Sized>(m: &M) -> KernelArg<'_> {
+        buffer_arg(m, AccessMode::Write)
+    }
+
+    /// A by-value kernel argument (scalar or `#[repr(C)]` struct).
+    pub fn arg_value<T: DeviceRepr>(v: &T) -> KernelArg<'_> {
+        KernelArg::by_ref(v, None, Holder::FOREIGN)
+    }
+}
+
+impl<'a> KernelArg<'a> {
+    /// A by-value argument: a scalar or a `#[repr(C)]` struct, as the kernel's parameter type.
+    pub fn value<T: DeviceRepr>(value: &'a T) -> Self {
+        __private::arg_value(value)
+    }
+
+    /// A pointer argument to memory the kernel only reads (`const T*`).
+    pub fn read<M: DeviceMemory + ?Sized>(memory: &'a M) -> Self {
+        buffer_arg(memory, AccessMode::Read)
+    }
+
+    /// A pointer argument to memory the kernel writes (`T*`); needs an exclusive borrow.
+    pub fn write<M: DeviceMemoryMut + ?Sized>(memory: &'a mut M) -> Self {
+        buffer_arg(&*memory, AccessMode::Write)
+    }
+}
+
+/// Resolves `range` against `len` elements: `Some((start, end))` when in bounds.
+fn resolve(range: impl RangeBounds<usize>, len: usize) -> Option<(usize, usize)> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.checked_add(1)?,
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1)?,
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    (start <= end && end <= len).then_some((start, end))
+}
+
+fn out_of_bounds(range: &impl RangeBounds<usize>, len: usize) -> Error {
+    Error::InvalidArgument(format!(
+        "slice {:?}..{:?} is out of bounds of a buffer of {len} elements",
+        range.start_bound(),
+        range.end_bound()
+    ))
+}
+
+/// `len` elements of `T` in bytes, or an error naming what was asked for.
+fn bytes_of<T>(len: usize) -> Result<usize> {
+    let size = std::mem::size_of::<T>();
+    if size == 0 {
+        return Err(Error::InvalidArgument(format!(
+            "buffers of the zero-sized type `{}` hold nothing; use a sized element type",
+            std::any::type_name::<T>()
+        )));
+    }
+    len.checked_mul(size).ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "a buffer of {len} elements of {size} bytes does not fit in the address space"
+        ))
+    })
+}
+
+/// The sub-range `range` of `len` elements starting at device address `ptr`: its address and
+/// length, checked.
+fn sub_range<T>(ptr: u64, len: usize, range: impl RangeBounds<usize>) -> Result<(u64, usize)> {
+    let Some((start, end)) = resolve((range.start_bound(), range.end_bound()), len) else {
+        return Err(out_of_bounds(&range, len));
+    };
+    let offset = bytes_of::<T>(start)?;
+    let ptr = u64::try_from(offset)
+        .ok()
+        .and_then(|o| ptr.checked_add(o))
+        .ok_or_else(|| out_of_bounds(&range, len))?;
+    Ok((ptr, end - start))
+}
+
+// SAFETY: forwards to `M`, borrowed for as long as the reference.
+unsafe impl<M: DeviceMemory + ?Sized> DeviceMemory for &M {
+    type Elem = M::Elem;
+    fn range(&self) -> DeviceRange {
+        (**self).range()
+    }
+    fn ptr_ref(&self) -> &u64 {
+        (**self).ptr_ref()
+    }
+    fn holder(&self) -> Holder<'_> {
+        (**self).holder()
+    }
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+}
+
+// SAFETY: forwards to `M`, borrowed for as long as the reference.
+unsafe impl<M: DeviceMemory + ?Sized> DeviceMemory for &mut M {
+    type Elem = M::Elem;
+    fn range(&self) -> DeviceRange {
+        (**self).range()
+    }
+    fn ptr_ref(&self) -> &u64 {
+        (**self).ptr_ref()
+    }
+    fn holder(&self) -> Holder<'_> {
+        (**self).holder()
+    }
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+}
+
+// SAFETY: an exclusive borrow of writable memory is writable.
+unsafe impl<M: DeviceMemoryMut + ?Sized> DeviceMemoryMut for &mut M {}
+
+// SAFETY: a borrowed pageable slice, read only; the driver stages it before a copy returns
+// and a capture refuses it.
+unsafe impl<T: Pod> CopySource<T> for [T] {
+    fn copy_source(&self) -> MemoryRef<'_> {
+        MemoryRef::pageable(self)
+    }
+}
+
+// SAFETY: as for `[T]`.
+unsafe impl<T: Pod> CopySource<T> for Vec<T> {
+    fn copy_source(&self) -> MemoryRef<'_> {
+        MemoryRef::pageable(self)
+    }
+}
+
+// SAFETY: forwards to `S`, borrowed for as long as the reference.
+unsafe impl<T, S: CopySource<T> + ?Sized> CopySource<T> for &S {
+    fn copy_source(&self) -> MemoryRef<'_> {
+        (**self).copy_source()
+    }
+}
+
+// SAFETY: forwards to `S`, borrowed for as long as the reference.
+unsafe impl<T, S: CopySource<T> + ?Sized> CopySource<T> for &mut S {
+    fn copy_source(&self) -> MemoryRef<'_> {
+        (**self).copy_source()
+    }
+}
+
+// SAFETY: forwards to `D`, borrowed for as long as the reference.
+unsafe impl<T, D: CopyTarget<T> + ?Sized> CopyTarget<T> for &mut D {
+    fn copy_target(&self) -> MemoryRef<'_> {
+        (**self).copy_target()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_resolve_like_slices() {
+        assert_eq!(resolve(.., 4), Some((0, 4)));
+        assert_eq!(resolve(1..3, 4), Some((1, 3)));
+        assert_eq!(resolve(1..=3, 4), Some((1, 4)));
+        assert_eq!(resolve(2.., 4), Some((2, 4)));
+        assert_eq!(resolve(..0, 4), Some((0, 0)));
+        assert_eq!(resolve(4.., 4), Some((4, 4)));
+        let (start, end) = (3, 2);
+        assert_eq!(resolve(start..end, 4), None);
+        assert_eq!(resolve(0..5, 4), None);
+        assert_eq!(resolve(..=usize::MAX, 4), None);
+    }
+
+    #[test]
+    fn sub_ranges_are_checked_not_wrapped() {
+        assert_eq!(sub_range::<u32>(0x1000, 8, 2..4).ok(), Some((0x1008, 2)));
+        assert!(sub_range::<u32>(0x1000, 8, 2..9).is_err());
+        assert!(sub_range::<u64>(u64::MAX - 8, usize::MAX, 4..5).is_err());
+        assert!(sub_range::<[u8; 1 << 20]>(0, usize::MAX, (usize::MAX - 1)..).is_err());
+    }
+
+    #[test]
+    fn fill_values_keep_their_bits() {
+        assert_eq!(7u8.pattern(), FillPattern::U8(7));
+        assert_eq!((-1i8).pattern(), FillPattern::U8(0xff));
+        assert_eq!((-2i16).pattern(), FillPattern::U16(0xfffe));
+        assert_eq!(1.0f32.pattern(), FillPattern::U32(0x3f80_0000));
+        assert_eq!((-1i32).pattern(), FillPattern::U32(u32::MAX));
+    }
+}
