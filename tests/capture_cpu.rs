@@ -6,12 +6,13 @@
 use std::collections::BTreeSet;
 
 use streamgraph::__private::{arg_read, arg_write};
-use streamgraph::graph::{captured_dot, side_by_side_dot, verify_edges};
-use streamgraph::plan::{Plan, Planner, ProgramBuilder, RandomProgram};
+use streamgraph::testing::RandomProgram;
+use streamgraph::testing::{captured_dot, side_by_side_dot, verify_edges};
 use streamgraph::AccessMode::{Read, Write};
 use streamgraph::{
     Capture, DeviceBuffer, Dim3, Error, Graph, GraphExec, Issuer, Kernel, LaunchConfig,
 };
+use streamgraph::{Plan, Planner, ProgramBuilder};
 
 /// main: launch scale(&mut x); record ready / side: wait ready; launch axpy(&mut y, &x) /
 /// main: wait_stream side; launch sum(&x, &y). Edges: 0→1, 0→2, 1→2.

@@ -10,7 +10,7 @@ mod common;
 
 use common::{single, Kernels};
 use streamgraph::__private::arg_write;
-use streamgraph::plan::ProgramBuilder;
+use streamgraph::ProgramBuilder;
 use streamgraph::{
     AccessMode, Capture, CaptureFault, CaptureMode, CaptureOutcome, DeviceBuffer, Eager, Error,
     Event, Issuer, KernelArg, Pipeline, Program, Stream, StreamOptions,

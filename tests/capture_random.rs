@@ -12,12 +12,13 @@
 use std::time::Instant;
 
 use streamgraph::__private::{arg_write, fill};
-use streamgraph::plan::random::{Call, RandomOptions};
-use streamgraph::plan::{Plan, ProgramBuilder, RandomProgram};
+use streamgraph::testing::RandomProgram;
+use streamgraph::testing::{Call, RandomOptions};
 use streamgraph::{
     Capture, Device, DeviceBuffer, Eager, Error, Issuer, Kernel, KernelArg, Module, Pipeline,
     Program, Stream, StreamOptions,
 };
+use streamgraph::{Plan, ProgramBuilder};
 
 const SOURCE: &str = r#"
 __device__ unsigned mix(unsigned h, unsigned v) {

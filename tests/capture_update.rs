@@ -135,7 +135,8 @@ fn a_changed_topology_is_refused_or_reinstantiated_on_request() {
         .unwrap()
         .instantiate()
         .unwrap();
-    exec.update_or_reinstantiate(Writes::new(&mut x2, &mut y2, &k, 4, 2, 4))
+    exec.reinstantiate_on_topology_change(true)
+        .update(Writes::new(&mut x2, &mut y2, &k, 4, 2, 4))
         .unwrap();
     exec.launch(&origin).unwrap();
     origin.synchronize().unwrap();

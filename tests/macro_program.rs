@@ -278,7 +278,7 @@ fn issue_calls_the_issuer_in_program_order() {
         DeviceBuffer::for_planning(1000).unwrap(),
         kernels(),
     );
-    let y_range = streamgraph::memory::DeviceMemory::range(&y);
+    let y_range = streamgraph::DeviceMemory::range(&y);
     let d = Diamond::new(&mut x, &mut y, &k, 1000);
     let mut r = Recorder::default();
     d.issue(&mut r).unwrap();

@@ -4,8 +4,8 @@
 mod plan_support;
 
 use plan_support::plan_all;
-use streamgraph::plan::ProgramBuilder;
 use streamgraph::AccessMode::{Read, Write};
+use streamgraph::ProgramBuilder;
 
 #[test]
 fn dot_of_a_diamond() {

@@ -7,9 +7,9 @@ use std::collections::{BTreeSet, HashMap};
 
 use plan_support::{plan_with, Region};
 use proptest::prelude::*;
-use streamgraph::plan::{Plan, ProgramBuilder};
 use streamgraph::AccessMode::{self, Read, Write};
 use streamgraph::Program;
+use streamgraph::{Plan, ProgramBuilder};
 
 /// One command of a random program; indices are reduced modulo the declared counts.
 #[derive(Debug, Clone, Copy)]

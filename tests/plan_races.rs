@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use plan_support::{plan, plan_all, plan_with, Region};
-use streamgraph::plan::ProgramBuilder;
 use streamgraph::AccessMode::{Read, Write};
+use streamgraph::ProgramBuilder;
 use streamgraph::{DeviceRange, Error};
 
 #[test]

@@ -1,8 +1,9 @@
 //! The seeded random-program generator that executor tests replay.
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
-use streamgraph::plan::random::{Call, RandomOptions};
-use streamgraph::plan::{Planner, RandomProgram};
+use streamgraph::testing::RandomProgram;
+use streamgraph::testing::{Call, RandomOptions};
+use streamgraph::Planner;
 use streamgraph::{DeviceBuffer, Kernel, StatementKind};
 
 fn texts(r: &RandomProgram) -> Vec<&'static str> {

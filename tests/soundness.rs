@@ -17,8 +17,9 @@ use std::time::Duration;
 
 use common::{ns, single, Kernels};
 use streamgraph::__private::{arg_value, arg_write, copy};
-use streamgraph::plan::random::RandomOptions;
-use streamgraph::plan::{ProgramBuilder, RandomProgram};
+use streamgraph::testing::RandomOptions;
+use streamgraph::testing::RandomProgram;
+use streamgraph::ProgramBuilder;
 use streamgraph::{
     capture, AccessMode, DeviceBuffer, Eager, Error, Issuer, Kernel, KernelArg, OpRef,
     PinnedBuffer, Pipeline, Plan, Program, Stream, StreamOptions,
@@ -158,7 +159,7 @@ fn verify_and_equivalence_reject_edges_outside_the_plan() {
     let plan = Plan::build(&p).unwrap();
     for edges in [[(0, 10_000_000)], [(usize::MAX, 0)], [(0, usize::MAX)]] {
         let set: BTreeSet<_> = edges.into_iter().collect();
-        let e = streamgraph::graph::verify_edges(&plan, &set).unwrap_err();
+        let e = streamgraph::testing::verify_edges(&plan, &set).unwrap_err();
         assert!(
             e.to_string()
                 .contains("names an operation the plan does not have"),

@@ -327,7 +327,7 @@ fn describe_rejection(reason: &UpdateRejection, statement: Option<&'static State
     if let Some(s) = statement {
         let _ = write!(out, " at statement `{}` at {}", s.text, s.location);
     }
-    out.push_str("; use `update_or_reinstantiate` (or `reinstantiate_on_topology_change(true)`) to instantiate the new graph instead");
+    out.push_str("; turn on `GraphExec::reinstantiate_on_topology_change(true)` to instantiate the new graph instead");
     out
 }
 

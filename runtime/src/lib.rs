@@ -5,19 +5,20 @@
 //! `pipeline!` macro.
 #![warn(missing_docs)]
 
-pub mod device;
-pub mod error;
-pub mod event;
-pub mod exec;
+// Private modules, one floor each (DESIGN.md §4); every public item has one path: the root.
+mod device;
+mod error;
+mod event;
+mod exec;
 mod ffi;
-pub mod graph;
-pub mod issue;
-pub mod memory;
-pub mod module;
+mod graph;
+mod issue;
+mod memory;
+mod module;
 mod operand;
-pub mod plan;
-pub mod program;
-pub mod stream;
+mod plan;
+mod program;
+mod stream;
 
 /// The cudarc version streamgraph is built on, for interop with its types.
 pub use cudarc;
@@ -28,7 +29,10 @@ pub use exec::capture::{Capture, CaptureMode};
 pub use exec::eager::{Eager, EagerStats};
 pub use ffi::memory::MemoryRef;
 pub use ffi::KernelArg;
-pub use graph::{capture, CaptureOutcome, Graph, GraphExec, GraphStats, OpRef, VerifyReport};
+pub use graph::{
+    capture, CaptureOutcome, Graph, GraphExec, GraphExecHandle, GraphHandle, GraphStats, OpRef,
+    VerifyReport,
+};
 pub use issue::{Issuer, Pipeline, StreamOptions};
 pub use memory::{
     CopySource, CopyTarget, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceView,
@@ -36,11 +40,20 @@ pub use memory::{
 };
 pub use module::{Kernel, Module};
 pub use operand::{BufferAccess, DeviceRange, Dim3, FillPattern, HostFn, LaunchConfig, Memory};
-pub use plan::Plan;
+pub use plan::{Plan, PlanOp, Planner, ProgramBuilder, Race, RaceSide, Reach, Via};
 pub use program::{
     AccessMode, EventDecl, Location, Program, Statement, StatementKind, StaticAccess, StreamDecl,
 };
 pub use stream::{clamp_priority, current_stream, Stream, StreamGuard};
+
+/// Support for tests of programs that use streamgraph (the `testing` feature): seeded random
+/// programs, and the edge comparison and pictures behind [`Graph::verify`] on edge sets given
+/// by hand.
+#[cfg(feature = "testing")]
+pub mod testing {
+    pub use crate::graph::{captured_dot, side_by_side_dot, verify_edges};
+    pub use crate::plan::random::{Call, RandomOptions, RandomProgram};
+}
 
 /// Items used by code that `pipeline!` generates. Not part of the public API.
 #[doc(hidden)]

@@ -5,11 +5,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use streamgraph::__private::{arg_read, arg_value, arg_write, fill};
-use streamgraph::plan::{Plan, Planner};
 use streamgraph::{
     AccessMode, DeviceMemory, DeviceRange, Dim3, Error, Issuer, Kernel, LaunchConfig, Program,
     StatementKind,
 };
+use streamgraph::{Plan, Planner};
 
 /// Memory with a chosen address range, to make exact overlaps.
 #[derive(Debug, Clone, Copy)]

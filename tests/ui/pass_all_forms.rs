@@ -25,7 +25,7 @@ fn grid(n: u32) -> u32 {
 
 streamgraph::pipeline! {
     /// All statement forms.
-    pub pipeline AllForms<'k, T: Copy + streamgraph::memory::DeviceRepr + 'static>(
+    pub pipeline AllForms<'k, T: Copy + streamgraph::DeviceRepr + 'static>(
         x: &mut DeviceBuffer<f32>,
         y: &'k mut DeviceBuffer<u16>,
         k: &'k Kernels,

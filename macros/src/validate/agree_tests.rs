@@ -22,10 +22,10 @@ use proc_macro2::TokenStream;
 use proptest::prelude::*;
 use quote::{format_ident, quote};
 use streamgraph_runtime::__private::{arg_read, arg_write};
-use streamgraph_runtime::plan::{Planner, ProgramBuilder};
 use streamgraph_runtime::{
     AccessMode, DeviceBuffer, DeviceMemory, Dim3, Issuer, Kernel, LaunchConfig,
 };
+use streamgraph_runtime::{Planner, ProgramBuilder};
 use syn::Ident;
 
 use super::race::{self, Cmd, Touch};

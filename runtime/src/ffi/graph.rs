@@ -29,6 +29,16 @@ use super::memory::{DeviceAlloc, HolderKind, PinnedAlloc};
 use crate::error::{Error, Result, UpdateRejection};
 use crate::operand::{HostFn, LaunchConfig};
 
+/// A `CUgraph` handed out for interop ([`crate::Graph::as_raw`]): valid while its graph
+/// lives; passing it to the driver is the caller's `unsafe` business.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GraphHandle(pub sys::CUgraph);
+
+/// A `CUgraphExec` handed out for interop ([`crate::GraphExec::as_raw`]), like
+/// [`GraphHandle`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GraphExecHandle(pub sys::CUgraphExec);
+
 /// Whether a stream is capturing, as `cuStreamIsCapturing` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CaptureStatus {
@@ -353,6 +363,11 @@ impl OwnedGraph {
         self.graph.raw
     }
 
+    /// The driver's handle, for interop.
+    pub(crate) fn as_raw(&self) -> GraphHandle {
+        GraphHandle(self.raw())
+    }
+
     /// `node`, captured into this graph, marked as belonging to it.
     pub(crate) fn bind(&self, node: NodeHandle) -> NodeHandle {
         NodeHandle::new(node.node, self.raw())
@@ -514,6 +529,11 @@ struct KeptSet {
 unsafe impl Send for OwnedExec {}
 
 impl OwnedExec {
+    /// The driver's handle, for interop.
+    pub(crate) fn as_raw(&self) -> GraphExecHandle {
+        GraphExecHandle(self.raw)
+    }
+
     /// The context the executable graph belongs to.
     pub(crate) fn ctx(&self) -> &Arc<CudaContext> {
         &self.ctx

@@ -6,7 +6,7 @@ use super::{GraphCore, OpRef, VerifyReport};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::exec::capture::{Capture, CaptureSettings};
-use crate::ffi::graph::OwnedExec;
+use crate::ffi::graph::{GraphExecHandle, OwnedExec};
 use crate::ffi::KernelArg;
 use crate::issue::Pipeline;
 use crate::module::Kernel;
@@ -26,7 +26,7 @@ pub struct GraphStats {
 }
 
 /// An instantiated graph, ready to launch on any stream of its device; owns the pipeline
-/// value (see the [module docs](super)). `Send` when `P` is, never `Sync`.
+/// value (see [`Graph`](super::Graph)). `Send` when `P` is, never `Sync`.
 ///
 /// It keeps everything its launches touch — memory, kernels' modules, host functions — until
 /// they have finished, whatever happens to the pipeline value: dropping it waits for the
@@ -108,9 +108,9 @@ impl<P> GraphExec<P> {
         }
     }
 
-    /// Whether [`GraphExec::update`] instantiates the new graph when the driver refuses to
-    /// update in place (e.g. the topology changed) instead of failing with
-    /// [`Error::UpdateRejected`]. Off by default.
+    /// The option of [`GraphExec::update`] and [`GraphExec::update_with`]: whether they
+    /// instantiate the new graph when the driver refuses to update in place (e.g. the topology
+    /// changed) instead of failing with [`Error::UpdateRejected`]. Off by default.
     pub fn reinstantiate_on_topology_change(&mut self, on: bool) -> &mut Self {
         self.reinstantiate = on;
         self
@@ -224,6 +224,14 @@ impl<P> GraphExec<P> {
 }
 
 impl<P: Pipeline> GraphExec<P> {
+    /// The executable graph's handle, for interop with code that calls the driver directly
+    /// (e.g. `cuGraphExecGetFlags`). It stays valid while `self` lives; launching or updating
+    /// it behind `self`'s back is outside what streamgraph can keep safe (that code is
+    /// `unsafe` anyway, since it passes a raw handle to the driver).
+    pub fn as_raw(&self) -> GraphExecHandle {
+        self.exec.as_raw()
+    }
+
     fn recaptured(&mut self, pipeline: &P) -> Result<GraphCore> {
         GraphCore::capture(
             recapturer(&mut self.recapture, &self.base.origin, self.settings),
@@ -246,13 +254,6 @@ impl<P: Pipeline> GraphExec<P> {
     pub fn update(&mut self, pipeline: P) -> Result<P> {
         let core = self.recaptured(&pipeline)?;
         self.apply(core, self.reinstantiate)?;
-        Ok(std::mem::replace(&mut self.pipeline, pipeline))
-    }
-
-    /// [`GraphExec::update`], re-instantiating when the driver refuses to update in place.
-    pub fn update_or_reinstantiate(&mut self, pipeline: P) -> Result<P> {
-        let core = self.recaptured(&pipeline)?;
-        self.apply(core, true)?;
         Ok(std::mem::replace(&mut self.pipeline, pipeline))
     }
 
@@ -289,6 +290,6 @@ fn recapturer<'c>(
     slot.get_or_insert_with(|| {
         Capture::new(origin)
             .mode(settings.mode)
-            .verify(settings.verify)
+            .check(settings.verify)
     })
 }

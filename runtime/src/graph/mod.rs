@@ -58,10 +58,14 @@ use crate::stream::Stream;
 mod exec;
 mod verify;
 
+pub use crate::ffi::graph::{GraphExecHandle, GraphHandle};
+
 pub use exec::{GraphExec, GraphStats};
 pub(crate) use verify::check_edges;
-pub use verify::{captured_dot, side_by_side_dot, verify_edges, VerifyReport};
+#[cfg(feature = "testing")]
+pub use verify::{captured_dot, verify_edges};
 use verify::{render_body, EdgeSet};
+pub use verify::{side_by_side_dot, VerifyReport};
 
 /// One operation of a pipeline: an issue of a statement (statements in loops are issued
 /// several times). Statements compare by identity.
@@ -372,8 +376,16 @@ fn merged_intervals(ranges: &BTreeSet<DeviceRange>) -> Vec<(i32, u64, u64)> {
     out
 }
 
-/// A pipeline captured into a CUDA graph; owns the pipeline value (see the
-/// [module docs](self)). Made by [`Capture::capture`] or [`crate::capture`].
+/// A pipeline captured into a CUDA graph. Made by [`Capture::capture`] or [`crate::capture`].
+///
+/// It **owns the pipeline value** it was captured from. A pipeline holds borrows of its
+/// buffers (`&'a mut DeviceBuffer<_>` for what it writes), so while a graph or executable
+/// graph lives, the borrow checker refuses to free those buffers or to touch them mutably
+/// anywhere else. Take the pipeline back with [`Graph::into_pipeline`] or
+/// [`GraphExec::into_pipeline`] (or swap it with [`GraphExec::update`]).
+///
+/// The driver does not synchronise calls on one graph, so [`Graph`] and [`GraphExec`] are
+/// `Send` when `P` is (one thread at a time may own them) but never `Sync`.
 #[derive(Debug)]
 pub struct Graph<P> {
     core: GraphCore,
@@ -424,6 +436,21 @@ impl<P> Graph<P> {
                 occurrence: op.occurrence,
             })
             .collect()
+    }
+
+    /// The captured graph's dependency edges between operations, numbered as in
+    /// [`Graph::ops`] (the plan's numbering): `(from, to)` means `to` waits for `from`. Read
+    /// back from the driver ([`cuGraphGetEdges`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html)),
+    /// so tools can compare it with a [`Plan`]'s [`Plan::edges`] or draw it their own way.
+    pub fn edges(&self) -> Result<BTreeSet<(usize, usize)>> {
+        Ok(self.core.captured_edges()?.0)
+    }
+
+    /// The graph's handle, for interop with code that calls the driver directly (e.g.
+    /// `cuGraphClone`, `cuGraphDebugDotPrint` with other flags). It stays valid while `self`
+    /// lives; using it is `unsafe` on the caller's side (a raw handle passed to the driver).
+    pub fn as_raw(&self) -> GraphHandle {
+        self.core.raw.as_raw()
     }
 
     /// The graph in Graphviz DOT, nodes named by their statements, one cluster per stream.
@@ -487,7 +514,7 @@ impl<P: Pipeline> Graph<P> {
     }
 
     /// The plan and the captured graph side by side in one DOT picture
-    /// ([`side_by_side_dot`]).
+    /// (edges that only one side has drawn red).
     pub fn to_dot_beside_plan(&self) -> Result<String> {
         let plan = Plan::build(&self.pipeline)?;
         let (edges, _) = self.core.captured_edges()?;

@@ -90,12 +90,14 @@ pub(crate) fn check_edges(
 /// must be equal and so must the happens-before relations.
 /// [`Graph::verify`](super::Graph::verify) reads the edges back from the driver and calls
 /// this; it is public so that the comparison can be tested (and used) without a GPU.
+#[cfg(feature = "testing")]
 pub fn verify_edges(plan: &Plan, captured: &BTreeSet<(usize, usize)>) -> Result<VerifyReport> {
     check_edges(plan, captured, Vec::new())
 }
 
 /// The captured graph in Graphviz DOT with `plan`'s operation names: one cluster per stream,
 /// edges that the plan lacks in red.
+#[cfg(feature = "testing")]
 pub fn captured_dot(plan: &Plan, captured: &BTreeSet<(usize, usize)>) -> String {
     let labels = plan_labels(plan);
     let mut out = String::new();

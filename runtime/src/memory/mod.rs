@@ -188,6 +188,14 @@ impl<'a> KernelArg<'a> {
         buffer_arg(memory, AccessMode::Read)
     }
 
+    /// A pointer argument to memory the kernel writes, through a shared reference to an
+    /// exclusive borrow: what a hand-written [`crate::Pipeline`]'s `issue(&self)` holds for a
+    /// buffer it borrowed `&mut` (the borrow proves that nothing else writes the memory while
+    /// the pipeline lives).
+    pub fn write_through<M: DeviceMemoryMut + ?Sized>(memory: &'a &mut M) -> Self {
+        buffer_arg(&**memory, AccessMode::Write)
+    }
+
     /// A pointer argument to memory the kernel writes (`T*`); needs an exclusive borrow.
     pub fn write<M: DeviceMemoryMut + ?Sized>(memory: &'a mut M) -> Self {
         buffer_arg(&*memory, AccessMode::Write)

@@ -16,7 +16,7 @@ use crate::program::{
 /// macro's programs are `'static` too; build a bounded number of them.
 ///
 /// ```
-/// use streamgraph_runtime::plan::ProgramBuilder;
+/// use streamgraph_runtime::ProgramBuilder;
 /// use streamgraph_runtime::AccessMode::{Read, Write};
 ///
 /// let mut b = ProgramBuilder::new("Diamond");

@@ -29,7 +29,7 @@
 //!
 //! ```
 //! use streamgraph_runtime::__private::{arg_read, arg_write};
-//! use streamgraph_runtime::plan::{Planner, ProgramBuilder};
+//! use streamgraph_runtime::{Planner, ProgramBuilder};
 //! use streamgraph_runtime::AccessMode::{Read, Write};
 //! use streamgraph_runtime::{DeviceBuffer, Dim3, Issuer, Kernel, LaunchConfig};
 //!
@@ -93,8 +93,6 @@ mod reach;
 pub use crate::error::{Race, RaceSide};
 pub use builder::ProgramBuilder;
 pub use planner::Planner;
-#[cfg(feature = "testing")]
-pub use random::RandomProgram;
 pub(crate) use reach::reachability;
 pub use reach::Reach;
 
@@ -136,7 +134,14 @@ pub enum Via {
     },
 }
 
-/// The happens-before model of one issue of a pipeline (see the [module docs](self)).
+/// The happens-before model of one issue of a pipeline.
+///
+/// Each stream `s` has a frontier `F(s)` (what the next operation on `s` must follow), each
+/// event `e` a snapshot `E(e)`. An operation on `s` gets an edge from every node of `F(s)`,
+/// then `F(s) := {op}`; `record e` on `s` sets `E(e) := F(s)`; `wait e` on `s` merges
+/// `E(e)` into `F(s)`; `wait_stream t` on `s` merges `F(t)` into `F(s)`. These are the CUDA
+/// driver's own rules during capture, redundant edges included, so a captured graph can be
+/// checked edge for edge against [`Plan::edges`].
 ///
 /// Operations are numbered in issue order; every edge goes from a lower to a higher number,
 /// so issue order is a topological order.
@@ -288,11 +293,6 @@ impl Plan {
     /// is one of them.
     pub fn final_frontier(&self) -> &[usize] {
         &self.final_frontier
-    }
-
-    /// The model as a petgraph graph: node `i` has weight `i` and stands for `ops()[i]`.
-    pub fn graph(&self) -> &DiGraph<usize, ()> {
-        &self.graph
     }
 
     /// Every pair of operations on different streams that touch overlapping memory, at least

@@ -17,7 +17,7 @@ type Frontier = BTreeMap<usize, Via>;
 
 /// An [`Issuer`] that records the pipeline's happens-before model instead of issuing work.
 ///
-/// It applies the rules of the [module documentation](super) statement by statement:
+/// It applies the rules of [`Plan`] statement by statement:
 /// every operation gets an edge from every operation in its stream's frontier (no
 /// reduction, as the CUDA driver does during capture), `record` snapshots a frontier,
 /// `wait` and `wait_stream` merge one into another. [`finish`](Self::finish) joins every

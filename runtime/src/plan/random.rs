@@ -9,7 +9,7 @@
 //! [`Plan::edges`].
 //!
 //! ```
-//! use streamgraph_runtime::plan::RandomProgram;
+//! use streamgraph_runtime::testing::RandomProgram;
 //!
 //! # fn main() -> Result<(), streamgraph_runtime::Error> {
 //! for seed in 0..20 {
