@@ -4,7 +4,7 @@
 use std::fmt::{self, Write as _};
 
 use crate::operand::{BufferAccess, DeviceRange};
-use crate::program::{AccessMode, Location, Statement};
+use crate::program::{AccessMode, Location, OpRef, Statement};
 
 /// Everything that can go wrong in the runtime. Messages say what went wrong, where (the
 /// pipeline statement and its source location when there is one) and what to do.
@@ -331,35 +331,20 @@ fn describe_rejection(reason: &UpdateRejection, statement: Option<&'static State
     out
 }
 
-/// An operation in a verification report: its index in issue order, statement and
-/// occurrence.
-#[derive(Debug, Clone, Copy)]
+/// An operation in a verification report: an [`OpRef`] with its index in issue order (the
+/// plan's node number, as in [`Graph::ops`](crate::Graph::ops)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OpInfo {
-    /// Index in issue order (the plan's node number).
+    /// Index in issue order.
     pub index: usize,
-    /// The statement.
-    pub statement: &'static Statement,
-    /// Which issue of it, from 1.
-    pub occurrence: u32,
+    /// The operation.
+    pub op: OpRef,
 }
-
-impl PartialEq for OpInfo {
-    fn eq(&self, other: &Self) -> bool {
-        self.index == other.index
-            && self.statement.same(other.statement)
-            && self.occurrence == other.occurrence
-    }
-}
-
-impl Eq for OpInfo {}
 
 impl fmt::Display for OpInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "`{}` #{} at {}",
-            self.statement.text, self.occurrence, self.statement.location
-        )
+        let s = self.op.statement;
+        write!(f, "`{}` #{} at {}", s.text, self.op.occurrence, s.location)
     }
 }
 

@@ -30,7 +30,7 @@ pub use exec::eager::{Eager, EagerStats};
 pub use ffi::memory::MemoryRef;
 pub use ffi::KernelArg;
 pub use graph::{
-    capture, CaptureOutcome, Graph, GraphExec, GraphExecHandle, GraphHandle, GraphStats, OpRef,
+    capture, CaptureOutcome, Graph, GraphExec, GraphExecHandle, GraphHandle, GraphStats,
     VerifyReport,
 };
 pub use issue::{Issuer, Pipeline, StreamOptions};
@@ -42,7 +42,8 @@ pub use module::{Kernel, Module};
 pub use operand::{BufferAccess, DeviceRange, Dim3, FillPattern, HostFn, LaunchConfig, Memory};
 pub use plan::{Plan, PlanOp, Planner, ProgramBuilder, Race, RaceSide, Reach, Via};
 pub use program::{
-    AccessMode, EventDecl, Location, Program, Statement, StatementKind, StaticAccess, StreamDecl,
+    AccessMode, EventDecl, Location, OpRef, Program, Statement, StatementKind, StaticAccess,
+    StreamDecl,
 };
 pub use stream::{clamp_priority, current_stream, Stream, StreamGuard};
 

@@ -171,3 +171,36 @@ pub struct StaticAccess {
     /// sub-range, whose overlap only the run-time plan can decide.
     pub whole: bool,
 }
+
+/// One operation of a pipeline: an issue of a statement (statements in loops are issued
+/// several times). Statements compare by identity.
+#[derive(Debug, Clone, Copy)]
+pub struct OpRef {
+    /// The statement.
+    pub statement: &'static Statement,
+    /// Which issue of it, from 1.
+    pub occurrence: u32,
+}
+
+impl OpRef {
+    /// The first (often only) issue of `statement`.
+    pub fn new(statement: &'static Statement) -> OpRef {
+        OpRef {
+            statement,
+            occurrence: 1,
+        }
+    }
+
+    /// The `occurrence`-th issue of the same statement (from 1).
+    pub fn occurrence(self, occurrence: u32) -> OpRef {
+        OpRef { occurrence, ..self }
+    }
+}
+
+impl PartialEq for OpRef {
+    fn eq(&self, other: &Self) -> bool {
+        self.statement.same(other.statement) && self.occurrence == other.occurrence
+    }
+}
+
+impl Eq for OpRef {}

@@ -52,7 +52,7 @@ use crate::issue::Pipeline;
 use crate::operand::DeviceRange;
 use crate::plan::dot::quote;
 use crate::plan::Plan;
-use crate::program::{Program, Statement, StatementKind};
+use crate::program::{OpRef, Program, Statement, StatementKind};
 use crate::stream::Stream;
 
 mod exec;
@@ -66,39 +66,6 @@ pub(crate) use verify::check_edges;
 pub use verify::{captured_dot, verify_edges};
 use verify::{render_body, EdgeSet};
 pub use verify::{side_by_side_dot, VerifyReport};
-
-/// One operation of a pipeline: an issue of a statement (statements in loops are issued
-/// several times). Statements compare by identity.
-#[derive(Debug, Clone, Copy)]
-pub struct OpRef {
-    /// The statement.
-    pub statement: &'static Statement,
-    /// Which issue of it, from 1.
-    pub occurrence: u32,
-}
-
-impl OpRef {
-    /// The first (often only) issue of `statement`.
-    pub fn new(statement: &'static Statement) -> OpRef {
-        OpRef {
-            statement,
-            occurrence: 1,
-        }
-    }
-
-    /// The `occurrence`-th issue of the same statement (from 1).
-    pub fn occurrence(self, occurrence: u32) -> OpRef {
-        OpRef { occurrence, ..self }
-    }
-}
-
-impl PartialEq for OpRef {
-    fn eq(&self, other: &Self) -> bool {
-        self.statement.same(other.statement) && self.occurrence == other.occurrence
-    }
-}
-
-impl Eq for OpRef {}
 
 /// A captured graph without its pipeline value: the driver graph (which keeps what its nodes
 /// touch) and the operation of every node.

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use crate::error::{Error, OpEdge, OpInfo, Result};
 use crate::plan::dot::quote;
 use crate::plan::{reachability, Plan};
+use crate::program::OpRef;
 use crate::program::Program;
 
 /// What a successful [`Graph::verify`](super::Graph::verify) checked.
@@ -32,8 +33,10 @@ pub(crate) fn check_edges(
     let info = |i: usize| -> Option<OpInfo> {
         plan.ops().get(i).map(|op| OpInfo {
             index: i,
-            statement: op.statement,
-            occurrence: op.occurrence,
+            op: OpRef {
+                statement: op.statement,
+                occurrence: op.occurrence,
+            },
         })
     };
     let mut describe = |set: &mut dyn Iterator<Item = &(usize, usize)>| -> Vec<OpEdge> {
