@@ -10,7 +10,7 @@
 //! Pipelines are declared once with `pipeline!` at module level, with `for` loops over size
 //! parameters, so one pipeline type serves every size. Each is checked once for races by its
 //! plan at setup; eager runs have that check switched off (`Eager::check(false)`), as
-//! raw issues no such check either. Captures run with `Capture::verify(false)` (verification
+//! raw issues no such check either. Captures run with `Capture::check(false)` (verification
 //! is a debugging aid); every captured shape is verified once against its plan at setup
 //! (`Graph::verify`), outside the timed regions.
 //!
