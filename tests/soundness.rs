@@ -550,3 +550,44 @@ fn graphs_keep_pinned_memory_they_copy() {
     exec.replay(&stream, 2).unwrap();
     stream.synchronize().unwrap();
 }
+
+/// Hole 12: the host functions (and memory) of earlier updates are released once the launches
+/// before the update have finished, not kept until the executable graph drops.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn updates_release_what_earlier_graphs_kept() {
+    let _serial = common::serial();
+    let stream = Stream::new(&streamgraph::Device::new(None).unwrap(), 0).unwrap();
+    let token = Arc::new(());
+    let mut b = ProgramBuilder::new("Updates");
+    let main = b.stream("main");
+    b.host(main);
+    let program = b.build();
+    let t = token.clone();
+    let p = Hand {
+        program,
+        body: move |program: &'static Program, issuer: &mut dyn Issuer| {
+            let held = t.clone();
+            issuer.host(&program.statements[0], Arc::new(move || drop(held.clone())))
+        },
+    };
+    let mut exec = capture(&stream, p).unwrap().instantiate().unwrap();
+    for _ in 0..50 {
+        exec.launch(&stream).unwrap();
+        stream.synchronize().unwrap();
+        exec.update_with(|_| {}).unwrap();
+    }
+    // The pipeline's own clone, the base graph's and the latest graph's host functions, and at
+    // most one update not yet reaped: a handful, not one per update.
+    let held = Arc::strong_count(&token);
+    assert!(
+        held <= 6,
+        "{held} host functions are still kept after 50 updates"
+    );
+    drop(exec);
+    assert_eq!(
+        Arc::strong_count(&token),
+        1,
+        "dropping the executable graph frees the rest"
+    );
+}
