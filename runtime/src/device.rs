@@ -165,6 +165,14 @@ impl Device {
             .map_err(|e| Error::driver("cuCtxGetStreamPriorityRange", e))
     }
 
+    /// Free and total device memory in bytes, `(free, total)`, as the driver reports them for
+    /// this device (other processes' allocations included).
+    ///
+    /// See [`cuMemGetInfo`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html).
+    pub fn memory_info(&self) -> Result<(usize, usize)> {
+        ffi::memory_info(&self.ctx).map_err(|e| Error::driver("cuMemGetInfo", e))
+    }
+
     /// Blocks until all work on every stream of this device has finished.
     ///
     /// See [`cuCtxSynchronize`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html).

@@ -135,6 +135,17 @@ pub(crate) fn device_get(ordinal: i32) -> Result<CUdevice, DriverError> {
     Ok(device)
 }
 
+/// `cuMemGetInfo_v2` in `ctx`: `(free, total)` bytes of device memory.
+///
+/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html>
+pub(crate) fn memory_info(ctx: &CudaContext) -> Result<(usize, usize), DriverError> {
+    ensure_current(ctx)?;
+    let (mut free, mut total) = (0usize, 0usize);
+    // SAFETY: both out-pointers are valid for the call; the context is current.
+    unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) }.result()?;
+    Ok((free, total))
+}
+
 /// `cuCtxGetCurrent`: the context bound to this thread, null when none.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html>
