@@ -301,10 +301,12 @@ fn threads(args: &[String]) {
     let device = Device::new(None).unwrap();
     let k = Arc::new(kernels(&device));
     let seconds = arg(args, "--seconds", 60);
+    let workers = arg(args, "--workers", 8);
+    let with_global = !args.iter().any(|a| a == "--no-global");
     let stop = Arc::new(AtomicBool::new(false));
     let typed = Arc::new(AtomicU64::new(0));
     let mut handles = Vec::new();
-    for _ in 0..8 {
+    for _ in 0..workers {
         let (k, d, s, t) = (k.clone(), device.clone(), stop.clone(), typed.clone());
         handles.push(std::thread::spawn(move || worker(k, d, s, t)));
     }
@@ -312,6 +314,9 @@ fn threads(args: &[String]) {
     let global = {
         let (k, d, s) = (k.clone(), device.clone(), stop.clone());
         std::thread::spawn(move || {
+            if !with_global {
+                return (0, 0);
+            }
             let ignored = AtomicU64::new(0);
             let stream = retry(&ignored, || Stream::new(&d, 0));
             let mut slot = retry(&ignored, || DeviceBuffer::<u32>::zeros(&d, 1));
@@ -342,7 +347,7 @@ fn threads(args: &[String]) {
     }
     let (ok, refused) = global.join().unwrap();
     println!(
-        "threads: 8 workers, {seconds} s, {total} cycles, all results as expected; {} typed capture errors seen by workers (retried); global-mode thread: {ok} captures, {refused} refused with a typed capture error",
+        "threads: {workers} workers, {seconds} s, {total} cycles, all results as expected; {} typed capture errors seen by workers (retried); global-mode thread: {ok} captures, {refused} refused with a typed capture error",
         typed.load(Ordering::Relaxed)
     );
 }

@@ -290,10 +290,12 @@ fn a_pageable_copy_names_its_statement() {
 fn another_threads_allocation_in_global_mode_is_a_typed_fault() {
     let s = setup();
     let mut capture = Capture::new(&s.origin).mode(CaptureMode::Global);
-    // The driver refuses the other thread's allocation (the pipeline asserts that it learns
-    // why, as a capture error) and invalidates the capture, which ends with a typed fault.
-    let result = capture.capture(s.pipeline(Misdeed::OtherThreadAllocates));
-    expect_fault(result, &[CaptureFault::Invalidated, CaptureFault::Implicit]);
+    // streamgraph refuses the other thread's allocation while its global capture runs (the
+    // pipeline asserts that the other thread learns why, as a capture error), before the
+    // driver sees it: the capture is not invalidated and succeeds.
+    let graph = capture.capture(s.pipeline(Misdeed::OtherThreadAllocates));
+    assert!(graph.is_ok(), "{:?}", graph.err());
+    drop(graph);
     s.still_works(&mut capture);
 }
 

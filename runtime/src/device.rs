@@ -177,9 +177,7 @@ impl Device {
     ///
     /// See [`cuCtxSynchronize`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html).
     pub fn synchronize(&self) -> Result<()> {
-        self.ctx
-            .synchronize()
-            .map_err(|e| Error::driver("cuCtxSynchronize", e))
+        ffi::ctx_synchronize(&self.ctx).map_err(|e| Error::driver("cuCtxSynchronize", e))
     }
 
     pub(crate) fn ctx(&self) -> &Arc<CudaContext> {

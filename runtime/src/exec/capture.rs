@@ -228,6 +228,8 @@ impl Capture {
                 ))
             }
         }
+        // A global-mode capture holds off streamgraph's unsafe calls on other threads.
+        let _global = (self.mode == CaptureMode::Global).then(crate::ffi::GlobalCapture::begin);
         gffi::begin_capture(origin.as_cudarc(), self.mode.raw())
             .map_err(|e| normalize(Error::driver("cuStreamBeginCapture", e), program, None))?;
         self.eager.book = Some(NodeBook::new(program));

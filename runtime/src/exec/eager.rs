@@ -353,6 +353,14 @@ impl Eager {
         book.note(stmt, stream, issued)
     }
 
+    /// Notes, when capturing, that an ordering statement was issued: a fault after it names it.
+    #[inline]
+    fn booked_ordering(&mut self, stmt: &'static Statement) {
+        if let Some(book) = self.book.as_mut() {
+            book.last = Some(stmt);
+        }
+    }
+
     fn event_index(stmt: &'static Statement, events: usize) -> Result<usize> {
         match stmt.kind {
             StatementKind::Record { event } | StatementKind::Wait { event } if event < events => {
@@ -548,14 +556,21 @@ impl Issuer for Eager {
     }
 
     fn record(&mut self, stmt: &'static Statement) -> Result<(), Error> {
-        self.do_record(stmt).map_err(|e| e.in_statement(stmt))
+        self.do_record(stmt).map_err(|e| e.in_statement(stmt))?;
+        self.booked_ordering(stmt);
+        Ok(())
     }
 
     fn wait(&mut self, stmt: &'static Statement) -> Result<(), Error> {
-        self.do_wait(stmt).map_err(|e| e.in_statement(stmt))
+        self.do_wait(stmt).map_err(|e| e.in_statement(stmt))?;
+        self.booked_ordering(stmt);
+        Ok(())
     }
 
     fn wait_stream(&mut self, stmt: &'static Statement) -> Result<(), Error> {
-        self.do_wait_stream(stmt).map_err(|e| e.in_statement(stmt))
+        self.do_wait_stream(stmt)
+            .map_err(|e| e.in_statement(stmt))?;
+        self.booked_ordering(stmt);
+        Ok(())
     }
 }

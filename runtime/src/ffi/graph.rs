@@ -342,10 +342,13 @@ unsafe impl Sync for RawGraph {}
 
 impl Drop for RawGraph {
     fn drop(&mut self) {
-        let destroyed = ensure_current(&self.ctx).and_then(|()| {
-            // SAFETY: the graph was created by the driver for us and is destroyed once, here,
-            // when its last owner (a graph or an executable graph made from it) is gone.
-            unsafe { sys::cuGraphDestroy(self.raw) }.result()
+        let destroyed = super::after_global_capture(|| {
+            ensure_current(&self.ctx).and_then(|()| {
+                // SAFETY: the graph was created by the driver for us and is destroyed once,
+                // here, when its last owner (a graph or an executable graph made from it) is
+                // gone.
+                unsafe { sys::cuGraphDestroy(self.raw) }.result()
+            })
         });
         if let Err(e) = destroyed {
             self.ctx.record_err::<()>(Err(e));
@@ -464,8 +467,10 @@ impl OwnedGraph {
     pub(crate) fn instantiate(&self) -> Result<OwnedExec, DriverError> {
         ensure_current(&self.ctx)?;
         let mut exec: sys::CUgraphExec = std::ptr::null_mut();
-        // SAFETY: the graph is alive; `exec` is a valid out-pointer.
-        unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, self.raw(), 0) }.result()?;
+        super::unsafe_during_capture(|| {
+            // SAFETY: the graph is alive; `exec` is a valid out-pointer.
+            unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, self.raw(), 0) }.result()
+        })?;
         Ok(OwnedExec {
             raw: exec,
             ctx: self.ctx.clone(),
@@ -698,6 +703,13 @@ impl KeptSet {
 
 impl Drop for OwnedExec {
     fn drop(&mut self) {
+        super::after_global_capture(|| self.release());
+    }
+}
+
+impl OwnedExec {
+    /// Destroys the executable graph and releases what its launches touch once they finished.
+    fn release(&mut self) {
         let destroyed = ensure_current(&self.ctx).and_then(|()| {
             // SAFETY: the executable graph was instantiated for us and is destroyed once,
             // here; launches still in flight complete (the driver defers the release).

@@ -127,7 +127,7 @@ pub(crate) fn load_module(
         ModuleImage::Cubin(bytes) => cudarc::nvrtc::Ptx::from_binary(bytes),
         ModuleImage::Ptx(text) => cudarc::nvrtc::Ptx::from_src(text),
     };
-    ctx.load_module(image)
+    super::unsafe_during_capture(|| ctx.load_module(image))
 }
 
 /// `cuModuleGetFunction`: the kernel `name` of `module`; `None` when it has none.

@@ -41,10 +41,11 @@ impl DeviceAlloc {
         let mut ptr: sys::CUdeviceptr = 0;
         if bytes > 0 {
             ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
-            // SAFETY: `ptr` is a valid out-pointer for the call; the context is current.
-            unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) }
-                .result()
-                .map_err(|e| Error::driver("cuMemAlloc", e))?;
+            super::unsafe_during_capture(|| {
+                // SAFETY: `ptr` is a valid out-pointer for the call; the context is current.
+                unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) }.result()
+            })
+            .map_err(|e| Error::driver("cuMemAlloc", e))?;
         }
         Ok(Arc::new(DeviceAlloc {
             ptr,
@@ -103,11 +104,13 @@ impl Drop for DeviceAlloc {
         if self.ptr == 0 {
             return;
         }
-        let freed = ensure_current(ctx).and_then(|()| {
-            // SAFETY: `ptr` came from `cuMemAlloc_v2` in this context and is freed once, here:
-            // the last `Arc` is gone, so no buffer, view or graph can name the memory any more.
-            // `cuMemFree` waits for work still using the memory before releasing it.
-            unsafe { sys::cuMemFree_v2(self.ptr) }.result()
+        let freed = super::after_global_capture(|| {
+            ensure_current(ctx).and_then(|()| {
+                // SAFETY: `ptr` came from `cuMemAlloc_v2` in this context and is freed once,
+                // here: the last `Arc` is gone, so no buffer, view or graph can name the memory
+                // any more. `cuMemFree` waits for work still using the memory before releasing it.
+                unsafe { sys::cuMemFree_v2(self.ptr) }.result()
+            })
         });
         if let Err(e) = freed {
             // Drop cannot return the error; keep it for the context's next checked call.
@@ -492,9 +495,7 @@ pub(crate) fn read_device<T: bytemuck::Pod>(
             .result()
             .map_err(|e| Error::driver("cuMemcpyDtoHAsync", e));
     let synced = queued.and_then(|()| {
-        stream
-            .synchronize()
-            .map_err(|e| Error::driver("cuStreamSynchronize", e))
+        super::stream_synchronize(stream).map_err(|e| Error::driver("cuStreamSynchronize", e))
     });
     if let Err(e) = synced {
         // The copy may still be queued: leak the vector rather than free memory a DMA writes.

@@ -70,6 +70,96 @@ impl CaptureFault {
     }
 }
 
+/// Streamgraph's global-mode captures and the calls they forbid on other threads.
+///
+/// During a capture in `CU_STREAM_CAPTURE_MODE_GLOBAL`, "potentially unsafe" calls on other
+/// threads (synchronizing, allocating, freeing) must fail; on driver 580 a stream
+/// synchronize racing with such a capture was seen to crash inside the driver instead. So a
+/// global capture of streamgraph holds this lock exclusively from its begin to its end, and
+/// streamgraph's own unsafe calls on other threads take it shared first: they are refused with
+/// `CUDA_ERROR_STREAM_CAPTURE_IMPLICIT` (an [`Error::Capture`] with
+/// [`CaptureFault::Implicit`]) while a global capture runs, or — where nothing can be
+/// returned, in `Drop` — wait for it to end. The capturing thread itself is exempt.
+static GLOBAL_CAPTURE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+thread_local! {
+    /// Whether this thread holds [`GLOBAL_CAPTURE`] exclusively.
+    static CAPTURING_GLOBALLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// How many times this thread holds [`GLOBAL_CAPTURE`] shared (nested calls skip the lock).
+    static SHARED_HELD: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether this thread may call the driver without the lock: it captures globally itself, or
+/// already holds the lock shared.
+fn lock_held() -> bool {
+    CAPTURING_GLOBALLY.with(|c| c.get()) || SHARED_HELD.with(|c| c.get()) > 0
+}
+
+/// Runs `f` counted as holding the lock shared.
+fn holding<R>(f: impl FnOnce() -> R) -> R {
+    SHARED_HELD.with(|c| c.set(c.get() + 1));
+    let out = f();
+    SHARED_HELD.with(|c| c.set(c.get() - 1));
+    out
+}
+
+/// Held by a thread while it captures in global mode (see [`GLOBAL_CAPTURE`]).
+pub(crate) struct GlobalCapture {
+    _held: std::sync::RwLockWriteGuard<'static, ()>,
+}
+
+impl GlobalCapture {
+    /// Waits for other threads' unsafe calls of streamgraph to end, then holds them off.
+    pub(crate) fn begin() -> GlobalCapture {
+        let held = GLOBAL_CAPTURE.write().unwrap_or_else(|p| p.into_inner());
+        CAPTURING_GLOBALLY.with(|c| c.set(true));
+        GlobalCapture { _held: held }
+    }
+}
+
+impl Drop for GlobalCapture {
+    fn drop(&mut self) {
+        CAPTURING_GLOBALLY.with(|c| c.set(false));
+    }
+}
+
+/// Runs `call`, a call that a global-mode capture forbids on other threads, unless one of
+/// streamgraph's global captures runs on another thread: then it is refused at once.
+pub(crate) fn unsafe_during_capture<R>(
+    call: impl FnOnce() -> Result<R, DriverError>,
+) -> Result<R, DriverError> {
+    if lock_held() {
+        return call();
+    }
+    match GLOBAL_CAPTURE.try_read() {
+        Ok(_shared) => holding(call),
+        Err(std::sync::TryLockError::Poisoned(p)) => {
+            let _shared = p.into_inner();
+            holding(call)
+        }
+        Err(std::sync::TryLockError::WouldBlock) => Err(DriverError(
+            sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,
+        )),
+    }
+}
+
+/// Runs `call` (a release in `Drop`, which cannot be refused) once no global capture of
+/// streamgraph runs on another thread.
+pub(crate) fn after_global_capture<R>(call: impl FnOnce() -> R) -> R {
+    if lock_held() {
+        return call();
+    }
+    let _shared = GLOBAL_CAPTURE.read().unwrap_or_else(|p| p.into_inner());
+    holding(call)
+}
+
+/// `cuCtxSynchronize` of `ctx`.
+///
+/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html>
+pub(crate) fn ctx_synchronize(ctx: &CudaContext) -> Result<(), DriverError> {
+    unsafe_during_capture(|| ctx.synchronize())
+}
+
 /// Whether the driver library can be loaded; asked once, since `dlopen` is not free.
 pub(crate) fn driver_present() -> bool {
     static PRESENT: OnceLock<bool> = OnceLock::new();
@@ -206,6 +296,10 @@ pub(crate) fn stream_priority(stream: &CudaStream) -> Result<i32, DriverError> {
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
 pub(crate) fn stream_query(stream: &CudaStream) -> Result<bool, DriverError> {
+    unsafe_during_capture(|| stream_query_now(stream))
+}
+
+fn stream_query_now(stream: &CudaStream) -> Result<bool, DriverError> {
     ensure_current(stream.context())?;
     // SAFETY: `stream` owns its live handle.
     match unsafe { sys::cuStreamQuery(stream.cu_stream()) } {
@@ -219,9 +313,11 @@ pub(crate) fn stream_query(stream: &CudaStream) -> Result<bool, DriverError> {
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
 pub(crate) fn stream_synchronize(stream: &CudaStream) -> Result<(), DriverError> {
-    ensure_current(stream.context())?;
-    // SAFETY: `stream` owns its live handle.
-    unsafe { sys::cuStreamSynchronize(stream.cu_stream()) }.result()
+    unsafe_during_capture(|| {
+        ensure_current(stream.context())?;
+        // SAFETY: `stream` owns its live handle.
+        unsafe { sys::cuStreamSynchronize(stream.cu_stream()) }.result()
+    })
 }
 
 /// `cuEventRecord`: captures the work submitted to `stream` so far into `event`.
@@ -247,6 +343,10 @@ pub(crate) fn stream_wait_event(stream: &CudaStream, event: &CudaEvent) -> Resul
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html>
 pub(crate) fn event_query(event: &CudaEvent) -> Result<bool, DriverError> {
+    unsafe_during_capture(|| event_query_now(event))
+}
+
+fn event_query_now(event: &CudaEvent) -> Result<bool, DriverError> {
     ensure_current(event.context())?;
     // SAFETY: `event` owns its live handle.
     match unsafe { sys::cuEventQuery(event.cu_event()) } {
@@ -260,6 +360,10 @@ pub(crate) fn event_query(event: &CudaEvent) -> Result<bool, DriverError> {
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html>
 pub(crate) fn event_synchronize(event: &CudaEvent) -> Result<(), DriverError> {
+    unsafe_during_capture(|| event_synchronize_now(event))
+}
+
+fn event_synchronize_now(event: &CudaEvent) -> Result<(), DriverError> {
     ensure_current(event.context())?;
     // SAFETY: `event` owns its live handle.
     unsafe { sys::cuEventSynchronize(event.cu_event()) }.result()
@@ -269,6 +373,10 @@ pub(crate) fn event_synchronize(event: &CudaEvent) -> Result<(), DriverError> {
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html>
 pub(crate) fn event_elapsed_ms(start: &CudaEvent, end: &CudaEvent) -> Result<f32, DriverError> {
+    unsafe_during_capture(|| event_elapsed_ms_now(start, end))
+}
+
+fn event_elapsed_ms_now(start: &CudaEvent, end: &CudaEvent) -> Result<f32, DriverError> {
     ensure_current(start.context())?;
     let mut ms: f32 = 0.0;
     // SAFETY: both objects own their live handles; `ms` is a valid out-pointer.

@@ -81,8 +81,7 @@ impl PinnedState {
             .iter_mut()
             .filter(|p| p.busy && (all || p.writes))
         {
-            p.event
-                .synchronize()
+            super::event_synchronize(&p.event)
                 .map_err(|e| Error::driver("cuEventSynchronize", e))?;
             p.busy = false;
             p.writes = false;
@@ -108,9 +107,12 @@ impl PinnedAlloc {
             let mut raw: *mut c_void = std::ptr::null_mut();
             // SAFETY: `raw` is a valid out-pointer; the context is current. The memory is
             // page-aligned, which satisfies the alignment of every element type.
-            unsafe { sys::cuMemHostAlloc(&mut raw, bytes, sys::CU_MEMHOSTALLOC_PORTABLE) }
-                .result()
-                .map_err(|e| Error::driver("cuMemHostAlloc", e))?;
+            super::unsafe_during_capture(|| {
+                // SAFETY: as above.
+                unsafe { sys::cuMemHostAlloc(&mut raw, bytes, sys::CU_MEMHOSTALLOC_PORTABLE) }
+                    .result()
+            })
+            .map_err(|e| Error::driver("cuMemHostAlloc", e))?;
             NonNull::new(raw.cast::<u8>()).ok_or(Error::driver(
                 "cuMemHostAlloc",
                 DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY),
@@ -250,7 +252,7 @@ impl PinnedAlloc {
             if let Err(e) = track_dma(&mut guards, &order, stream) {
                 // The DMA is queued but not tracked: wait for it here, so that no borrow can
                 // race with it. Should even that fail, the context is unusable and runs no DMA.
-                let _ = stream.synchronize();
+                let _ = super::stream_synchronize(stream);
                 return Err(e);
             }
         }
@@ -295,6 +297,13 @@ fn track_dma(
 
 impl Drop for PinnedAlloc {
     fn drop(&mut self) {
+        super::after_global_capture(|| self.release());
+    }
+}
+
+impl PinnedAlloc {
+    /// Waits for the DMA on the allocation and frees it (or leaks it when waiting fails).
+    fn release(&mut self) {
         let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
         if state.settle(true).is_err() {
             // A DMA may still be running on bytes we cannot prove idle: leaking them is safe,
