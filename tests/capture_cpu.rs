@@ -131,6 +131,79 @@ fn same_reachability_with_other_edges_is_still_a_mismatch() {
 }
 
 #[test]
+fn orderings_that_differ_are_counted_and_named() {
+    // Without axpy → sum, the two are unordered: exactly one pair differs.
+    let plan = diamond();
+    let e = verify_edges(&plan, &set(&[(0, 1), (0, 2)])).unwrap_err();
+    let msg = e.to_string();
+    let (axpy, sum) = (plan.ops()[1].statement, plan.ops()[2].statement);
+    assert!(
+        msg.contains(&format!(
+            "1 pair(s) of operations are ordered differently (happens-before differs), e.g. `{}` #1 at {} / `{}` #1 at {}",
+            axpy.text, axpy.location, sum.text, sum.location
+        )),
+        "{msg}"
+    );
+    // An edge against issue order orders what the plan leaves open; with it the count is
+    // only a lower bound.
+    let e = verify_edges(&plan, &set(&[(0, 1), (0, 2), (1, 2), (2, 1)])).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("at least 1 pair(s) of operations are ordered differently"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_long_capture_is_compared_without_a_quadratic_matrix() {
+    // One stream of 100,000 operations: the plan is a chain. A capture that lacks one
+    // program-order edge in the middle unorders every operation before it from every one
+    // after it; the clocks say so without a 100,000² matrix.
+    let mut b = ProgramBuilder::new("Long");
+    let main = b.stream("main");
+    b.launch(main, "k", &[("x", Write)]);
+    let program = b.build();
+    let x = DeviceBuffer::<f32>::for_planning(16).unwrap();
+    let k = Kernel::for_planning("k");
+    let cfg = LaunchConfig {
+        grid: Dim3::from(1),
+        block: Dim3::from(16),
+        shared_mem_bytes: 0,
+    };
+    let mut planner = Planner::new(program);
+    for _ in 0..100_000 {
+        planner
+            .launch(&program.statements[0], &k, cfg, &[arg_write(&x)])
+            .unwrap();
+    }
+    let plan = planner.finish();
+    assert!(plan.happens_before(0, 99_999));
+    let mut edges = plan.edges();
+    verify_edges(&plan, &edges).unwrap();
+    edges.remove(&(50_000, 50_001));
+    let e = verify_edges(&plan, &edges).unwrap_err();
+    let Error::GraphMismatch {
+        missing, problems, ..
+    } = &e
+    else {
+        panic!("{e}")
+    };
+    assert_eq!(
+        (missing[0].from.index, missing[0].to.index),
+        (50_000, 50_001)
+    );
+    // Each of the first 50,001 operations no longer precedes operation 50,001 (and those
+    // after it, which the count leaves out: it is a lower bound here).
+    assert!(
+        problems.iter().any(|p| p
+            .contains("at least 50001 pair(s) of operations are ordered differently")
+            && p.contains("#1 at <Long>:1:5 / `launch k(&mut x)` #50002")),
+        "{problems:?}"
+    );
+    assert!(!plan.same_happens_before(&edges, plan.len()));
+}
+
+#[test]
 fn edges_to_unknown_operations_are_reported_not_panicked_on() {
     let plan = diamond();
     let e = verify_edges(&plan, &set(&[(0, 1), (0, 2), (1, 2), (2, 7)])).unwrap_err();

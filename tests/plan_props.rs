@@ -3,12 +3,13 @@
 
 mod plan_support;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use plan_support::{plan_with, Region};
 use proptest::prelude::*;
+use streamgraph::testing::verify_edges;
 use streamgraph::AccessMode::{self, Read, Write};
-use streamgraph::Program;
+use streamgraph::{BufferAccess, Program};
 use streamgraph::{Plan, ProgramBuilder};
 
 /// One command of a random program; indices are reduced modulo the declared counts.
@@ -209,6 +210,49 @@ fn brute_force_races(p: &Plan) -> BTreeSet<(usize, usize)> {
     out
 }
 
+/// For every racing pair of operations, the pair of accesses a race names: of the pairs that
+/// conflict, the first in address order `(device, ptr, op, argument)` by its later access,
+/// then by its earlier one (the order an address sweep meets them).
+fn named_accesses(p: &Plan) -> BTreeMap<(usize, usize), (BufferAccess, BufferAccess)> {
+    let reach = dfs_reach(p.len(), &p.edges());
+    let ops = p.ops();
+    let key = |op: usize, k: usize| {
+        let r = ops[op].accesses[k].range;
+        (r.device, r.ptr, op, k)
+    };
+    let mut out = BTreeMap::new();
+    for i in 0..ops.len() {
+        for j in i + 1..ops.len() {
+            if ops[i].stream == ops[j].stream || reach[i][j] || reach[j][i] {
+                continue;
+            }
+            let mut best = None;
+            for (x, a) in ops[i].accesses.iter().enumerate() {
+                for (y, b) in ops[j].accesses.iter().enumerate() {
+                    if !a.range.overlaps(&b.range) || (a.mode == Read && b.mode == Read) {
+                        continue;
+                    }
+                    let (kx, ky) = (key(i, x), key(j, y));
+                    let place = (kx.max(ky), kx.min(ky));
+                    if best.is_none_or(|(p, _)| place < p) {
+                        best = Some((place, (*a, *b)));
+                    }
+                }
+            }
+            if let Some((_, pair)) = best {
+                out.insert((i, j), pair);
+            }
+        }
+    }
+    out
+}
+
+/// A few edges to add to or take from a plan's: from any operation to any other, backward
+/// and self edges included.
+fn edits() -> impl Strategy<Value = Vec<(bool, usize, usize)>> {
+    prop::collection::vec((any::<bool>(), 0usize..64, 0usize..64), 1..4)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
@@ -303,6 +347,42 @@ proptest! {
             prop_assert!(race.first.access.range.overlaps(&race.second.access.range));
             prop_assert!(race.first.access.mode == Write || race.second.access.mode == Write);
             prop_assert!(race.overlap().bytes > 0);
+        }
+    }
+
+    #[test]
+    fn races_name_the_first_conflicting_accesses_in_address_order(r in random()) {
+        let p = plan_of(&r, false);
+        let named: BTreeMap<(usize, usize), (BufferAccess, BufferAccess)> = p
+            .races()
+            .iter()
+            .map(|x| ((x.first.op, x.second.op), (x.first.access, x.second.access)))
+            .collect();
+        prop_assert_eq!(named, named_accesses(&p));
+    }
+
+    #[test]
+    fn other_edge_sets_are_compared_exactly(r in random(), edits in edits()) {
+        let p = plan_of(&r, false);
+        prop_assume!(!p.is_empty());
+        let n = p.len();
+        let mut edges = p.edges();
+        for (add, a, b) in edits {
+            let (a, b) = (a % n, b % n);
+            if add {
+                edges.insert((a, b));
+            } else if let Some(&e) = p.edges().iter().nth((a * 64 + b) % p.edges().len().max(1)) {
+                edges.remove(&e);
+            }
+        }
+        let same = dfs_reach(n, &edges) == dfs_reach(n, &p.edges());
+        prop_assert_eq!(p.same_happens_before(&edges, n), same);
+        match verify_edges(&p, &edges) {
+            Ok(_) => prop_assert_eq!(&edges, &p.edges()),
+            Err(e) => {
+                let text = e.to_string();
+                prop_assert_eq!(!text.contains("ordered differently"), same, "{}", text);
+            }
         }
     }
 }

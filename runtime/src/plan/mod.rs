@@ -19,8 +19,13 @@
 //!
 //! These rules are the CUDA driver's own: a captured CUDA graph has exactly these edges,
 //! redundant ones included (no transitive reduction), so a capture can be checked edge for
-//! edge against [`Plan::edges`], and two programs are equivalent when their
-//! [`reachability`] relations are equal.
+//! edge against [`Plan::edges`], and two programs are equivalent when their happens-before
+//! relations ([`Reach`]) are equal.
+//!
+//! Happens-before is kept as vector clocks: per operation and stream, the latest operation of
+//! that stream it follows. Planning, ordering queries and the race check take time and memory
+//! proportional to the operations times the streams (plus the races found), not to the square
+//! of the operations, so plans of millions of operations are checked in seconds.
 //!
 //! On the model a [`Plan`] answers [`happens_before`](Plan::happens_before) queries, finds
 //! [data races](Plan::races) on real address ranges — two operations on different streams
@@ -93,7 +98,6 @@ mod reach;
 pub use crate::error::{Race, RaceSide};
 pub use builder::ProgramBuilder;
 pub use planner::Planner;
-pub(crate) use reach::reachability;
 pub use reach::Reach;
 
 /// One operation (a node of the model): one issue of a launch, copy, fill or host statement.
@@ -151,9 +155,40 @@ pub struct Plan {
     ops: Vec<PlanOp>,
     edges: BTreeMap<(usize, usize), Via>,
     final_frontier: Vec<usize>,
-    graph: DiGraph<usize, ()>,
-    successors: Vec<Vec<usize>>,
+    successors: Adjacency,
+    predecessors: Adjacency,
     reach: Reach,
+}
+
+/// Neighbour lists of every operation in one array: operation `i`'s are
+/// `targets[starts[i]..starts[i + 1]]`, in increasing order.
+#[derive(Debug)]
+struct Adjacency {
+    starts: Vec<usize>,
+    targets: Vec<usize>,
+}
+
+impl Adjacency {
+    /// The lists of `n` operations from `(operation, neighbour)` pairs sorted by both.
+    fn new(n: usize, pairs: impl Iterator<Item = (usize, usize)>) -> Adjacency {
+        let mut starts = vec![0; n + 1];
+        let mut targets = Vec::new();
+        for (a, b) in pairs {
+            starts[a + 1] += 1;
+            targets.push(b);
+        }
+        for i in 0..n {
+            starts[i + 1] += starts[i];
+        }
+        Adjacency { starts, targets }
+    }
+
+    fn of(&self, op: usize) -> &[usize] {
+        match (self.starts.get(op), self.starts.get(op + 1)) {
+            (Some(&from), Some(&to)) => &self.targets[from..to],
+            _ => &[],
+        }
+    }
 }
 
 impl Plan {
@@ -170,23 +205,20 @@ impl Plan {
         edges: BTreeMap<(usize, usize), Via>,
         final_frontier: Vec<usize>,
     ) -> Plan {
-        let mut graph = DiGraph::with_capacity(ops.len(), edges.len());
-        for i in 0..ops.len() {
-            graph.add_node(i);
-        }
-        let mut successors = vec![Vec::new(); ops.len()];
-        for &(a, b) in edges.keys() {
-            graph.add_edge(NodeIndex::new(a), NodeIndex::new(b), ());
-            successors[a].push(b);
-        }
-        let reach = Reach::from_successors(&successors);
+        let n = ops.len();
+        let successors = Adjacency::new(n, edges.keys().copied());
+        let mut incoming: Vec<(usize, usize)> = edges.keys().map(|&(a, b)| (b, a)).collect();
+        incoming.sort_unstable();
+        let predecessors = Adjacency::new(n, incoming.into_iter());
+        let streams: Vec<usize> = ops.iter().map(|o| o.stream).collect();
+        let reach = Reach::new(&streams, edges.keys());
         Plan {
             program,
             ops,
             edges,
             final_frontier,
-            graph,
             successors,
+            predecessors,
             reach,
         }
     }
@@ -229,20 +261,16 @@ impl Plan {
 
     /// The operations that directly precede `op` (its incoming edges), in increasing order.
     pub fn predecessors(&self, op: usize) -> Vec<usize> {
-        self.edges
-            .range(..(op, 0))
-            .filter(|&(&(_, b), _)| b == op)
-            .map(|(&(a, _), _)| a)
-            .collect()
+        self.predecessors.of(op).to_vec()
     }
 
     /// The operations that directly follow `op`, in increasing order.
     pub fn successors(&self, op: usize) -> &[usize] {
-        self.successors.get(op).map_or(&[], Vec::as_slice)
+        self.successors.of(op)
     }
 
     /// Whether `a` must finish before `b` starts: a path of edges leads from `a` to `b`.
-    /// False when `a == b` or either is out of range.
+    /// False when `a == b` or either is out of range. One lookup in `b`'s vector clock.
     pub fn happens_before(&self, a: usize, b: usize) -> bool {
         self.reach.reaches(a, b)
     }
@@ -252,7 +280,8 @@ impl Plan {
         self.reach.ordered(a, b)
     }
 
-    /// The happens-before relation as a whole, to compare with another graph's.
+    /// The happens-before relation as a whole (the operations' vector clocks, one chain per
+    /// stream), to compare with another graph's.
     pub fn reach(&self) -> &Reach {
         &self.reach
     }
@@ -262,14 +291,18 @@ impl Plan {
     pub fn same_happens_before(&self, edges: &BTreeSet<(usize, usize)>, n: usize) -> bool {
         n == self.len()
             && edges.iter().all(|&(a, b)| a < n && b < n)
-            && reachability(n, edges) == self.reach
+            && self
+                .reach
+                .compare(&self.reach.of_edges(edges), 0)
+                .is_equal()
     }
 
     /// The fewest edges with the same happens-before relation: `a → b` is dropped when
     /// another path leads from `a` to `b`.
     pub fn transitive_reduction(&self) -> BTreeSet<(usize, usize)> {
         let mut kept = BTreeSet::new();
-        for (a, succ) in self.successors.iter().enumerate() {
+        for a in 0..self.len() {
+            let succ = self.successors(a);
             for &b in succ {
                 if !succ.iter().any(|&c| c != b && self.reach.reaches(c, b)) {
                     kept.insert((a, b));
@@ -282,7 +315,14 @@ impl Plan {
     /// The operations in an order that respects every edge (petgraph's toposort; issue
     /// order is one such order, and the fallback should the graph ever have a cycle).
     pub fn topological_order(&self) -> Vec<usize> {
-        match petgraph::algo::toposort(&self.graph, None) {
+        let mut graph = DiGraph::<usize, ()>::with_capacity(self.len(), self.edges.len());
+        for i in 0..self.len() {
+            graph.add_node(i);
+        }
+        for &(a, b) in self.edges.keys() {
+            graph.add_edge(NodeIndex::new(a), NodeIndex::new(b), ());
+        }
+        match petgraph::algo::toposort(&graph, None) {
             Ok(order) => order.into_iter().map(NodeIndex::index).collect(),
             Err(_) => (0..self.ops.len()).collect(),
         }
@@ -297,6 +337,9 @@ impl Plan {
 
     /// Every pair of operations on different streams that touch overlapping memory, at least
     /// one writing, with no happens-before path either way; sorted by the operations' indices.
+    ///
+    /// Each buffer's accesses are compared per stream through the vector clocks, so the time
+    /// grows with the accesses times the streams, plus the races found.
     pub fn races(&self) -> Vec<Race> {
         race::find(self)
     }
