@@ -1,24 +1,42 @@
-//! Property test on the GPU: random programs (up to 6 streams, 64 statements: launches,
-//! records, re-records, waits on recorded and never-recorded events, `wait_stream`s, loops)
-//! are run eagerly and captured; every captured graph must equal the plan edge for edge
-//! (`verify`), and eager runs and replays must compute the same values as a host simulation.
+//! Property test on the GPU: 2,000 random programs (up to 6 streams and 64 statements:
+//! launches, fills and device-to-device copies of whole buffers and sub-ranges, copies between
+//! pinned host buffers and device memory, host functions, records, re-records, waits on
+//! recorded and never-recorded events, `wait_stream`s, in `for` loops and `if`s) are run
+//! eagerly and captured; every captured graph must equal the plan edge for edge (`verify`),
+//! and the eager run and three replays of the graph must leave the values a host simulation
+//! computes, and run every host function once per run in an order the plan allows.
 //!
-//! Each operation `i` reads the outputs of its direct predecessors in the plan, spins, then
-//! writes `slots[i] = hash(i, slots[p]...)`. A dropped dependency lets an operation read a
-//! predecessor's slot before it was written (still 0): a wrong value, not only a failed
-//! `verify`.
+//! Each launch `i` reads the slots of every launch that happens before it, spins, then writes
+//! `slots[i] = hash(i, those slots)`; a launch that writes its buffer fills it with values
+//! derived from that hash, one that reads it writes a hash of what it read to `obs[i]`. A
+//! dropped dependency lets an operation run before one it must follow: it reads a slot still
+//! 0, or a buffer not yet written or copied: a wrong value, not only a failed `verify`
+//! (`dropped_orderings_show_in_the_values` checks that this is seen).
+//!
+//! Random programs race: operations on different streams may touch the same words unordered.
+//! Slots never race (each launch writes its own and reads only those of launches ordered
+//! before it). For the buffers, `random_support::Model` decides word by word which values no
+//! race decides — all writes of the word totally ordered, the last one writing a value that
+//! itself depends on no race (a copy's source words read with every write of them ordered
+//! with the copy) — and only those words, and only the observations of launches that read
+//! none but such values, are compared; everything else is left out, in the eager run and in
+//! the replays alike. `plan_random` checks the model against every order the plan allows.
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
+#[path = "random_support/mod.rs"]
+mod random_support;
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
-use streamgraph::__private::{arg_write, fill};
-use streamgraph::testing::RandomProgram;
-use streamgraph::testing::{Call, RandomOptions};
+use random_support::{launch_ancestors, ops, Model, Outcome, Words};
+use streamgraph::__private::{arg_write, copy, fill};
+use streamgraph::testing::{Call, RandomMemory, RandomOptions, RandomProgram};
 use streamgraph::{
-    Capture, Device, DeviceBuffer, Eager, Error, Issuer, Kernel, KernelArg, Module, Pipeline,
-    Program, Stream, StreamOptions,
+    AccessMode, Capture, Device, DeviceBuffer, Eager, Error, Issuer, Kernel, KernelArg, Module,
+    PinnedBuffer, Pipeline, Plan, Program, ProgramBuilder, Stream, StreamOptions,
 };
-use streamgraph::{Plan, ProgramBuilder};
 
 const SOURCE: &str = r#"
 __device__ unsigned mix(unsigned h, unsigned v) {
@@ -27,44 +45,48 @@ __device__ unsigned mix(unsigned h, unsigned v) {
 }
 
 extern "C" __global__ void node(unsigned* slots, const unsigned* offsets, const unsigned* preds,
-                                unsigned op, unsigned long long ns) {
+                                unsigned op, unsigned long long ns, unsigned* buf, unsigned len,
+                                unsigned write, unsigned* obs) {
     unsigned h = mix(0x12345u, op);
     for (unsigned i = offsets[op]; i < offsets[op + 1]; ++i) h = mix(h, slots[preds[i]]);
+    unsigned slot = h | 1u;
+    unsigned o = mix(slot, 0xabcdu);
+    if (!write) for (unsigned j = 0; j < len; ++j) o = mix(o, buf[j]);
     unsigned long long start, now;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
     do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < ns);
-    slots[op] = h | 1u;
+    if (write) for (unsigned j = 0; j < len; ++j) buf[j] = mix(slot, j);
+    else obs[op] = o | 1u;
+    slots[op] = slot;
 }
 "#;
 
-fn mix(h: u32, v: u32) -> u32 {
-    let h = h ^ v
-        .wrapping_add(0x9e37_79b9)
-        .wrapping_add(h << 6)
-        .wrapping_add(h >> 2);
-    h.wrapping_mul(0x85eb_ca6b)
+/// What the host functions of one program record: how often they ran, and when each last ran.
+struct HostLog {
+    runs: AtomicUsize,
+    clock: AtomicU64,
+    stamps: Vec<AtomicU64>,
 }
 
-/// What the slots hold after one correct run.
-fn expected(plan: &Plan) -> Vec<u32> {
-    let mut slots = vec![0u32; plan.len()];
-    for op in 0..plan.len() {
-        let mut h = mix(0x12345, op as u32);
-        for p in plan.predecessors(op) {
-            h = mix(h, slots[p]);
-        }
-        slots[op] = h | 1;
+impl HostLog {
+    fn new(ops: usize) -> Arc<HostLog> {
+        Arc::new(HostLog {
+            runs: AtomicUsize::new(0),
+            clock: AtomicU64::new(0),
+            stamps: (0..ops).map(|_| AtomicU64::new(0)).collect(),
+        })
     }
-    slots
 }
 
-/// A random program as a pipeline: launches of `node` with the plan's predecessor lists.
+/// A random program as a pipeline: its calls, with launches of `node`.
 struct RandomPipe<'a> {
     random: &'a RandomProgram,
+    memory: RandomMemory<'a>,
     kernel: &'a Kernel,
     slots: &'a DeviceBuffer<u32>,
     offsets: &'a DeviceBuffer<u32>,
     preds: &'a DeviceBuffer<u32>,
+    obs: &'a DeviceBuffer<u32>,
     spin: u64,
 }
 
@@ -79,11 +101,25 @@ impl Pipeline for RandomPipe<'_> {
 
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
         let config = RandomProgram::launch_config();
-        for call in &self.random.calls {
-            match *call {
-                Call::Launch {
-                    statement, value, ..
-                } => issuer.launch(
+        let len = self.random.buffer_len() as u32;
+        self.random
+            .replay_with(issuer, &self.memory, |issuer, call| {
+                let Call::Launch {
+                    statement,
+                    buffer,
+                    mode,
+                    value,
+                    ..
+                } = *call
+                else {
+                    return Ok(());
+                };
+                let buf = &self.memory.buffers[buffer];
+                let (arg, write) = match mode {
+                    AccessMode::Read => (KernelArg::read(buf), 0u32),
+                    AccessMode::Write => (arg_write(buf), 1u32),
+                };
+                issuer.launch(
                     statement,
                     self.kernel,
                     config,
@@ -93,40 +129,48 @@ impl Pipeline for RandomPipe<'_> {
                         KernelArg::read(self.preds),
                         KernelArg::value(&value),
                         KernelArg::value(&self.spin),
+                        arg,
+                        KernelArg::value(&len),
+                        KernelArg::value(&write),
+                        arg_write(self.obs),
                     ],
-                )?,
-                Call::Fill { statement, .. } => {
-                    return Err(Error::InvalidArgument(format!(
-                        "fills are not generated here: {}",
-                        statement.text
-                    )))
-                }
-                Call::Record(s) => issuer.record(s)?,
-                Call::Wait(s) => issuer.wait(s)?,
-                Call::WaitStream(s) => issuer.wait_stream(s)?,
-            }
-        }
-        Ok(())
+                )
+            })
     }
 }
 
-/// `main: fill slots = 0`, written by hand: it zeroes the slots between replays, while the
-/// executable graph (which writes them) holds them shared. It runs on the stream the graph is
-/// launched on, so it is ordered between the replays.
-struct ZeroSlots<'a> {
+/// Puts every buffer back as it started, in stream order on the origin (a graph holding the
+/// buffers may still be replayed): `b_i <- init_i`, `h_p <- pinit_p`, `fill slots = 0`,
+/// `fill obs = 0`.
+struct Reset<'a> {
+    program: &'static Program,
+    buffers: &'a [DeviceBuffer<u32>],
+    pinned: &'a [PinnedBuffer<u32>],
+    initial: &'a [DeviceBuffer<u32>],
+    initial_pinned: &'a [DeviceBuffer<u32>],
     slots: &'a DeviceBuffer<u32>,
+    obs: &'a DeviceBuffer<u32>,
 }
 
-impl Pipeline for ZeroSlots<'_> {
+impl Reset<'_> {
+    fn program(buffers: usize, pinned: usize) -> &'static Program {
+        let mut b = ProgramBuilder::new("Reset");
+        let main = b.stream("main");
+        for i in 0..buffers {
+            b.copy(main, &format!("b{i}"), &format!("init{i}"));
+        }
+        for p in 0..pinned {
+            b.copy(main, &format!("h{p}"), &format!("pinit{p}"));
+        }
+        b.fill(main, "slots");
+        b.fill(main, "obs");
+        b.build()
+    }
+}
+
+impl Pipeline for Reset<'_> {
     fn program(&self) -> &'static Program {
-        use std::sync::OnceLock;
-        static PROGRAM: OnceLock<&'static Program> = OnceLock::new();
-        PROGRAM.get_or_init(|| {
-            let mut b = ProgramBuilder::new("ZeroSlots");
-            let main = b.stream("main");
-            b.fill(main, "slots");
-            b.build()
-        })
+        self.program
     }
 
     fn stream_options(&self) -> Vec<StreamOptions> {
@@ -134,91 +178,326 @@ impl Pipeline for ZeroSlots<'_> {
     }
 
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
-        fill(issuer, &self.program().statements[0], self.slots, 0u32)
+        let mut s = self.program.statements.iter();
+        for (b, init) in self.buffers.iter().zip(self.initial) {
+            copy(issuer, s.next().unwrap(), b, init)?;
+        }
+        for (p, init) in self.pinned.iter().zip(self.initial_pinned) {
+            copy(issuer, s.next().unwrap(), p, init)?;
+        }
+        fill(issuer, s.next().unwrap(), self.slots, 0u32)?;
+        fill(issuer, s.next().unwrap(), self.obs, 0u32)
+    }
+}
+
+/// The GPU, the kernel and the memory every program uses.
+struct Rig {
+    device: Device,
+    origin: Stream,
+    kernel: Kernel,
+    buffers: Vec<DeviceBuffer<u32>>,
+    pinned: Vec<PinnedBuffer<u32>>,
+    initial: Vec<DeviceBuffer<u32>>,
+    initial_pinned: Vec<DeviceBuffer<u32>>,
+    reset: &'static Program,
+    _module: Module,
+}
+
+impl Rig {
+    fn new(options: &RandomOptions) -> Rig {
+        let device = Device::new(None).unwrap();
+        let origin = Stream::new(&device, 0).unwrap();
+        let module = Module::from_cuda_source(&device, "capture_random", SOURCE).unwrap();
+        // SAFETY: every launch passes (unsigned*, const unsigned*, const unsigned*, unsigned,
+        // unsigned long long, unsigned*, unsigned, unsigned, unsigned*), the kernel's C
+        // signature.
+        let kernel = unsafe { module.kernel("node").unwrap() };
+        let shape = RandomProgram::with_options(0, options.clone());
+        let words = Words::of(&shape);
+        let initial: Vec<DeviceBuffer<u32>> = (0..words.buffers)
+            .map(|b| {
+                let values: Vec<u32> = (0..words.buffer_len)
+                    .map(|j| random_support::initial_device(b, j))
+                    .collect();
+                DeviceBuffer::from_host(&device, &values).unwrap()
+            })
+            .collect();
+        let initial_pinned: Vec<DeviceBuffer<u32>> = (0..words.pinned)
+            .map(|p| {
+                let values: Vec<u32> = (0..words.pinned_len)
+                    .map(|j| random_support::initial_pinned(p, j))
+                    .collect();
+                DeviceBuffer::from_host(&device, &values).unwrap()
+            })
+            .collect();
+        let buffers = (0..words.buffers)
+            .map(|_| DeviceBuffer::zeros(&device, words.buffer_len).unwrap())
+            .collect();
+        let pinned = (0..words.pinned)
+            .map(|_| PinnedBuffer::zeros(&device, words.pinned_len).unwrap())
+            .collect();
+        Rig {
+            reset: Reset::program(words.buffers, words.pinned),
+            device,
+            origin,
+            kernel,
+            buffers,
+            pinned,
+            initial,
+            initial_pinned,
+            _module: module,
+        }
+    }
+}
+
+/// One program's per-run memory: slots, observations and the predecessor lists.
+struct Run {
+    slots: DeviceBuffer<u32>,
+    obs: DeviceBuffer<u32>,
+    offsets: DeviceBuffer<u32>,
+    preds: DeviceBuffer<u32>,
+    log: Arc<HostLog>,
+}
+
+impl Run {
+    fn new(rig: &Rig, model: &Model) -> Run {
+        let n = model.ancestors.len();
+        let mut offsets = vec![0u32];
+        let mut preds = Vec::new();
+        for a in &model.ancestors {
+            preds.extend_from_slice(a);
+            offsets.push(preds.len() as u32);
+        }
+        preds.push(0); // never empty
+        Run {
+            slots: DeviceBuffer::zeros(&rig.device, n.max(1)).unwrap(),
+            obs: DeviceBuffer::zeros(&rig.device, n.max(1)).unwrap(),
+            offsets: DeviceBuffer::from_host(&rig.device, &offsets).unwrap(),
+            preds: DeviceBuffer::from_host(&rig.device, &preds).unwrap(),
+            log: HostLog::new(n),
+        }
+    }
+
+    fn pipe<'a>(&'a self, rig: &'a Rig, random: &'a RandomProgram, spin: u64) -> RandomPipe<'a> {
+        let log = Arc::clone(&self.log);
+        let memory = RandomMemory::new(&rig.buffers, &rig.pinned).with_host(move |op| {
+            log.runs.fetch_add(1, Ordering::SeqCst);
+            let now = log.clock.fetch_add(1, Ordering::SeqCst) + 1;
+            log.stamps[op as usize].store(now, Ordering::SeqCst);
+        });
+        RandomPipe {
+            random,
+            memory,
+            kernel: &rig.kernel,
+            slots: &self.slots,
+            offsets: &self.offsets,
+            preds: &self.preds,
+            obs: &self.obs,
+            spin,
+        }
+    }
+
+    fn reset<'a>(&'a self, rig: &'a Rig) -> Reset<'a> {
+        Reset {
+            program: rig.reset,
+            buffers: &rig.buffers,
+            pinned: &rig.pinned,
+            initial: &rig.initial,
+            initial_pinned: &rig.initial_pinned,
+            slots: &self.slots,
+            obs: &self.obs,
+        }
+    }
+
+    /// What the last run left (call after synchronizing the origin).
+    fn outcome(&self, rig: &Rig, n: usize) -> Outcome {
+        let mut words = Vec::new();
+        for b in &rig.buffers {
+            words.extend(b.to_vec_on(&rig.origin).unwrap());
+        }
+        for p in &rig.pinned {
+            words.extend(p.to_vec().unwrap());
+        }
+        let mut slots = self.slots.to_vec_on(&rig.origin).unwrap();
+        let mut obs = self.obs.to_vec_on(&rig.origin).unwrap();
+        slots.truncate(n);
+        obs.truncate(n);
+        Outcome { words, slots, obs }
+    }
+
+    /// Checks the host functions of run `round` (from 1): each ran once, in an order the plan
+    /// allows.
+    fn check_hosts(&self, random: &RandomProgram, plan: &Plan, round: usize, what: &str) {
+        let seed = random.seed;
+        let hosts: Vec<usize> = ops(random)
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| matches!(c, Call::Host { .. }))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(
+            self.log.runs.load(Ordering::SeqCst),
+            hosts.len() * round,
+            "seed {seed}, {what}: host functions run once per run"
+        );
+        let first_of_round = (hosts.len() * (round - 1)) as u64;
+        let stamp = |op: usize| self.log.stamps[op].load(Ordering::SeqCst);
+        for &a in &hosts {
+            assert!(
+                stamp(a) > first_of_round,
+                "seed {seed}, {what}: host {a} did not run"
+            );
+            for &b in &hosts {
+                if plan.happens_before(a, b) {
+                    assert!(
+                        stamp(a) < stamp(b),
+                        "seed {seed}, {what}: host function {a} must run before {b}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn options() -> RandomOptions {
+    RandomOptions {
+        streams: (1, 6),
+        events: (0, 4),
+        max_statements: 64,
+        ..RandomOptions::default()
     }
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn random_programs_capture_exactly_their_plan_and_replay_like_eager_runs() {
-    let device = Device::new(None).unwrap();
-    let origin = Stream::new(&device, 0).unwrap();
-    let module = Module::from_cuda_source(&device, "capture_random", SOURCE).unwrap();
-    // SAFETY: every launch passes (unsigned*, const unsigned*, const unsigned*, unsigned,
-    // unsigned long long), the kernel's C signature.
-    let kernel = unsafe { module.kernel("node").unwrap() };
-    let options = RandomOptions {
-        streams: (1, 6),
-        events: (0, 4),
-        max_statements: 64,
-        ..RandomOptions::default()
-    };
-    let mut eager = Eager::new(&origin);
-    eager.check(false); // random programs may race on `slots`; no op reads a racy slot
-    let mut capture = Capture::new(&origin).check(false);
+    let options = options();
+    let rig = Rig::new(&options);
+    let origin = &rig.origin;
+    let mut eager = Eager::new(origin);
+    eager.check(false); // random programs race; only values no race decides are compared
+    let mut capture = Capture::new(origin).check(false);
     let started = Instant::now();
-    let (mut programs, mut ops, mut edges) = (0, 0, 0);
-    for seed in 0..500u64 {
+    let (mut programs, mut ops_total, mut edges, mut hosts) = (0, 0, 0, 0);
+    let (mut compared, mut words, mut racy_programs) = (0, 0, 0);
+    for seed in 0..2000u64 {
         let random = RandomProgram::with_options(seed, options.clone());
         let plan = random.plan().unwrap();
-        let want = expected(&plan);
+        let model = Model::new(&random, &plan);
         let n = plan.len();
-        let mut offsets = vec![0u32];
-        let mut preds = Vec::new();
-        for op in 0..n {
-            preds.extend(plan.predecessors(op).into_iter().map(|p| p as u32));
-            offsets.push(preds.len() as u32);
-        }
-        preds.push(0); // never empty
-        let mut slots = DeviceBuffer::<u32>::zeros(&device, n.max(1)).unwrap();
-        let offsets = DeviceBuffer::from_host(&device, &offsets).unwrap();
-        let preds = DeviceBuffer::from_host(&device, &preds).unwrap();
-        origin.fill(&mut slots, 0u32).unwrap();
-        let pipe = || RandomPipe {
-            random: &random,
-            kernel: &kernel,
-            slots: &slots,
-            offsets: &offsets,
-            preds: &preds,
-            spin: 5_000,
+        let run = Run::new(&rig, &model);
+        let check = |got: &Outcome, what: &str| {
+            let diffs = model.differences(got);
+            assert!(
+                diffs.is_empty(),
+                "seed {seed}, {what}: {} value(s) differ from the host simulation: {:?}",
+                diffs.len(),
+                &diffs[..diffs.len().min(8)]
+            );
         };
 
-        eager.run(&pipe()).unwrap();
+        eager.run(&run.reset(&rig)).unwrap();
+        eager.run(&run.pipe(&rig, &random, 5_000)).unwrap();
         origin.synchronize().unwrap();
-        let eager_slots = slots.to_vec_on(&origin).unwrap();
-        assert_eq!(
-            &eager_slots[..n],
-            &want[..],
-            "seed {seed}: eager run differs from the host simulation"
-        );
+        let eager_outcome = run.outcome(&rig, n);
+        check(&eager_outcome, "eager run");
+        run.check_hosts(&random, &plan, 1, "eager run");
 
-        let graph = capture.capture(pipe()).unwrap();
+        let graph = capture.capture(run.pipe(&rig, &random, 5_000)).unwrap();
         let report = graph
             .verify()
             .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         assert_eq!(report.operations, n, "seed {seed}");
         let exec = graph.instantiate().unwrap();
         for replay in 0..3 {
-            // The graph holds `slots` until it is dropped: zero them in stream order.
-            eager.run(&ZeroSlots { slots: &slots }).unwrap();
-            exec.launch(&origin).unwrap();
+            // The graph holds the buffers until it is dropped: reset them in stream order.
+            eager.run(&run.reset(&rig)).unwrap();
+            exec.launch(origin).unwrap();
             origin.synchronize().unwrap();
-            let replayed = slots.to_vec_on(&origin).unwrap();
-            assert_eq!(
-                replayed, eager_slots,
-                "seed {seed}, replay {replay}: the captured graph computed other values than the eager run"
-            );
+            let what = format!("replay {replay}");
+            let replayed = run.outcome(&rig, n);
+            check(&replayed, &what);
+            run.check_hosts(&random, &plan, replay + 2, &what);
+            // The same as the eager run wherever no race decides.
+            assert_eq!(replayed.slots, eager_outcome.slots, "seed {seed}, {what}");
+            for (w, clean) in model.clean_words.iter().enumerate() {
+                if *clean {
+                    assert_eq!(
+                        replayed.words[w],
+                        eager_outcome.words[w],
+                        "seed {seed}, {what}: {}",
+                        model.word_name(w)
+                    );
+                }
+            }
         }
+        drop(exec);
         programs += 1;
-        ops += n;
+        ops_total += n;
         edges += report.edges;
+        hosts += ops(&random)
+            .iter()
+            .filter(|c| matches!(c, Call::Host { .. }))
+            .count();
+        compared += model.clean_words.iter().filter(|&&c| c).count();
+        words += model.clean_words.len();
+        racy_programs += usize::from(model.clean_words.iter().any(|&c| !c));
     }
     let took = started.elapsed();
     println!(
-        "{programs} random programs, {ops} operations, {edges} edges: captured graphs equal their plans and replays equal eager runs ({took:.1?})"
+        "{programs} random programs, {ops_total} operations ({hosts} host functions), {edges} edges: captured graphs equal their plans and replays equal eager runs; {compared} of {words} final words compared ({racy_programs} programs with racy words left out) ({took:.1?})"
     );
     assert!(
-        took.as_secs() < 120,
-        "the property test took {took:?}; keep it near 60 s"
+        took.as_secs() < 300,
+        "the property test took {took:?}; keep it near a minute or two"
     );
+}
+
+/// The values catch what `verify` catches: a program run with one ordering call left out
+/// (so that some launch no longer follows a launch its plan says it follows) computes other
+/// slots than its plan predicts, in many such programs (whether it does depends on timing:
+/// the launch that lost its ordering may still happen to start after the other ends).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn dropped_orderings_show_in_the_values() {
+    let options = options();
+    let rig = Rig::new(&options);
+    let mut eager = Eager::new(&rig.origin);
+    eager.check(false);
+    let (mut tried, mut caught) = (0, 0);
+    for seed in 0..2000u64 {
+        if tried == 100 {
+            break;
+        }
+        let random = RandomProgram::with_options(seed, options.clone());
+        let plan = random.plan().unwrap();
+        let ancestors = launch_ancestors(&ops(&random), &plan);
+        // The first wait or wait_stream whose removal loses a launch ancestor.
+        let broken = random.calls.iter().enumerate().find_map(|(i, c)| {
+            if !matches!(c, Call::Wait(_) | Call::WaitStream(_)) {
+                return None;
+            }
+            let mut broken = random.clone();
+            broken.calls.remove(i);
+            let fewer = launch_ancestors(&ops(&broken), &broken.plan().unwrap());
+            (fewer != ancestors).then_some(broken)
+        });
+        let Some(broken) = broken else { continue };
+        tried += 1;
+        // The kernel still reads the slots the intact plan names.
+        let model = Model::new(&random, &plan);
+        let run = Run::new(&rig, &model);
+        eager.run(&run.reset(&rig)).unwrap();
+        // Long spins: a launch that lost an ordering starts well before the one it should follow
+        // ends.
+        eager.run(&run.pipe(&rig, &broken, 100_000)).unwrap();
+        rig.origin.synchronize().unwrap();
+        let got = run.outcome(&rig, plan.len());
+        if got.slots != model.expected.slots {
+            caught += 1;
+        }
+    }
+    println!("{caught} of {tried} programs with a dropped ordering computed other values");
+    assert!(tried >= 50, "{tried}");
+    assert!(caught * 4 > tried, "{caught} of {tried}");
 }

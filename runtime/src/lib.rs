@@ -53,7 +53,9 @@ pub use stream::{clamp_priority, current_stream, Stream, StreamGuard};
 #[cfg(feature = "testing")]
 pub mod testing {
     pub use crate::graph::{captured_dot, side_by_side_dot, verify_edges};
-    pub use crate::plan::random::{Call, RandomOptions, RandomProgram};
+    pub use crate::plan::random::{
+        Block, Call, Place, RandomHostFn, RandomMemory, RandomOptions, RandomProgram,
+    };
 }
 
 /// Items used by code that `pipeline!` generates. Not part of the public API.

@@ -1,12 +1,21 @@
 //! Random pipelines for testing executors against the plan.
 //!
-//! A [`RandomProgram`] is a seeded, reproducible program of launches (optionally fills),
-//! records, re-records, waits (on recorded and never-recorded events) and `wait_stream`s over
-//! several streams, with an optional loop that issues a block of statements several times.
-//! It can be replayed into any [`Issuer`]: the model tests replay it into a [`Planner`] with
-//! plan-only kernels and buffers ([`RandomProgram::plan`]), a GPU test replays the same calls
-//! into a capturing issuer with real ones and compares the captured graph's edges with
-//! [`Plan::edges`].
+//! A [`RandomProgram`] is a seeded, reproducible program over several streams that uses
+//! everything a pipeline can: launches reading or writing a buffer, fills and device-to-device
+//! copies of whole buffers and of sub-ranges, copies between pinned host buffers and device
+//! memory, host functions, records, re-records, waits (on recorded and never-recorded events)
+//! and `wait_stream`s; its statements are grouped into `for` loops (their bodies issued two or
+//! three times, each issue a new occurrence of the same statement) and `if`s (whose condition
+//! is fixed per program, so the statements of an `if` not taken are never issued), nested up to
+//! two deep. It can be replayed into any [`Issuer`]: the model tests replay it into a
+//! [`Planner`] with plan-only kernels and memory ([`RandomProgram::plan`]), a GPU test replays
+//! the same calls into eager and capturing issuers with real ones and compares the captured
+//! graph's edges with [`Plan::edges`] and the memory an eager run and the graph's replays
+//! leave.
+//!
+//! Random programs are not race-free: two operations on different streams may touch the same
+//! memory unordered. A test that compares memory must compare only what no race decides (see
+//! `tests/capture_random.rs`).
 //!
 //! ```
 //! use streamgraph_runtime::testing::RandomProgram;
@@ -25,9 +34,16 @@
 //! # }
 //! ```
 
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+
 use crate::error::{Error, Result};
-use crate::issue::Issuer;
-use crate::memory::{__private as gen, DeviceBuffer, DeviceMemory};
+use crate::ffi::memory::MemoryRef;
+use crate::issue::{__private as issue, Issuer};
+use crate::memory::{
+    __private as gen, CopySource, CopyTarget, DeviceBuffer, DeviceView, PinnedBuffer,
+};
 use crate::module::Kernel;
 use crate::operand::{Dim3, LaunchConfig};
 use crate::program::{AccessMode, Program, Statement, StatementKind};
@@ -35,6 +51,9 @@ use crate::program::{AccessMode, Program, Statement, StatementKind};
 use super::{Plan, Planner, ProgramBuilder};
 
 /// What [`RandomProgram::with_options`] may generate.
+///
+/// The defaults generate every kind of statement and control structure; each `bool` turns one
+/// feature off.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RandomOptions {
     /// Fewest and most streams (both inclusive, at least 1).
@@ -43,58 +62,140 @@ pub struct RandomOptions {
     pub events: (usize, usize),
     /// Most statements (at least 1 is generated).
     pub max_statements: usize,
-    /// How many buffers launches and fills touch (at least 1).
+    /// How many device buffers the program touches (at least 1).
     pub buffers: usize,
+    /// Elements (`u32`) in each device buffer (at least 1).
+    pub buffer_len: usize,
+    /// How many pinned host buffers host copies use (none: no host copies).
+    pub pinned: usize,
+    /// Elements (`u32`) in each pinned buffer (at least 1, at most `buffer_len`).
+    pub pinned_len: usize,
     /// How many kernels launches choose from (at least 1).
     pub kernels: usize,
-    /// Whether to generate `fill` statements as well as launches.
+    /// Whether to generate `fill` statements.
     pub fills: bool,
-    /// Whether a block of statements may be issued two or three times, as a `for` loop does.
+    /// Whether to generate device-to-device `copy` statements.
+    pub copies: bool,
+    /// Whether to generate copies from pinned buffers to device memory and back.
+    pub host_copies: bool,
+    /// Whether to generate `host` statements (host functions).
+    pub host_fns: bool,
+    /// Whether fills and device-to-device copies may touch sub-ranges of buffers, and host
+    /// copies any range of a device buffer (otherwise fills and device copies touch whole
+    /// buffers and host copies the first `pinned_len` elements).
+    pub sub_ranges: bool,
+    /// Whether blocks of statements may form `for` loops, issued two or three times.
     pub loops: bool,
+    /// Whether blocks of statements may sit in `if`s, issued or never issued.
+    pub conditionals: bool,
     /// Whether a `wait` may name an event not recorded earlier (a no-op by the rules).
     pub waits_on_unrecorded: bool,
 }
 
 impl Default for RandomOptions {
-    /// 2–6 streams, 1–4 events, up to 64 statements over 4 buffers and 1 kernel, loops and
-    /// waits on never-recorded events allowed, no fills.
+    /// 2–6 streams, 1–4 events, up to 64 statements over 4 device buffers of 16 elements,
+    /// 2 pinned buffers of 4 elements and 1 kernel; every statement kind, sub-ranges, loops,
+    /// conditionals and waits on never-recorded events.
     fn default() -> Self {
         RandomOptions {
             streams: (2, 6),
             events: (1, 4),
             max_statements: 64,
             buffers: 4,
+            buffer_len: 16,
+            pinned: 2,
+            pinned_len: 4,
             kernels: 1,
-            fills: false,
+            fills: true,
+            copies: true,
+            host_copies: true,
+            host_fns: true,
+            sub_ranges: true,
             loops: true,
+            conditionals: true,
             waits_on_unrecorded: true,
         }
     }
 }
 
+/// One side of a copy: elements `start..end` of a device buffer, or a whole pinned buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Place {
+    /// Whether `buffer` indexes the pinned buffers (always whole) rather than the device ones.
+    pub pinned: bool,
+    /// Index into [`RandomMemory::buffers`] or [`RandomMemory::pinned`].
+    pub buffer: usize,
+    /// The first element.
+    pub start: usize,
+    /// One past the last element.
+    pub end: usize,
+}
+
+impl Place {
+    /// The elements, `start..end`.
+    pub fn range(&self) -> Range<usize> {
+        self.start..self.end
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// Whether it names no element (never, in a generated program).
+    pub fn is_empty(&self) -> bool {
+        self.end <= self.start
+    }
+}
+
 /// One issue call of a [`RandomProgram`], in issue order.
+///
+/// Every operation carries `value`, its index in issue order: its node number in the plan.
 #[derive(Debug, Clone, Copy)]
 pub enum Call {
-    /// `launch kernels[kernel](buffers[buffer], value)` with the buffer read or written.
+    /// `launch kernels[kernel](buffers[buffer], value)` with the whole buffer read or written.
     Launch {
         /// The statement.
         statement: &'static Statement,
         /// Index into the kernels given to [`RandomProgram::replay`].
         kernel: usize,
-        /// Index into the buffers given to [`RandomProgram::replay`].
+        /// Index into [`RandomMemory::buffers`].
         buffer: usize,
         /// Whether the kernel reads or writes the buffer.
         mode: AccessMode,
         /// The second kernel argument: this operation's index in issue order.
         value: u32,
     },
-    /// `fill buffers[buffer] = value` (4-byte elements).
+    /// `fill buffers[buffer][start..end] = value` (4-byte elements).
     Fill {
         /// The statement.
         statement: &'static Statement,
-        /// Index into the buffers given to [`RandomProgram::replay`].
+        /// Index into [`RandomMemory::buffers`].
         buffer: usize,
+        /// The first element filled.
+        start: usize,
+        /// One past the last element filled.
+        end: usize,
         /// The 32-bit pattern written: this operation's index in issue order.
+        value: u32,
+    },
+    /// `copy dst <- src`: device to device (different buffers, or disjoint ranges of one),
+    /// pinned to device or device to pinned; both sides have the same length.
+    Copy {
+        /// The statement.
+        statement: &'static Statement,
+        /// What is written.
+        dst: Place,
+        /// What is read.
+        src: Place,
+        /// This operation's index in issue order.
+        value: u32,
+    },
+    /// `host F`: runs [`RandomMemory::host`] with `value`.
+    Host {
+        /// The statement.
+        statement: &'static Statement,
+        /// The host function's argument: this operation's index in issue order.
         value: u32,
     },
     /// `record EVENT`.
@@ -109,18 +210,130 @@ impl Call {
     /// The statement this call issues.
     pub fn statement(&self) -> &'static Statement {
         match *self {
-            Call::Launch { statement, .. } | Call::Fill { statement, .. } => statement,
+            Call::Launch { statement, .. }
+            | Call::Fill { statement, .. }
+            | Call::Copy { statement, .. }
+            | Call::Host { statement, .. } => statement,
             Call::Record(s) | Call::Wait(s) | Call::WaitStream(s) => s,
         }
+    }
+
+    /// The operation's index in issue order (its plan node), or `None` for ordering calls.
+    pub fn value(&self) -> Option<u32> {
+        match *self {
+            Call::Launch { value, .. }
+            | Call::Fill { value, .. }
+            | Call::Copy { value, .. }
+            | Call::Host { value, .. } => Some(value),
+            Call::Record(_) | Call::Wait(_) | Call::WaitStream(_) => None,
+        }
+    }
+}
+
+/// The control structure of a [`RandomProgram`]: its statements, in source order, grouped
+/// into straight runs, `for` loops and `if`s.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Block {
+    /// Statements issued once each, in order (indices into [`Program::statements`]).
+    Run(Range<usize>),
+    /// `for _ in 0..times { body }`.
+    For {
+        /// How often the body is issued (2 or 3).
+        times: usize,
+        /// The loop body.
+        body: Vec<Block>,
+    },
+    /// `if condition { body }`, with the condition fixed for the program.
+    If {
+        /// Whether the body is issued.
+        taken: bool,
+        /// The body.
+        body: Vec<Block>,
+    },
+}
+
+impl Block {
+    /// The statements of the block, in source order.
+    pub fn statements(&self) -> Range<usize> {
+        match self {
+            Block::Run(r) => r.clone(),
+            Block::For { body, .. } | Block::If { body, .. } => {
+                let start = body.first().map_or(0, |b| b.statements().start);
+                let end = body.last().map_or(start, |b| b.statements().end);
+                start..end
+            }
+        }
+    }
+
+    /// Appends the statements this block issues, in issue order.
+    fn issue_order(&self, out: &mut Vec<usize>) {
+        match self {
+            Block::Run(r) => out.extend(r.clone()),
+            Block::For { times, body } => {
+                for _ in 0..*times {
+                    body.iter().for_each(|b| b.issue_order(out));
+                }
+            }
+            Block::If { taken, body } => {
+                if *taken {
+                    body.iter().for_each(|b| b.issue_order(out));
+                }
+            }
+        }
+    }
+}
+
+/// What a host function of a random program runs: called with the operation's index.
+pub type RandomHostFn = Arc<dyn Fn(u32) + Send + Sync + 'static>;
+
+/// The memory a [`RandomProgram`] is replayed on, and what its host functions do.
+#[derive(Clone)]
+pub struct RandomMemory<'a> {
+    /// The device buffers: at least [`RandomProgram::buffers`], each of
+    /// [`RandomProgram::buffer_len`] elements.
+    pub buffers: &'a [DeviceBuffer<u32>],
+    /// The pinned buffers: at least [`RandomProgram::pinned`], each of
+    /// [`RandomProgram::pinned_len`] elements.
+    pub pinned: &'a [PinnedBuffer<u32>],
+    /// What every host function runs, given its operation's index (nothing by default).
+    pub host: RandomHostFn,
+}
+
+impl<'a> RandomMemory<'a> {
+    /// Device and pinned buffers, with host functions that do nothing.
+    pub fn new(buffers: &'a [DeviceBuffer<u32>], pinned: &'a [PinnedBuffer<u32>]) -> Self {
+        RandomMemory {
+            buffers,
+            pinned,
+            host: Arc::new(|_| {}),
+        }
+    }
+
+    /// The same memory, with host functions that run `f(operation index)`.
+    pub fn with_host(self, f: impl Fn(u32) + Send + Sync + 'static) -> Self {
+        RandomMemory {
+            host: Arc::new(f),
+            ..self
+        }
+    }
+}
+
+impl fmt::Debug for RandomMemory<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RandomMemory")
+            .field("buffers", &self.buffers)
+            .field("pinned", &self.pinned)
+            .finish_non_exhaustive()
     }
 }
 
 /// A seeded random program and the calls that issue it (a testing utility).
 ///
-/// Every launch passes two arguments, `(buffer, value)`: a pointer to one buffer (read or
-/// written) and a `u32`, the operation's index in issue order, so a GPU test's kernel is
-/// `extern "C" __global__ void k(unsigned int* buf, unsigned int value)` (or any element
-/// type of the same size). The same seed and options always give the same program.
+/// Every launch passes two arguments, `(buffer, value)`: a pointer to one whole device buffer
+/// (read or written) and a `u32`, the operation's index in issue order, so a GPU test's kernel
+/// is `extern "C" __global__ void k(unsigned int* buf, unsigned int value)` (or any element
+/// type of the same size); [`RandomProgram::replay_with`] lets a test issue launches its own
+/// way. The same seed and options always give the same program.
 #[derive(Debug, Clone)]
 pub struct RandomProgram {
     /// The seed it was generated from.
@@ -129,8 +342,60 @@ pub struct RandomProgram {
     pub options: RandomOptions,
     /// The program (leaked, as every program is `'static`).
     pub program: &'static Program,
-    /// The issue calls, in order; statements inside the loop appear once per iteration.
+    /// The program's control structure: every statement belongs to exactly one
+    /// [`Block::Run`], in source order.
+    pub blocks: Vec<Block>,
+    /// The issue calls, in order: statements inside loops appear once per iteration,
+    /// statements inside `if`s not taken never.
     pub calls: Vec<Call>,
+}
+
+/// What one statement does, as generated.
+#[derive(Debug, Clone, Copy)]
+enum Work {
+    Launch {
+        kernel: usize,
+        buffer: usize,
+        mode: AccessMode,
+    },
+    Fill {
+        buffer: usize,
+        start: usize,
+        end: usize,
+    },
+    Copy {
+        dst: Place,
+        src: Place,
+    },
+    Host,
+    Order,
+}
+
+/// The sizes a program was generated for, after clamping.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    buffers: usize,
+    buffer_len: usize,
+    pinned: usize,
+    pinned_len: usize,
+    kernels: usize,
+}
+
+impl Shape {
+    fn of(options: &RandomOptions) -> Shape {
+        let buffer_len = options.buffer_len.clamp(1, RandomProgram::MAX_BUFFER_LEN);
+        Shape {
+            buffers: options.buffers.clamp(1, RandomProgram::MAX_EVENTS),
+            buffer_len,
+            pinned: if options.host_copies {
+                options.pinned.min(RandomProgram::MAX_EVENTS)
+            } else {
+                0
+            },
+            pinned_len: options.pinned_len.clamp(1, buffer_len),
+            kernels: options.kernels.clamp(1, RandomProgram::MAX_EVENTS),
+        }
+    }
 }
 
 impl RandomProgram {
@@ -140,6 +405,10 @@ impl RandomProgram {
     pub const MAX_EVENTS: usize = 4096;
     /// The most statements a random program has.
     pub const MAX_STATEMENTS: usize = 1 << 20;
+    /// The most elements in one of a random program's buffers.
+    pub const MAX_BUFFER_LEN: usize = 1 << 16;
+    /// How deep `for`s and `if`s nest.
+    pub const MAX_NESTING: usize = 2;
 
     /// The program of `seed` with the [default options](RandomOptions::default).
     pub fn new(seed: u64) -> RandomProgram {
@@ -148,7 +417,8 @@ impl RandomProgram {
 
     /// The program of `seed` under `options`. Counts beyond what a program can hold are
     /// clamped: at most [`RandomProgram::MAX_STREAMS`] streams, [`RandomProgram::MAX_EVENTS`]
-    /// events, buffers and kernels, and [`RandomProgram::MAX_STATEMENTS`] statements.
+    /// events, buffers and kernels, [`RandomProgram::MAX_STATEMENTS`] statements and
+    /// [`RandomProgram::MAX_BUFFER_LEN`] elements per buffer.
     pub fn with_options(seed: u64, options: RandomOptions) -> RandomProgram {
         let mut rng = XorShift::new(seed);
         let clamp = |n: usize, max: usize| n.min(max);
@@ -164,8 +434,16 @@ impl RandomProgram {
             1,
             clamp(options.max_statements, Self::MAX_STATEMENTS).max(1),
         );
-        let buffers = clamp(options.buffers, Self::MAX_EVENTS).max(1);
-        let kernels = clamp(options.kernels, Self::MAX_EVENTS).max(1);
+        let shape = Shape::of(&options);
+
+        // The control structure first: which statements are issued, how often, in what order.
+        let blocks = structure(&mut rng, &options, 0..statement_count, 0);
+        let mut order = Vec::new();
+        blocks.iter().for_each(|b| b.issue_order(&mut order));
+        let mut issued = vec![false; statement_count];
+        for &id in &order {
+            issued[id] = true;
+        }
 
         let mut b = ProgramBuilder::new(&format!("Random{seed:#x}"));
         b.file(&format!("<random program {seed:#x}>"));
@@ -175,10 +453,12 @@ impl RandomProgram {
         for e in 0..event_count {
             b.event(&format!("e{e}"));
         }
-        // Per statement: the kernel, buffer and mode of a launch or fill.
-        let mut work: Vec<Option<(usize, usize, AccessMode)>> = Vec::new();
+        // The first issues of statements come in source order (a loop's first iteration
+        // issues its body in order), so "recorded before" is tracked in source order over the
+        // statements that are issued.
+        let mut work: Vec<Work> = Vec::with_capacity(statement_count);
         let mut recorded = vec![false; event_count];
-        for _ in 0..statement_count {
+        for &issued in &issued {
             let stream = rng.below(stream_count);
             let roll = rng.below(100);
             let event = (event_count > 0).then(|| rng.below(event_count));
@@ -186,72 +466,88 @@ impl RandomProgram {
             match (roll, event) {
                 (45..=64, Some(e)) => {
                     b.record(stream, e);
-                    recorded[e] = true;
-                    work.push(None);
+                    recorded[e] |= issued;
+                    work.push(Work::Order);
                     continue;
                 }
                 (65..=84, Some(e)) if options.waits_on_unrecorded || recorded[e] => {
                     b.wait(stream, e);
-                    work.push(None);
+                    work.push(Work::Order);
                     continue;
                 }
                 (85.., _) if other != stream => {
                     b.wait_stream(stream, other);
-                    work.push(None);
+                    work.push(Work::Order);
                     continue;
                 }
                 _ => {}
             }
-            let buffer = rng.below(buffers);
-            let kernel = rng.below(kernels);
-            let buf = format!("b{buffer}");
-            if options.fills && rng.below(5) == 0 {
-                b.fill(stream, &buf);
-                work.push(Some((kernel, buffer, AccessMode::Write)));
-            } else {
-                let mode = if rng.below(2) == 0 {
-                    AccessMode::Read
+            let w = operation(&mut rng, &options, shape);
+            let name = |p: Place| {
+                if p.pinned {
+                    format!("h{}", p.buffer)
                 } else {
-                    AccessMode::Write
-                };
-                b.launch(stream, &format!("k{kernel}"), &[(&buf, mode)]);
-                work.push(Some((kernel, buffer, mode)));
-            }
+                    format!("b{}", p.buffer)
+                }
+            };
+            match w {
+                Work::Launch {
+                    kernel,
+                    buffer,
+                    mode,
+                } => b.launch(
+                    stream,
+                    &format!("k{kernel}"),
+                    &[(&format!("b{buffer}"), mode)],
+                ),
+                Work::Fill { buffer, .. } => b.fill(stream, &format!("b{buffer}")),
+                Work::Copy { dst, src } => b.copy(stream, &name(dst), &name(src)),
+                // `operation` makes no `Order`.
+                Work::Host | Work::Order => b.host(stream),
+            };
+            work.push(w);
         }
         let program = b.build();
 
-        let (start, end, repeats) = if options.loops && statement_count >= 2 && rng.below(2) == 0 {
-            let start = rng.below(statement_count - 1);
-            let end = rng.between(start + 1, statement_count);
-            (start, end, rng.between(2, 3))
-        } else {
-            (0, 0, 1)
-        };
-        let order = (0..start)
-            .chain((0..repeats).flat_map(|_| start..end))
-            .chain(end.max(start)..statement_count);
-        let mut calls = Vec::new();
+        let mut calls = Vec::with_capacity(order.len());
         let mut ops = 0u32;
         for id in order {
             let statement = &program.statements[id];
+            let value = ops;
             let call = match (statement.kind, work[id]) {
-                (StatementKind::Launch { .. }, Some((kernel, buffer, mode))) => Call::Launch {
+                (
+                    StatementKind::Launch { .. },
+                    Work::Launch {
+                        kernel,
+                        buffer,
+                        mode,
+                    },
+                ) => Call::Launch {
                     statement,
                     kernel,
                     buffer,
                     mode,
-                    value: ops,
+                    value,
                 },
-                (StatementKind::Fill, Some((_, buffer, _))) => Call::Fill {
+                (StatementKind::Fill, Work::Fill { buffer, start, end }) => Call::Fill {
                     statement,
                     buffer,
-                    value: ops,
+                    start,
+                    end,
+                    value,
                 },
+                (StatementKind::Copy, Work::Copy { dst, src }) => Call::Copy {
+                    statement,
+                    dst,
+                    src,
+                    value,
+                },
+                (StatementKind::Host, _) => Call::Host { statement, value },
                 (StatementKind::Record { .. }, _) => Call::Record(statement),
                 (StatementKind::Wait { .. }, _) => Call::Wait(statement),
                 _ => Call::WaitStream(statement),
             };
-            if matches!(call, Call::Launch { .. } | Call::Fill { .. }) {
+            if call.value().is_some() {
                 ops += 1;
             }
             calls.push(call);
@@ -260,16 +556,52 @@ impl RandomProgram {
             seed,
             options,
             program,
+            blocks,
             calls,
         }
     }
 
-    /// The number of operations (launches and fills) the calls issue.
+    /// The number of operations (launches, fills, copies and host functions) the calls issue.
     pub fn operation_count(&self) -> usize {
-        self.calls
+        self.calls.iter().filter(|c| c.value().is_some()).count()
+    }
+
+    /// The statements never issued (those inside `if`s not taken), in source order.
+    pub fn unissued(&self) -> Vec<&'static Statement> {
+        let mut issued = vec![false; self.program.statements.len()];
+        for c in &self.calls {
+            issued[c.statement().id] = true;
+        }
+        self.program
+            .statements
             .iter()
-            .filter(|c| matches!(c, Call::Launch { .. } | Call::Fill { .. }))
-            .count()
+            .filter(|s| !issued[s.id])
+            .collect()
+    }
+
+    /// How many device buffers [`replay`](Self::replay) needs.
+    pub fn buffers(&self) -> usize {
+        Shape::of(&self.options).buffers
+    }
+
+    /// How many elements each device buffer must hold.
+    pub fn buffer_len(&self) -> usize {
+        Shape::of(&self.options).buffer_len
+    }
+
+    /// How many pinned buffers [`replay`](Self::replay) needs (0 without host copies).
+    pub fn pinned(&self) -> usize {
+        Shape::of(&self.options).pinned
+    }
+
+    /// How many elements each pinned buffer must hold.
+    pub fn pinned_len(&self) -> usize {
+        Shape::of(&self.options).pinned_len
+    }
+
+    /// How many kernels [`replay`](Self::replay) needs.
+    pub fn kernels(&self) -> usize {
+        Shape::of(&self.options).kernels
     }
 
     /// The launch configuration [`plan`](Self::plan) uses: one block of one thread.
@@ -281,61 +613,97 @@ impl RandomProgram {
         }
     }
 
-    /// Issues every call into `issuer`, with `kernels[k]` for kernel `k` and `buffers[b]` for
-    /// buffer `b` (at least [`RandomOptions::kernels`] and [`RandomOptions::buffers`] of
-    /// them); fills write 4-byte patterns.
-    pub fn replay<I, B>(
+    /// Issues every call into `issuer`, with `kernels[k]` for kernel `k` (at least
+    /// [`kernels`](Self::kernels) of them) launched with `config` and the arguments
+    /// `(buffer, value)`, and `memory` for buffers and host functions; fills write 4-byte
+    /// patterns.
+    pub fn replay<I>(
         &self,
         issuer: &mut I,
         kernels: &[Kernel],
-        buffers: &[B],
+        memory: &RandomMemory<'_>,
         config: LaunchConfig,
     ) -> Result<()>
     where
         I: Issuer + ?Sized,
-        B: DeviceMemory<Elem = u32>,
     {
-        let missing = |what: &str, have: usize, need: usize| {
-            Error::InvalidArgument(format!(
-                "random program {:#x} needs {need} {what}(s) but {have} were given",
-                self.seed
-            ))
-        };
-        let need_kernels = self.options.kernels.max(1);
-        let need_buffers = self.options.buffers.max(1);
-        if kernels.len() < need_kernels {
-            return Err(missing("kernel", kernels.len(), need_kernels));
+        let need = self.kernels();
+        if kernels.len() < need {
+            return Err(self.missing("kernel", kernels.len(), need));
         }
-        if buffers.len() < need_buffers {
-            return Err(missing("buffer", buffers.len(), need_buffers));
-        }
+        self.replay_with(issuer, memory, |issuer, call| {
+            let Call::Launch {
+                statement,
+                kernel,
+                buffer,
+                mode,
+                value,
+            } = *call
+            else {
+                return Ok(());
+            };
+            let buf = &memory.buffers[buffer];
+            let arg = match mode {
+                AccessMode::Read => gen::arg_read(buf),
+                AccessMode::Write => gen::arg_write(buf),
+            };
+            issuer.launch(
+                statement,
+                &kernels[kernel],
+                config,
+                &[arg, gen::arg_value(&value)],
+            )
+        })
+    }
+
+    /// Issues every call into `issuer` as [`replay`](Self::replay) does, except launches:
+    /// `launch(issuer, call)` issues each [`Call::Launch`], as the test likes (its accesses
+    /// should be the call's buffer and mode, for the plan to match).
+    pub fn replay_with<I, L>(
+        &self,
+        issuer: &mut I,
+        memory: &RandomMemory<'_>,
+        mut launch: L,
+    ) -> Result<()>
+    where
+        I: Issuer + ?Sized,
+        L: FnMut(&mut I, &Call) -> Result<()>,
+    {
+        self.check_memory(memory)?;
         for call in &self.calls {
             match *call {
-                Call::Launch {
-                    statement,
-                    kernel,
-                    buffer,
-                    mode,
-                    value,
-                } => {
-                    let buf = &buffers[buffer];
-                    let arg = match mode {
-                        AccessMode::Read => gen::arg_read(buf),
-                        AccessMode::Write => gen::arg_write(buf),
-                    };
-                    issuer.launch(
-                        statement,
-                        &kernels[kernel],
-                        config,
-                        &[arg, gen::arg_value(&value)],
-                    )?;
-                }
+                Call::Launch { .. } => launch(issuer, call)?,
                 Call::Fill {
                     statement,
                     buffer,
+                    start,
+                    end,
                     value,
                 } => {
-                    crate::issue::__private::fill(issuer, statement, &buffers[buffer], value)?;
+                    let buf = &memory.buffers[buffer];
+                    if start == 0 && end == buf.len() {
+                        issue::fill(issuer, statement, buf, value)?;
+                    } else {
+                        let part = buf
+                            .try_slice(start..end)
+                            .map_err(|e| e.in_statement(statement))?;
+                        issue::fill(issuer, statement, &part, value)?;
+                    }
+                }
+                Call::Copy {
+                    statement,
+                    dst,
+                    src,
+                    ..
+                } => {
+                    let side =
+                        |p: Place| Side::new(memory, p).map_err(|e| e.in_statement(statement));
+                    let (dst, src) = (side(dst)?, side(src)?);
+                    issuer.copy(statement, dst.target(), src.source())?;
+                }
+                Call::Host { statement, value } => {
+                    let host = Arc::clone(&memory.host);
+                    issue::host(issuer, statement, move || host(value))?;
                 }
                 Call::Record(s) => issuer.record(s)?,
                 Call::Wait(s) => issuer.wait(s)?,
@@ -345,18 +713,260 @@ impl RandomProgram {
         Ok(())
     }
 
-    /// The program's plan, replayed with plan-only kernels and buffers.
+    /// The program's plan, replayed with plan-only kernels and memory.
     pub fn plan(&self) -> Result<Plan> {
-        let kernels: Vec<Kernel> = (0..self.options.kernels.max(1))
+        let kernels: Vec<Kernel> = (0..self.kernels())
             .map(|k| Kernel::for_planning(&format!("k{k}")))
             .collect();
-        let buffers: Vec<DeviceBuffer<u32>> = (0..self.options.buffers.max(1))
-            .map(|_| DeviceBuffer::for_planning(64))
+        let buffers: Vec<DeviceBuffer<u32>> = (0..self.buffers())
+            .map(|_| DeviceBuffer::for_planning(self.buffer_len()))
+            .collect::<Result<_>>()?;
+        let pinned: Vec<PinnedBuffer<u32>> = (0..self.pinned())
+            .map(|_| PinnedBuffer::for_planning(self.pinned_len()))
             .collect::<Result<_>>()?;
         let mut planner = Planner::new(self.program);
-        self.replay(&mut planner, &kernels, &buffers, Self::launch_config())?;
+        self.replay(
+            &mut planner,
+            &kernels,
+            &RandomMemory::new(&buffers, &pinned),
+            Self::launch_config(),
+        )?;
         Ok(planner.finish())
     }
+
+    fn missing(&self, what: &str, have: usize, need: usize) -> Error {
+        Error::InvalidArgument(format!(
+            "random program {:#x} needs {need} {what}(s) but {have} were given",
+            self.seed
+        ))
+    }
+
+    fn check_memory(&self, memory: &RandomMemory<'_>) -> Result<()> {
+        let shape = Shape::of(&self.options);
+        if memory.buffers.len() < shape.buffers {
+            return Err(self.missing("buffer", memory.buffers.len(), shape.buffers));
+        }
+        if memory.pinned.len() < shape.pinned {
+            return Err(self.missing("pinned buffer", memory.pinned.len(), shape.pinned));
+        }
+        let wrong = |what: &str, i: usize, have: usize, need: usize| {
+            Error::InvalidArgument(format!(
+                "random program {:#x} needs {what}s of {need} elements but {what} {i} has {have}",
+                self.seed
+            ))
+        };
+        for (i, b) in memory.buffers[..shape.buffers].iter().enumerate() {
+            if b.len() != shape.buffer_len {
+                return Err(wrong("buffer", i, b.len(), shape.buffer_len));
+            }
+        }
+        for (i, p) in memory.pinned[..shape.pinned].iter().enumerate() {
+            if p.len() != shape.pinned_len {
+                return Err(wrong("pinned buffer", i, p.len(), shape.pinned_len));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One side of a copy, borrowed from the replay's memory.
+enum Side<'m> {
+    Whole(&'m DeviceBuffer<u32>),
+    Part(DeviceView<'m, u32>),
+    Pinned(&'m PinnedBuffer<u32>),
+}
+
+impl<'m> Side<'m> {
+    fn new(memory: &RandomMemory<'m>, place: Place) -> Result<Side<'m>> {
+        let memory_for = |what: &str, len: usize| {
+            Error::InvalidArgument(format!("the copy names {what} {} of {len}", place.buffer))
+        };
+        if place.pinned {
+            let pinned = memory
+                .pinned
+                .get(place.buffer)
+                .ok_or_else(|| memory_for("pinned buffer", memory.pinned.len()))?;
+            return Ok(Side::Pinned(pinned));
+        }
+        let buf = memory
+            .buffers
+            .get(place.buffer)
+            .ok_or_else(|| memory_for("buffer", memory.buffers.len()))?;
+        if place.start == 0 && place.end == buf.len() {
+            Ok(Side::Whole(buf))
+        } else {
+            Ok(Side::Part(buf.try_slice(place.range())?))
+        }
+    }
+
+    fn target(&self) -> MemoryRef<'_> {
+        match self {
+            Side::Whole(b) => CopyTarget::<u32>::copy_target(*b),
+            Side::Part(v) => v.copy_target(),
+            Side::Pinned(p) => CopyTarget::<u32>::copy_target(*p),
+        }
+    }
+
+    fn source(&self) -> MemoryRef<'_> {
+        match self {
+            Side::Whole(b) => CopySource::<u32>::copy_source(*b),
+            Side::Part(v) => v.copy_source(),
+            Side::Pinned(p) => CopySource::<u32>::copy_source(*p),
+        }
+    }
+}
+
+/// Groups `range` into runs, `for`s and `if`s, nested at most [`RandomProgram::MAX_NESTING`]
+/// deep.
+fn structure(
+    rng: &mut XorShift,
+    options: &RandomOptions,
+    range: Range<usize>,
+    depth: usize,
+) -> Vec<Block> {
+    let mut blocks = Vec::new();
+    let mut at = range.start;
+    while at < range.end {
+        let len = rng.between(1, (range.end - at).min(12));
+        let part = at..at + len;
+        let nest = depth < RandomProgram::MAX_NESTING;
+        let block = match rng.below(5) {
+            0 if nest && options.loops => Block::For {
+                times: rng.between(2, 3),
+                body: structure(rng, options, part, depth + 1),
+            },
+            1 if nest && options.conditionals => Block::If {
+                taken: rng.below(2) == 0,
+                body: structure(rng, options, part, depth + 1),
+            },
+            _ => Block::Run(part),
+        };
+        // Consecutive runs are one run.
+        match (blocks.last_mut(), block) {
+            (Some(Block::Run(last)), Block::Run(next)) => last.end = next.end,
+            (_, block) => blocks.push(block),
+        }
+        at += len;
+    }
+    blocks
+}
+
+/// A random element range of `len` elements: the whole of it, or (when `sub`) half the time
+/// a random non-empty part.
+fn range_in(rng: &mut XorShift, len: usize, sub: bool) -> (usize, usize) {
+    if !sub || rng.below(2) == 0 {
+        (0, len)
+    } else {
+        let n = rng.between(1, len);
+        let start = rng.below(len - n + 1);
+        (start, start + n)
+    }
+}
+
+/// A random operation among those `options` allow.
+fn operation(rng: &mut XorShift, options: &RandomOptions, shape: Shape) -> Work {
+    let (len, sub) = (shape.buffer_len, options.sub_ranges);
+    let weights = [
+        (8, true),
+        (3, options.fills),
+        (4, options.copies),
+        (2, shape.pinned > 0),
+        (2, shape.pinned > 0),
+        (2, options.host_fns),
+    ];
+    let total: usize = weights.iter().filter(|w| w.1).map(|w| w.0).sum();
+    let mut roll = rng.below(total);
+    let mut kind = 0;
+    for (i, &(weight, on)) in weights.iter().enumerate() {
+        if !on {
+            continue;
+        }
+        if roll < weight {
+            kind = i;
+            break;
+        }
+        roll -= weight;
+    }
+    let device = |buffer: usize, (start, end): (usize, usize)| Place {
+        pinned: false,
+        buffer,
+        start,
+        end,
+    };
+    let work = match kind {
+        1 => {
+            let buffer = rng.below(shape.buffers);
+            let (start, end) = range_in(rng, len, sub);
+            Some(Work::Fill { buffer, start, end })
+        }
+        2 => {
+            let src = rng.below(shape.buffers);
+            let same = sub && len >= 2 && (shape.buffers == 1 || rng.below(4) == 0);
+            if same {
+                // Two disjoint ranges of one buffer.
+                let n = rng.between(1, len / 2);
+                let first = rng.below(len - 2 * n + 1);
+                let second = first + n + rng.below(len - 2 * n - first + 1);
+                let (a, b) = ((first, first + n), (second, second + n));
+                let (d, s) = if rng.below(2) == 0 { (a, b) } else { (b, a) };
+                Some(Work::Copy {
+                    dst: device(src, d),
+                    src: device(src, s),
+                })
+            } else if shape.buffers >= 2 {
+                let dst = (src + 1 + rng.below(shape.buffers - 1)) % shape.buffers;
+                let (d, s) = if !sub || rng.below(2) == 0 {
+                    ((0, len), (0, len))
+                } else {
+                    let n = rng.between(1, len);
+                    let (a, b) = (rng.below(len - n + 1), rng.below(len - n + 1));
+                    ((a, a + n), (b, b + n))
+                };
+                Some(Work::Copy {
+                    dst: device(dst, d),
+                    src: device(src, s),
+                })
+            } else {
+                None
+            }
+        }
+        3 | 4 => {
+            let pinned = Place {
+                pinned: true,
+                buffer: rng.below(shape.pinned),
+                start: 0,
+                end: shape.pinned_len,
+            };
+            let start = if sub {
+                rng.below(len - shape.pinned_len + 1)
+            } else {
+                0
+            };
+            let dev = device(rng.below(shape.buffers), (start, start + shape.pinned_len));
+            Some(if kind == 3 {
+                Work::Copy {
+                    dst: dev,
+                    src: pinned,
+                }
+            } else {
+                Work::Copy {
+                    dst: pinned,
+                    src: dev,
+                }
+            })
+        }
+        5 => Some(Work::Host),
+        _ => None,
+    };
+    work.unwrap_or_else(|| Work::Launch {
+        buffer: rng.below(shape.buffers),
+        kernel: rng.below(shape.kernels),
+        mode: if rng.below(2) == 0 {
+            AccessMode::Read
+        } else {
+            AccessMode::Write
+        },
+    })
 }
 
 /// xorshift64* seeded through splitmix64: small, fast, and the same on every platform.
