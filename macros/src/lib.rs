@@ -10,6 +10,8 @@
 #![allow(clippy::large_enum_variant)]
 
 mod expand;
+#[cfg(test)]
+mod fuzz_tests;
 mod model;
 mod syntax;
 mod text;

@@ -12,9 +12,11 @@
 //! when it races in **every** enumerated execution in which both run, counting only runs in
 //! which each enclosing loop iterates at least twice (so a loop body is checked against its
 //! own next iteration, and a loop that happens to run once does not excuse a loop-carried
-//! race). When the enumeration would be too large the analysis reports nothing and leaves
-//! the program to the run-time plan check. Accesses to sub-ranges (`whole == false`) are
-//! never reported: only the run-time plan knows their addresses.
+//! race). When the enumeration would be too large, or checking its executions too costly,
+//! the analysis reports nothing and leaves the program to the run-time plan check; it
+//! follows a few thousand racing pairs at most, so that of a program with a great many races
+//! it reports some. Accesses to sub-ranges (`whole == false`) are never reported: only the
+//! run-time plan knows their addresses.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -101,11 +103,13 @@ impl Bits {
 
 /// Every pair of operations of `program` on different streams that touch the same whole
 /// buffer, at least one writing, with no happens-before path between them. Pairs are
-/// reported as indices into `program` (first issued first).
+/// reported as indices into `program` (first issued first); only the first `limit` found
+/// (in the order of their second operation) are kept.
 pub fn straight_line_pairs(
     streams: usize,
     events: usize,
     program: &[Cmd],
+    limit: usize,
 ) -> Vec<(usize, usize, Touch, Touch)> {
     let mut frontier = vec![Bits::default(); streams];
     let mut snapshot = vec![Bits::default(); events];
@@ -136,6 +140,9 @@ pub fn straight_line_pairs(
                     for a in t2 {
                         for b in touches {
                             if a.buffer == b.buffer && a.whole && b.whole && (a.write || b.write) {
+                                if pairs.len() == limit {
+                                    return pairs;
+                                }
                                 pairs.push((j, i, *a, *b));
                             }
                         }
@@ -173,13 +180,23 @@ pub fn straight_line_pairs(
 }
 
 /// [`straight_line_pairs`] by statement: for straight-line programs, where each statement
-/// runs once, these are exactly the static races.
+/// runs once, these are exactly the static races. (The tests' reference: [`certain_races`]
+/// bounds the pairs it collects.)
+#[cfg(test)]
 pub fn straight_line_races(streams: usize, events: usize, program: &[Cmd]) -> Vec<Race> {
+    by_statement(
+        program,
+        straight_line_pairs(streams, events, program, usize::MAX),
+    )
+}
+
+/// Pairs of operations of `program` as races of their statements, sorted, without duplicates.
+fn by_statement(program: &[Cmd], pairs: Vec<(usize, usize, Touch, Touch)>) -> Vec<Race> {
     let stmt = |i: usize| match &program[i] {
         Cmd::Op { stmt, .. } => *stmt,
         _ => usize::MAX,
     };
-    let mut races: Vec<Race> = straight_line_pairs(streams, events, program)
+    let mut races: Vec<Race> = pairs
         .into_iter()
         .map(|(i, j, a, b)| Race {
             first: stmt(i),
@@ -198,6 +215,12 @@ pub fn straight_line_races(streams: usize, events: usize, program: &[Cmd]) -> Ve
 /// How many executions and commands the enumeration may build before giving up.
 const MAX_TRACES: usize = 4096;
 const MAX_COMMANDS: usize = 1 << 20;
+/// How much the straight-line checks of the executions may cost before giving up: the sum of
+/// their squared lengths (each operation is compared with every earlier one).
+const MAX_CHECKS: usize = 1 << 24;
+/// How many racing operation pairs the check of one execution collects, and how many racing
+/// statement pairs the analysis follows; it looks for no more than that.
+const MAX_RACES: usize = 1 << 12;
 
 /// One command of an execution; `short` when an enclosing loop instance runs fewer than
 /// two iterations.
@@ -211,24 +234,44 @@ fn expand<'a>(flow: &'a [Flow], short: bool, max_iter: usize) -> Option<Vec<Vec<
     let mut traces: Vec<Vec<Occ<'a>>> = vec![Vec::new()];
     for node in flow {
         let options: Vec<Vec<Occ<'a>>> = match node {
-            Flow::Cmd(cmd) => vec![vec![Occ { cmd, short }]],
+            Flow::Cmd(cmd) => {
+                // The product with a single command, without copying every trace.
+                let total = traces.iter().map(|t| t.len() + 1).sum::<usize>();
+                if total > MAX_COMMANDS {
+                    return None;
+                }
+                for t in &mut traces {
+                    t.push(Occ { cmd, short });
+                }
+                continue;
+            }
             Flow::If(then, otherwise) => {
                 let mut o = expand(then, short, max_iter)?;
                 o.extend(expand(otherwise, short, max_iter)?);
                 o
             }
             Flow::Loop(body) => {
-                let mut o = Vec::new();
-                for count in 0..=max_iter {
-                    let once = expand(body, short || count < 2, max_iter)?;
-                    let mut runs: Vec<Vec<Occ<'a>>> = vec![Vec::new()];
-                    for _ in 0..count {
-                        runs = product(&runs, &once)?;
-                    }
-                    o.extend(runs);
-                    if o.len() > MAX_TRACES {
+                // Runs of 0, 1, …, `max_iter` iterations. The body's executions depend on the
+                // count only through `short`, and a run of `count` iterations extends one of
+                // `count - 1`, so each is built once. The options' commands are counted as they
+                // grow: the product with `traces` below refuses more than `MAX_COMMANDS` anyway.
+                let short_body = expand(body, true, max_iter)?;
+                let full_body = if short {
+                    short_body.clone()
+                } else {
+                    expand(body, false, max_iter)?
+                };
+                let mut o: Vec<Vec<Occ<'a>>> = vec![Vec::new()];
+                let mut full_runs: Vec<Vec<Occ<'a>>> = vec![Vec::new()];
+                let mut commands = 0usize;
+                for count in 1..=max_iter {
+                    full_runs = product(&full_runs, &full_body)?;
+                    let runs = if count < 2 { &short_body } else { &full_runs };
+                    commands += runs.iter().map(Vec::len).sum::<usize>();
+                    if o.len() + runs.len() > MAX_TRACES || commands > MAX_COMMANDS {
                         return None;
                     }
+                    o.extend(runs.iter().cloned());
                 }
                 o
             }
@@ -264,23 +307,32 @@ pub fn certain_races(streams: usize, events: usize, program: &[Flow]) -> Vec<Rac
     let Some(traces) = expand(program, false, streams + 2) else {
         return Vec::new();
     };
+    let checks = traces.iter().fold(0usize, |sum, t| {
+        sum.saturating_add(t.len().saturating_mul(t.len()))
+    });
+    if checks > MAX_CHECKS {
+        return Vec::new();
+    }
     // Key: (lower statement, higher statement, buffer).
-    let mut relevant: BTreeMap<(usize, usize, usize), usize> = BTreeMap::new();
     let mut racing: BTreeMap<(usize, usize, usize), (usize, Race)> = BTreeMap::new();
+    // Per trace, the statements that run in it with every enclosing loop iterating twice.
+    let mut fulls: Vec<Bits> = Vec::with_capacity(traces.len());
     for trace in &traces {
         let cmds: Vec<Cmd> = trace.iter().map(|o| o.cmd.clone()).collect();
-        let full: BTreeSet<usize> = trace
-            .iter()
-            .filter(|o| !o.short)
-            .filter_map(|o| match o.cmd {
-                Cmd::Op { stmt, .. } => Some(*stmt),
-                _ => None,
-            })
-            .collect();
+        let mut full = Bits::default();
+        for o in trace.iter().filter(|o| !o.short) {
+            if let Cmd::Op { stmt, .. } = o.cmd {
+                full.insert(*stmt);
+            }
+        }
+        let pairs = straight_line_pairs(streams, events, &cmds, MAX_RACES);
         let mut seen_here = BTreeSet::new();
-        for r in straight_line_races(streams, events, &cmds) {
+        for r in by_statement(&cmds, pairs) {
             let key = (r.first.min(r.second), r.first.max(r.second), r.buffer);
-            if !full.contains(&key.0) || !full.contains(&key.1) || !seen_here.insert(key) {
+            if !full.contains(key.0) || !full.contains(key.1) || !seen_here.insert(key) {
+                continue;
+            }
+            if racing.len() == MAX_RACES && !racing.contains_key(&key) {
                 continue;
             }
             let entry = racing.entry(key).or_insert((0, r));
@@ -289,58 +341,28 @@ pub fn certain_races(streams: usize, events: usize, program: &[Flow]) -> Vec<Rac
                 entry.1 = r;
             }
         }
-        relevant_update(&mut relevant, &full, &cmds);
+        fulls.push(full);
     }
+    // A pair that races somewhere conflicts in every trace in which both statements run in
+    // full; it is certain when it races in each of those.
     racing
         .into_iter()
-        .filter(|(key, (count, _))| relevant.get(key) == Some(count))
+        .filter(|(key, (count, _))| {
+            fulls
+                .iter()
+                .filter(|f| f.contains(key.0) && f.contains(key.1))
+                .count()
+                == *count
+        })
         .map(|(_, (_, r))| r)
         .collect()
 }
 
-/// Counts the trace as relevant for every conflicting pair (by buffer) of statements that
-/// both run in it with full loops.
-fn relevant_update(
-    relevant: &mut BTreeMap<(usize, usize, usize), usize>,
-    full: &BTreeSet<usize>,
-    cmds: &[Cmd],
-) {
-    let mut touches: BTreeMap<usize, (usize, Vec<Touch>)> = BTreeMap::new();
-    for cmd in cmds {
-        if let Cmd::Op {
-            stmt,
-            stream,
-            touches: t,
-        } = cmd
-        {
-            if full.contains(stmt) {
-                touches.entry(*stmt).or_insert_with(|| (*stream, t.clone()));
-            }
-        }
-    }
-    let mut keys = BTreeSet::new();
-    for (&a, (sa, ta)) in &touches {
-        for (&b, (sb, tb)) in touches.range(a + 1..) {
-            if sa == sb {
-                continue;
-            }
-            for x in ta {
-                for y in tb {
-                    if x.buffer == y.buffer && x.whole && y.whole && (x.write || y.write) {
-                        keys.insert((a, b, x.buffer));
-                    }
-                }
-            }
-        }
-    }
-    for key in keys {
-        *relevant.entry(key).or_default() += 1;
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{certain_races, straight_line_races, Cmd, Flow, Race, Touch};
+    use std::time::{Duration, Instant};
+
+    use super::{certain_races, straight_line_races, Cmd, Flow, Race, Touch, MAX_RACES};
 
     fn op(stmt: usize, stream: usize, touches: &[(usize, bool)]) -> Cmd {
         Cmd::Op {
@@ -539,5 +561,89 @@ mod tests {
             Flow::Cmd(op(1, 1, &[(0, false)])),
         ];
         assert!(certain_races(2, 1, &p).is_empty());
+    }
+
+    /// Runs `f`, failing if it takes longer than `limit` (far more than it needs).
+    fn promptly<T>(limit: Duration, f: impl FnOnce() -> T) -> T {
+        let start = Instant::now();
+        let out = f();
+        let elapsed = start.elapsed();
+        assert!(elapsed < limit, "took {elapsed:?}");
+        out
+    }
+
+    /// Regression (found by fuzzing): each iteration count of a loop rebuilt its runs from
+    /// scratch and expanded the body again, cubic in the number of streams; a pipeline with
+    /// 251 streams and loops took 20 s.
+    #[test]
+    fn loops_over_many_streams_are_enumerated_promptly() {
+        let body = vec![
+            Flow::Cmd(op(0, 0, &[(0, true)])),
+            Flow::Cmd(op(1, 1, &[(0, true)])),
+        ];
+        let few = certain_races(2, 0, &[Flow::Loop(body.clone())]);
+        assert_eq!(few.len(), 1);
+        assert_eq!(certain_races(60, 0, &[Flow::Loop(body)]), few);
+        // 502 iterations of 50 commands: too many to enumerate, found out early.
+        let big: Vec<Flow> = (0..50)
+            .map(|i| Flow::Cmd(op(i, i % 7, &[(0, true)])))
+            .collect();
+        let races = promptly(Duration::from_secs(5), || {
+            certain_races(500, 0, &[Flow::Loop(big)])
+        });
+        assert!(races.is_empty());
+    }
+
+    /// Regression (found by fuzzing): every command after an `if` copied every execution built
+    /// so far, quadratic in the length of the code that follows.
+    #[test]
+    fn code_after_branches_is_appended_in_place() {
+        let mut p: Vec<Flow> = (0..10)
+            .map(|i| Flow::If(vec![Flow::Cmd(op(i, 0, &[]))], vec![]))
+            .collect();
+        p.extend((10..3000).map(|i| Flow::Cmd(op(i, i % 2, &[(0, false)]))));
+        // 1024 executions of 3000 commands: more than the enumeration takes.
+        let races = promptly(Duration::from_secs(5), || certain_races(2, 0, &p));
+        assert!(races.is_empty());
+    }
+
+    /// Regression (found by fuzzing): every execution was checked whatever the cost, quadratic
+    /// in its length; 2,000 executions of 200 commands took seconds. Programs that costly are
+    /// left to the run-time plan.
+    #[test]
+    fn executions_too_costly_to_check_are_left_to_the_plan() {
+        let program = |ops: usize| {
+            let mut p = vec![
+                Flow::Cmd(op(0, 0, &[(0, true)])),
+                Flow::Cmd(op(1, 1, &[(0, true)])),
+            ];
+            p.extend((0..4).map(|i| Flow::If(vec![Flow::Cmd(op(2 + i, 0, &[]))], vec![])));
+            p.extend((6..6 + ops).map(|i| Flow::Cmd(op(i, i % 2, &[(1, false)]))));
+            p
+        };
+        // 16 executions of 1,000 commands are checked; of 1,100, too costly.
+        assert_eq!(certain_races(2, 0, &program(1000)).len(), 1);
+        let races = promptly(Duration::from_secs(5), || {
+            certain_races(2, 0, &program(1100))
+        });
+        assert!(races.is_empty());
+    }
+
+    /// Regression (found by fuzzing): every racing pair was collected, and became a diagnostic;
+    /// 3,000 unordered writes on two streams made 2.25 million. The first `MAX_RACES` are kept.
+    #[test]
+    fn races_collected_are_bounded() {
+        let p: Vec<Flow> = (0..3000)
+            .map(|i| Flow::Cmd(op(i, i % 2, &[(0, true)])))
+            .collect();
+        let races = promptly(Duration::from_secs(5), || certain_races(2, 0, &p));
+        assert_eq!(races.len(), MAX_RACES);
+        for r in &races {
+            assert!(r.first < r.second && (r.second - r.first) % 2 == 1, "{r:?}");
+            assert!(r.first_writes && r.second_writes && !r.loop_carried);
+        }
+        // The first found: those of the earliest second statements.
+        let last_second = races.iter().map(|r| r.second).max().unwrap_or(0);
+        assert!(last_second < 200, "{last_second}");
     }
 }
