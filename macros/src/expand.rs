@@ -10,7 +10,7 @@ use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 use syn::{GenericParam, Lifetime, LifetimeParam};
 
-use crate::model::{Arg, BufferExpr, Errors, Kind, Mode, Node, Param, ParamKind, Program};
+use crate::model::{Arg, BufferExpr, Errors, Kind, Mode, Node, Param, ParamKind, Program, Warning};
 use crate::syntax::Input;
 use crate::validate::{line_column, validate};
 
@@ -24,8 +24,29 @@ pub fn pipeline(input: TokenStream) -> TokenStream {
     let program = Program::from_syntax(input, &mut errors);
     validate(&program, &mut errors);
     let code = expand(&program);
-    let errors = errors.into_vec().into_iter().map(|e| e.to_compile_error());
-    quote!(#code #(#errors)*)
+    let (errors, warnings) = errors.into_parts();
+    let errors = errors.into_iter().map(|e| e.to_compile_error());
+    let warnings = warnings.iter().map(warning);
+    quote!(#code #(#errors)* #(#warnings)*)
+}
+
+/// A warning on stable Rust: the use of a deprecated item, spanned on the user's tokens so that
+/// the lint is not silenced as coming from an external macro.
+///
+/// ```text
+/// warning: use of deprecated unit struct `NAME`: MESSAGE
+/// ```
+fn warning(w: &Warning) -> TokenStream {
+    let name = syn::Ident::new(w.name, w.span);
+    let note = &w.message;
+    quote_spanned! {w.span=>
+        const _: () = {
+            #[deprecated(note = #note)]
+            #[allow(non_camel_case_types)]
+            struct #name;
+            let _ = #name;
+        };
+    }
 }
 
 /// Adds a lifetime to every reference type and `'_` that lacks one.
@@ -457,6 +478,128 @@ mod tests {
         });
         assert!(out.contains("struct P"), "{out}");
         assert_eq!(out.matches("compile_error").count(), 2, "{out}");
+    }
+
+    /// `streams` streams; a loop of `stmts` statements, each writing `x` on the next stream.
+    fn racy_loop(streams: usize, stmts: usize) -> TokenStream {
+        let names: Vec<_> = (0..streams).map(|s| format_ident!("s{s}")).collect();
+        let body = (0..stmts).map(|i| {
+            let s = &names[i % streams];
+            quote!(#s: fill x = 1.0f32;)
+        });
+        quote! {
+            pipeline P(x: &mut B, n: u32) {
+                #(stream #names;)*
+                for i in 0..n { #(#body)* }
+            }
+        }
+    }
+
+    /// `stmts` statements writing `x`, alternating between two streams.
+    fn racy_straight_line(stmts: usize) -> TokenStream {
+        let body = (0..stmts).map(|i| {
+            let s = format_ident!("s{}", i % 2);
+            quote!(#s: fill x = 1.0f32;)
+        });
+        quote! {
+            pipeline P(x: &mut B) {
+                stream s0;
+                stream s1;
+                #(#body)*
+            }
+        }
+    }
+
+    /// Large racy pipelines expand quickly, with a bounded number of diagnostics. Run with
+    /// `--nocapture` (and `--release`) to see the timings.
+    #[test]
+    fn large_racy_pipelines_expand_quickly() {
+        let cases = [
+            ("500 streams, loop of 8", racy_loop(500, 8), 8 * 7 / 2),
+            ("250 streams, loop of 32", racy_loop(250, 32), 32 * 31 / 2),
+            (
+                "1000 statements on 2 streams",
+                racy_straight_line(1000),
+                500 * 500,
+            ),
+        ];
+        for (what, input, races) in cases {
+            let start = std::time::Instant::now();
+            let out = expand_str(input);
+            let took = start.elapsed();
+            // Each listed race is two errors (both statements); one more counts the rest.
+            let listed = races.min(crate::validate::MAX_RACE_DIAGNOSTICS);
+            let errors = 2 * listed + usize::from(races > listed);
+            assert_eq!(out.matches("compile_error").count(), errors, "{what}");
+            if races > listed {
+                let more = format!("and {} more data races", races - listed);
+                assert!(out.contains(&more), "{what}: {more}");
+            }
+            assert!(!out.contains("static_race_check_incomplete"), "{what}");
+            eprintln!("{what}: {races} races, {errors} errors, expanded in {took:.2?}");
+        }
+    }
+
+    /// `depth` nested `for`s (or `if`s), each with a write of `x` and a hand-off to the other
+    /// stream.
+    fn nested(depth: usize, keyword: TokenStream) -> TokenStream {
+        let mut body = quote!(s0: fill x = 0.0f32;);
+        for i in (0..depth).rev() {
+            let (s, other) = if i % 2 == 0 {
+                (quote!(s0), quote!(s1))
+            } else {
+                (quote!(s1), quote!(s0))
+            };
+            let head = if keyword.to_string() == "for" {
+                quote!(for i in 0..n)
+            } else {
+                quote!(if n > #i)
+            };
+            body = quote! {
+                #head {
+                    #s: fill x = 1.0f32;
+                    #other: wait_stream #s;
+                    #body
+                }
+            };
+        }
+        quote! {
+            pipeline P(x: &mut B, n: usize) {
+                stream s0;
+                stream s1;
+                #body
+            }
+        }
+    }
+
+    /// Nesting up to the limit expands (and quickly); one level more is a clear error.
+    #[test]
+    fn nesting_is_checked_up_to_the_limit() {
+        let limit = crate::syntax::MAX_NESTING;
+        for keyword in [quote!(for), quote!(if)] {
+            let start = std::time::Instant::now();
+            let out = expand_str(nested(limit, keyword.clone()));
+            eprintln!(
+                "{limit} nested `{keyword}`s: expanded in {:.2?}",
+                start.elapsed()
+            );
+            assert!(out.contains("struct P"), "{keyword}");
+            assert!(!out.contains("static_race_check_incomplete"), "{keyword}");
+            let out = expand_str(nested(limit + 1, keyword.clone()));
+            assert!(!out.contains("struct P"), "{keyword}");
+            let message = format!("nesting deeper than {limit} levels of `for` and `if`");
+            assert_eq!(out.matches("compile_error").count(), 1, "{keyword}");
+            assert!(out.contains(&message), "{keyword}: {out}");
+        }
+        // An `else if` nests one level deeper.
+        let chain = (1..=limit).map(|i| quote!(else if n == #i { s0: fill x = 1.0f32; }));
+        let input = quote! {
+            pipeline P(x: &mut B, n: usize) {
+                stream s0;
+                if n == 0 { s0: fill x = 0.0f32; } #(#chain)*
+            }
+        };
+        assert!(expand_str(input).contains("nesting deeper than"));
     }
 
     #[test]

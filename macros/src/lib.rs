@@ -67,9 +67,14 @@ mod validate;
 /// (use `PinnedBuffer`); writes through parameters not declared `&mut`; and data races: two
 /// statements on different streams touching the same whole buffer, one of them writing, with
 /// no record/wait or `wait_stream` path ordering them. A race is reported only when it is
-/// certain on every path through the pipeline's `if`s (assuming each loop whose body holds one
-/// of the statements runs at least twice); sub-ranges and uncertain cases are checked at run
-/// time by the plan.
+/// certain on every path through the pipeline's `if`s and loops, counting each loop as running
+/// either not at all or at least twice (so a loop body is checked against its own next
+/// iteration); sub-ranges and uncertain cases are checked at run time by the plan. At most 20
+/// races are listed, one per pair of statements and buffer, and one more error counts the rest.
+/// When branches and loops give some pairs of statements more orderings than the check follows,
+/// a warning (a deprecation note on the pipeline's name, `static_race_check_incomplete`) says
+/// so and the plan checks those pairs at run time. `for` and `if` nest at most 128 levels deep
+/// (each `else if` is one level more).
 #[proc_macro]
 pub fn pipeline(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
     expand::pipeline(input.into()).into()

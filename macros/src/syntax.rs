@@ -20,6 +20,8 @@
 //!            | "wait_stream" Ident
 //! ```
 //!
+//! `for` and `if` nest at most [`MAX_NESTING`] levels deep.
+//!
 //! The launch configuration is parsed as a list so that a wrong number of items is reported
 //! by the model with a precise message; a missing `>>>` is a parse error.
 
@@ -244,66 +246,95 @@ impl Parse for StreamOpt {
     }
 }
 
-fn parse_block(input: ParseStream<'_>) -> syn::Result<Vec<Stmt>> {
+/// The deepest nesting of `for` and `if` accepted (each `else if` nests one level deeper).
+///
+/// Every stage recurses once per level: parsing, resolution, the race check, the generated
+/// code and rustc compiling it. Beyond a few hundred levels an unoptimised build of this macro,
+/// or rustc itself, runs out of stack; the limit keeps well clear of both and reports a clear
+/// error instead.
+pub const MAX_NESTING: usize = 128;
+
+fn parse_block(input: ParseStream<'_>, depth: usize) -> syn::Result<Vec<Stmt>> {
     let body;
     braced!(body in input);
     let mut stmts = Vec::new();
     while !body.is_empty() {
-        stmts.push(body.parse()?);
+        stmts.push(parse_stmt(&body, depth)?);
     }
     Ok(stmts)
 }
 
-impl Parse for Stmt {
-    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
-        let lookahead = input.lookahead1();
-        if lookahead.peek(Token![for]) {
-            let for_token = input.parse()?;
-            let pat = Pat::parse_single(input)?;
-            input.parse::<Token![in]>()?;
-            let expr = Expr::parse_without_eager_brace(input)?;
-            let body = parse_block(input)?;
-            Ok(Stmt::For(ForStmt {
-                for_token,
-                pat,
-                expr,
-                body,
-            }))
-        } else if lookahead.peek(Token![if]) {
-            input.parse().map(Stmt::If)
-        } else if lookahead.peek(Ident) {
-            let stream: Ident = input.parse()?;
-            input.parse::<Token![:]>()?;
-            let op = input.parse()?;
-            let semi = input.parse()?;
-            Ok(Stmt::Op(OpStmt { stream, op, semi }))
-        } else {
-            Err(lookahead.error())
-        }
+/// A `for` or `if` at `depth` enclosing levels: refused past [`MAX_NESTING`].
+fn nesting_limit(keyword: &impl quote::ToTokens, depth: usize) -> syn::Result<()> {
+    if depth < MAX_NESTING {
+        return Ok(());
+    }
+    Err(syn::Error::new_spanned(
+        keyword,
+        format!(
+            "nesting deeper than {MAX_NESTING} levels of `for` and `if` is not supported (each \
+             `else if` counts as one more level); flatten it, e.g. combine conditions with `&&` \
+             or split the pipeline in two"
+        ),
+    ))
+}
+
+/// A statement inside `depth` levels of `for` and `if`.
+fn parse_stmt(input: ParseStream<'_>, depth: usize) -> syn::Result<Stmt> {
+    let lookahead = input.lookahead1();
+    if lookahead.peek(Token![for]) {
+        let for_token: Token![for] = input.parse()?;
+        nesting_limit(&for_token, depth)?;
+        let pat = Pat::parse_single(input)?;
+        input.parse::<Token![in]>()?;
+        let expr = Expr::parse_without_eager_brace(input)?;
+        let body = parse_block(input, depth + 1)?;
+        Ok(Stmt::For(ForStmt {
+            for_token,
+            pat,
+            expr,
+            body,
+        }))
+    } else if lookahead.peek(Token![if]) {
+        parse_if(input, depth).map(Stmt::If)
+    } else if lookahead.peek(Ident) {
+        let stream: Ident = input.parse()?;
+        input.parse::<Token![:]>()?;
+        let op = input.parse()?;
+        let semi = input.parse()?;
+        Ok(Stmt::Op(OpStmt { stream, op, semi }))
+    } else {
+        Err(lookahead.error())
     }
 }
 
-impl Parse for IfStmt {
-    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
-        let if_token = input.parse()?;
-        let cond = Expr::parse_without_eager_brace(input)?;
-        let then = parse_block(input)?;
-        let otherwise = if input.peek(Token![else]) {
-            input.parse::<Token![else]>()?;
-            if input.peek(Token![if]) {
-                Some(Else::If(Box::new(input.parse()?)))
-            } else {
-                Some(Else::Block(parse_block(input)?))
-            }
+/// An `if` inside `depth` levels of `for` and `if`.
+fn parse_if(input: ParseStream<'_>, depth: usize) -> syn::Result<IfStmt> {
+    let if_token: Token![if] = input.parse()?;
+    nesting_limit(&if_token, depth)?;
+    let cond = Expr::parse_without_eager_brace(input)?;
+    let then = parse_block(input, depth + 1)?;
+    let otherwise = if input.peek(Token![else]) {
+        input.parse::<Token![else]>()?;
+        if input.peek(Token![if]) {
+            Some(Else::If(Box::new(parse_if(input, depth + 1)?)))
         } else {
-            None
-        };
-        Ok(IfStmt {
-            if_token,
-            cond,
-            then,
-            otherwise,
-        })
+            Some(Else::Block(parse_block(input, depth + 1)?))
+        }
+    } else {
+        None
+    };
+    Ok(IfStmt {
+        if_token,
+        cond,
+        then,
+        otherwise,
+    })
+}
+
+impl Parse for Stmt {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        parse_stmt(input, 0)
     }
 }
 

@@ -29,7 +29,7 @@ use streamgraph_runtime::{Planner, ProgramBuilder};
 use syn::Ident;
 
 use super::race::{self, Cmd, Touch};
-use super::{to_flow, validate};
+use super::{to_flow, validate, MAX_RACE_DIAGNOSTICS};
 use crate::model::{Errors, Program};
 
 /// One straight-line statement; indices name streams `s{i}`, events `e{i}`, buffers `b{i}`.
@@ -147,6 +147,8 @@ struct Frontend {
     races: Races,
     /// `data race on …` diagnostics.
     race_errors: usize,
+    /// `N` of the `and N more data races …` diagnostic, if any.
+    unlisted_races: Option<usize>,
     /// Statements named by "waits for event …, which no earlier statement records".
     unrecorded_waits: BTreeSet<String>,
 }
@@ -159,7 +161,12 @@ fn frontend(p: &Prog) -> Frontend {
     let buffers: Vec<&Ident> = program.params.iter().map(|p| &p.name).collect();
     let flow = to_flow(&program.body, &program, &buffers);
     let mut races = Races::new();
-    for r in race::certain_races(program.streams.len(), program.events.len(), &flow) {
+    let analysis = race::certain_races(program.streams.len(), program.events.len(), &flow);
+    assert!(
+        analysis.complete,
+        "straight-line programs are always decided"
+    );
+    for r in analysis.races {
         assert!(!r.loop_carried, "{r:?} in a straight-line program");
         let buffer = buffers[r.buffer].to_string();
         let buffer: usize = buffer.trim_start_matches('b').parse().unwrap();
@@ -167,6 +174,7 @@ fn frontend(p: &Prog) -> Frontend {
     }
     validate(&program, &mut errors);
     let mut race_errors = 0;
+    let mut unlisted_races = None;
     let mut unrecorded_waits = BTreeSet::new();
     for message in errors
         .into_vec()
@@ -176,6 +184,10 @@ fn frontend(p: &Prog) -> Frontend {
     {
         if message.starts_with("data race on `") {
             race_errors += 1;
+        } else if let Some(rest) = message.strip_prefix("and ") {
+            let (n, tail) = rest.split_once(' ').unwrap();
+            assert!(tail.starts_with("more data race"), "{message}");
+            assert!(unlisted_races.replace(n.parse().unwrap()).is_none());
         } else if let Some(rest) = message.strip_prefix('`') {
             let (stmt, tail) = rest.split_once('`').unwrap();
             assert!(
@@ -193,6 +205,7 @@ fn frontend(p: &Prog) -> Frontend {
     Frontend {
         races,
         race_errors,
+        unlisted_races,
         unrecorded_waits,
     }
 }
@@ -312,10 +325,13 @@ fn agreed_pairs(p: &Prog) -> BTreeSet<(usize, usize)> {
     for (key, buffers) in &runtime {
         assert!(buffers.is_subset(&model[key]), "{key:?}: {buffers:?}");
     }
+    // One diagnostic per racing pair and buffer, up to the cap; one more counts the rest.
+    let total = model.values().map(BTreeSet::len).sum::<usize>();
+    let listed = total.min(MAX_RACE_DIAGNOSTICS);
     assert_eq!(
-        front.race_errors,
-        model.values().map(BTreeSet::len).sum::<usize>(),
-        "one diagnostic per racing pair and buffer"
+        (front.race_errors, front.unlisted_races),
+        (listed, (total > listed).then_some(total - listed)),
+        "one diagnostic per racing pair and buffer, at most {MAX_RACE_DIAGNOSTICS}"
     );
     assert_eq!(front.unrecorded_waits, unrecorded_waits(p));
     pairs

@@ -211,19 +211,56 @@ fn writes_go_through_mut_parameters(program: &Program, errors: &mut Errors) {
 /// Conflicting: two statements touch the same whole buffer, at least one writing. Ordered: by a
 /// happens-before path (DESIGN.md §2) on every path through the program. Sub-ranges and
 /// uncertain cases are left to the run-time plan.
+///
+/// At most [`MAX_RACE_DIAGNOSTICS`] races are reported, one per pair of statements and buffer,
+/// in source order; one more error counts the rest. When the analysis could not decide every
+/// pair, a warning says so: those pairs are left to the run-time plan.
 fn no_static_races(program: &Program, errors: &mut Errors) {
     if program.streams.len() < 2 {
         return;
     }
     let buffers: Vec<&Ident> = program.params.iter().map(|p| &p.name).collect();
     let flow = to_flow(&program.body, program, &buffers);
-    for r in race::certain_races(program.streams.len(), program.events.len(), &flow) {
+    let analysis = race::certain_races(program.streams.len(), program.events.len(), &flow);
+    for r in analysis.races.iter().take(MAX_RACE_DIAGNOSTICS) {
         let first = &program.statements[r.first];
         let second = &program.statements[r.second];
         let buffer = buffers[r.buffer];
-        report_race(program, first, second, buffer, &r, errors);
+        report_race(program, first, second, buffer, r, errors);
+    }
+    if let Some(next) = analysis.races.get(MAX_RACE_DIAGNOSTICS) {
+        let rest = analysis.races.len() - MAX_RACE_DIAGNOSTICS;
+        let (line, column) = line_column(program.statements[next.second].first);
+        errors.spanned(
+            &program.name,
+            format!(
+                "and {rest} more data race{} in pipeline `{}`, not listed: only the first \
+                 {MAX_RACE_DIAGNOSTICS} are reported (the next is on `{}`, at {line}:{column}); \
+                 fix those first, or list them all with `Plan::races`",
+                if rest == 1 { "" } else { "s" },
+                program.name,
+                buffers[next.buffer],
+            ),
+        );
+    }
+    if !analysis.complete {
+        errors.warn(
+            program.name.span(),
+            "static_race_check_incomplete",
+            format!(
+                "the static race check of pipeline `{}` is incomplete: its `if`s and loops give \
+                 some pairs of statements more distinct orderings than the check follows, so \
+                 races between those are not compile errors; `Plan::check_races` catches them \
+                 at run time (turn it on with `STREAMGRAPH_CHECKS=1`, `Eager::check(true)` or \
+                 `Capture::check(true)`)",
+                program.name,
+            ),
+        );
     }
 }
+
+/// The most data races reported per pipeline; a last error counts the others.
+pub const MAX_RACE_DIAGNOSTICS: usize = 20;
 
 /// `nodes` in the race engine's model, buffers numbered by their index in `buffers`.
 fn to_flow(nodes: &[Node], program: &Program, buffers: &[&Ident]) -> Vec<race::Flow> {
