@@ -142,6 +142,30 @@ impl Samples {
     }
 }
 
+/// Runs `step(i)` for `i` in `0..count`, sampling memory 20 times (after a synchronize) and
+/// at the end, then prints the phase's row.
+fn sampled(
+    what: &'static str,
+    device: &Device,
+    stream: &Stream,
+    count: u64,
+    mut step: impl FnMut(u64),
+) {
+    let mut s = Samples::new(what, device);
+    let t = Instant::now();
+    let batch = (count / 20).max(1);
+    for i in 0..count {
+        step(i);
+        if i % batch == 0 {
+            stream.synchronize().unwrap();
+            s.take();
+        }
+    }
+    stream.synchronize().unwrap();
+    s.take();
+    s.report(count, t.elapsed());
+}
+
 fn arg(args: &[String], name: &str, default: u64) -> u64 {
     args.iter()
         .position(|a| a == name)
@@ -160,43 +184,34 @@ fn soak(args: &[String]) {
         arg(args, "--eager", 100_000),
         arg(args, "--updates", 10_000),
     );
-    const SAMPLES: u64 = 20;
 
     // 1. Replays of a 255-node graph over four streams (+ the stamp).
     let exec = streamgraph::capture(&stream, Diamond::new(&k, &mut slot, 51, 7))
         .unwrap()
         .instantiate()
         .unwrap();
-    let mut s = Samples::new("replays (255 kernels, 4 streams)", &device);
-    let t = Instant::now();
-    let batch = (replays / SAMPLES).max(1);
-    for i in 0..replays {
-        exec.launch(&stream).unwrap();
-        if i % batch == 0 {
-            stream.synchronize().unwrap();
-            s.take();
-        }
-    }
-    stream.synchronize().unwrap();
-    s.take();
-    s.report(replays, t.elapsed());
+    sampled(
+        "replays (255 kernels, 4 streams)",
+        &device,
+        &stream,
+        replays,
+        |_| {
+            exec.launch(&stream).unwrap();
+        },
+    );
     drop(exec);
 
     // 2. Eager runs of a 10-kernel diamond.
     let mut eager = Eager::new(&stream);
-    let mut s = Samples::new("eager runs (10 kernels, 4 streams)", &device);
-    let t = Instant::now();
-    let batch = (eager_runs / SAMPLES).max(1);
-    for i in 0..eager_runs {
-        eager.run(&Diamond::new(&k, &mut slot, 2, 3)).unwrap();
-        if i % batch == 0 {
-            stream.synchronize().unwrap();
-            s.take();
-        }
-    }
-    stream.synchronize().unwrap();
-    s.take();
-    s.report(eager_runs, t.elapsed());
+    sampled(
+        "eager runs (10 kernels, 4 streams)",
+        &device,
+        &stream,
+        eager_runs,
+        |_| {
+            eager.run(&Diamond::new(&k, &mut slot, 2, 3)).unwrap();
+        },
+    );
 
     // 3. Update cycles: update_with (re-capture + cuGraphExecUpdate) and set_kernel_args.
     let mut exec = streamgraph::capture(&stream, Diamond::new(&k, &mut slot, 51, 0))
@@ -204,34 +219,30 @@ fn soak(args: &[String]) {
         .instantiate()
         .unwrap();
     let stamp = OpRef::new(&Diamond::PROGRAM.statements[Diamond::PROGRAM.statements.len() - 1]);
-    let mut s = Samples::new("update cycles (update_with + args)", &device);
-    let t = Instant::now();
-    let batch = (updates / SAMPLES).max(1);
-    for i in 0..updates {
-        let v = i as u32;
-        exec.update_with(|p| p.v = v).unwrap();
-        exec.launch(&stream).unwrap();
-        let w = v.wrapping_add(1);
-        {
-            let slot_arg = exec.pipeline().slot.as_view();
-            exec.set_kernel_args(
-                stamp,
-                &k.stamp,
-                &[KernelArg::read(&slot_arg), KernelArg::value(&w)],
-            )
-            .unwrap();
-        }
-        exec.launch(&stream).unwrap();
-        if i % batch == 0 {
-            stream.synchronize().unwrap();
-            s.take();
-        }
-    }
-    stream.synchronize().unwrap();
-    s.take();
+    sampled(
+        "update cycles (update_with + args)",
+        &device,
+        &stream,
+        updates,
+        |i| {
+            let v = i as u32;
+            exec.update_with(|p| p.v = v).unwrap();
+            exec.launch(&stream).unwrap();
+            let w = v.wrapping_add(1);
+            {
+                let slot_arg = exec.pipeline().slot.as_view();
+                exec.set_kernel_args(
+                    stamp,
+                    &k.stamp,
+                    &[KernelArg::read(&slot_arg), KernelArg::value(&w)],
+                )
+                .unwrap();
+            }
+            exec.launch(&stream).unwrap();
+        },
+    );
     let last = exec.into_pipeline().slot.to_vec().unwrap()[0];
     assert_eq!(last, updates as u32, "the last set_kernel_args value");
-    s.report(updates, t.elapsed());
 }
 
 /// Runs `f` until it succeeds, counting the typed capture errors that another thread's

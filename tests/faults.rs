@@ -85,6 +85,29 @@ fn results(x: &[DeviceBuffer<u32>]) -> Vec<u32> {
     x.iter().map(|b| b.to_vec().unwrap()[0]).collect()
 }
 
+/// Captures the program without a fault on `origin`, replays it `times` times and checks the
+/// results.
+fn clean_capture_replays(k: &Kernels, origin: &Stream, x: &mut [DeviceBuffer<u32>], times: usize) {
+    clear(x);
+    let exec = Capture::new(origin)
+        .capture(Injected {
+            k,
+            x,
+            fault_at: usize::MAX,
+        })
+        .unwrap()
+        .instantiate()
+        .unwrap();
+    exec.replay(origin, times).unwrap();
+    origin.synchronize().unwrap();
+    drop(exec);
+    assert_eq!(
+        results(x),
+        [1, 2, 3, 4, 5],
+        "a clean capture replayed {times} time(s)"
+    );
+}
+
 fn clear(x: &mut [DeviceBuffer<u32>]) {
     for b in x {
         b.copy_from_host(&[0]).unwrap();
@@ -168,20 +191,7 @@ fn a_forbidden_call_at_every_position_is_a_typed_error_and_the_stream_recovers()
         );
 
         // And a clean capture on the same stream works.
-        clear(&mut x);
-        let exec = Capture::new(&origin)
-            .capture(Injected {
-                k: &k,
-                x: &x,
-                fault_at: usize::MAX,
-            })
-            .unwrap()
-            .instantiate()
-            .unwrap();
-        exec.replay(&origin, 2).unwrap();
-        origin.synchronize().unwrap();
-        drop(exec);
-        assert_eq!(results(&x), [1, 2, 3, 4, 5], "replay after a fault at {at}");
+        clean_capture_replays(&k, &origin, &mut x, 2);
     }
     println!(
         "faults: an allocation injected before each of {} statements: typed errors naming the statement, streams usable, fallback right",
@@ -245,18 +255,5 @@ fn out_of_memory_is_a_typed_error() {
     }
     drop(hog);
     drop(instantiated);
-    clear(&mut x);
-    let exec = Capture::new(&origin)
-        .capture(Injected {
-            k: &k,
-            x: &x,
-            fault_at: usize::MAX,
-        })
-        .unwrap()
-        .instantiate()
-        .unwrap();
-    exec.launch(&origin).unwrap();
-    origin.synchronize().unwrap();
-    drop(exec);
-    assert_eq!(results(&x), [1, 2, 3, 4, 5]);
+    clean_capture_replays(&k, &origin, &mut x, 1);
 }
