@@ -18,10 +18,12 @@ const FLOORS: &[(&str, u8)] = &[
     ("event", 4),
     ("module", 4),
     ("memory", 4),
+    ("trace", 4),
     ("issue", 5),
     ("plan", 6),
     ("exec", 7),
     ("graph", 8),
+    ("testing", 9),
 ];
 
 fn floor_of_module(name: &str) -> Option<u8> {

@@ -53,6 +53,7 @@ use crate::module::Kernel;
 use crate::operand::{FillPattern, HostFn, LaunchConfig, Memory};
 use crate::program::{Program, Statement, StatementKind};
 use crate::stream::{copy_async, fill_async, Stream};
+use crate::trace;
 
 /// The payload of a panic raised while a pipeline was issued.
 pub(crate) type Panic = Box<dyn Any + Send + 'static>;
@@ -199,6 +200,11 @@ impl Eager {
         self.tails.clear();
         self.tails.resize(streams, None);
         let multi = streams > 1;
+        let mode = match self.book {
+            Some(_) => trace::Mode::Capture,
+            None => trace::Mode::Run,
+        };
+        let _traced = trace::pipeline(pipeline.program(), mode);
         if multi {
             if let Some(fork) = &self.fork {
                 if let Err(e) = record_on(&mut self.stats, fork, &self.origin) {
@@ -343,6 +349,13 @@ impl Eager {
         Ok(())
     }
 
+    /// The observability hook of one statement (nothing without the `tracing` and `nvtx`
+    /// features): a span and a range that end when the returned scope is dropped.
+    #[inline]
+    fn traced(&self, stmt: &'static Statement) -> trace::Scope {
+        trace::statement(self.prepared.as_ref().map(|(p, _)| *p), stmt)
+    }
+
     /// Books the node the operation just issued on `stmt.stream` created, when capturing.
     #[inline]
     fn booked(&mut self, stmt: &'static Statement, issued: Issued<'_, '_>) -> Result<()> {
@@ -478,6 +491,7 @@ impl Issuer for Eager {
         config: LaunchConfig,
         args: &[KernelArg<'_>],
     ) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
         if stmt.stream != Program::ORIGIN {
             self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         }
@@ -496,6 +510,7 @@ impl Issuer for Eager {
         dst: MemoryRef<'_>,
         src: MemoryRef<'_>,
     ) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
         self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let issue = || -> Result<()> {
             if dst.elem_size() != src.elem_size() {
@@ -532,6 +547,7 @@ impl Issuer for Eager {
         dst: MemoryRef<'_>,
         pattern: FillPattern,
     ) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
         self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let stream = self.stream(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         fill_async(stream, &dst, pattern).map_err(|e| e.in_statement(stmt))?;
@@ -541,6 +557,7 @@ impl Issuer for Eager {
     }
 
     fn host(&mut self, stmt: &'static Statement, f: HostFn) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
         self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let stream =
             stream_of(&self.origin, &self.sides, stmt.stream).map_err(|e| e.in_statement(stmt))?;
@@ -556,18 +573,21 @@ impl Issuer for Eager {
     }
 
     fn record(&mut self, stmt: &'static Statement) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
         self.do_record(stmt).map_err(|e| e.in_statement(stmt))?;
         self.booked_ordering(stmt);
         Ok(())
     }
 
     fn wait(&mut self, stmt: &'static Statement) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
         self.do_wait(stmt).map_err(|e| e.in_statement(stmt))?;
         self.booked_ordering(stmt);
         Ok(())
     }
 
     fn wait_stream(&mut self, stmt: &'static Statement) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
         self.do_wait_stream(stmt)
             .map_err(|e| e.in_statement(stmt))?;
         self.booked_ordering(stmt);

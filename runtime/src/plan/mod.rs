@@ -84,8 +84,8 @@ use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::error::{Error, Result};
 use crate::issue::Pipeline;
-use crate::operand::BufferAccess;
-use crate::program::{Program, Statement};
+use crate::operand::{BufferAccess, LaunchConfig};
+use crate::program::{Program, Statement, StatementKind};
 
 mod builder;
 pub(crate) mod dot;
@@ -113,8 +113,29 @@ pub struct PlanOp {
     /// source (read; host memory on [`DeviceRange::HOST`](crate::DeviceRange::HOST)), a
     /// fill's target. Host functions touch none.
     pub accesses: Vec<BufferAccess>,
+    /// A launch's grid, block and shared memory as issued; `None` for other operations.
+    pub config: Option<LaunchConfig>,
     /// A short name for pictures and messages, like `launch k.scale #2`.
     pub label: String,
+}
+
+impl PlanOp {
+    /// A launch's arguments as written, like `(&mut x, 2.0f32, n)`: the statement's text
+    /// after the launch configuration. `None` for other operations.
+    pub fn arguments(&self) -> Option<&'static str> {
+        let text = self.statement.text;
+        match self.statement.kind {
+            StatementKind::Launch { kernel } => {
+                let after = match text.rfind(">>>") {
+                    Some(i) => &text[i + 3..],
+                    None => &text[text.find(kernel).map_or(0, |i| i + kernel.len())..],
+                };
+                let after = after.trim();
+                after.starts_with('(').then_some(after)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Why an edge exists: how its source operation came into the frontier of the target's stream.
@@ -194,6 +215,7 @@ impl Adjacency {
 impl Plan {
     /// Builds the model of `pipeline` by issuing it through the GPU-free [`Planner`].
     pub fn build<P: Pipeline + ?Sized>(pipeline: &P) -> Result<Plan, Error> {
+        let _traced = crate::trace::pipeline(pipeline.program(), crate::trace::Mode::Plan);
         let mut planner = Planner::new(pipeline.program());
         pipeline.issue(&mut planner)?;
         Ok(planner.finish())
@@ -354,8 +376,10 @@ impl Plan {
         }
     }
 
-    /// The model in Graphviz DOT: one cluster per stream, nodes labelled with the operation
-    /// and its `file:line`, waits drawn as dashed edges labelled with the event or stream.
+    /// The model in Graphviz DOT: one cluster per stream, nodes labelled with the operation,
+    /// a launch's arguments as written and its grid and block as issued (so two launches of
+    /// one kernel are told apart), and its `file:line`; waits drawn as dashed edges labelled
+    /// with the event or stream.
     pub fn to_dot(&self) -> String {
         dot::render(self)
     }
