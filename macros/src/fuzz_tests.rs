@@ -55,6 +55,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/floors.rs"),
     source!("tests/macro_program.rs"),
     source!("tests/multi_device.rs"),
+    source!("tests/observe.rs"),
     source!("tests/pipelines.rs"),
     source!("tests/plan_dot.rs"),
     source!("tests/plan_model.rs"),
