@@ -8,6 +8,18 @@ use crate::program::{AccessMode, Location, OpRef, Statement};
 
 /// Everything that can go wrong in the runtime. Messages say what went wrong, where (the
 /// pipeline statement and its source location when there is one) and what to do.
+///
+/// ```
+/// # extern crate streamgraph_runtime as streamgraph;
+/// use streamgraph::{DeviceBuffer, Error};
+/// # fn main() -> streamgraph::Result<()> {
+/// // Sizes from users are checked: a typed error, not an overflow or a huge allocation.
+/// let err = DeviceBuffer::<f64>::for_planning(usize::MAX).unwrap_err();
+/// assert!(matches!(err, Error::InvalidArgument(_)));
+/// println!("{err}"); // what went wrong and what to do
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

@@ -76,6 +76,43 @@ pub struct EagerStats {
 }
 
 /// Runs pipelines eagerly on an origin stream and side streams it creates.
+///
+/// ```no_run
+/// # extern crate streamgraph_runtime as streamgraph;
+/// # use streamgraph_macros::pipeline;
+/// use streamgraph::{Device, DeviceBuffer, Eager, Kernel, Stream};
+///
+/// pipeline! {
+///     /// Doubles `x`.
+///     pub pipeline Scale(x: &mut DeviceBuffer<f32>, k: &Kernel, n: u32) {
+///         stream main;
+///         main: launch k<<<n.div_ceil(256), 256>>>(&mut x, 2.0f32, n);
+///     }
+/// }
+/// # fn load_scale(device: &Device) -> streamgraph::Result<Kernel> {
+/// #     let m = streamgraph::Module::from_cuda_source(device, "scale", r#"
+/// #         extern "C" __global__ void scale(float* x, float k, unsigned n) {
+/// #             unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+/// #             if (i < n) x[i] *= k;
+/// #         }"#)?;
+/// #     // SAFETY: `Scale` passes (float*, float, unsigned).
+/// #     unsafe { m.kernel("scale") }
+/// # }
+/// # fn main() -> streamgraph::Result<()> {
+/// let device = Device::new(None)?;
+/// let stream = Stream::new(&device, 0)?;
+/// let k = load_scale(&device)?; // `Module::from_cuda_source` + `Module::kernel`
+/// let mut x = DeviceBuffer::from_host(&device, &[1.0f32; 1000])?;
+///
+/// let mut eager = Eager::new(&stream); // side streams fork from `stream` and join back
+/// eager.check(true);                   // refuse races on real address ranges before each run
+/// eager.run(&Scale::new(&mut x, &k, 1000))?;
+/// eager.run(&Scale::new(&mut x, &k, 1000))?; // side streams and events are reused
+/// assert_eq!(x.to_vec_on(&stream)?, vec![4.0; 1000]);
+/// println!("{:?}", eager.stats());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct Eager {
     origin: Stream,

@@ -170,6 +170,43 @@ pub enum Via {
 ///
 /// Operations are numbered in issue order; every edge goes from a lower to a higher number,
 /// so issue order is a topological order.
+///
+/// A plan needs no GPU: kernels and buffers made with [`Kernel::for_planning`](crate::Kernel::for_planning)
+/// and [`DeviceBuffer::for_planning`](crate::DeviceBuffer::for_planning) stand in for real ones.
+///
+/// ```
+/// # extern crate streamgraph_runtime as streamgraph;
+/// # use streamgraph_macros::pipeline;
+/// use streamgraph::{DeviceBuffer, Kernel, Plan};
+///
+/// pipeline! {
+///     pipeline Diamond(x: &mut DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>, k: &Kernel, n: u32) {
+///         stream main;
+///         stream side;
+///         event ready;
+///
+///         main: launch k<<<n.div_ceil(256), 256>>>(&mut x, n);
+///         main: record ready;
+///         side: wait ready;
+///         side: launch k<<<n.div_ceil(256), 256>>>(&mut y, &x, n);
+///     }
+/// }
+///
+/// # fn main() -> streamgraph::Result<()> {
+/// let k = Kernel::for_planning("k");
+/// let mut x = DeviceBuffer::<f32>::for_planning(1024)?;
+/// let mut y = DeviceBuffer::<f32>::for_planning(1024)?;
+/// let plan = Plan::build(&Diamond::new(&mut x, &mut y, &k, 1024))?;
+///
+/// assert_eq!(plan.len(), 2);                       // two launches
+/// assert_eq!(plan.edges().into_iter().collect::<Vec<_>>(), [(0, 1)]); // through `ready`
+/// assert!(plan.happens_before(0, 1));
+/// plan.check_races()?;                             // on the buffers' address ranges
+/// print!("{plan}");                                // the op table, one line per operation
+/// println!("{}", plan.to_dot());                   // Graphviz
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct Plan {
     program: &'static Program,
