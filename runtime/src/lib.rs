@@ -5,7 +5,7 @@
 //! `pipeline!` macro.
 #![warn(missing_docs)]
 
-// Private modules, one floor each (DESIGN.md §4); every public item has one path: the root.
+// Private modules, one floor each (README "Layout"; tests/floors.rs checks them); every public item has one path: the root.
 mod device;
 mod error;
 mod event;

@@ -1,6 +1,6 @@
 //! Streams: ordered queues of GPU work, and the current-stream scope.
 //!
-//! [`Stream`] keeps the contract of `torch.cuda.Stream` (DESIGN.md §1) in Rust idiom:
+//! [`Stream`] keeps the contract of `torch.cuda.Stream` (the crate docs' "The stream contract") in Rust idiom:
 //!
 //! | call | meaning |
 //! | --- | --- |

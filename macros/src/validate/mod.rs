@@ -2,7 +2,7 @@
 //!
 //! The data-race rule is built on [`race`], a pure analysis over a tiny model of the program
 //! (streams, events, operations with their buffer accesses, records, waits, `wait_stream`s,
-//! loops and branches) that follows DESIGN.md §2 exactly.
+//! loops and branches) that follows the happens-before model (README "The model") exactly.
 
 pub mod race;
 
@@ -209,7 +209,7 @@ fn writes_go_through_mut_parameters(program: &Program, errors: &mut Errors) {
 /// Conflicting whole-buffer accesses on different streams are ordered by happens-before.
 ///
 /// Conflicting: two statements touch the same whole buffer, at least one writing. Ordered: by a
-/// happens-before path (DESIGN.md §2) on every path through the program. Sub-ranges and
+/// happens-before path (README "The model") on every path through the program. Sub-ranges and
 /// uncertain cases are left to the run-time plan.
 ///
 /// At most [`MAX_RACE_DIAGNOSTICS`] races are reported, one per pair of statements and buffer,

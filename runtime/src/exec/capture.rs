@@ -2,7 +2,7 @@
 //!
 //! [`Capture`] issues a pipeline through the same path as [`crate::Eager`] — the same side
 //! streams, events, fork, statements and join — while the origin stream is capturing, so the
-//! captured graph's dependencies are exactly the happens-before model of DESIGN.md §2 (the
+//! captured graph's dependencies are exactly the happens-before model of [`crate::Plan`] (the
 //! driver's own rules). After each operation it asks the driver which node the operation
 //! created (`cuStreamGetCaptureInfo_v3` on that stream: right after an operation its
 //! dependency set is exactly the new node), so the [`Graph`] knows the statement and

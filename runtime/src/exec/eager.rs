@@ -1,6 +1,6 @@
 //! Eager execution: a pipeline's statements issued one by one on real CUDA streams.
 //!
-//! [`Eager`] runs a [`Pipeline`] as one operation on its origin stream (DESIGN.md §2): every
+//! [`Eager`] runs a [`Pipeline`] as one operation on its origin stream (the model of [`crate::Plan`]): every
 //! other declared stream first waits for the origin's work so far (fork), the program is
 //! issued, and the origin then waits for every other stream (join). `record`, `wait` and
 //! `wait_stream` follow the happens-before model exactly:
