@@ -48,9 +48,7 @@ pub use program::{
 };
 pub use stream::{clamp_priority, current_stream, Stream, StreamGuard};
 
-/// Support for tests of programs that use streamgraph (the `testing` feature): the
-/// eager-against-replay comparison [`testing::compare`], seeded random programs, and the edge
-/// comparison and pictures behind [`Graph::verify`] on edge sets given by hand.
+// Support for tests of programs that use streamgraph (documented in the module).
 #[cfg(feature = "testing")]
 pub mod testing;
 
