@@ -250,6 +250,12 @@ fn tracing_shows_eager_runs_and_captures() {
     let text = traced(|| {
         eager.run(&Twice::new(&mut x, &mut y, &k, 1000)).unwrap();
         let graph = streamgraph::capture(&stream, Twice::new(&mut x, &mut y, &k, 1000)).unwrap();
+        // The captured graph's picture tells the two launches of `k.add` on `main` apart.
+        let dot = graph.to_dot().unwrap();
+        assert!(
+            dot.contains(r#"[label="launch k.add #2\n(&mut x, i + 1, n)\n"#),
+            "{dot}"
+        );
         graph.instantiate().unwrap().replay(&stream, 1).unwrap();
         stream.synchronize().unwrap();
     });

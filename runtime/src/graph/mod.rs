@@ -205,9 +205,16 @@ impl GraphCore {
                     StatementKind::Launch { kernel } => format!("launch {kernel}"),
                     _ => op.statement.text.to_string(),
                 };
+                // A launch's arguments as written tell two launches of one kernel apart.
+                let arguments = crate::plan::dot::arguments_of(op.statement)
+                    .map(|a| format!("\n{a}"))
+                    .unwrap_or_default();
                 let loc = op.statement.location;
                 (
-                    format!("{name} #{}\n{}:{}", op.occurrence, loc.file, loc.line),
+                    format!(
+                        "{name} #{}{arguments}\n{}:{}",
+                        op.occurrence, loc.file, loc.line
+                    ),
                     op.stream,
                 )
             })

@@ -4,7 +4,7 @@ use std::fmt::{self, Write as _};
 
 use super::{Plan, PlanOp, Via};
 use crate::operand::{BufferAccess, DeviceRange, Dim3, LaunchConfig};
-use crate::program::AccessMode;
+use crate::program::{AccessMode, Statement, StatementKind};
 
 /// One cluster per stream with its operations in issue order; program-order edges solid,
 /// edges made by waits dashed and labelled; the final join as a point on the origin.
@@ -73,6 +73,21 @@ pub(crate) fn node_label(op: &PlanOp) -> String {
     let loc = op.statement.location;
     let _ = write!(label, "\n{}:{}", loc.file, loc.line);
     label
+}
+
+/// A launch statement's arguments as written, like `(&mut x, 2.0f32, n)`: its text after the
+/// launch configuration. `None` for other statements.
+pub(crate) fn arguments_of(stmt: &'static Statement) -> Option<&'static str> {
+    let StatementKind::Launch { kernel } = stmt.kind else {
+        return None;
+    };
+    let text = stmt.text;
+    let after = match text.rfind(">>>") {
+        Some(i) => &text[i + 3..],
+        None => &text[text.find(kernel).map_or(0, |i| i + kernel.len())..],
+    };
+    let after = after.trim();
+    after.starts_with('(').then_some(after)
 }
 
 /// `<<<grid, block>>>` (and the dynamic shared memory when there is some).

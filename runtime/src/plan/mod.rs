@@ -85,7 +85,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use crate::error::{Error, Result};
 use crate::issue::Pipeline;
 use crate::operand::{BufferAccess, LaunchConfig};
-use crate::program::{Program, Statement, StatementKind};
+use crate::program::{Program, Statement};
 
 mod builder;
 pub(crate) mod dot;
@@ -123,18 +123,7 @@ impl PlanOp {
     /// A launch's arguments as written, like `(&mut x, 2.0f32, n)`: the statement's text
     /// after the launch configuration. `None` for other operations.
     pub fn arguments(&self) -> Option<&'static str> {
-        let text = self.statement.text;
-        match self.statement.kind {
-            StatementKind::Launch { kernel } => {
-                let after = match text.rfind(">>>") {
-                    Some(i) => &text[i + 3..],
-                    None => &text[text.find(kernel).map_or(0, |i| i + kernel.len())..],
-                };
-                let after = after.trim();
-                after.starts_with('(').then_some(after)
-            }
-            _ => None,
-        }
+        dot::arguments_of(self.statement)
     }
 }
 
