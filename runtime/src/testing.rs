@@ -12,24 +12,40 @@
 //! [`Compare::output`]'s closures and brings the inputs back with [`Compare::reset`].
 //!
 //! ```no_run
-//! use streamgraph_runtime::{testing, Result, Stream};
+//! # extern crate streamgraph_runtime as streamgraph;
+//! # use streamgraph_macros::pipeline;
+//! use streamgraph::{testing, Device, DeviceBuffer, Kernel, Module, Stream};
 //!
-//! /// Compares eager runs of the pipeline `build` issues with replays of its graph.
-//! fn check<S>(
-//!     stream: &Stream,
-//!     state: &mut S,
-//!     build: impl FnMut(&mut S, &mut testing::Runner<'_>) -> Result<()>,
-//!     output: impl FnMut(&S) -> Result<Vec<f32>>,
-//! ) -> Result<testing::Report> {
-//!     testing::compare(stream, state, build)
-//!         .output("y", output)
-//!         .replays(3)
-//!         .tolerance(testing::Tolerance::EXACT)
-//!         .run()
+//! pipeline! {
+//!     pub pipeline Scale(x: &mut DeviceBuffer<f32>, k: &Kernel, n: u32) {
+//!         stream main;
+//!         main: launch k<<<n.div_ceil(256), 256>>>(&mut x, 2.0f32, n);
+//!     }
 //! }
-//! ```
 //!
-//! The `streamgraph` crate's documentation has a whole example with `pipeline!`.
+//! # fn main() -> streamgraph::Result<()> {
+//! let device = Device::new(None)?;
+//! let stream = Stream::new(&device, 0)?;
+//! let module = Module::from_cuda_source(&device, "scale", r#"
+//!     extern "C" __global__ void scale(float* x, float k, unsigned n) {
+//!         unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+//!         if (i < n) x[i] *= k;
+//!     }"#)?;
+//! // SAFETY: every launch passes (float*, float, unsigned).
+//! let k = unsafe { module.kernel("scale")? };
+//! let input: Vec<f32> = (0..1000).map(|i| i as f32).collect();
+//! let mut x = DeviceBuffer::from_host(&device, &input)?;
+//!
+//! let report = testing::compare(&stream, &mut x, |x, run| run.pipeline(Scale::new(x, &k, 1000)))
+//!     .reset(|x| x.copy_from_host(&input)) // `x` is scaled in place: each side starts afresh
+//!     .output("x", |x| x.to_vec())
+//!     .replays(3)                          // 3 eager runs against 3 replays of one graph
+//!     .tolerance(testing::Tolerance::EXACT) // the default: bitwise
+//!     .run()?;
+//! println!("{report}");
+//! # Ok(())
+//! # }
+//! ```
 
 use std::any::Any;
 use std::fmt;
@@ -513,5 +529,55 @@ impl<'a, S> Compare<'a, S> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_difference_is_found_with_its_index_and_the_count() {
+        let a: Vec<f32> = vec![1.0, 2.0, 3.0, 4.0];
+        let b: Vec<f32> = vec![1.0, 2.5, 3.0, 4.5];
+        assert_eq!(
+            differ::<f32>(&a, &b, Tolerance::EXACT),
+            Some((Some(1), "2.0".into(), "2.5".into(), 2))
+        );
+        assert_eq!(differ::<f32>(&a, &b, Tolerance::absolute(0.5)), None);
+        assert_eq!(differ::<f32>(&a, &a.clone(), Tolerance::EXACT), None);
+        let short: Vec<f32> = vec![1.0];
+        assert_eq!(
+            differ::<f32>(&a, &short, Tolerance::EXACT),
+            Some((None, "4 element(s)".into(), "1 element(s)".into(), 3))
+        );
+        let ints: Vec<u32> = vec![7, 8];
+        assert_eq!(
+            differ::<u32>(&ints, &vec![7u32, 9], Tolerance::absolute(5.0)),
+            Some((Some(1), "8".into(), "9".into(), 1))
+        );
+    }
+
+    #[test]
+    fn a_report_says_what_was_compared() {
+        let report = Report {
+            pipeline: "Scale",
+            runs: 3,
+            verified: VerifyReport {
+                pipeline: "Scale",
+                operations: 1,
+                edges: 0,
+            },
+            outputs: vec![("x".into(), 1000)],
+            tolerance: Tolerance::EXACT,
+        };
+        assert_eq!(
+            report.to_string(),
+            "pipeline `Scale`: graph verified (1 operation(s), 0 edge(s)); outputs `x` (1000) equal (bitwise) after 1 and after 3 eager run(s) and graph replay(s)"
+        );
+        assert_eq!(
+            Tolerance::relative(1e-6).to_string(),
+            "within 0e0 absolute + 1e-6 relative"
+        );
     }
 }
