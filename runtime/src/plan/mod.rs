@@ -33,38 +33,29 @@
 //! Graphviz [DOT](Plan::to_dot).
 //!
 //! ```
-//! use streamgraph_runtime::__private::{arg_read, arg_write};
-//! use streamgraph_runtime::{Planner, ProgramBuilder};
-//! use streamgraph_runtime::AccessMode::{Read, Write};
-//! use streamgraph_runtime::{DeviceBuffer, Dim3, Issuer, Kernel, LaunchConfig};
+//! # extern crate streamgraph_runtime as streamgraph;
+//! # use streamgraph_macros::pipeline;
+//! use streamgraph::{DeviceBuffer, Kernel, Plan};
 //!
-//! # fn main() -> Result<(), streamgraph_runtime::Error> {
-//! // main: launch scale(&mut x); record ready
-//! // side: wait ready; launch axpy(&mut y, &x)
-//! // main: wait_stream side; launch sum(&x, &y)
-//! let mut b = ProgramBuilder::new("Diamond");
-//! let (main, side) = (b.stream("main"), b.stream("side"));
-//! let ready = b.event("ready");
-//! b.launch(main, "scale", &[("x", Write)]);
-//! b.record(main, ready);
-//! b.wait(side, ready);
-//! b.launch(side, "axpy", &[("y", Write), ("x", Read)]);
-//! b.wait_stream(main, side);
-//! b.launch(main, "sum", &[("x", Read), ("y", Read)]);
-//! let program = b.build();
-//! let s = &program.statements;
+//! pipeline! {
+//!     pipeline Diamond(x: &mut DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>, k: &Kernel, n: u32) {
+//!         stream main;
+//!         stream side;
+//!         event ready;
 //!
-//! let (x, y) = (DeviceBuffer::<f32>::for_planning(256)?, DeviceBuffer::<f32>::for_planning(256)?);
+//!         main: launch k<<<1, 256>>>(&mut x, n);     // scale
+//!         main: record ready;
+//!         side: wait ready;
+//!         side: launch k<<<1, 256>>>(&mut y, &x, n); // axpy
+//!         main: wait_stream side;
+//!         main: launch k<<<1, 256>>>(&x, &y, n);     // sum
+//!     }
+//! }
+//!
+//! # fn main() -> streamgraph::Result<()> {
 //! let k = Kernel::for_planning("k");
-//! let cfg = LaunchConfig { grid: Dim3::from(1), block: Dim3::from(256), shared_mem_bytes: 0 };
-//! let mut planner = Planner::new(program);
-//! planner.launch(&s[0], &k, cfg, &[arg_write(&x)])?;
-//! planner.record(&s[1])?;
-//! planner.wait(&s[2])?;
-//! planner.launch(&s[3], &k, cfg, &[arg_write(&y), arg_read(&x)])?;
-//! planner.wait_stream(&s[4])?;
-//! planner.launch(&s[5], &k, cfg, &[arg_read(&x), arg_read(&y)])?;
-//! let plan = planner.finish();
+//! let (mut x, mut y) = (DeviceBuffer::<f32>::for_planning(256)?, DeviceBuffer::<f32>::for_planning(256)?);
+//! let plan = Plan::build(&Diamond::new(&mut x, &mut y, &k, 256))?;
 //!
 //! // scale → axpy (through `ready`), scale → sum (program order), axpy → sum (wait_stream).
 //! assert_eq!(plan.edges().into_iter().collect::<Vec<_>>(), [(0, 1), (0, 2), (1, 2)]);
@@ -75,6 +66,8 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! Tools that issue statements themselves drive a [`Planner`] directly (it is an [`Issuer`](crate::Issuer)).
 //!
 //! A pipeline type made by `pipeline!` is planned in one call: [`Plan::build`].
 
