@@ -277,11 +277,11 @@ pub(crate) fn cudarc_ordered<'h, R>(
             HolderKind::Cudarc(s) => Some(s),
             _ => None,
         })
-        .filter(|s| s.cu_stream() != stream.cu_stream())
         .collect();
     if owners.is_empty() {
         return op();
     }
+    // Refused whichever stream allocated the slice: the graph would outlive the borrow.
     let status =
         stream_capture_status(stream).map_err(|e| Error::driver("cuStreamIsCapturing", e))?;
     if status != CaptureStatus::None {
@@ -292,6 +292,11 @@ pub(crate) fn cudarc_ordered<'h, R>(
                 .into(),
         ));
     }
+    // Work on the slice's own stream is in its order already.
+    let owners: Vec<_> = owners
+        .into_iter()
+        .filter(|s| s.cu_stream() != stream.cu_stream())
+        .collect();
     let order = |waiter: &CudaStream, after: &CudaStream| -> Result<()> {
         let event = after
             .record_event(None)
@@ -305,7 +310,13 @@ pub(crate) fn cudarc_ordered<'h, R>(
     }
     let result = op();
     for owner in &owners {
-        order(owner, stream)?;
+        if let Err(e) = order(owner, stream) {
+            // The free would not wait for the work: wait for it here instead.
+            stream
+                .synchronize()
+                .map_err(|e| Error::driver("cuStreamSynchronize", e))?;
+            return Err(e);
+        }
     }
     result
 }
@@ -392,7 +403,6 @@ impl<'a> MemoryRef<'a> {
 
     /// `bytes` bytes from byte `offset` of a host allocation of the runtime; `None` when they
     /// do not lie inside it.
-    #[cfg(test)]
     pub(crate) fn pinned_part(
         alloc: &'a Arc<PinnedAlloc>,
         offset: usize,
@@ -405,6 +415,18 @@ impl<'a> MemoryRef<'a> {
         }
         let ptr = alloc.ptr.as_ptr().wrapping_add(offset);
         Some(MemoryRef::host(alloc, ptr, bytes, elem_size))
+    }
+
+    /// As [`MemoryRef::pinned_part`], naming no bytes when the part is not inside `alloc`
+    /// (for views, which lie inside their buffer by construction).
+    pub(crate) fn pinned_view(
+        alloc: &'a Arc<PinnedAlloc>,
+        offset: usize,
+        bytes: usize,
+        elem_size: usize,
+    ) -> MemoryRef<'a> {
+        MemoryRef::pinned_part(alloc, offset, bytes, elem_size)
+            .unwrap_or_else(|| MemoryRef::host(alloc, alloc.ptr.as_ptr(), 0, elem_size))
     }
 
     /// `bytes` bytes at `ptr` inside `alloc` (checked by the callers).

@@ -53,7 +53,7 @@ mod interop;
 mod pinned;
 
 pub use device::{DeviceBuffer, DeviceView, DeviceViewMut};
-pub use pinned::{PinnedBuffer, PinnedMut, PinnedRef};
+pub use pinned::{PinnedBuffer, PinnedMut, PinnedRef, PinnedView, PinnedViewMut};
 
 /// Device memory holding elements of type `Self::Elem`: a buffer or a sub-range of one.
 ///
