@@ -24,6 +24,7 @@ extern "C" __global__ void axpy(float* y, const float* x, float a, unsigned n) {
 "#;
 
 /// The pipeline's kernels.
+#[derive(Debug)]
 pub struct Kernels {
     pub axpy: Kernel,
 }

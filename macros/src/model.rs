@@ -604,7 +604,8 @@ impl Program {
         id
     }
 
-    /// Reads a buffer expression: a parameter name optionally followed by method calls.
+    /// Reads a buffer expression: a parameter name optionally followed by method calls and
+    /// indexing (`xs[i]`: one buffer of a slice or `Vec` of buffers).
     fn buffer_expr(&self, expr: Expr, errors: &mut Errors) -> Option<BufferExpr> {
         let mut root = &expr;
         let mut whole = true;
@@ -614,6 +615,10 @@ impl Program {
                     root = &m.receiver;
                     whole = false;
                 }
+                Expr::Index(i) => {
+                    root = &i.expr;
+                    whole = false;
+                }
                 Expr::Paren(p) => root = &p.expr,
                 _ => break,
             }
@@ -621,8 +626,8 @@ impl Program {
         let Expr::Path(path) = root else {
             errors.spanned(
                 &expr,
-                "expected a buffer: a parameter name, optionally followed by method calls such as \
-                 `x.slice(0..n)`",
+                "expected a buffer: a parameter name, optionally followed by method calls or \
+                 indexing such as `x.slice(0..n)` or `xs[i]`",
             );
             return None;
         };
