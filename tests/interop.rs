@@ -124,7 +124,10 @@ fn check_cudarc_axpy(origin: &Stream, cu: &Arc<CudaStream>, k: &Kernels) {
     assert_eq!(cu.clone_dtoh(&y).unwrap(), want);
     let z_host = cu.clone_dtoh(&z).unwrap();
     assert_eq!(&z_host[5..N + 5], &want[..]);
-    assert!(z_host[..5].iter().chain(&z_host[N + 5..]).all(|&v| v == 0.0));
+    assert!(z_host[..5]
+        .iter()
+        .chain(&z_host[N + 5..])
+        .all(|&v| v == 0.0));
 }
 
 #[test]

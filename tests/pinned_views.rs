@@ -119,10 +119,7 @@ fn pinned_views_copy_chunks_eagerly_and_in_replays() {
     assert_eq!(graph.verify().unwrap().operations, 2 * CHUNKS);
     let exec = graph.instantiate().unwrap();
     exec.replay(&origin, 3).unwrap();
-    assert_eq!(
-        exec.pipeline().host_out.to_vec().unwrap(),
-        reversed(&input)
-    );
+    assert_eq!(exec.pipeline().host_out.to_vec().unwrap(), reversed(&input));
     // A replay that would write the buffer while a guard of it lives is refused.
     {
         let seen = exec.pipeline().host_out.as_slice().unwrap();

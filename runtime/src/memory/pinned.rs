@@ -235,8 +235,7 @@ impl<'a, T> PinnedView<'a, T> {
 
     /// A sub-range of this view, or [`Error::InvalidArgument`] when out of bounds.
     pub fn try_slice(&self, range: impl RangeBounds<usize>) -> Result<PinnedView<'a, T>> {
-        let Some((start, end)) = resolve((range.start_bound(), range.end_bound()), self.len)
-        else {
+        let Some((start, end)) = resolve((range.start_bound(), range.end_bound()), self.len) else {
             return Err(out_of_bounds(&range, self.len));
         };
         Ok(PinnedView {
