@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream};
 use streamgraph::{
-    capture, pipeline, Device, DeviceBuffer, DeviceMemory, DeviceMemoryMut, Eager, Error, Kernel,
-    Module, Stream,
+    capture, pipeline, Device, DeviceBuffer, DeviceMemory, DeviceMemoryMut, Eager, Kernel, Module,
+    Stream,
 };
 
 /// The cudarc program's kernels, as it compiles them.
@@ -151,7 +151,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 
     // Capturing the borrowed slices is refused: the graph would outlive the borrow.
     match capture(&origin, Blend::new(&mut y, &x, &mut t, &k, n)) {
-        Err(Error::InvalidArgument(why)) => println!("capture of borrowed slices refused: {why}"),
+        Err(e) if e.to_string().contains("DeviceBuffer::from_cudarc") => {
+            println!("a capture of the borrowed slices is refused:\n  {e}")
+        }
         Err(e) => return Err(e.into()),
         Ok(_) => return Err("a capture of borrowed cudarc slices was accepted".into()),
     }

@@ -193,18 +193,24 @@ fn capturing_borrowed_cudarc_slices_is_refused() {
     let x = cu.clone_htod(&input()).unwrap();
     let mut y = cu.alloc_zeros::<f32>(N).unwrap();
     let mut z = cu.alloc_zeros::<f32>(N).unwrap();
-    let mut out = z.slice_mut(..);
-    let err = capture(
-        &origin,
-        CudarcAxpy::new(&mut y, &x.slice(..), &mut out, &k, 2.0, N as u32),
-    )
-    .err()
-    .expect("a capture of borrowed cudarc memory is refused");
+    let err = {
+        let mut out = z.slice_mut(..);
+        capture(
+            &origin,
+            CudarcAxpy::new(&mut y, &x.slice(..), &mut out, &k, 2.0, N as u32),
+        )
+        .err()
+        .expect("a capture of borrowed cudarc memory is refused")
+    };
     let text = err.to_string();
     assert!(text.contains("DeviceBuffer::from_cudarc"), "{text}");
-    // The stream is usable afterwards.
+    // The stream is usable afterwards, and cudarc has no error left behind.
     origin.synchronize().unwrap();
     assert!(!matches!(err, Error::NoDriver { .. }));
+    cu.context().check_err().unwrap();
+    assert_eq!(cu.clone_dtoh(&z).unwrap(), vec![0.0; N]);
+    let x2 = cu.clone_htod(&[1.0f32]).unwrap();
+    assert_eq!(cu.clone_dtoh(&x2).unwrap(), [1.0]);
 }
 
 #[test]
@@ -256,9 +262,8 @@ fn kernels_from_cudarc_functions_outlive_their_module_handle() {
     let device = Device::from_cudarc(ctx);
     let func = module.load_function("axpy").unwrap();
     // SAFETY: `axpy` is launched with (float*, const float*, float, unsigned) below.
-    let k = Kernels {
-        axpy: unsafe { Kernel::from_cudarc(&device, "axpy", func) },
-    };
+    let axpy = unsafe { Kernel::from_cudarc(&device, "axpy", func) };
+    let k = Kernels { axpy };
     drop(module);
     assert_eq!(k.axpy.name(), "axpy");
     assert_eq!(k.axpy.device().map(Device::ordinal), Some(device.ordinal()));

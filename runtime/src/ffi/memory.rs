@@ -281,10 +281,19 @@ pub(crate) fn cudarc_ordered<'h, R>(
     if owners.is_empty() {
         return op();
     }
-    // Refused whichever stream allocated the slice: the graph would outlive the borrow.
-    let status =
-        stream_capture_status(stream).map_err(|e| Error::driver("cuStreamIsCapturing", e))?;
-    if status != CaptureStatus::None {
+    // Refused whichever stream allocated the slice: the graph would outlive the borrow. And
+    // refused while a slice's own stream is captured (by other code): the ordering below
+    // records an event on it, which would join that capture.
+    let capturing = |s: &CudaStream| {
+        stream_capture_status(s)
+            .map(|status| status != CaptureStatus::None)
+            .map_err(|e| Error::driver("cuStreamIsCapturing", e))
+    };
+    let mut any_capturing = capturing(stream)?;
+    for owner in &owners {
+        any_capturing |= capturing(owner)?;
+    }
+    if any_capturing {
         return Err(Error::InvalidArgument(
             "cudarc memory (a `CudaSlice`, `CudaView` or `CudaViewMut`) cannot be captured into \
              a graph: the graph replays after the borrow ends, when cudarc may have freed it; \

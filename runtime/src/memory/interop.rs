@@ -8,24 +8,42 @@
 //! waits for the work afterwards), and capturing it into a graph is refused: a graph replays
 //! after the borrow has ended. Memory moved into a [`DeviceBuffer`] has no such limit.
 
-use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DevicePtr, DeviceSlice};
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DeviceSlice};
 
 use super::{CopySource, CopyTarget, DeviceBuffer, DeviceMemory, DeviceMemoryMut, Pod};
+use crate::ffi::graph::{stream_capture_status, CaptureStatus};
 use crate::ffi::memory::{DeviceAlloc, Holder, MemoryRef};
 use crate::operand::DeviceRange;
 
 /// The device range of a cudarc slice or view of `bytes` bytes.
 fn range_of<T, S: DevicePtr<T>>(s: &S) -> DeviceRange {
-    // `device_ptr` orders its stream argument after the slice's last write when cudarc tracks
-    // events; given the slice's own stream, that ordering holds already. The read it would
-    // record is not one: the address is only read here.
-    let (ptr, sync) = s.device_ptr(s.stream());
-    std::mem::forget(sync);
+    let own = s.stream();
+    let ptr = if matches!(stream_capture_status(own), Ok(CaptureStatus::None)) {
+        address(s, own)
+    } else {
+        // `device_ptr` makes its stream wait for the slice's last write, which would break a
+        // capture of the slice's own stream (the event was recorded outside it): ask through a
+        // fresh stream instead. Work on the slice is refused while its stream is captured
+        // (`cudarc_ordered`), so the address only ever names it.
+        match own.context().new_stream() {
+            Ok(scratch) => address(s, &scratch),
+            Err(_) => 0,
+        }
+    };
     DeviceRange {
-        device: i32::try_from(s.stream().context().ordinal()).unwrap_or(i32::MAX),
+        device: i32::try_from(own.context().ordinal()).unwrap_or(i32::MAX),
         ptr,
         bytes: s.num_bytes(),
     }
+}
+
+/// The slice's address, read through `device_ptr` on `stream`, which (when cudarc tracks
+/// events) makes `stream` wait for the slice's last write: a no-op on the slice's own stream.
+/// The read it would record is not one: the address is only stored.
+fn address<T, S: DevicePtr<T>>(s: &S, stream: &CudaStream) -> u64 {
+    let (ptr, sync) = s.device_ptr(stream);
+    std::mem::forget(sync);
+    ptr
 }
 
 macro_rules! cudarc_memory {
