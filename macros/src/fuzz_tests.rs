@@ -74,6 +74,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/soundness.rs"),
     source!("tests/ui.rs"),
     source!("tests/ui/bool_buffer.rs"),
+    source!("tests/ui/buffer_expression.rs"),
     source!("tests/ui/buffer_not_parameter.rs"),
     source!("tests/ui/copy_into_shared_pinned.rs"),
     source!("tests/ui/copy_pageable.rs"),
