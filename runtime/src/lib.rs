@@ -33,14 +33,14 @@ pub use graph::{
     capture, CaptureOutcome, Graph, GraphExec, GraphExecHandle, GraphHandle, GraphStats,
     VerifyReport,
 };
-pub use issue::{Issuer, Pipeline, StreamOptions};
+pub use issue::{Body, Issuer, Pipeline, StreamOptions};
 pub use memory::{
-    CopySource, CopyTarget, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceView,
+    CopySource, CopyTarget, DeviceBuffer, DeviceFlag, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceView,
     DeviceViewMut, FillValue, PinnedBuffer, PinnedMut, PinnedRef, Pod, Zeroable,
 };
 pub use module::{Kernel, Module};
 pub use operand::{BufferAccess, DeviceRange, Dim3, FillPattern, HostFn, LaunchConfig, Memory};
-pub use plan::{Plan, PlanOp, Planner, ProgramBuilder, Race, RaceSide, Reach, Via};
+pub use plan::{Plan, PlanBody, PlanOp, Planner, ProgramBuilder, Race, RaceSide, Reach, Via};
 pub use program::{
     AccessMode, EventDecl, Location, OpRef, Program, Statement, StatementKind, StaticAccess,
     StreamDecl,

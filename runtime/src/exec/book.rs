@@ -2,9 +2,11 @@
 //! keep for its replays. [`crate::Eager`] fills it while a capture issues through it.
 
 use crate::error::{CaptureFault, Error, Result};
-use crate::ffi::graph::{self as gffi, CaptureStatus, Keep, NodeHandle};
+use crate::ffi::conditional::{BodyGraph, Conditional};
+use crate::ffi::graph::{self as gffi, CaptureModeRaw, CaptureStatus, Keep, NodeHandle};
 use crate::ffi::memory::MemoryRef;
 use crate::ffi::KernelArg;
+use crate::memory::DeviceFlag;
 use crate::module::Kernel;
 use crate::operand::{DeviceRange, HostFn, LaunchConfig, Memory};
 use crate::program::{AccessMode, Program, Statement};
@@ -36,6 +38,32 @@ pub(crate) struct CapturedOp {
     /// For launches: the kernel, its configuration and number of arguments, from which
     /// `GraphExec::set_kernel_args` rebuilds the node's parameters without asking the driver.
     pub(crate) launch: Option<LaunchShape>,
+    /// The graph it is a node of: 0 for the captured graph, `k + 1` for
+    /// [`NodeBook::bodies`]`[k]`.
+    pub(crate) part: usize,
+}
+
+/// A body graph of a captured device block.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CapturedBody {
+    /// The body graph.
+    pub(crate) graph: BodyGraph,
+    /// The block's index in [`NodeBook::ops`].
+    pub(crate) block: usize,
+    /// 0 for a `while` body or `then`, 1 for `else`.
+    pub(crate) branch: usize,
+    /// The built-in kernel at the end of a `while` body, which follows all of the body's work.
+    pub(crate) sink: Option<NodeHandle>,
+}
+
+/// A node the runtime added that is no statement's: a block's built-in kernel before its
+/// conditional node (part of the block's operation) .
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InternalNode {
+    pub(crate) part: usize,
+    pub(crate) node: NodeHandle,
+    /// The operation (a block) it belongs to.
+    pub(crate) op: usize,
 }
 
 /// The captured shape of a launch.
@@ -55,22 +83,127 @@ pub(crate) struct NodeBook {
     pub(crate) keep: Keep,
     pub(crate) memory: std::collections::BTreeSet<DeviceRange>,
     pub(crate) last: Option<&'static Statement>,
+    /// The body graphs of device blocks, in the order captured.
+    pub(crate) bodies: Vec<CapturedBody>,
+    /// The built-in kernels before conditional nodes.
+    pub(crate) internal: Vec<InternalNode>,
+    /// The graph being captured into now (see [`CapturedOp::part`]), and the enclosing ones.
+    parts: Vec<usize>,
+    /// The capture's mode, which body captures use too.
+    pub(crate) mode: CaptureModeRaw,
 }
 
 impl NodeBook {
-    pub(crate) fn new(program: &'static Program) -> NodeBook {
+    pub(crate) fn new(program: &'static Program, mode: CaptureModeRaw) -> NodeBook {
         NodeBook {
             ops: Vec::new(),
             occurrences: vec![0; program.statements.len()],
             keep: Keep::default(),
             memory: std::collections::BTreeSet::new(),
             last: None,
+            bodies: Vec::new(),
+            internal: Vec::new(),
+            parts: vec![0],
+            mode,
         }
     }
 
-    /// How many operations made a graph node.
+    /// How many nodes the operations (and the built-in kernels) made in the captured graph
+    /// itself (bodies not counted).
     pub(crate) fn nodes(&self) -> usize {
-        self.ops.iter().filter(|op| op.node.is_some()).count()
+        self.ops
+            .iter()
+            .filter(|op| op.node.is_some() && op.part == 0)
+            .count()
+            + self.internal.iter().filter(|n| n.part == 0).count()
+    }
+
+    /// The graph being captured into now.
+    fn part(&self) -> usize {
+        self.parts.last().copied().unwrap_or(0)
+    }
+
+    /// The body graph being captured into now, if any.
+    pub(crate) fn current_body(&self) -> Option<BodyGraph> {
+        self.part()
+            .checked_sub(1)
+            .and_then(|k| self.bodies.get(k))
+            .map(|b| b.graph)
+    }
+
+    fn occurrence(&mut self, stmt: &'static Statement) -> Result<u32> {
+        match self.occurrences.get_mut(stmt.id) {
+            Some(count) => {
+                *count += 1;
+                Ok(*count)
+            }
+            None => Err(Error::InvalidArgument(format!(
+                "statement id {} is not part of the pipeline being captured",
+                stmt.id
+            ))),
+        }
+    }
+
+    /// Books a device block just added on its stream: its conditional node (the operation)
+    /// and the built-in kernel before it; the graph keeps the flag and the kernels' module.
+    /// Returns the block's operation index.
+    pub(crate) fn note_block(
+        &mut self,
+        stmt: &'static Statement,
+        added: &Conditional,
+        flag: &DeviceFlag,
+        module: &std::sync::Arc<cudarc::driver::CudaModule>,
+    ) -> Result<usize> {
+        self.last = Some(stmt);
+        let occurrence = self.occurrence(stmt)?;
+        let whole = flag.whole();
+        if let Memory::Device(r) = whole.memory() {
+            self.remember(r);
+        }
+        // The built-in kernels write the flag's counter word.
+        self.keep.hold(whole.holder(), true);
+        self.keep.hold_module(module);
+        let part = self.part();
+        let index = self.ops.len();
+        self.ops.push(CapturedOp {
+            statement: stmt,
+            occurrence,
+            stream: stmt.stream,
+            node: Some(added.node),
+            launch: None,
+            part,
+        });
+        self.internal.push(InternalNode {
+            part,
+            node: added.begin,
+            op: index,
+        });
+        Ok(index)
+    }
+
+    /// Body `branch` of block `block` is captured into `graph` from now on.
+    pub(crate) fn enter_body(&mut self, graph: BodyGraph, block: usize, branch: usize) {
+        self.bodies.push(CapturedBody {
+            graph,
+            block,
+            branch,
+            sink: None,
+        });
+        self.parts.push(self.bodies.len());
+    }
+
+    /// The built-in kernel at the end of the body being captured.
+    pub(crate) fn note_sink(&mut self, node: NodeHandle) {
+        if let Some(body) = self.part().checked_sub(1).and_then(|k| self.bodies.get_mut(k)) {
+            body.sink = Some(node);
+        }
+    }
+
+    /// The body being captured is complete.
+    pub(crate) fn leave_body(&mut self) {
+        if self.parts.len() > 1 {
+            self.parts.pop();
+        }
     }
 
     /// Books the operation `stmt` just issued on `stream`.
@@ -81,18 +214,7 @@ impl NodeBook {
         issued: Issued<'_, '_>,
     ) -> Result<()> {
         self.last = Some(stmt);
-        let occurrence = match self.occurrences.get_mut(stmt.id) {
-            Some(count) => {
-                *count += 1;
-                *count
-            }
-            None => {
-                return Err(Error::InvalidArgument(format!(
-                    "statement id {} is not part of the pipeline being captured",
-                    stmt.id
-                )))
-            }
-        };
+        let occurrence = self.occurrence(stmt)?;
         let mut launch = None;
         let mut empty = false;
         match issued {
@@ -159,6 +281,7 @@ impl NodeBook {
             stream: stmt.stream,
             node,
             launch,
+            part: self.part(),
         });
         Ok(())
     }

@@ -210,6 +210,9 @@ impl Capture {
             None
         };
         self.eager.prepare_for(pipeline)?;
+        self.eager
+            .prepare_blocks(program)
+            .map_err(|e| normalize(e, program, None))?;
         let origin = self.eager.origin().clone();
         match gffi::stream_capture_status(origin.as_cudarc()) {
             Ok(CaptureStatus::None) => {}
@@ -232,7 +235,7 @@ impl Capture {
         let _global = (self.mode == CaptureMode::Global).then(crate::ffi::GlobalCapture::begin);
         gffi::begin_capture(origin.as_cudarc(), self.mode.raw())
             .map_err(|e| normalize(Error::driver("cuStreamBeginCapture", e), program, None))?;
-        self.eager.book = Some(NodeBook::new(program));
+        self.eager.book = Some(NodeBook::new(program, self.mode.raw()));
         let issued = self.eager.issue_prepared(pipeline);
         let book = self.eager.book.take();
         let issued = match issued {
