@@ -66,5 +66,6 @@ pub mod __private {
     pub use crate::memory::__private::*;
     pub use crate::operand::*;
     pub use crate::program::*;
+    pub use crate::DeviceFlag;
     pub use crate::Error;
 }
