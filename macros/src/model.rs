@@ -375,7 +375,7 @@ impl Program {
                 &b.flag,
                 format!(
                     "the flag of a device `{word}` is a parameter name, of type `&mut DeviceFlag` \
-                     (or `&DeviceFlag`), e.g. `{} {word} done {{ … }}`",
+                     (or `&DeviceFlag`), e.g. `{}: {word} done {{ … }}`",
                     b.stream
                 ),
             ),
@@ -396,7 +396,15 @@ impl Program {
             .map(|(_, e)| format!(", limit = {}", text_of(e)))
             .unwrap_or_default();
         let text = format!("{}: {word} {}{limit_text}", b.stream, text_of(&b.flag));
-        let last = b.stream.span();
+        // The statement's tokens run from the stream to the flag (or the limit).
+        let tail = b.limit.as_ref().map_or_else(
+            || b.flag.to_token_stream(),
+            |(_, e)| e.to_token_stream(),
+        );
+        let last = tail
+            .into_iter()
+            .last()
+            .map_or_else(|| b.stream.span(), |t| t.span());
         self.statements.push(Statement {
             id,
             stream,
