@@ -109,6 +109,10 @@ pub struct Eager {
     /// Per body depth: one stream per declared stream, on which a capture captures a body
     /// (streams capturing the enclosing graph cannot capture a body graph).
     spares: Vec<Vec<Stream>>,
+    /// Per body depth: the declared events as a body sees them (swapped with `events` while it
+    /// runs): driver events of their own, so that a record inside a body never changes what a
+    /// record outside it left, nor reaches into another graph during a capture.
+    body_events: Vec<Vec<EventSlot>>,
     /// The built-in kernels of captured device blocks, loaded before a capture that needs them.
     cond_kernels: Option<std::sync::Arc<CondKernels>>,
 }
@@ -118,7 +122,6 @@ struct Frame {
     root: usize,
     forked: Vec<bool>,
     tails: Vec<Option<usize>>,
-    events: Vec<(Option<usize>, usize, bool)>,
     streams: Option<(Stream, Vec<Stream>)>,
 }
 
@@ -153,6 +156,7 @@ impl Eager {
             depth: 0,
             body_forks: Vec::new(),
             spares: Vec::new(),
+            body_events: Vec::new(),
             cond_kernels: None,
         }
     }
@@ -208,6 +212,7 @@ impl Eager {
         self.fork = None;
         self.body_forks.clear();
         self.spares.clear();
+        self.body_events.clear();
         self.root = Program::ORIGIN;
         self.depth = 0;
     }
@@ -318,8 +323,19 @@ impl Eager {
         let depth = block_depth(program);
         let mut body_forks = Vec::with_capacity(depth);
         let mut spares = Vec::with_capacity(depth);
+        let mut body_events = Vec::with_capacity(depth);
         for _ in 0..depth {
             body_forks.push(Some(Event::new(&origin_device)?));
+            let mut slots = Vec::with_capacity(program.events.len());
+            for _ in program.events {
+                slots.push(EventSlot {
+                    instances: vec![Event::new(&origin_device)?],
+                    latest: None,
+                    recorded_by: Program::ORIGIN,
+                    origin_waited: false,
+                });
+            }
+            body_events.push(slots);
             let mut set = Vec::with_capacity(options.len());
             set.push(Stream::new(&origin_device, options[0].priority)?);
             for (s, o) in sides.iter().zip(&options[1..]) {
@@ -333,6 +349,7 @@ impl Eager {
         self.events = events;
         self.body_forks = body_forks;
         self.spares = spares;
+        self.body_events = body_events;
         self.prepared = Some((program, options));
         Ok(())
     }
@@ -411,6 +428,13 @@ impl Eager {
     /// `root` anew, events recorded outside are not visible, and with `streams` (a capture)
     /// the declared streams are mapped to those.
     fn begin_frame(&mut self, root: usize, streams: Option<Vec<Stream>>) -> Result<Frame> {
+        if self.depth >= self.body_events.len() {
+            return Err(Error::InvalidArgument(format!(
+                "device blocks nest {} deep here, but the pipeline's statements nest them {} deep; issue a block's statements only inside its body",
+                self.depth + 1,
+                self.body_events.len()
+            )));
+        }
         let n = self.sides.len() + 1;
         let mut forked = vec![false; n];
         if let Some(f) = forked.get_mut(root) {
@@ -437,20 +461,17 @@ impl Eager {
             root: std::mem::replace(&mut self.root, root),
             forked: std::mem::replace(&mut self.forked, forked),
             tails: std::mem::replace(&mut self.tails, vec![None; n]),
-            events: self
-                .events
-                .iter_mut()
-                .map(|e| {
-                    let old = (e.latest, e.recorded_by, e.origin_waited);
-                    e.latest = None;
-                    e.origin_waited = false;
-                    old
-                })
-                .collect(),
             streams,
         };
         if let Some(slot) = self.body_forks.get_mut(self.depth) {
             std::mem::swap(&mut self.fork, slot);
+        }
+        if let Some(slots) = self.body_events.get_mut(self.depth) {
+            std::mem::swap(&mut self.events, slots);
+        }
+        for slot in &mut self.events {
+            slot.latest = None;
+            slot.origin_waited = false;
         }
         self.depth += 1;
         if n > 1 {
@@ -468,14 +489,12 @@ impl Eager {
         if let Some(slot) = self.body_forks.get_mut(self.depth) {
             std::mem::swap(&mut self.fork, slot);
         }
+        if let Some(slots) = self.body_events.get_mut(self.depth) {
+            std::mem::swap(&mut self.events, slots);
+        }
         self.root = frame.root;
         self.forked = frame.forked;
         self.tails = frame.tails;
-        for (slot, (latest, by, waited)) in self.events.iter_mut().zip(frame.events) {
-            slot.latest = latest;
-            slot.recorded_by = by;
-            slot.origin_waited = waited;
-        }
         if let Some((origin, sides)) = frame.streams {
             self.origin = origin;
             self.sides = sides;
