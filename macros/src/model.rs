@@ -397,10 +397,10 @@ impl Program {
             .unwrap_or_default();
         let text = format!("{}: {word} {}{limit_text}", b.stream, text_of(&b.flag));
         // The statement's tokens run from the stream to the flag (or the limit).
-        let tail = b.limit.as_ref().map_or_else(
-            || b.flag.to_token_stream(),
-            |(_, e)| e.to_token_stream(),
-        );
+        let tail = b
+            .limit
+            .as_ref()
+            .map_or_else(|| b.flag.to_token_stream(), |(_, e)| e.to_token_stream());
         let last = tail
             .into_iter()
             .last()

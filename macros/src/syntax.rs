@@ -342,7 +342,11 @@ fn parse_stmt(input: ParseStream<'_>, depth: usize) -> syn::Result<Stmt> {
 }
 
 /// A device block `STREAM: while …` or `STREAM: if …` (after `STREAM:`) inside `depth` levels.
-fn parse_device_block(input: ParseStream<'_>, stream: Ident, depth: usize) -> syn::Result<BlockStmt> {
+fn parse_device_block(
+    input: ParseStream<'_>,
+    stream: Ident,
+    depth: usize,
+) -> syn::Result<BlockStmt> {
     let keyword = if input.peek(Token![while]) {
         let k: Token![while] = input.parse()?;
         nesting_limit(&k, depth)?;

@@ -60,9 +60,9 @@ fn block_events_stay_in_their_body(program: &Program, errors: &mut Errors) {
         let Kind::Wait { event, name } = &stmt.kind else {
             continue;
         };
-        let other = all.iter().find(|(c, s)| {
-            matches!(&s.kind, Kind::Record { event: e } if e == event) && c != ctx
-        });
+        let other = all
+            .iter()
+            .find(|(c, s)| matches!(&s.kind, Kind::Record { event: e } if e == event) && c != ctx);
         let Some((record_ctx, record)) = other else {
             continue;
         };
@@ -440,7 +440,12 @@ fn touches(nodes: &[Node], program: &Program, buffers: &[&Ident], out: &mut Vec<
                 then, otherwise, ..
             } => {
                 touches(then, program, buffers, out);
-                touches(otherwise.as_deref().unwrap_or_default(), program, buffers, out);
+                touches(
+                    otherwise.as_deref().unwrap_or_default(),
+                    program,
+                    buffers,
+                    out,
+                );
             }
             Node::Block {
                 stmt,
@@ -449,7 +454,12 @@ fn touches(nodes: &[Node], program: &Program, buffers: &[&Ident], out: &mut Vec<
             } => {
                 add(&program.statements[*stmt], out);
                 touches(body, program, buffers, out);
-                touches(otherwise.as_deref().unwrap_or_default(), program, buffers, out);
+                touches(
+                    otherwise.as_deref().unwrap_or_default(),
+                    program,
+                    buffers,
+                    out,
+                );
             }
         }
     }

@@ -52,12 +52,13 @@ pub(crate) struct CapturedBody {
     pub(crate) block: usize,
     /// 0 for a `while` body or `then`, 1 for `else`.
     pub(crate) branch: usize,
-    /// The built-in kernel at the end of a `while` body, which follows all of the body's work.
+    /// The built-in kernel at the end of a `while` body, which follows all of the body's
+    /// work, or the empty built-in kernel of a body that captured nothing.
     pub(crate) sink: Option<NodeHandle>,
 }
 
-/// A node the runtime added that is no statement's: a block's built-in kernel before its
-/// conditional node (part of the block's operation) .
+/// A node the runtime added that is no statement's and is part of a block's operation: the
+/// built-in kernel before its conditional node, or the second `IF` node of an `if`/`else`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct InternalNode {
     pub(crate) part: usize,
@@ -178,11 +179,19 @@ impl NodeBook {
             node: added.begin,
             op: index,
         });
+        if let Some(second) = added.second {
+            self.internal.push(InternalNode {
+                part,
+                node: second,
+                op: index,
+            });
+        }
         Ok(index)
     }
 
-    /// Body `branch` of block `block` is captured into `graph` from now on.
-    pub(crate) fn enter_body(&mut self, graph: BodyGraph, block: usize, branch: usize) {
+    /// Body `branch` of block `block` is captured into `graph` from now on; returns the
+    /// body's index in [`NodeBook::bodies`].
+    pub(crate) fn enter_body(&mut self, graph: BodyGraph, block: usize, branch: usize) -> usize {
         self.bodies.push(CapturedBody {
             graph,
             block,
@@ -190,11 +199,26 @@ impl NodeBook {
             sink: None,
         });
         self.parts.push(self.bodies.len());
+        self.bodies.len() - 1
+    }
+
+    /// Whether body `index` captured no node so far.
+    pub(crate) fn is_empty(&self, index: usize) -> bool {
+        let part = index + 1;
+        !self
+            .ops
+            .iter()
+            .any(|op| op.part == part && op.node.is_some())
+            && !self.internal.iter().any(|n| n.part == part)
     }
 
     /// The built-in kernel at the end of the body being captured.
     pub(crate) fn note_sink(&mut self, node: NodeHandle) {
-        if let Some(body) = self.part().checked_sub(1).and_then(|k| self.bodies.get_mut(k)) {
+        if let Some(body) = self
+            .part()
+            .checked_sub(1)
+            .and_then(|k| self.bodies.get_mut(k))
+        {
             body.sink = Some(node);
         }
     }

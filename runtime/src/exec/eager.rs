@@ -567,7 +567,9 @@ impl Eager {
         bodies: [&mut Body<'_>; 2],
     ) -> Result<()> {
         if flag.is_planning() {
-            return Err(Error::PlanningOnly { what: "device flag" });
+            return Err(Error::PlanningOnly {
+                what: "device flag",
+            });
         }
         let kernels = self.cond_kernels.clone().ok_or_else(|| {
             Error::InvalidArgument(
@@ -601,14 +603,19 @@ impl Eager {
         for (branch, body) in bodies.into_iter().enumerate().take(node.bodies.len()) {
             let graph = node.bodies[branch];
             cond::begin_body_capture(body_stream.as_cudarc(), graph, mode)?;
-            if let Some(book) = self.book.as_mut() {
-                book.enter_body(graph, block, branch);
-            }
+            let index = self
+                .book
+                .as_mut()
+                .map(|book| book.enter_body(graph, block, branch));
             let issued = self.run_body(stmt.stream, Some(spares.clone()), body);
+            let empty = index.is_some_and(|k| self.book.as_ref().is_some_and(|b| b.is_empty(k)));
             let next = match (&issued, kind) {
                 (Ok(Ok(())), CondKind::While) => {
                     cond::launch_next(body_stream.as_cudarc(), &kernels, node.handle, &cflag)
                         .map(Some)
+                }
+                (Ok(Ok(())), CondKind::If { .. }) if empty => {
+                    cond::launch_nop(body_stream.as_cudarc(), &kernels).map(Some)
                 }
                 _ => Ok(None),
             };
@@ -764,7 +771,7 @@ impl Issuer for Eager {
         config: LaunchConfig,
         args: &[KernelArg<'_>],
     ) -> Result<(), Error> {
-        if stmt.stream != Program::ORIGIN {
+        if stmt.stream != self.root {
             self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         }
         let stream = self.stream(stmt.stream).map_err(|e| e.in_statement(stmt))?;
@@ -912,7 +919,10 @@ impl Eager {
         };
         // Errors of the body's statements name them already.
         done.map_err(|e| match e {
-            e @ (Error::Statement { .. } | Error::Capture { statement: Some(_), .. }) => e,
+            e @ (Error::Statement { .. }
+            | Error::Capture {
+                statement: Some(_), ..
+            }) => e,
             e => e.in_statement(stmt),
         })
     }

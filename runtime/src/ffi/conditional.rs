@@ -3,7 +3,9 @@
 //! A block is captured as (DESIGN.md §6): a tiny built-in kernel that copies the block's
 //! [`crate::DeviceFlag`] into a conditional handle, then a conditional node (`WHILE`, or `IF`
 //! with an optional else body) whose body graphs are captured on streams of their own with
-//! `cuStreamBeginCaptureToGraph`; at the end of a `while` body a second built-in kernel reads
+//! `cuStreamBeginCaptureToGraph`; an `if` with an `else` is two `IF` nodes after one kernel
+//! that sets their handles to "flag non-zero" and "flag zero" (an `IF` node with an else
+//! graph, run inside a `WHILE` body with its else taken, did not complete on driver 580); at the end of a `while` body a second built-in kernel reads
 //! the flag again (and counts iterations for `limit`). User kernels never see the handle.
 //!
 //! The built-in kernels are compiled with NVRTC to PTX once per context and cached; the driver
@@ -45,6 +47,15 @@ extern "C" __global__ void streamgraph_cond_begin(streamgraph_handle handle,
     cudaGraphSetConditional(handle, go);
 }
 
+extern "C" __global__ void streamgraph_cond_branch(streamgraph_handle then_handle,
+        streamgraph_handle else_handle, const volatile unsigned int* flag) {
+    unsigned int go = *flag != 0u;
+    cudaGraphSetConditional(then_handle, go);
+    cudaGraphSetConditional(else_handle, go ? 0u : 1u);
+}
+
+extern "C" __global__ void streamgraph_cond_nop() {}
+
 extern "C" __global__ void streamgraph_cond_next(streamgraph_handle handle,
         const volatile unsigned int* flag, unsigned int* counter,
         unsigned int limit, unsigned int bounded) {
@@ -62,7 +73,9 @@ extern "C" __global__ void streamgraph_cond_next(streamgraph_handle handle,
 #[derive(Debug)]
 pub(crate) struct CondKernels {
     begin: LoadedFunction,
+    branch: LoadedFunction,
     next: LoadedFunction,
+    nop: LoadedFunction,
 }
 
 impl CondKernels {
@@ -167,7 +180,9 @@ fn build(ctx: &Arc<CudaContext>) -> Result<CondKernels> {
         };
         return Ok(CondKernels {
             begin: function("streamgraph_cond_begin")?,
+            branch: function("streamgraph_cond_branch")?,
             next: function("streamgraph_cond_next")?,
+            nop: function("streamgraph_cond_nop")?,
         });
     }
     Err(Error::Compile {
@@ -220,6 +235,8 @@ pub(crate) struct Conditional {
     pub(crate) begin: NodeHandle,
     /// The conditional node.
     pub(crate) node: NodeHandle,
+    /// The second `IF` node of an `if` with an `else` (its body is the `else`).
+    pub(crate) second: Option<NodeHandle>,
     /// Its body graphs (one, or two for an `if` with `else`).
     pub(crate) bodies: Vec<BodyGraph>,
     /// The conditional handle, for the kernel at the end of each `while` iteration.
@@ -309,76 +326,112 @@ pub(crate) fn add_conditional(
         CaptureStatus::Invalidated => return Err(Error::capture(CaptureFault::Invalidated)),
         _ => return Err(Error::capture(CaptureFault::Unjoined)),
     }
-    let mut handle: sys::CUgraphConditionalHandle = 0;
-    // SAFETY: `graph` is the graph `stream` is capturing into (alive while the capture runs);
-    // `ctx` is the stream's live context; `handle` is a valid out-pointer.
-    unsafe { sys::cuGraphConditionalHandleCreate(&mut handle, graph, ctx.cu_ctx(), 0, 0) }
-        .result()
-        .map_err(|e| Error::driver("cuGraphConditionalHandleCreate", e))?;
-    launch_builtin(&kernels.begin, stream, handle, flag)
-        .map_err(|e| Error::driver("cuLaunchKernel", e))?;
-    let begin = tip_node(stream)?;
-    let (type_, size) = match kind {
-        CondKind::While => (sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_WHILE, 1),
-        CondKind::If { otherwise } => (
-            sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_IF,
-            if otherwise { 2 } else { 1 },
-        ),
+    let create = || -> Result<sys::CUgraphConditionalHandle> {
+        let mut handle: sys::CUgraphConditionalHandle = 0;
+        // SAFETY: `graph` is the graph `stream` is capturing into (alive while the capture
+        // runs); `ctx` is the stream's live context; `handle` is a valid out-pointer.
+        unsafe { sys::cuGraphConditionalHandleCreate(&mut handle, graph, ctx.cu_ctx(), 0, 0) }
+            .result()
+            .map_err(|e| Error::driver("cuGraphConditionalHandleCreate", e))?;
+        Ok(handle)
     };
-    // SAFETY: `CUgraphNodeParams` is a plain C struct (integers, raw pointers and a union of
-    // such), for which all-zero bytes are a valid value, the documented way to initialise it.
-    let mut params: sys::CUgraphNodeParams = unsafe { std::mem::zeroed() };
-    params.type_ = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_CONDITIONAL;
-    params.__bindgen_anon_1.conditional = sys::CUDA_CONDITIONAL_NODE_PARAMS {
-        handle,
-        type_,
-        size,
-        phGraph_out: std::ptr::null_mut(),
-        ctx: ctx.cu_ctx(),
-    };
-    let mut node: sys::CUgraphNode = std::ptr::null_mut();
-    let mut dep = begin.raw();
-    // SAFETY: `graph` is live (capturing); `dep` is a node of it (the begin kernel just
-    // captured into it); `params` is initialised for a conditional node of this context; the
-    // driver writes the node and the body graph array it owns into `node` and `params`.
-    unsafe { sys::cuGraphAddNode_v2(&mut node, graph, &dep, std::ptr::null(), 1, &mut params) }
-        .result()
-        .map_err(|e| Error::driver("cuGraphAddNode", e))?;
-    let root = parent.map_or(graph as usize, |p| p.root);
-    // SAFETY: the union member written above is the one the driver filled in.
-    let out = unsafe { params.__bindgen_anon_1.conditional.phGraph_out };
-    let mut bodies = Vec::with_capacity(size as usize);
-    for i in 0..size as usize {
-        if out.is_null() {
-            break;
+    let handle = create()?;
+    let (type_, handles) = match kind {
+        CondKind::While => {
+            launch_builtin(&kernels.begin, stream, handle, flag)
+                .map_err(|e| Error::driver("cuLaunchKernel", e))?;
+            (
+                sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_WHILE,
+                vec![handle],
+            )
         }
-        // SAFETY: the driver returned an array of `size` body graphs at `out`, owned by the
-        // node (alive with `graph`); it is read at once.
-        let raw = unsafe { *out.add(i) };
+        CondKind::If { otherwise: false } => {
+            launch_builtin(&kernels.begin, stream, handle, flag)
+                .map_err(|e| Error::driver("cuLaunchKernel", e))?;
+            (
+                sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_IF,
+                vec![handle],
+            )
+        }
+        CondKind::If { otherwise: true } => {
+            let other = create()?;
+            let args = [
+                KernelArg::by_ref(&handle, None, Holder::FOREIGN),
+                KernelArg::by_ref(&other, None, Holder::FOREIGN),
+                KernelArg::by_ref(&flag.value, None, Holder::FOREIGN),
+            ];
+            // The branch kernel takes (u64, u64, pointer): exactly these values.
+            launch_kernel(&kernels.branch, stream, &one_thread(), &args)
+                .map_err(|e| Error::driver("cuLaunchKernel", e))?;
+            (
+                sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_IF,
+                vec![handle, other],
+            )
+        }
+    };
+    let begin = tip_node(stream)?;
+    let root = parent.map_or(graph as usize, |p| p.root);
+    let mut nodes = Vec::with_capacity(handles.len());
+    let mut bodies = Vec::with_capacity(handles.len());
+    for &h in &handles {
+        // SAFETY: `CUgraphNodeParams` is a plain C struct (integers, raw pointers and a union
+        // of such), for which all-zero bytes are a valid value, the documented way to
+        // initialise it.
+        let mut params: sys::CUgraphNodeParams = unsafe { std::mem::zeroed() };
+        params.type_ = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_CONDITIONAL;
+        params.__bindgen_anon_1.conditional = sys::CUDA_CONDITIONAL_NODE_PARAMS {
+            handle: h,
+            type_,
+            size: 1,
+            phGraph_out: std::ptr::null_mut(),
+            ctx: ctx.cu_ctx(),
+        };
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        let dep = begin.raw();
+        // SAFETY: `graph` is live (capturing); `dep` is a node of it (the kernel just
+        // captured into it); `params` is initialised for a conditional node of this context;
+        // the driver writes the node and the body graph array it owns into `node` and
+        // `params`.
+        unsafe { sys::cuGraphAddNode_v2(&mut node, graph, &dep, std::ptr::null(), 1, &mut params) }
+            .result()
+            .map_err(|e| Error::driver("cuGraphAddNode", e))?;
+        // SAFETY: the union member written above is the one the driver filled in.
+        let out = unsafe { params.__bindgen_anon_1.conditional.phGraph_out };
+        if out.is_null() {
+            return Err(Error::InvalidArgument(
+                "the driver returned no body graph for a conditional node".into(),
+            ));
+        }
+        // SAFETY: the driver returned an array of `size` (= 1) body graphs at `out`, owned by
+        // the node (alive with `graph`); it is read at once.
+        let raw = unsafe { *out };
         bodies.push(BodyGraph { raw, root });
+        nodes.push(node);
     }
-    if bodies.len() != size as usize {
-        return Err(Error::InvalidArgument(
-            "the driver returned no body graph for a conditional node".into(),
-        ));
-    }
-    dep = node;
-    // SAFETY: `stream` is capturing into `graph`, of which `dep` (the new node) is a node.
+    let count = nodes.len();
+    // SAFETY: `stream` is capturing into `graph`, of which `nodes` (the new nodes) are nodes;
+    // the array holds `count` of them.
     unsafe {
         sys::cuStreamUpdateCaptureDependencies_v2(
             stream.cu_stream(),
-            &mut dep,
+            nodes.as_mut_ptr(),
             std::ptr::null(),
-            1,
-            sys::CUstreamUpdateCaptureDependencies_flags::CU_STREAM_SET_CAPTURE_DEPENDENCIES
-                as u32,
+            count,
+            sys::CUstreamUpdateCaptureDependencies_flags::CU_STREAM_SET_CAPTURE_DEPENDENCIES as u32,
         )
     }
     .result()
     .map_err(|e| Error::driver("cuStreamUpdateCaptureDependencies", e))?;
+    let mut handles_of = nodes
+        .into_iter()
+        .map(|n| NodeHandle::new(n, std::ptr::null_mut()));
+    let node = handles_of.next().ok_or_else(|| {
+        Error::InvalidArgument("no conditional node was added for a device block".into())
+    })?;
     Ok(Conditional {
         begin,
-        node: NodeHandle::new(node, std::ptr::null_mut()),
+        node,
+        second: handles_of.next(),
         bodies,
         handle,
     })
@@ -432,6 +485,17 @@ pub(crate) fn end_body_capture(stream: &CudaStream) -> Result<(), DriverError> {
     // SAFETY: `stream` owns its live handle; `graph` is a valid out-pointer. The graph handed
     // back is the body graph the capture was begun into, which its node owns.
     unsafe { sys::cuStreamEndCapture(stream.cu_stream(), &mut graph) }.result()
+}
+
+/// Launches an empty built-in kernel at the tip of the body capture on `stream`, for a body
+/// that issued no work (a conditional node is not given an empty body: one that ran such a
+/// body, next to other conditional nodes in a `WHILE` body, did not complete on driver 580,
+/// nor did one whose body was a single empty node); returns its node.
+pub(crate) fn launch_nop(stream: &CudaStream, kernels: &CondKernels) -> Result<NodeHandle> {
+    // The nop kernel takes no arguments.
+    launch_kernel(&kernels.nop, stream, &one_thread(), &[])
+        .map_err(|e| Error::driver("cuLaunchKernel", e))?;
+    tip_node(stream)
 }
 
 impl OwnedGraph {

@@ -405,7 +405,10 @@ impl OwnedGraph {
     /// # Safety
     ///
     /// `graph` is this graph or a body graph of one of its conditional nodes (alive with it).
-    pub(super) unsafe fn nodes_in(&self, graph: sys::CUgraph) -> Result<Vec<NodeHandle>, DriverError> {
+    pub(super) unsafe fn nodes_in(
+        &self,
+        graph: sys::CUgraph,
+    ) -> Result<Vec<NodeHandle>, DriverError> {
         ensure_current(&self.ctx)?;
         let mut count: usize = 0;
         // SAFETY: `graph` is alive (the caller's promise); a null array asks for the count only.
@@ -480,12 +483,7 @@ impl OwnedGraph {
             .into_iter()
             .zip(to)
             .take(count)
-            .map(|(a, b)| {
-                (
-                    NodeHandle::new(a, graph),
-                    NodeHandle::new(b, graph),
-                )
-            })
+            .map(|(a, b)| (NodeHandle::new(a, graph), NodeHandle::new(b, graph)))
             .collect())
     }
 

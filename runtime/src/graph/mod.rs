@@ -262,12 +262,10 @@ impl GraphCore {
                 plan.len(),
                 ops.len()
             ));
-        } else if let Some((i, (p, c))) = plan
-            .ops()
-            .iter()
-            .zip(&ops)
-            .enumerate()
-            .find(|(_, (p, c))| p.statement.id != c.statement.id || p.occurrence != c.occurrence)
+        } else if let Some((i, (p, c))) =
+            plan.ops().iter().zip(&ops).enumerate().find(|(_, (p, c))| {
+                p.statement.id != c.statement.id || p.occurrence != c.occurrence
+            })
         {
             problems.push(format!(
                 "operation {i} is `{}` in the plan but `{}` in the capture: the pipeline issued different work",
@@ -300,7 +298,8 @@ impl GraphCore {
                     extra: Vec::new(),
                     problems: vec![format!(
                         "the plan has body {} of block `{}`, the capture none",
-                        nested.branch, plan.ops()[nested.block].statement.text
+                        nested.branch,
+                        plan.ops()[nested.block].statement.text
                     )],
                 });
             };

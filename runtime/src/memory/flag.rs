@@ -161,10 +161,7 @@ mod tests {
         assert_eq!(flag.range().bytes, 4);
         assert_eq!(flag.len(), 1);
         assert_eq!(flag.counter_ptr(), flag.device_ptr() + 4);
-        assert!(matches!(
-            flag.device(),
-            Err(Error::PlanningOnly { .. })
-        ));
+        assert!(matches!(flag.device(), Err(Error::PlanningOnly { .. })));
         assert!(matches!(flag.get(), Err(Error::PlanningOnly { .. })));
     }
 }

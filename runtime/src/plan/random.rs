@@ -43,13 +43,13 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::ffi::memory::MemoryRef;
+use crate::ffi::KernelArg;
 use crate::issue::{__private as issue, Body, Issuer};
 use crate::memory::{
     __private as gen, CopySource, CopyTarget, DeviceBuffer, DeviceFlag, DeviceView, PinnedBuffer,
 };
 use crate::module::Kernel;
 use crate::operand::{Dim3, FillPattern, HostFn, LaunchConfig};
-use crate::ffi::KernelArg;
 use crate::program::{AccessMode, Program, Statement, StatementKind};
 
 use super::{Plan, Planner, ProgramBuilder};
@@ -600,10 +600,7 @@ impl RandomProgram {
             host_copies: false,
             ..options.clone()
         };
-        let body_shape = Shape {
-            pinned: 0,
-            ..shape
-        };
+        let body_shape = Shape { pinned: 0, ..shape };
 
         let mut b = ProgramBuilder::new(&format!("Random{seed:#x}"));
         b.file(&format!("<random program {seed:#x}>"));
@@ -1140,7 +1137,11 @@ fn emit(
                     emit(body, program, work, headers, calls, ops);
                 }
             }
-            Block::DeviceWhile { header, limit, body } => {
+            Block::DeviceWhile {
+                header,
+                limit,
+                body,
+            } => {
                 let at = calls.len();
                 let statement = &program.statements[*header];
                 let flag = headers.iter().position(|&(h, _)| h == *header).unwrap_or(0);
