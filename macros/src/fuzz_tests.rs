@@ -43,6 +43,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("benches/harness/stats.rs"),
     source!("benches/harness/streamgraph.rs"),
     source!("benches/harness/workloads.rs"),
+    source!("examples/converge.rs"),
     source!("examples/eager_vs_captured.rs"),
     source!("examples/pipeline_basics.rs"),
     source!("examples/replay_loop.rs"),
