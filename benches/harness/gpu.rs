@@ -68,6 +68,8 @@ pub struct Gpu {
     pub stamp: sys::CUfunction,
     /// `spin(unsigned long long ns)`.
     pub spin: sys::CUfunction,
+    /// `countdown(unsigned int *left, unsigned int *go)`.
+    pub countdown: sys::CUfunction,
     /// The device's name.
     pub name: String,
     /// The driver's CUDA version, e.g. `13.0`.
@@ -100,10 +102,11 @@ impl Gpu {
                 .map(|f| f.cu_function())
                 .map_err(|e| BenchError::Setup(format!("kernel `{name}`: {e}")))
         };
-        let (empty, stamp, spin) = (
+        let (empty, stamp, spin, countdown) = (
             load(kernels::EMPTY)?,
             load(kernels::STAMP)?,
             load(kernels::SPIN)?,
+            load(kernels::COUNTDOWN)?,
         );
         let name = ctx.name().unwrap_or_else(|_| "unknown device".into());
         let mut version = 0;
@@ -118,11 +121,17 @@ impl Gpu {
             empty,
             stamp,
             spin,
+            countdown,
             name,
             driver_version: format!("{}.{}", version / 1000, (version % 1000) / 10),
         };
         gpu.warm()?;
         Ok(gpu)
+    }
+
+    /// The context (device 0's primary context).
+    pub fn ctx(&self) -> &Arc<CudaContext> {
+        &self.ctx
     }
 
     /// Launches each kernel once outside any capture: kernel loading may be lazy, and no

@@ -24,3 +24,12 @@ extern "C" __global__ void spin(unsigned long long ns) {
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
     } while (now - start < ns);
 }
+
+// W8: one loop iteration's bookkeeping: counts *left down and keeps *go set while it is non-zero.
+extern "C" __global__ void countdown(unsigned int *left, unsigned int *go) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) {
+        unsigned int v = *left - 1u;
+        *left = v;
+        *go = v != 0u ? 1u : 0u;
+    }
+}
