@@ -26,6 +26,7 @@ SIZES = {
     "w6_gated": 64,
     "w6_gate_ns": 50_000_000,
     "w7_nodes": [10, 100, 1_000, 10_000],
+    "w8_iterations": [10, 100, 1_000, 10_000],
 }
 MIN_REPS = 30
 WARMUP = {"W1": 3, "W2": 5, "W3": 5, "W4": 5, "W5": 3, "W6": 1, "W7": 2}
@@ -183,6 +184,9 @@ W6_METRICS = [("replay_loop", "gpu_idle", "%"), ("replay_loop", "wall_per_replay
               ("replay_loop", "saturated_replay", "us"), ("replay_loop", "device_per_replay", "us")]
 W7_METRICS = [("capture+instantiate", "capture", "us"), ("capture+instantiate", "instantiate", "us"),
               ("capture+instantiate", "total", "us"), ("capture+instantiate", "total_per_node", "us")]
+W8_METRICS = [("eager", "host_per_iteration", "us"), ("eager", "device_per_iteration", "us"),
+              ("host_loop", "host_per_iteration", "us"), ("host_loop", "device_per_iteration", "us"),
+              ("device_loop", "host_per_iteration", "us"), ("device_loop", "device_per_iteration", "us")]
 
 
 def diamond_event_calls(layers, branches):
