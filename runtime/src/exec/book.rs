@@ -153,7 +153,7 @@ impl NodeBook {
         stmt: &'static Statement,
         added: &Conditional,
         flag: &DeviceFlag,
-        module: &std::sync::Arc<cudarc::driver::CudaModule>,
+        module: &crate::ffi::CodeOwner,
     ) -> Result<usize> {
         self.last = Some(stmt);
         let occurrence = self.occurrence(stmt)?;

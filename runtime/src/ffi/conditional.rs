@@ -15,11 +15,13 @@ use std::ffi::CString;
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys;
-use cudarc::driver::{CudaContext, CudaModule, CudaStream, DriverError};
+use cudarc::driver::{CudaContext, CudaStream, DriverError};
 
 use super::ensure_current;
 use super::graph::{capture_tip, CaptureModeRaw, CaptureStatus, NodeHandle, OwnedGraph};
-use super::launch::{launch_kernel, load_module, module_function, KernelArg, LoadedFunction};
+use super::launch::{
+    launch_kernel, load_module, module_function, CodeOwner, KernelArg, LoadedFunction,
+};
 use super::memory::Holder;
 use super::{nvrtc_compile_ptx, CompileFailure, ModuleImage};
 use crate::error::{CaptureFault, Error, Result};
@@ -80,7 +82,7 @@ pub(crate) struct CondKernels {
 
 impl CondKernels {
     /// The module holding them (a graph that launches them keeps it).
-    pub(crate) fn module(&self) -> &Arc<CudaModule> {
+    pub(crate) fn module(&self) -> &CodeOwner {
         self.begin.module()
     }
 }

@@ -111,8 +111,8 @@ fn first(values: Vec<u32>) -> Result<u32> {
         .ok_or_else(|| Error::InvalidArgument("a device flag read back no value".into()))
 }
 
-// SAFETY: the range is word 0 of the flag's own allocation (which the flag owns and hands out
-// as its holder); `ptr_ref` points at that word's address, the allocation's first.
+// SAFETY: the range is word 0 of the flag's own allocation, which the flag owns and hands out
+// as its holder.
 unsafe impl DeviceMemory for DeviceFlag {
     type Elem = u32;
     fn range(&self) -> DeviceRange {
@@ -120,9 +120,6 @@ unsafe impl DeviceMemory for DeviceFlag {
             bytes: 4,
             ..self.words.range()
         }
-    }
-    fn ptr_ref(&self) -> &u64 {
-        self.words.ptr_ref()
     }
     fn holder(&self) -> Holder<'_> {
         self.words.holder()
