@@ -19,8 +19,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use streamgraph::{
-    pipeline, Capture, Device, DeviceBuffer, DeviceFlag, Eager, Error, Kernel, Module, Plan,
-    Stream,
+    pipeline, Capture, Device, DeviceBuffer, DeviceFlag, Eager, Error, Kernel, Module, Plan, Stream,
 };
 
 const SOURCE: &str = r#"
@@ -159,7 +158,7 @@ fn run() -> Result<(), Error> {
     eager.run(&pipeline)?;
     origin.synchronize()?;
     let eager_time = started.elapsed();
-    drop(pipeline);
+    let _ = pipeline; // the buffers' borrows end here
     let eager_x = x.to_vec()?;
     let eager_iterations = iterations.to_vec()?[0];
 

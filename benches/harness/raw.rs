@@ -91,8 +91,8 @@ fn launch_stamp(gpu: &Gpu, stream: &Stream, args: &mut StampArgs) -> Result<()> 
 
 #[inline(always)]
 fn record(event: &Event, stream: &Stream) -> Result<()> {
-    // SAFETY: event and stream are alive (borrowed) and belong to the current context.
     check(
+        // SAFETY: event and stream are alive (borrowed) and belong to the current context.
         unsafe { sys::cuEventRecord(event.0, stream.0) },
         "cuEventRecord",
     )
@@ -100,8 +100,8 @@ fn record(event: &Event, stream: &Stream) -> Result<()> {
 
 #[inline(always)]
 fn wait(stream: &Stream, event: &Event) -> Result<()> {
-    // SAFETY: event and stream are alive (borrowed); flags 0 is the only defined value.
     check(
+        // SAFETY: event and stream are alive (borrowed); flags 0 is the only defined value.
         unsafe { sys::cuStreamWaitEvent(stream.0, event.0, 0) },
         "cuStreamWaitEvent",
     )
@@ -754,7 +754,9 @@ extern "C" __global__ void set_handle(handle_t handle, const unsigned int* go) {
 "#;
 
 /// Compiles [`SET_HANDLE`] to PTX (relocatable device code, then whole-program) and loads it.
-fn set_handle_kernel(gpu: &Gpu) -> Result<(std::sync::Arc<cudarc::driver::CudaModule>, sys::CUfunction)> {
+fn set_handle_kernel(
+    gpu: &Gpu,
+) -> Result<(std::sync::Arc<cudarc::driver::CudaModule>, sys::CUfunction)> {
     let mut why = Vec::new();
     for rdc in [true, false] {
         let opts = cudarc::nvrtc::CompileOptions {
@@ -811,9 +813,9 @@ fn kernel_node(
         ctx: ptr::null_mut(),
     };
     let mut node = ptr::null_mut();
-    // SAFETY: `graph` is alive; `deps` are nodes of it; `args` is null or points at one pointer
-    // per kernel parameter, to live values of the parameter types, which the driver copies now.
     check(
+        // SAFETY: `graph` is alive; `deps` are nodes of it; `args` is null or points at one pointer
+        // per kernel parameter, to live values of the parameter types, which the driver copies now.
         unsafe {
             sys::cuGraphAddKernelNode_v2(&mut node, graph, deps.as_ptr(), deps.len(), &params)
         },
@@ -824,7 +826,11 @@ fn kernel_node(
 
 /// The body as explicit nodes: chains of 4, 3 and 3 `empty`, `countdown` after their ends.
 /// Returns the `countdown` node.
-fn body_nodes(gpu: &Gpu, graph: sys::CUgraph, words: &mut [sys::CUdeviceptr; 2]) -> Result<sys::CUgraphNode> {
+fn body_nodes(
+    gpu: &Gpu,
+    graph: sys::CUgraph,
+    words: &mut [sys::CUdeviceptr; 2],
+) -> Result<sys::CUgraphNode> {
     let mut tails = Vec::new();
     for len in [4, 3, 3] {
         let mut prev: Option<sys::CUgraphNode> = None;
@@ -874,8 +880,11 @@ pub fn w8<'g>(gpu: &'g Gpu, p: &Loop) -> Result<Box<dyn Case + 'g>> {
 
     // (b): one iteration.
     let mut body_graph = ptr::null_mut();
-    // SAFETY: writes a new graph's handle through a valid pointer.
-    check(unsafe { sys::cuGraphCreate(&mut body_graph, 0) }, "cuGraphCreate")?;
+    check(
+        // SAFETY: writes a new graph's handle through a valid pointer.
+        unsafe { sys::cuGraphCreate(&mut body_graph, 0) },
+        "cuGraphCreate",
+    )?;
     let body_graph = Graph(body_graph);
     let mut words = [left.0, go.0];
     body_nodes(gpu, body_graph.0, &mut words)?;
@@ -883,8 +892,11 @@ pub fn w8<'g>(gpu: &'g Gpu, p: &Loop) -> Result<Box<dyn Case + 'g>> {
 
     // (d): the loop.
     let mut loop_graph = ptr::null_mut();
-    // SAFETY: as above.
-    check(unsafe { sys::cuGraphCreate(&mut loop_graph, 0) }, "cuGraphCreate")?;
+    check(
+        // SAFETY: as above.
+        unsafe { sys::cuGraphCreate(&mut loop_graph, 0) },
+        "cuGraphCreate",
+    )?;
     let loop_graph = Graph(loop_graph);
     let mut stamp = StampArgs {
         slot: left.0,
@@ -893,9 +905,9 @@ pub fn w8<'g>(gpu: &'g Gpu, p: &Loop) -> Result<Box<dyn Case + 'g>> {
     let mut stamp_ptrs = stamp.pointers();
     let first = kernel_node(loop_graph.0, gpu.stamp, stamp_ptrs.as_mut_ptr(), &[])?;
     let mut handle: sys::CUgraphConditionalHandle = 0;
-    // SAFETY: the graph is alive; the context is the current one; `handle` is a valid
-    // out-pointer; default value 1, assigned at every launch.
     check(
+        // SAFETY: the graph is alive; the context is the current one; `handle` is a valid
+        // out-pointer; default value 1, assigned at every launch.
         unsafe {
             sys::cuGraphConditionalHandleCreate(
                 &mut handle,
@@ -918,9 +930,9 @@ pub fn w8<'g>(gpu: &'g Gpu, p: &Loop) -> Result<Box<dyn Case + 'g>> {
         ctx: gpu.ctx().cu_ctx(),
     };
     let mut node = ptr::null_mut();
-    // SAFETY: the graph is alive and `first` is its node; `params` describes a WHILE node of
-    // the current context; the driver writes the node and its body graph array.
     check(
+        // SAFETY: the graph is alive and `first` is its node; `params` describes a WHILE node of
+        // the current context; the driver writes the node and its body graph array.
         unsafe {
             sys::cuGraphAddNode_v2(&mut node, loop_graph.0, &first, ptr::null(), 1, &mut params)
         },
@@ -936,7 +948,12 @@ pub fn w8<'g>(gpu: &'g Gpu, p: &Loop) -> Result<Box<dyn Case + 'g>> {
         ptr::addr_of_mut!(handle_arg).cast(),
         ptr::addr_of_mut!(go_arg).cast(),
     ];
-    kernel_node(body_of_loop, set_handle, set_args.as_mut_ptr(), &[countdown])?;
+    kernel_node(
+        body_of_loop,
+        set_handle,
+        set_args.as_mut_ptr(),
+        &[countdown],
+    )?;
     let device_loop = loop_graph.instantiate()?;
     Ok(Box::new(W8 {
         gpu,
@@ -960,13 +977,13 @@ impl W8<'_> {
     /// `left = iterations`, `go = 1`, outside the timing.
     fn reset(&self) -> Result<()> {
         let s = &self.streams[0];
-        // SAFETY: two live words; the stream is alive.
         check(
+            // SAFETY: two live words; the stream is alive.
             unsafe { sys::cuMemsetD32Async(self.left.0, self.iterations as u32, 1, s.0) },
             "cuMemsetD32Async",
         )?;
-        // SAFETY: as above.
         check(
+            // SAFETY: as above.
             unsafe { sys::cuMemsetD32Async(self.go.0, 1, 1, s.0) },
             "cuMemsetD32Async",
         )?;
@@ -996,10 +1013,11 @@ impl W8<'_> {
         }
         let mut left = self.left.0;
         let mut go = self.go.0;
-        let mut args: [*mut c_void; 2] = [ptr::addr_of_mut!(left).cast(), ptr::addr_of_mut!(go).cast()];
-        // SAFETY: `countdown` takes two device pointers: `args` points at two live locals
-        // holding them, which the driver copies now; the stream is alive.
+        let mut args: [*mut c_void; 2] =
+            [ptr::addr_of_mut!(left).cast(), ptr::addr_of_mut!(go).cast()];
         check(
+            // SAFETY: `countdown` takes two device pointers: `args` points at two live locals
+            // holding them, which the driver copies now; the stream is alive.
             unsafe {
                 sys::cuLaunchKernel(
                     self.gpu.countdown,
@@ -1067,7 +1085,8 @@ impl Case for W8<'_> {
         let host_loop_dev = self.start.elapsed_ms(&self.end)? * 1e3;
         self.finish("host loop", ran)?;
 
-        let (loop_dev, loop_host) = timed_replay(&self.device_loop, origin, &self.start, &self.end)?;
+        let (loop_dev, loop_host) =
+            timed_replay(&self.device_loop, origin, &self.start, &self.end)?;
         origin.synchronize()?;
         self.finish("device loop", self.iterations)?;
         Ok(vec![

@@ -823,7 +823,9 @@ struct W8 {
 
 /// Three one-word counters and flags that live for the rest of the process (the pipelines
 /// borrow them for `'static`).
-fn loop_words(sg: &'static Shared) -> Result<(&'static mut DeviceBuffer<u32>, &'static mut DeviceFlag)> {
+fn loop_words(
+    sg: &'static Shared,
+) -> Result<(&'static mut DeviceBuffer<u32>, &'static mut DeviceFlag)> {
     let left = Box::leak(Box::new(DeviceBuffer::<u32>::zeros(&sg.device, 1)?));
     let go = Box::leak(Box::new(DeviceFlag::new(&sg.device, 0)?));
     Ok((left, go))
@@ -881,7 +883,11 @@ impl Case for W8 {
 
         // (b): the host loop, from `left = iterations`, `go = 1` (set outside the timing).
         let words = self.body.pipeline();
-        set_word(self.timed.raw, words.left.device_ptr(), self.iterations as u32)?;
+        set_word(
+            self.timed.raw,
+            words.left.device_ptr(),
+            self.iterations as u32,
+        )?;
         set_word(self.timed.raw, words.go.device_ptr(), 1)?;
         self.timed.origin.synchronize()?;
         self.timed.start.record_on(self.timed.raw)?;

@@ -74,13 +74,20 @@ fn body(plan: &Plan, prefix: &str, indent: &str, out: &mut String) {
             .ops()
             .get(nested.block)
             .map_or("?", |op| op.label.as_str());
-        let which = match (nested.branch, plan.ops().get(nested.block).map(|o| o.statement.kind)) {
+        let which = match (
+            nested.branch,
+            plan.ops().get(nested.block).map(|o| o.statement.kind),
+        ) {
             (_, Some(crate::program::StatementKind::While { .. })) => "body",
             (0, _) => "then",
             _ => "else",
         };
         let _ = writeln!(out, "{indent}subgraph cluster_{inner}body {{");
-        let _ = writeln!(out, "{indent}  label={};", quote(&format!("{which} of {block}")));
+        let _ = writeln!(
+            out,
+            "{indent}  label={};",
+            quote(&format!("{which} of {block}"))
+        );
         let _ = writeln!(out, "{indent}  style=dashed;");
         body(&nested.plan, &inner, &format!("{indent}  "), out);
         let _ = writeln!(out, "{indent}}}");
