@@ -399,7 +399,7 @@ impl Program {
                 body: self.resolve_block(f.body, errors),
             },
             syntax::Stmt::If(i) => self.resolve_if(i, errors),
-            syntax::Stmt::Block(b) => self.resolve_device_block(b, errors),
+            syntax::Stmt::Block(b) => self.resolve_device_block(*b, errors),
         }
     }
 

@@ -107,7 +107,8 @@ pub enum Stmt {
     Op(OpStmt),
     For(ForStmt),
     If(IfStmt),
-    Block(BlockStmt),
+    /// Boxed: the deeply nested parse stays light on the stack.
+    Block(Box<BlockStmt>),
 }
 
 /// `STREAM: while FLAG (, limit = EXPR)? { STMT* }` or
@@ -346,7 +347,7 @@ fn parse_device_block(
     input: ParseStream<'_>,
     stream: Ident,
     depth: usize,
-) -> syn::Result<BlockStmt> {
+) -> syn::Result<Box<BlockStmt>> {
     let keyword = if input.peek(Token![while]) {
         let k: Token![while] = input.parse()?;
         nesting_limit(&k, depth)?;
@@ -377,14 +378,14 @@ fn parse_device_block(
         }
         otherwise = Some((e, parse_block(input, depth + 1)?));
     }
-    Ok(BlockStmt {
+    Ok(Box::new(BlockStmt {
         stream,
         keyword,
         flag,
         limit,
         body,
         otherwise,
-    })
+    }))
 }
 
 /// An `if` inside `depth` levels of `for` and `if`.
