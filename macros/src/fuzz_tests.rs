@@ -53,6 +53,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/capture_cpu.rs"),
     source!("tests/capture_faults.rs"),
     source!("tests/capture_random.rs"),
+    source!("tests/capture_random_blocks.rs"),
     source!("tests/capture_update.rs"),
     source!("tests/device_blocks.rs"),
     source!("tests/faults.rs"),
