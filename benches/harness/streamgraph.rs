@@ -29,6 +29,7 @@ use cudarc::driver::sys;
 
 use crate::gpu::{BenchError, Event, Gpu};
 use crate::kernels::{self, BLOCK, GRID};
+use crate::overlap::Overlap;
 use crate::runner::Case;
 use crate::workloads::{Chain, Diamond, Eager1, Fanout, Replays, Update};
 
@@ -41,6 +42,8 @@ struct Kernels {
     empty: Kernel,
     /// `stamp(unsigned int *slot, unsigned int value)`.
     stamp: Kernel,
+    /// `work(float *x, unsigned n, unsigned iters)` (W9).
+    work: Kernel,
 }
 
 /// What every streamgraph case shares: the device and the loaded kernels.
@@ -62,12 +65,14 @@ fn shared() -> Result<&'static Shared> {
 fn open() -> Result<Shared> {
     let device = Device::new(Some(0))?;
     let module = Module::from_cuda_source(&device, "bench", kernels::SOURCE)?;
-    // SAFETY: every launch of these kernels below passes `empty` no arguments and `stamp` a
-    // `DeviceBuffer<u32>` and a `u32`, their C signatures in `kernels.cu`.
+    // SAFETY: every launch of these kernels below passes `empty` no arguments, `stamp` a
+    // `DeviceBuffer<u32>` and a `u32`, and `work` (in `overlap.rs`) a `DeviceBuffer<f32>` and
+    // two `u32`s: their C signatures in `kernels.cu`.
     let kernels = unsafe {
         Kernels {
             empty: module.kernel(kernels::EMPTY)?,
             stamp: module.kernel(kernels::STAMP)?,
+            work: module.kernel(kernels::WORK)?,
         }
     };
     let stream = Stream::new(&device, 0)?;
@@ -292,6 +297,12 @@ fn eager_on(origin: &Stream) -> Eager {
     let mut eager = Eager::new(origin);
     eager.check(false);
     eager
+}
+
+/// W9 (see `overlap.rs`) with the shared `work` kernel.
+pub fn w9<'g>(gpu: &'g Gpu, p: &Overlap) -> Setup<'g> {
+    let sg = shared()?;
+    crate::overlap::streamgraph(gpu, p, &sg.kernels.work)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ macro_rules! source {
 const SOURCES: &[(&str, &str)] = &[
     source!("benches/harness/gpu.rs"),
     source!("benches/harness/kernels.rs"),
+    source!("benches/harness/overlap.rs"),
     source!("benches/harness/raw.rs"),
     source!("benches/harness/report.rs"),
     source!("benches/harness/runner.rs"),

@@ -242,7 +242,6 @@ impl Kernel {
         }) {
             return Err(Error::PlanningOnly { what: "buffer" });
         }
-        ffi::ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
         ffi::launch_kernel(func, stream.as_cudarc(), &config, args)
             .map_err(|e| Error::driver("cuLaunchKernel", e))
     }

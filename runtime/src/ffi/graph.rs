@@ -24,7 +24,7 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaModule, CudaStream, DriverError
 
 use super::ensure_current;
 use super::host_fn::report_host_fn_panic;
-use super::launch::{with_params, KernelArg, LoadedFunction};
+use super::launch::{with_params, FunctionHandle, KernelArg, LoadedFunction};
 use super::memory::{DeviceAlloc, HolderKind, PinnedAlloc};
 use crate::error::{Error, Result, UpdateRejection};
 use crate::operand::{HostFn, LaunchConfig};
@@ -213,6 +213,21 @@ pub(crate) fn capture_tip(stream: &CudaStream) -> Result<CaptureTip, DriverError
     })
 }
 
+/// What a graph node does, as [`OwnedGraph::node_kind`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NodeKind {
+    /// A kernel node running this function.
+    Kernel(FunctionHandle),
+    /// A copy.
+    Memcpy,
+    /// A memset.
+    Memset,
+    /// A host function.
+    Host,
+    /// Anything else.
+    Other,
+}
+
 /// Runs a [`HostFn`] owned by a [`Keep`] (a graph calls it on every replay).
 extern "C" fn run_host_fn_shared(user_data: *mut c_void) {
     // SAFETY: `user_data` points at a `HostFn` boxed in a `Keep` that outlives every launch of
@@ -376,15 +391,37 @@ impl OwnedGraph {
         NodeHandle::new(node.node, self.raw())
     }
 
-    /// `cuGraphGetNodes` with a null array: how many nodes the graph has.
+    /// `cuGraphNodeGetType` of `node` (and for kernel nodes `cuGraphKernelNodeGetParams_v2`,
+    /// for the function): what the node does, to check the node map against. `None` for a
+    /// node of another graph.
     ///
     /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
-    pub(crate) fn node_count(&self) -> Result<usize, DriverError> {
+    pub(crate) fn node_kind(&self, node: NodeHandle) -> Result<Option<NodeKind>, DriverError> {
+        if node.graph != self.raw() as usize {
+            return Ok(None);
+        }
         ensure_current(&self.ctx)?;
-        let mut count: usize = 0;
-        // SAFETY: the graph is alive (owned by `self`); a null array asks for the count only.
-        unsafe { sys::cuGraphGetNodes(self.raw(), std::ptr::null_mut(), &mut count) }.result()?;
-        Ok(count)
+        let mut kind = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
+        // SAFETY: `node` belongs to this graph (checked above), which is alive; `kind` is a
+        // valid out-pointer.
+        unsafe { sys::cuGraphNodeGetType(node.node, &mut kind) }.result()?;
+        use sys::CUgraphNodeType as T;
+        Ok(Some(match kind {
+            T::CU_GRAPH_NODE_TYPE_KERNEL => {
+                // SAFETY: all-zero is a valid value of this plain C struct of pointers and
+                // integers; the driver fills it.
+                let mut p: sys::CUDA_KERNEL_NODE_PARAMS = unsafe { std::mem::zeroed() };
+                // SAFETY: `node` is a kernel node of this live graph; `p` is a valid
+                // out-pointer. Only `func` is read afterwards (the argument pointers point
+                // into the driver's own storage and are not touched).
+                unsafe { sys::cuGraphKernelNodeGetParams_v2(node.node, &mut p) }.result()?;
+                NodeKind::Kernel(FunctionHandle::of_raw(p.func))
+            }
+            T::CU_GRAPH_NODE_TYPE_MEMCPY => NodeKind::Memcpy,
+            T::CU_GRAPH_NODE_TYPE_MEMSET => NodeKind::Memset,
+            T::CU_GRAPH_NODE_TYPE_HOST => NodeKind::Host,
+            _ => NodeKind::Other,
+        }))
     }
 
     /// `cuGraphGetNodes`: every node of the graph.
@@ -635,29 +672,30 @@ impl OwnedExec {
         if node.graph != self.source.raw as usize {
             return Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE));
         }
-        ensure_current(&self.ctx)?;
         let (g, b) = (config.grid, config.block);
-        with_params(args, |list| {
-            let p = sys::CUDA_KERNEL_NODE_PARAMS {
-                func: func.func,
-                gridDimX: g.x,
-                gridDimY: g.y,
-                gridDimZ: g.z,
-                blockDimX: b.x,
-                blockDimY: b.y,
-                blockDimZ: b.z,
-                sharedMemBytes: config.shared_mem_bytes,
-                kernelParams: list.as_mut_ptr(),
-                extra: std::ptr::null_mut(),
-                kern: std::ptr::null_mut(),
-                ctx: std::ptr::null_mut(),
-            };
-            // SAFETY: the executable graph is alive and not shared between threads; `node`
-            // belongs to the graph it was instantiated from (checked above), which `source`
-            // keeps alive; `func` is a function its `LoadedFunction` keeps loaded, set together
-            // with pointers to live values of its parameter types (the `KernelArg` lifetimes and
-            // the `Module::kernel` promise), which the driver copies now.
-            unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.raw, node.node, &p) }.result()
+        super::in_context(&self.ctx, || {
+            with_params(args, |list| {
+                let p = sys::CUDA_KERNEL_NODE_PARAMS {
+                    func: func.func,
+                    gridDimX: g.x,
+                    gridDimY: g.y,
+                    gridDimZ: g.z,
+                    blockDimX: b.x,
+                    blockDimY: b.y,
+                    blockDimZ: b.z,
+                    sharedMemBytes: config.shared_mem_bytes,
+                    kernelParams: list.as_mut_ptr(),
+                    extra: std::ptr::null_mut(),
+                    kern: std::ptr::null_mut(),
+                    ctx: std::ptr::null_mut(),
+                };
+                // SAFETY: the executable graph is alive and not shared between threads; `node`
+                // belongs to the graph it was instantiated from (checked above), which `source`
+                // keeps alive; `func` is a function its `LoadedFunction` keeps loaded, set together
+                // with pointers to live values of its parameter types (the `KernelArg` lifetimes and
+                // the `Module::kernel` promise), which the driver copies now.
+                unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.raw, node.node, &p) }.result()
+            })
         })
     }
 }

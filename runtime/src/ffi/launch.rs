@@ -52,27 +52,33 @@ impl<'a> KernelArg<'a> {
 /// How many kernel arguments a launch collects on the stack before falling back to the heap.
 const INLINE_ARGS: usize = 32;
 
-/// Calls `f` with the argument pointers of `args`, on the stack for up to [`INLINE_ARGS`].
+/// Calls `f` with the argument pointers of `args`, on the stack for up to [`INLINE_ARGS`]
+/// (only the slots used are written: no per-launch clearing of the whole array).
 #[inline]
 pub(super) fn with_params<R>(args: &[KernelArg<'_>], f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
     if args.len() <= INLINE_ARGS {
-        let mut inline = [std::ptr::null_mut(); INLINE_ARGS];
+        let mut inline = [std::mem::MaybeUninit::<*mut c_void>::uninit(); INLINE_ARGS];
         for (slot, arg) in inline.iter_mut().zip(args) {
-            *slot = arg.value;
+            slot.write(arg.value);
         }
-        f(&mut inline[..args.len()])
+        // SAFETY: the first `args.len()` slots were written just above, and
+        // `MaybeUninit<T>` has the layout of `T`.
+        let used = unsafe {
+            std::slice::from_raw_parts_mut(inline.as_mut_ptr().cast::<*mut c_void>(), args.len())
+        };
+        f(used)
     } else {
         let mut list: Vec<_> = args.iter().map(|a| a.value).collect();
         f(&mut list)
     }
 }
 
-/// `cuLaunchKernel` of `func` on `stream` with `args`, one per kernel parameter.
+/// `cuLaunchKernel` of `func` on `stream` with `args`, one per kernel parameter, in the
+/// stream's context (made current only if the launch fails without it: [`super::in_context`]).
 ///
 /// `func` comes from a `Kernel`, whose `unsafe` lookup (`Module::kernel`) carries the promise
 /// that every launch of it passes arguments matching its C signature; the caller passes the
-/// arguments its user gave for that kernel. The context of `func` is current (the hot path
-/// checks it once).
+/// arguments its user gave for that kernel.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html>
 #[inline]
@@ -83,6 +89,20 @@ pub(crate) fn launch_kernel(
     args: &[KernelArg<'_>],
 ) -> Result<(), DriverError> {
     let (g, b) = (config.grid, config.block);
+    super::in_context(stream.context(), || {
+        launch_raw(func, stream, g, b, config, args)
+    })
+}
+
+#[inline]
+fn launch_raw(
+    func: &LoadedFunction,
+    stream: &CudaStream,
+    g: crate::operand::Dim3,
+    b: crate::operand::Dim3,
+    config: &LaunchConfig,
+    args: &[KernelArg<'_>],
+) -> Result<(), DriverError> {
     with_params(args, |params| {
         // SAFETY: `func` is a function of the module it holds loaded, and `stream` owns its
         // handle; each pointer in `params` points at a value borrowed for the whole call (the
@@ -176,3 +196,10 @@ impl LoadedFunction {
 /// Which kernel function a launch runs: an identity to compare, never passed to the driver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct FunctionHandle(usize);
+
+impl FunctionHandle {
+    /// The identity of a function handle the driver reported.
+    pub(super) fn of_raw(func: CUfunction) -> FunctionHandle {
+        FunctionHandle(func as usize)
+    }
+}

@@ -47,7 +47,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::exec::book::{CapturedOp, NodeBook};
 use crate::exec::capture::{Capture, CaptureSettings};
-use crate::ffi::graph::{NodeHandle, OwnedGraph};
+use crate::ffi::graph::{NodeHandle, NodeKind, OwnedGraph};
 use crate::issue::Pipeline;
 use crate::operand::DeviceRange;
 use crate::plan::dot::quote;
@@ -74,8 +74,10 @@ pub(crate) struct GraphCore {
     raw: OwnedGraph,
     program: &'static Program,
     ops: Vec<CapturedOp>,
-    /// Statement id → its operations, in occurrence order.
-    by_statement: Vec<Vec<usize>>,
+    /// Statement id `s` → its operations, in occurrence order:
+    /// `by_statement[starts[s]..starts[s + 1]]`.
+    starts: Vec<u32>,
+    by_statement: Vec<u32>,
     /// The memory the pipeline uses, merged into disjoint `(device, start, end)` intervals in
     /// order, for a binary search per buffer argument of `set_kernel_args`.
     memory: Vec<(i32, u64, u64)>,
@@ -109,22 +111,40 @@ impl GraphCore {
         program: &'static Program,
         origin: Stream,
     ) -> GraphCore {
-        let mut by_statement = vec![Vec::new(); program.statements.len()];
         let mut book = book;
         for op in &mut book.ops {
             op.node = op.node.map(|n| raw.bind(n));
         }
-        for (i, op) in book.ops.iter().enumerate() {
-            if let Some(list) = by_statement.get_mut(op.statement.id) {
-                list.push(i);
+        // Counting sort of the operations by statement (ids are below `statements.len()`,
+        // as `NodeBook::note` checked).
+        let statements = program.statements.len();
+        let mut starts = vec![0u32; statements + 1];
+        for op in &book.ops {
+            if let Some(count) = starts.get_mut(op.statement.id + 1) {
+                *count += 1;
             }
         }
+        for s in 1..starts.len() {
+            starts[s] += starts[s - 1];
+        }
+        let mut fill = starts.clone();
+        let mut by_statement = vec![0u32; book.ops.len()];
+        for (i, op) in book.ops.iter().enumerate() {
+            if let Some(next) = fill.get_mut(op.statement.id) {
+                by_statement[*next as usize] = i as u32;
+                *next += 1;
+            }
+        }
+        let mut memory = std::mem::take(&mut book.memory);
+        memory.sort_unstable();
+        memory.dedup();
         GraphCore {
             raw,
             program,
             ops: book.ops,
+            starts,
             by_statement,
-            memory: merged_intervals(&book.memory),
+            memory: merged_intervals(&memory),
             origin,
         }
     }
@@ -154,6 +174,30 @@ impl GraphCore {
             .iter()
             .filter(|n| !index.contains_key(&n.key()))
             .count();
+        // The node map came from the creation order: check that each node does what its
+        // operation did (kind, and the function of a launch).
+        for (i, op) in self.ops.iter().enumerate() {
+            let Some(node) = op.node else { continue };
+            let kind = self
+                .raw
+                .node_kind(node)
+                .map_err(|e| Error::driver("cuGraphNodeGetType", e))?;
+            let fits = match (op.statement.kind, kind) {
+                (StatementKind::Launch { .. }, Some(NodeKind::Kernel(f))) => {
+                    op.launch.is_none_or(|shape| shape.func == f)
+                }
+                (StatementKind::Copy, Some(NodeKind::Memcpy))
+                | (StatementKind::Fill, Some(NodeKind::Memset))
+                | (StatementKind::Host, Some(NodeKind::Host)) => true,
+                _ => false,
+            };
+            if !fits {
+                problems.push(format!(
+                    "operation {i} (`{}` #{} at {}) is mapped to a graph node of another kind ({kind:?}): the node map is wrong",
+                    op.statement.text, op.occurrence, op.statement.location
+                ));
+            }
+        }
         if unknown > 0 {
             problems.push(format!(
                 "{unknown} node(s) of the graph belong to no statement: work was issued into the capture by code outside the pipeline's statements"
@@ -242,11 +286,14 @@ impl GraphCore {
                 stmt.text, stmt.location, self.program.name
             )));
         }
-        let list = &self.by_statement[stmt.id];
+        let list = match (self.starts.get(stmt.id), self.starts.get(stmt.id + 1)) {
+            (Some(&a), Some(&b)) => &self.by_statement[a as usize..b as usize],
+            _ => &[],
+        };
         op.occurrence
             .checked_sub(1)
             .and_then(|i| list.get(i as usize))
-            .copied()
+            .map(|&i| i as usize)
             .ok_or_else(|| {
                 Error::InvalidArgument(format!(
                     "statement `{}` at {} was issued {} time(s) in the captured graph, so it has no occurrence {}",
@@ -331,7 +378,7 @@ pub fn capture<P: Pipeline>(origin: &Stream, pipeline: P) -> Result<Graph<P>> {
 
 /// `ranges` (sorted by device, then address) merged into disjoint `(device, start, end)`
 /// intervals.
-fn merged_intervals(ranges: &BTreeSet<DeviceRange>) -> Vec<(i32, u64, u64)> {
+fn merged_intervals(ranges: &[DeviceRange]) -> Vec<(i32, u64, u64)> {
     let mut out: Vec<(i32, u64, u64)> = Vec::new();
     for r in ranges {
         let end = r.ptr.saturating_add(r.bytes as u64);
@@ -496,9 +543,7 @@ mod tests {
     #[test]
     fn memory_merges_into_disjoint_intervals_per_device() {
         let r = |device, ptr, bytes| DeviceRange { device, ptr, bytes };
-        let set: BTreeSet<_> = [r(0, 100, 50), r(0, 120, 100), r(0, 400, 8), r(1, 100, 10)]
-            .into_iter()
-            .collect();
+        let set = [r(0, 100, 50), r(0, 120, 100), r(0, 400, 8), r(1, 100, 10)];
         assert_eq!(
             merged_intervals(&set),
             [(0, 100, 220), (0, 400, 408), (1, 100, 110)]
