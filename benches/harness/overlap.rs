@@ -54,7 +54,11 @@ impl Overlap {
     }
 
     fn check(&self) -> Result<()> {
-        if self.chunk == 0 || self.chunk % 4 != 0 || self.buffers == 0 || self.total < self.chunk {
+        if self.chunk == 0
+            || !self.chunk.is_multiple_of(4)
+            || self.buffers == 0
+            || self.total < self.chunk
+        {
             return Err(BenchError::Setup(format!("W9: unusable sizes {self:?}")));
         }
         Ok(())
@@ -105,14 +109,15 @@ struct Pinned {
 impl Pinned {
     fn new(bytes: usize) -> Result<Pinned> {
         let mut ptr = ptr::null_mut();
-        // SAFETY: writes the new allocation's address through a valid pointer.
         check(
+            // SAFETY: writes the new allocation's address through a valid pointer.
             unsafe { sys::cuMemHostAlloc(&mut ptr, bytes, 0) },
             "cuMemHostAlloc",
         )?;
         Ok(Pinned { ptr })
     }
 
+    #[allow(clippy::mut_from_ref)] // the harness's own allocation, touched by one thread
     fn floats(&self, len: usize) -> &mut [f32] {
         // SAFETY: the allocation holds at least `len` floats (callers allocate `len * 4`
         // bytes), is aligned for them, and is only touched by the host between samples, after
@@ -133,8 +138,8 @@ struct DeviceMem(sys::CUdeviceptr);
 impl DeviceMem {
     fn new(bytes: usize) -> Result<DeviceMem> {
         let mut p = 0;
-        // SAFETY: writes the new allocation's address through a valid pointer.
         check(
+            // SAFETY: writes the new allocation's address through a valid pointer.
             unsafe { sys::cuMemAlloc_v2(&mut p, bytes) },
             "cuMemAlloc_v2",
         )?;
@@ -231,6 +236,8 @@ impl RawW9<'_> {
         // SAFETY: chunk `c` of the pinned input and device buffer `b` both hold `chunk` bytes.
         let src = unsafe { self.host_in.ptr.cast::<f32>().add(c * f) };
         check(
+            // SAFETY: `src` points at `chunk` bytes of pinned memory, device buffer `b` holds
+            // `chunk` bytes; both outlive the copy (the case owns them and synchronises).
             unsafe {
                 sys::cuMemcpyHtoDAsync_v2(
                     self.dev[b].0,
@@ -280,6 +287,7 @@ impl RawW9<'_> {
         // SAFETY: as in `h2d`, for the output side.
         let dst = unsafe { self.host_out.ptr.cast::<f32>().add(c * f) };
         check(
+            // SAFETY: as in `h2d`, device to host.
             unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), self.dev[b].0, self.p.chunk, stream) },
             "cuMemcpyDtoHAsync",
         )
