@@ -159,7 +159,13 @@ pub const W5_METRICS: &[Metric] = &[
     metric("set_params", "instantiations", "count"),
     metric("exec_update", "host_per_node", "us"),
     metric("reinstantiate", "host_per_node", "us"),
+    metric("update_args", "host_1pct", "us"),
+    metric("update_args", "host_10pct", "us"),
+    metric("update_args", "host_100pct", "us"),
 ];
+
+/// W5's partial updates: every `step`-th node gets a new value (1 %, 10 %, 100 % of them).
+pub const W5_STEPS: [usize; 3] = [100, 10, 1];
 pub const W6_METRICS: &[Metric] = &[
     metric("replay_loop", "gpu_idle", "%"),
     metric("replay_loop", "wall_per_replay", "us"),

@@ -52,6 +52,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/capture_faults.rs"),
     source!("tests/capture_random.rs"),
     source!("tests/capture_update.rs"),
+    source!("tests/capture_update_args.rs"),
     source!("tests/faults.rs"),
     source!("tests/floors.rs"),
     source!("tests/macro_program.rs"),

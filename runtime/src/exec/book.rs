@@ -16,7 +16,7 @@ use crate::ffi::graph::{self as gffi, CaptureStatus, Keep, NodeHandle};
 use crate::ffi::memory::MemoryRef;
 use crate::ffi::KernelArg;
 use crate::module::Kernel;
-use crate::operand::{DeviceRange, HostFn, LaunchConfig, Memory};
+use crate::operand::{DeviceRange, FillPattern, HostFn, LaunchConfig, Memory};
 use crate::program::{AccessMode, Program, Statement};
 use crate::stream::Stream;
 
@@ -26,8 +26,8 @@ pub(crate) enum Issued<'x, 'a> {
     Launch(&'x Kernel, LaunchConfig, &'x [KernelArg<'a>]),
     /// A copy: destination (written) and source (read).
     Copy(MemoryRef<'a>, MemoryRef<'a>),
-    /// A fill of this memory.
-    Fill(MemoryRef<'a>),
+    /// A fill of this memory with this pattern.
+    Fill(MemoryRef<'a>, FillPattern),
     /// A host function.
     Host,
 }
@@ -49,6 +49,64 @@ pub(crate) struct CapturedOp {
     /// For launches: the kernel, its configuration and number of arguments, from which
     /// `GraphExec::set_kernel_args` rebuilds the node's parameters without asking the driver.
     pub(crate) launch: Option<LaunchShape>,
+    /// Where the operation's values (see [`encode`]) lie in [`NodeBook::values`];
+    /// [`OPAQUE`] as length when they cannot be compared.
+    pub(crate) values: (u32, u32),
+}
+
+/// The length of [`CapturedOp::values`] for values that cannot be compared.
+pub(crate) const OPAQUE: u32 = u32::MAX;
+
+/// Appends what an operation's node is made of — a launch's argument values, a copy's or a
+/// fill's operands — to `out`, in a form that two issues of one statement compare by bytes.
+/// `false` when a value cannot be compared (an argument whose type is not primitive). Host
+/// functions are not compared (a graph keeps the ones it captured).
+pub(crate) fn encode(issued: &Issued<'_, '_>, out: &mut Vec<u8>) -> bool {
+    match issued {
+        Issued::Launch(_, _, args) => {
+            for a in *args {
+                match a.value_bytes() {
+                    Some(b) if b.len() < 256 => {
+                        out.push(b.len() as u8);
+                        out.extend_from_slice(b);
+                    }
+                    _ => return false,
+                }
+            }
+        }
+        Issued::Copy(dst, src) => {
+            memory_signature(dst.memory(), out);
+            memory_signature(src.memory(), out);
+        }
+        Issued::Fill(dst, pattern) => {
+            memory_signature(dst.memory(), out);
+            match *pattern {
+                FillPattern::U8(v) => out.extend_from_slice(&[1, v]),
+                FillPattern::U16(v) => {
+                    out.push(2);
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+                FillPattern::U32(v) => {
+                    out.push(4);
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+            }
+        }
+        Issued::Host => {}
+    }
+    true
+}
+
+fn memory_signature(m: Memory, out: &mut Vec<u8>) {
+    let (kind, device, ptr, bytes) = match m {
+        Memory::Device(r) => (0u8, r.device, r.ptr, r.bytes),
+        Memory::PinnedHost { ptr, bytes } => (1, DeviceRange::HOST, ptr as u64, bytes),
+        Memory::PageableHost { ptr, bytes } => (2, DeviceRange::HOST, ptr as u64, bytes),
+    };
+    out.push(kind);
+    out.extend_from_slice(&device.to_le_bytes());
+    out.extend_from_slice(&ptr.to_le_bytes());
+    out.extend_from_slice(&(bytes as u64).to_le_bytes());
 }
 
 /// The captured shape of a launch.
@@ -70,6 +128,11 @@ pub(crate) struct NodeBook {
     /// merged when the graph is made).
     pub(crate) memory: Vec<DeviceRange>,
     pub(crate) last: Option<&'static Statement>,
+    /// The values of every operation (see [`encode`]), one after the other.
+    pub(crate) values: Vec<u8>,
+    /// The id of every statement issued, ordering statements included: two issues with equal
+    /// sequences build graphs of one topology.
+    pub(crate) sequence: Vec<u32>,
     /// How many operations made a graph node.
     nodes: usize,
     /// Cross-check mode: the node the driver reported after each operation that made one.
@@ -86,6 +149,8 @@ impl NodeBook {
             keep: Keep::default(),
             memory: Vec::new(),
             last: None,
+            values: Vec::new(),
+            sequence: Vec::with_capacity(ops),
             nodes: 0,
             exact: exact.then(|| Vec::with_capacity(ops)),
         }
@@ -131,6 +196,14 @@ impl NodeBook {
         issued: Issued<'_, '_>,
     ) -> Result<()> {
         self.last = Some(stmt);
+        self.sequence.push(stmt.id as u32);
+        let start = self.values.len();
+        let values = if encode(&issued, &mut self.values) {
+            (start as u32, (self.values.len() - start) as u32)
+        } else {
+            self.values.truncate(start);
+            (start as u32, OPAQUE)
+        };
         let occurrence = match self.occurrences.get_mut(stmt.id) {
             Some(count) => {
                 *count += 1;
@@ -178,7 +251,7 @@ impl NodeBook {
                     self.keep.hold(side.holder(), write);
                 }
             }
-            Issued::Fill(dst) => {
+            Issued::Fill(dst, _) => {
                 empty = dst.memory().bytes() == 0;
                 if let Memory::Device(r) = dst.memory() {
                     remember(r);
@@ -200,8 +273,15 @@ impl NodeBook {
             node: None,
             makes_node: !empty,
             launch,
+            values,
         });
         Ok(())
+    }
+
+    /// Notes an ordering statement (record, wait, wait_stream): a fault after it names it.
+    pub(crate) fn note_ordering(&mut self, stmt: &'static Statement) {
+        self.last = Some(stmt);
+        self.sequence.push(stmt.id as u32);
     }
 
     /// Launches a host function the graph keeps alive.
@@ -226,4 +306,93 @@ fn tip_node(stream: &Stream) -> Result<NodeHandle> {
             tip.count
         ))
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::ffi::memory::Holder;
+    use crate::plan::ProgramBuilder;
+
+    fn book_with(makes: &[bool], exact: Option<Vec<NodeHandle>>) -> NodeBook {
+        let mut b = ProgramBuilder::new("Book");
+        let s = b.stream("s");
+        b.launch(s, "k", &[]);
+        let program = b.build();
+        let mut book = NodeBook::new(program, 0, false);
+        for &m in makes {
+            book.ops.push(CapturedOp {
+                statement: &program.statements[0],
+                occurrence: 1,
+                stream: 0,
+                node: None,
+                makes_node: m,
+                launch: None,
+                values: (0, 0),
+            });
+            book.nodes += usize::from(m);
+        }
+        book.exact = exact;
+        book
+    }
+
+    #[test]
+    fn nodes_map_in_creation_order_skipping_empty_operations() {
+        let nodes: Vec<_> = (1..=3).map(NodeHandle::for_test).collect();
+        let mut book = book_with(&[true, false, true, true], None);
+        book.map_nodes(&nodes).unwrap();
+        let got: Vec<_> = book.ops.iter().map(|op| op.node.map(|n| n.key())).collect();
+        assert_eq!(got, [Some(1), None, Some(2), Some(3)]);
+
+        // A node more than the statements made: work from outside the pipeline.
+        let mut book = book_with(&[true, true], None);
+        let e = book.map_nodes(&nodes).unwrap_err();
+        assert!(
+            e.contains("holds 3 graph node(s) but its statements issued 2"),
+            "{e}"
+        );
+
+        // Cross-check: equal maps pass, different ones fail.
+        let mut book = book_with(&[true, true, true], Some(nodes.clone()));
+        book.map_nodes(&nodes).unwrap();
+        let swapped = vec![nodes[0], nodes[2], nodes[1]];
+        let mut book = book_with(&[true, true, true], Some(swapped));
+        let e = book.map_nodes(&nodes).unwrap_err();
+        assert!(e.contains("first at node 1"), "{e}");
+    }
+
+    #[test]
+    fn values_encode_arguments_and_operands() {
+        let k = Kernel::for_planning("k");
+        let config = LaunchConfig {
+            grid: 1u32.into(),
+            block: 1u32.into(),
+            shared_mem_bytes: 0,
+        };
+        let encoded = |a: u32, b: f32| {
+            let args = [
+                KernelArg::by_ref(&a, None, Holder::FOREIGN),
+                KernelArg::by_ref(&b, None, Holder::FOREIGN),
+            ];
+            let mut out = Vec::new();
+            assert!(encode(&Issued::Launch(&k, config, &args), &mut out));
+            out
+        };
+        assert_eq!(encoded(1, 2.0), encoded(1, 2.0));
+        assert_ne!(encoded(1, 2.0), encoded(2, 2.0));
+        assert_ne!(encoded(1, 2.0), encoded(1, 2.5));
+        assert_eq!(encoded(7, 0.0).len(), 2 + 4 + 4);
+
+        #[repr(C)]
+        #[derive(Clone, Copy)]
+        struct Pair {
+            a: u8,
+            b: u32,
+        }
+        let p = Pair { a: 1, b: 2 };
+        let args = [KernelArg::by_ref(&p, None, Holder::FOREIGN)];
+        assert!(!encode(&Issued::Launch(&k, config, &args), &mut Vec::new()));
+        assert_eq!((p.a, p.b), (1, 2));
+    }
 }

@@ -147,6 +147,15 @@ impl NodeHandle {
         }
     }
 
+    /// A handle that names no node, for tests of the code that maps nodes.
+    #[cfg(test)]
+    pub(crate) fn for_test(n: usize) -> NodeHandle {
+        NodeHandle {
+            node: n as sys::CUgraphNode,
+            graph: 0,
+        }
+    }
+
     /// The handle as a number, to key maps with.
     pub(crate) fn key(self) -> usize {
         self.node as usize
@@ -290,6 +299,14 @@ impl Keep {
             }
             HolderKind::Foreign | HolderKind::Pageable => {}
         }
+    }
+
+    /// Whether it keeps nothing.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.host_fns.is_empty()
+            && self.device.is_empty()
+            && self.pinned.is_empty()
+            && self.modules.is_empty()
     }
 
     /// Keeps the module a launched kernel lives in.
@@ -515,6 +532,7 @@ impl OwnedGraph {
             live: KeptSet {
                 streams: RefCell::new(Vec::new()),
                 keep: self.keep.clone(),
+                extra: Vec::new(),
                 retired: Vec::new(),
             },
         })
@@ -560,9 +578,13 @@ struct KeptSet {
     streams: RefCell<Vec<Arc<CudaStream>>>,
     /// What the current graph touches.
     keep: Arc<Keep>,
+    /// What nodes changed in place since (`GraphExec::update_args`) touch: device memory
+    /// and modules only, never pinned memory (whose launches run under the DMA protocol of
+    /// `keep`).
+    extra: Vec<Arc<Keep>>,
     /// What earlier graphs (before updates) touched, until the events recorded on every
     /// launch stream at the update have completed.
-    retired: Vec<(Vec<CudaEvent>, Arc<Keep>)>,
+    retired: Vec<(Vec<CudaEvent>, Vec<Arc<Keep>>)>,
 }
 
 // SAFETY: as for `OwnedGraph`: usable from any thread, never concurrently (its owner
@@ -651,6 +673,26 @@ impl OwnedExec {
         Ok(info)
     }
 
+    /// Keeps `more` for as long as the current graph's own [`Keep`]: what nodes changed in
+    /// place touch. Refuses (`false`, nothing kept) a `Keep` with pinned memory or host
+    /// functions, which only a captured graph may hold: those are leaked instead, since a
+    /// node may already use them.
+    pub(crate) fn hold_more(&mut self, more: Keep) -> bool {
+        if !more.pinned.is_empty() || !more.host_fns.is_empty() {
+            std::mem::forget(more);
+            return false;
+        }
+        if !more.is_empty() {
+            self.live.extra.push(Arc::new(more));
+        }
+        true
+    }
+
+    /// How many [`OwnedExec::hold_more`] sets are held.
+    pub(crate) fn extra_keeps(&self) -> usize {
+        self.live.extra.len()
+    }
+
     /// `cuGraphExecKernelNodeSetParams_v2`: `node` launches `func` with `config` and the
     /// argument values `args` from the next launch on.
     ///
@@ -684,7 +726,11 @@ impl OwnedExec {
                     blockDimY: b.y,
                     blockDimZ: b.z,
                     sharedMemBytes: config.shared_mem_bytes,
-                    kernelParams: list.as_mut_ptr(),
+                    kernelParams: if list.is_empty() {
+                        std::ptr::null_mut()
+                    } else {
+                        list.as_mut_ptr()
+                    },
                     extra: std::ptr::null_mut(),
                     kern: std::ptr::null_mut(),
                     ctx: std::ptr::null_mut(),
@@ -705,6 +751,7 @@ impl KeptSet {
     fn retire(&mut self, next: Arc<Keep>) -> Result<()> {
         self.reap();
         let previous = std::mem::replace(&mut self.keep, next);
+        let mut kept = std::mem::take(&mut self.extra);
         let mut events = Vec::new();
         for s in self.streams.borrow().iter() {
             let event = s
@@ -716,11 +763,13 @@ impl KeptSet {
                 Err(e) => {
                     // Without an event the launches cannot be waited for later: never free.
                     std::mem::forget(previous);
+                    std::mem::forget(kept);
                     return Err(Error::driver("cuEventRecord", e));
                 }
             }
         }
-        self.retired.push((events, previous));
+        kept.push(previous);
+        self.retired.push((events, kept));
         Ok(())
     }
 
@@ -759,8 +808,13 @@ impl OwnedExec {
         if !self.live.finish() {
             // A launch may still run: keep what it touches forever rather than free it.
             std::mem::forget(self.live.keep.clone());
-            for (_, keep) in &self.live.retired {
+            for keep in &self.live.extra {
                 std::mem::forget(keep.clone());
+            }
+            for (_, kept) in &self.live.retired {
+                for keep in kept {
+                    std::mem::forget(keep.clone());
+                }
             }
         }
     }

@@ -18,9 +18,25 @@ use crate::operand::{BufferAccess, LaunchConfig};
 #[derive(Debug, Clone, Copy)]
 pub struct KernelArg<'a> {
     value: *mut c_void,
+    /// The value's size in bytes.
+    size: u32,
+    /// Whether every byte of the value is initialised (a primitive type), so that its bytes
+    /// may be read and compared; asked only where values are compared, never on a launch.
+    plain: fn() -> bool,
     access: Option<BufferAccess>,
     holder: memory::Holder<'a>,
     _borrow: PhantomData<&'a ()>,
+}
+
+/// Whether `T` is a primitive type: no padding, every byte initialised. Decided by the type's
+/// name, which for primitives is the bare keyword (any other type's name carries its path).
+fn plain<T>() -> bool {
+    const PRIMITIVES: &[&str] = &[
+        "u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "u128", "i128", "usize", "isize",
+        "f32", "f64", "bool",
+    ];
+    let name = std::any::type_name::<T>();
+    PRIMITIVES.contains(&name)
 }
 
 impl<'a> KernelArg<'a> {
@@ -32,6 +48,8 @@ impl<'a> KernelArg<'a> {
     ) -> Self {
         KernelArg {
             value: (value as *const T).cast_mut().cast(),
+            size: u32::try_from(std::mem::size_of::<T>()).unwrap_or(u32::MAX),
+            plain: plain::<T>,
             access,
             holder,
             _borrow: PhantomData,
@@ -41,6 +59,16 @@ impl<'a> KernelArg<'a> {
     /// The buffer access this argument makes, if it is a buffer.
     pub fn access(&self) -> Option<BufferAccess> {
         self.access
+    }
+
+    /// The value's bytes, when its type is a primitive (see [`plain`]); `None` otherwise.
+    pub(crate) fn value_bytes(&self) -> Option<&'a [u8]> {
+        if !(self.plain)() || self.size == u32::MAX {
+            return None;
+        }
+        // SAFETY: `value` points at a live `T` borrowed for `'a` (`by_ref`) of `size` bytes,
+        // and `T` is a primitive type, all of whose bytes are initialised.
+        Some(unsafe { std::slice::from_raw_parts(self.value.cast::<u8>(), self.size as usize) })
     }
 
     /// What keeps the argument's memory allocated.
@@ -119,7 +147,13 @@ fn launch_raw(
                 b.z,
                 config.shared_mem_bytes,
                 stream.cu_stream(),
-                params.as_mut_ptr(),
+                // No arguments: a null array, as hand-written launches pass (a non-null empty
+                // array makes the driver read the function's parameter layout).
+                if params.is_empty() {
+                    std::ptr::null_mut()
+                } else {
+                    params.as_mut_ptr()
+                },
                 std::ptr::null_mut(),
             )
         }
@@ -201,5 +235,49 @@ impl FunctionHandle {
     /// The identity of a function handle the driver reported.
     pub(super) fn of_raw(func: CUfunction) -> FunctionHandle {
         FunctionHandle(func as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_primitive_values_expose_their_bytes() {
+        assert!(plain::<u32>() && plain::<f32>() && plain::<u64>() && plain::<bool>());
+        #[repr(C)]
+        #[derive(Clone, Copy)]
+        struct Padded {
+            a: u8,
+            b: u32,
+        }
+        assert!(!plain::<Padded>());
+        let v = 0x0102_0304u32;
+        let arg = KernelArg::by_ref(&v, None, memory::Holder::FOREIGN);
+        assert_eq!(arg.value_bytes(), Some(&v.to_ne_bytes()[..]));
+        let p = Padded { a: 1, b: 2 };
+        let arg = KernelArg::by_ref(&p, None, memory::Holder::FOREIGN);
+        assert_eq!(arg.value_bytes(), None);
+        assert_eq!((p.a, p.b), (1, 2));
+    }
+
+    #[test]
+    fn argument_arrays_hold_every_pointer_in_order() {
+        let values = [1u32, 2, 3];
+        let args: Vec<_> = values
+            .iter()
+            .map(|v| KernelArg::by_ref(v, None, memory::Holder::FOREIGN))
+            .collect();
+        with_params(&args, |p| {
+            assert_eq!(p.len(), 3);
+            for (ptr, v) in p.iter().zip(&values) {
+                assert_eq!(*ptr as *const u32, v as *const u32);
+            }
+        });
+        with_params(&[], |p| assert!(p.is_empty()));
+        let many: Vec<_> = (0..INLINE_ARGS + 1)
+            .map(|_| KernelArg::by_ref(&values[0], None, memory::Holder::FOREIGN))
+            .collect();
+        with_params(&many, |p| assert_eq!(p.len(), INLINE_ARGS + 1));
     }
 }

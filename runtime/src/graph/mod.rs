@@ -55,6 +55,7 @@ use crate::plan::Plan;
 use crate::program::{OpRef, Program, Statement, StatementKind};
 use crate::stream::Stream;
 
+mod args;
 mod exec;
 mod verify;
 
@@ -81,6 +82,11 @@ pub(crate) struct GraphCore {
     /// The memory the pipeline uses, merged into disjoint `(device, start, end)` intervals in
     /// order, for a binary search per buffer argument of `set_kernel_args`.
     memory: Vec<(i32, u64, u64)>,
+    /// The operations' values as captured (see `book::encode`), addressed by
+    /// [`CapturedOp::values`].
+    values: Vec<u8>,
+    /// Every statement issued, in order (see `NodeBook::sequence`).
+    sequence: Vec<u32>,
     origin: Stream,
 }
 
@@ -145,6 +151,8 @@ impl GraphCore {
             starts,
             by_statement,
             memory: merged_intervals(&memory),
+            values: std::mem::take(&mut book.values),
+            sequence: std::mem::take(&mut book.sequence),
             origin,
         }
     }
@@ -502,6 +510,7 @@ impl<P> Graph<P> {
             .map_err(|e| Error::driver("cuGraphInstantiateWithFlags", e))?;
         Ok(GraphExec {
             exec,
+            args: std::cell::RefCell::new(args::ArgState::of(&self.core)),
             base: self.core,
             latest: None,
             pipeline: self.pipeline,
@@ -511,6 +520,8 @@ impl<P> Graph<P> {
             launches: Cell::new(0),
             updates: 0,
             reinstantiations: 0,
+            args_updates: 0,
+            nodes_set: Cell::new(0),
         })
     }
 }
