@@ -203,6 +203,13 @@ def goals(rows):
     add("W5 update (capture + exec update) per node / raw", sg,
         ratio(q.get(sg, "W5", "exec_update", "host_per_node"), q.get("raw", "W5", "exec_update", "host_per_node")),
         "<= 1.1", lambda v: v <= 1.1)
+    add("W5 update_args 100 % changed / raw", sg,
+        ratio(q.get(sg, "W5", "update_args", "host_100pct"), q.get("raw", "W5", "update_args", "host_100pct")),
+        "<= 1.1", lambda v: v <= 1.1)
+    for s in (sg, "raw"):
+        add("W5 update_args 1 % / 100 % changed", s,
+            ratio(q.get(s, "W5", "update_args", "host_1pct"), q.get(s, "W5", "update_args", "host_100pct")),
+            "<= 0.2", lambda v: v <= 0.2)
     add("W3 capture / raw", sg,
         ratio(q.get(sg, "W3", "capture", "capture"), q.get("raw", "W3", "capture", "capture")),
         "<= 1.05", lambda v: v <= 1.05)
