@@ -187,8 +187,15 @@ fn new_buffers_are_kept_and_other_changes_capture_anew() {
     expected[3] = 333;
     assert_eq!(exec.pipeline().out.to_vec().unwrap(), expected);
 
-    // Another number of launches: other statements, so a capture, which the driver refuses
-    // (the topology changed) and the graph keeps running the previous values.
-    let err = exec.update_args_with(|p| p.values.push(1)).unwrap_err();
+    // One launch fewer: other statements, so a capture, which the driver refuses (the
+    // topology changed); the graph keeps running the previous values.
+    let err = exec
+        .update_args_with(|p| {
+            p.values.pop();
+        })
+        .unwrap_err();
     assert!(matches!(err, Error::UpdateRejected { .. }), "{err}");
+    exec.launch(&origin).unwrap();
+    origin.synchronize().unwrap();
+    assert_eq!(exec.pipeline().out.to_vec().unwrap(), expected);
 }

@@ -156,19 +156,31 @@ impl NodeBook {
         }
     }
 
+    /// Refuses a graph of `count` nodes unless that is the number of booked nodes: more are
+    /// work issued into the capture by code outside the statements, whose memory the graph
+    /// would not keep.
+    pub(crate) fn check_count(&self, count: usize) -> std::result::Result<(), String> {
+        if count != self.nodes {
+            return Err(format!(
+                "holds {count} graph node(s) but its statements issued {}: work was issued into the capture by code outside the pipeline's statements (e.g. a launch or a graph launch on the capturing stream inside `issue`); issue all work through the issuer",
+                self.nodes
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether the capture asks the driver for each operation's node (cross-check mode).
+    pub(crate) fn cross_checks(&self) -> bool {
+        self.exact.is_some()
+    }
+
     /// Gives every operation that made a node its node: `listed` are the graph's nodes in the
     /// order `cuGraphGetNodes` lists them, which is the order they were created in. Refuses a
     /// graph whose node count is not the number of booked nodes (work issued into the capture
     /// by code outside the statements), and, in cross-check mode, a map that differs from the
     /// one the driver reported operation by operation.
     pub(crate) fn map_nodes(&mut self, listed: &[NodeHandle]) -> std::result::Result<(), String> {
-        if listed.len() != self.nodes {
-            return Err(format!(
-                "holds {} graph node(s) but its statements issued {}: work was issued into the capture by code outside the pipeline's statements (e.g. a launch or a graph launch on the capturing stream inside `issue`); issue all work through the issuer",
-                listed.len(),
-                self.nodes
-            ));
-        }
+        self.check_count(listed.len())?;
         let mut next = listed.iter();
         for op in self.ops.iter_mut().filter(|op| op.makes_node) {
             op.node = next.next().copied();

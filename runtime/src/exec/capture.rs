@@ -3,7 +3,8 @@
 //! [`Capture`] issues a pipeline through the same path as [`crate::Eager`] — the same side
 //! streams, events, fork, statements and join — while the origin stream is capturing, so the
 //! captured graph's dependencies are exactly the happens-before model of DESIGN.md §2 (the
-//! driver's own rules). Once the capture has ended it reads the graph's nodes back
+//! driver's own rules). Once the capture has ended it checks that the graph holds as many
+//! nodes as the statements made, and the graph reads its nodes back when it first needs them
 //! (`cuGraphGetNodes`, which lists them in the order the operations created them), so the
 //! [`Graph`] knows the statement and occurrence of every node: for [`Graph::verify`],
 //! pictures, update errors and
@@ -286,10 +287,20 @@ impl Capture {
         let captured = captured.and_then(|(graph, mut book)| {
             // Work issued into the capture by code outside the statements makes nodes the
             // graph cannot account for (nor keep their memory alive): `map_nodes` refuses it.
-            let nodes = graph
-                .nodes()
-                .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
-            book.map_nodes(&nodes).map_err(|what| Error::Pipeline {
+            // The node map itself is read back when first needed (`GraphCore::node_map`);
+            // in cross-check mode it is made now and compared with the driver's reports.
+            let checked = if book.cross_checks() {
+                let nodes = graph
+                    .nodes()
+                    .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
+                book.map_nodes(&nodes)
+            } else {
+                let count = graph
+                    .node_count()
+                    .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
+                book.check_count(count)
+            };
+            checked.map_err(|what| Error::Pipeline {
                 message: format!("the capture of pipeline `{}` {what}", program.name),
                 location: program.location,
             })?;

@@ -441,6 +441,17 @@ impl OwnedGraph {
         }))
     }
 
+    /// `cuGraphGetNodes` with a null array: how many nodes the graph has.
+    ///
+    /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
+    pub(crate) fn node_count(&self) -> Result<usize, DriverError> {
+        ensure_current(&self.ctx)?;
+        let mut count: usize = 0;
+        // SAFETY: the graph is alive (owned by `self`); a null array asks for the count only.
+        unsafe { sys::cuGraphGetNodes(self.raw(), std::ptr::null_mut(), &mut count) }.result()?;
+        Ok(count)
+    }
+
     /// `cuGraphGetNodes`: every node of the graph.
     ///
     /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>

@@ -31,12 +31,15 @@ pub struct KernelArg<'a> {
 /// Whether `T` is a primitive type: no padding, every byte initialised. Decided by the type's
 /// name, which for primitives is the bare keyword (any other type's name carries its path).
 fn plain<T>() -> bool {
-    const PRIMITIVES: &[&str] = &[
-        "u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "u128", "i128", "usize", "isize",
-        "f32", "f64", "bool",
-    ];
-    let name = std::any::type_name::<T>();
-    PRIMITIVES.contains(&name)
+    let candidates: &[&str] = match std::mem::size_of::<T>() {
+        1 => &["u8", "i8", "bool"],
+        2 => &["u16", "i16"],
+        4 => &["u32", "i32", "f32"],
+        8 => &["u64", "i64", "f64", "usize", "isize"],
+        16 => &["u128", "i128"],
+        _ => return false,
+    };
+    candidates.contains(&std::any::type_name::<T>())
 }
 
 impl<'a> KernelArg<'a> {
@@ -63,7 +66,8 @@ impl<'a> KernelArg<'a> {
 
     /// The value's bytes, when its type is a primitive (see [`plain`]); `None` otherwise.
     pub(crate) fn value_bytes(&self) -> Option<&'a [u8]> {
-        if !(self.plain)() || self.size == u32::MAX {
+        // Buffer arguments are device addresses (`u64`) by construction.
+        if self.size == u32::MAX || (self.access.is_none() && !(self.plain)()) {
             return None;
         }
         // SAFETY: `value` points at a live `T` borrowed for `'a` (`by_ref`) of `size` bytes,

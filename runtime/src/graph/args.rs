@@ -2,11 +2,12 @@
 //! pipeline is walked again, each operation's values are compared with what the executable
 //! graph's node holds, and only the launches whose values changed get new parameters.
 //!
-//! Two walks, neither of which issues work: the first ([`Differ`]) compares and lists the
-//! changed launches, or says that the pipeline must be captured anew (it issued other
-//! statements, a launch runs another kernel, a copy or fill changed, a changed launch takes
-//! pinned memory); the second ([`Applier`]) sets the parameters of the listed launches and
-//! collects what their new buffer arguments need kept alive.
+//! One walk ([`Updater`]), which issues no work: each launch whose values differ from its
+//! node's gets new parameters at once, and what its new buffer arguments touch is collected
+//! to be kept alive. When the walk finds a change that parameters cannot express (other
+//! statements, another kernel, a changed copy or fill, a changed launch taking pinned memory)
+//! it stops, and the pipeline is captured anew and applied as `update` does — which also
+//! overwrites whatever the walk had set before it stopped.
 
 use crate::error::Error;
 use crate::exec::book::{encode, Issued, LaunchShape, OPAQUE};
@@ -83,54 +84,60 @@ impl ArgState {
     }
 }
 
-/// What the first walk found.
-#[derive(Debug)]
-pub(super) enum Verdict {
-    /// The operations (by index) whose launch values changed; empty when nothing did.
-    Changed(Vec<u32>),
-    /// The pipeline must be captured anew.
-    Recapture,
-}
-
-/// Compares a pipeline's issue with the executable graph's state.
-pub(super) struct Differ<'s> {
+/// Walks a pipeline against an executable graph: compares each operation's values with what
+/// its node runs and gives the changed launches new parameters on the way.
+pub(super) struct Updater<'s> {
+    /// The graph whose statement sequence and operations the walk must match.
     core: &'s GraphCore,
-    state: &'s ArgState,
+    /// The graph the executable graph was instantiated from: its node handles.
+    base: &'s GraphCore,
+    exec: &'s OwnedExec,
+    state: &'s mut ArgState,
     seq: usize,
     op: usize,
     scratch: Vec<u8>,
-    changed: Vec<u32>,
-    recapture: Option<&'static str>,
+    /// Launches given new parameters.
+    pub(super) set: u64,
+    /// What the new parameters touch.
+    pub(super) keep: Keep,
+    recapture: bool,
 }
 
-impl<'s> Differ<'s> {
-    pub(super) fn new(core: &'s GraphCore, state: &'s ArgState) -> Differ<'s> {
-        Differ {
+impl<'s> Updater<'s> {
+    pub(super) fn new(
+        core: &'s GraphCore,
+        base: &'s GraphCore,
+        exec: &'s OwnedExec,
+        state: &'s mut ArgState,
+    ) -> Updater<'s> {
+        Updater {
             core,
+            base,
+            exec,
             state,
             seq: 0,
             op: 0,
             scratch: Vec::new(),
-            changed: Vec::new(),
-            recapture: None,
+            set: 0,
+            keep: Keep::default(),
+            recapture: false,
         }
     }
 
-    /// The verdict after the walk; `walked` is what `Pipeline::issue` returned.
-    pub(super) fn verdict(self, walked: Result<(), Error>) -> Result<Verdict, Error> {
-        if self.recapture.is_some() {
-            return Ok(Verdict::Recapture);
+    /// Whether the pipeline must be captured anew after the walk that returned `walked` (it
+    /// issued other statements, a launch runs another kernel, a copy or fill changed, or a
+    /// changed launch takes pinned memory); `Err` for an error of the walk itself.
+    pub(super) fn needs_capture(&self, walked: Result<(), Error>) -> Result<bool, Error> {
+        if self.recapture {
+            return Ok(true);
         }
         walked?;
-        if self.seq != self.core.sequence.len() || self.op != self.core.ops.len() {
-            return Ok(Verdict::Recapture);
-        }
-        Ok(Verdict::Changed(self.changed))
+        Ok(self.seq != self.core.sequence.len() || self.op != self.core.ops.len())
     }
 
     /// Stops the walk: the pipeline must be captured anew.
     fn stop(&mut self, why: &'static str) -> Error {
-        self.recapture = Some(why);
+        self.recapture = true;
         Error::InvalidArgument(why.into())
     }
 
@@ -158,141 +165,23 @@ impl<'s> Differ<'s> {
         }
     }
 
-    /// Whether operation `i`'s values equal `issued`'s.
-    fn same_values(&mut self, i: usize, issued: &Issued<'_, '_>) -> bool {
+    /// Encodes `issued` into the scratch buffer; `false` when it cannot be compared.
+    fn encode(&mut self, issued: &Issued<'_, '_>) -> bool {
         self.scratch.clear();
-        encode(issued, &mut self.scratch) && self.state.values(i) == Some(&self.scratch[..])
+        encode(issued, &mut self.scratch)
     }
-}
 
-impl Issuer for Differ<'_> {
-    fn launch(
+    /// Gives launch `i` new parameters.
+    fn set_launch(
         &mut self,
+        i: usize,
         stmt: &'static Statement,
         kernel: &Kernel,
         config: LaunchConfig,
         args: &[KernelArg<'_>],
+        comparable: bool,
     ) -> Result<(), Error> {
-        let i = self.next_op(stmt)?;
-        let Some(shape) = self.state.shape(i) else {
-            return Err(self.stop("a launch was captured as another operation"));
-        };
-        if kernel.handle() != shape.func || args.len() != shape.args {
-            return Err(self.stop("a launch runs another kernel"));
-        }
-        if shape.config == config && self.same_values(i, &Issued::Launch(kernel, config, args)) {
-            return Ok(());
-        }
-        // New parameters for the node: what its pointers address must be kept alive by
-        // the executable graph, which holds device memory but not pinned memory this way.
-        if args
-            .iter()
-            .any(|a| matches!(a.holder(), HolderKind::Pinned(_)))
-        {
-            return Err(self.stop("a changed launch takes pinned memory"));
-        }
-        self.changed.push(i as u32);
-        Ok(())
-    }
-
-    fn copy(
-        &mut self,
-        stmt: &'static Statement,
-        dst: MemoryRef<'_>,
-        src: MemoryRef<'_>,
-    ) -> Result<(), Error> {
-        let i = self.next_op(stmt)?;
-        if self.same_values(i, &Issued::Copy(dst, src)) {
-            Ok(())
-        } else {
-            Err(self.stop("a copy changed"))
-        }
-    }
-
-    fn fill(
-        &mut self,
-        stmt: &'static Statement,
-        dst: MemoryRef<'_>,
-        pattern: FillPattern,
-    ) -> Result<(), Error> {
-        let i = self.next_op(stmt)?;
-        if self.same_values(i, &Issued::Fill(dst, pattern)) {
-            Ok(())
-        } else {
-            Err(self.stop("a fill changed"))
-        }
-    }
-
-    fn host(&mut self, stmt: &'static Statement, _f: HostFn) -> Result<(), Error> {
-        // Host functions are not compared: the graph keeps those it captured.
-        self.next_op(stmt).map(drop)
-    }
-
-    fn record(&mut self, stmt: &'static Statement) -> Result<(), Error> {
-        self.step(stmt)
-    }
-
-    fn wait(&mut self, stmt: &'static Statement) -> Result<(), Error> {
-        self.step(stmt)
-    }
-
-    fn wait_stream(&mut self, stmt: &'static Statement) -> Result<(), Error> {
-        self.step(stmt)
-    }
-}
-
-/// Sets the parameters of the changed launches (the second walk).
-pub(super) struct Applier<'s> {
-    exec: &'s OwnedExec,
-    base: &'s GraphCore,
-    state: &'s mut ArgState,
-    changed: &'s [u32],
-    next: usize,
-    op: usize,
-    scratch: Vec<u8>,
-    /// What the new parameters touch.
-    pub(super) keep: Keep,
-}
-
-impl<'s> Applier<'s> {
-    pub(super) fn new(
-        exec: &'s OwnedExec,
-        base: &'s GraphCore,
-        state: &'s mut ArgState,
-        changed: &'s [u32],
-    ) -> Applier<'s> {
-        Applier {
-            exec,
-            base,
-            state,
-            changed,
-            next: 0,
-            op: 0,
-            scratch: Vec::new(),
-            keep: Keep::default(),
-        }
-    }
-
-    /// How many launches got new parameters.
-    pub(super) fn applied(&self) -> usize {
-        self.next
-    }
-}
-
-impl Issuer for Applier<'_> {
-    fn launch(
-        &mut self,
-        stmt: &'static Statement,
-        kernel: &Kernel,
-        config: LaunchConfig,
-        args: &[KernelArg<'_>],
-    ) -> Result<(), Error> {
-        let i = self.op;
-        self.op += 1;
-        if self.changed.get(self.next) != Some(&(i as u32)) {
-            return Ok(());
-        }
-        let Some(node) = self.base.ops.get(i).and_then(|op| op.node) else {
+        let Some(node) = self.base.node(i)? else {
             return Err(Error::InvalidArgument(format!(
                 "launch `{}` at {} has no graph node",
                 stmt.text, stmt.location
@@ -314,49 +203,88 @@ impl Issuer for Applier<'_> {
         self.exec
             .set_kernel_args(node, func, &config, args)
             .map_err(|e| Error::driver("cuGraphExecKernelNodeSetParams", e))?;
-        self.scratch.clear();
-        let values = encode(&Issued::Launch(kernel, config, args), &mut self.scratch)
-            .then_some(&self.scratch[..]);
-        self.state.set(i, config, values);
-        self.next += 1;
+        self.state
+            .set(i, config, comparable.then_some(&self.scratch[..]));
+        self.set += 1;
         Ok(())
+    }
+}
+
+impl Issuer for Updater<'_> {
+    fn launch(
+        &mut self,
+        stmt: &'static Statement,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Result<(), Error> {
+        let i = self.next_op(stmt)?;
+        let Some(shape) = self.state.shape(i) else {
+            return Err(self.stop("a launch was captured as another operation"));
+        };
+        if kernel.handle() != shape.func || args.len() != shape.args {
+            return Err(self.stop("a launch runs another kernel"));
+        }
+        let comparable = self.encode(&Issued::Launch(kernel, config, args));
+        if comparable && shape.config == config && self.state.values(i) == Some(&self.scratch[..]) {
+            return Ok(());
+        }
+        // New parameters for the node: what its pointers address must be kept alive by the
+        // executable graph, which holds device memory but not pinned memory this way.
+        if args
+            .iter()
+            .any(|a| matches!(a.holder(), HolderKind::Pinned(_)))
+        {
+            return Err(self.stop("a changed launch takes pinned memory"));
+        }
+        self.set_launch(i, stmt, kernel, config, args, comparable)
     }
 
     fn copy(
         &mut self,
-        _stmt: &'static Statement,
-        _dst: MemoryRef<'_>,
-        _src: MemoryRef<'_>,
+        stmt: &'static Statement,
+        dst: MemoryRef<'_>,
+        src: MemoryRef<'_>,
     ) -> Result<(), Error> {
-        self.op += 1;
-        Ok(())
+        let i = self.next_op(stmt)?;
+        if self.encode(&Issued::Copy(dst, src)) && self.state.values(i) == Some(&self.scratch[..]) {
+            Ok(())
+        } else {
+            Err(self.stop("a copy changed"))
+        }
     }
 
     fn fill(
         &mut self,
-        _stmt: &'static Statement,
-        _dst: MemoryRef<'_>,
-        _pattern: FillPattern,
+        stmt: &'static Statement,
+        dst: MemoryRef<'_>,
+        pattern: FillPattern,
     ) -> Result<(), Error> {
-        self.op += 1;
-        Ok(())
+        let i = self.next_op(stmt)?;
+        if self.encode(&Issued::Fill(dst, pattern))
+            && self.state.values(i) == Some(&self.scratch[..])
+        {
+            Ok(())
+        } else {
+            Err(self.stop("a fill changed"))
+        }
     }
 
-    fn host(&mut self, _stmt: &'static Statement, _f: HostFn) -> Result<(), Error> {
-        self.op += 1;
-        Ok(())
+    fn host(&mut self, stmt: &'static Statement, _f: HostFn) -> Result<(), Error> {
+        // Host functions are not compared: the graph keeps those it captured.
+        self.next_op(stmt).map(drop)
     }
 
-    fn record(&mut self, _stmt: &'static Statement) -> Result<(), Error> {
-        Ok(())
+    fn record(&mut self, stmt: &'static Statement) -> Result<(), Error> {
+        self.step(stmt)
     }
 
-    fn wait(&mut self, _stmt: &'static Statement) -> Result<(), Error> {
-        Ok(())
+    fn wait(&mut self, stmt: &'static Statement) -> Result<(), Error> {
+        self.step(stmt)
     }
 
-    fn wait_stream(&mut self, _stmt: &'static Statement) -> Result<(), Error> {
-        Ok(())
+    fn wait_stream(&mut self, stmt: &'static Statement) -> Result<(), Error> {
+        self.step(stmt)
     }
 }
 

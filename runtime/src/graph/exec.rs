@@ -2,7 +2,7 @@
 
 use std::cell::{Cell, RefCell};
 
-use super::args::{Applier, ArgState, Differ, Verdict};
+use super::args::{ArgState, Updater};
 use super::{GraphCore, OpRef, VerifyReport};
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -158,7 +158,6 @@ impl<P> GraphExec<P> {
             )));
         }
         let index = self.base.op_index(op)?;
-        let record = &self.base.ops[index];
         let source = self.latest.as_ref().unwrap_or(&self.base);
         let Some(shape) = self.args.borrow().shape(index) else {
             return Err(Error::InvalidArgument(format!(
@@ -191,7 +190,7 @@ impl<P> GraphExec<P> {
                 )));
             }
         }
-        let Some(node) = record.node else {
+        let Some(node) = self.base.node(index)? else {
             return Err(Error::InvalidArgument(format!(
                 "launch `{}` at {} has no graph node",
                 stmt.text, stmt.location
@@ -333,41 +332,28 @@ impl<P: Pipeline> GraphExec<P> {
 
     /// Brings the executable graph to `self.pipeline`'s values (see `update_args`).
     fn apply_args(&mut self) -> Result<()> {
-        let verdict = {
-            let state = self.args.borrow();
+        let (recapture, keep, set) = {
             let core = self.latest.as_ref().unwrap_or(&self.base);
-            let mut differ = Differ::new(core, &state);
-            let walked = self.pipeline.issue(&mut differ);
-            differ.verdict(walked)?
-        };
-        let changed = match verdict {
-            Verdict::Changed(changed) if changed.is_empty() => return Ok(()),
-            Verdict::Changed(changed) if self.exec.extra_keeps() < MAX_EXTRA_KEEPS => changed,
-            Verdict::Changed(_) | Verdict::Recapture => {
-                let core = GraphCore::capture(
-                    recapturer(&mut self.recapture, &self.base.origin, self.settings),
-                    &self.pipeline,
-                )?;
-                return self.apply(core, self.reinstantiate);
-            }
-        };
-        let (walked, keep, applied) = {
-            let state = self.args.get_mut();
-            let mut applier = Applier::new(&self.exec, &self.base, state, &changed);
-            let walked = self.pipeline.issue(&mut applier);
-            let applied = applier.applied();
-            (walked, applier.keep, applied)
+            let mut updater = Updater::new(core, &self.base, &self.exec, self.args.get_mut());
+            let walked = self.pipeline.issue(&mut updater);
+            (updater.needs_capture(walked), updater.keep, updater.set)
         };
         // Hold what the new parameters touch before anything can launch them, even after an
         // error (a node may have been changed).
-        if !self.exec.hold_more(keep) {
-            return Err(Error::InvalidArgument(
-                "an argument update touched memory the executable graph cannot keep this way; use `update`".into(),
-            ));
+        let held = self.exec.hold_more(keep);
+        self.nodes_set.set(self.nodes_set.get() + set);
+        if recapture? || !held || self.exec.extra_keeps() > MAX_EXTRA_KEEPS {
+            // Capture anew (which also lets go of what earlier argument updates held, once
+            // the launches before it finish).
+            let core = GraphCore::capture(
+                recapturer(&mut self.recapture, &self.base.origin, self.settings),
+                &self.pipeline,
+            )?;
+            return self.apply(core, self.reinstantiate);
         }
-        self.nodes_set.set(self.nodes_set.get() + applied as u64);
-        walked?;
-        self.args_updates += 1;
+        if set > 0 {
+            self.args_updates += 1;
+        }
         Ok(())
     }
 
