@@ -40,8 +40,9 @@ pub struct GraphStats {
 #[derive(Debug)]
 pub struct GraphExec<P> {
     pub(super) exec: OwnedExec,
-    /// What each launch node runs now (shape and argument values).
-    pub(super) args: RefCell<ArgState>,
+    /// What each launch node runs now (shape and argument values); made from the latest
+    /// graph on first use, so that updates which never set arguments do not pay for it.
+    pub(super) args: RefCell<Option<ArgState>>,
     /// The graph the executable graph was instantiated from: its node handles address the
     /// executable graph's nodes.
     pub(super) base: GraphCore,
@@ -159,7 +160,13 @@ impl<P> GraphExec<P> {
         }
         let index = self.base.op_index(op)?;
         let source = self.latest.as_ref().unwrap_or(&self.base);
-        let Some(shape) = self.args.borrow().shape(index) else {
+        let shape = {
+            let mut args = self.args.borrow_mut();
+            let latest = self.latest.as_ref().unwrap_or(&self.base);
+            args.get_or_insert_with(|| ArgState::of(latest))
+                .shape(index)
+        };
+        let Some(shape) = shape else {
             return Err(Error::InvalidArgument(format!(
                 "statement `{}` at {} is not a launch; only launches take kernel arguments",
                 stmt.text, stmt.location
@@ -202,7 +209,9 @@ impl<P> GraphExec<P> {
             return Err(Error::PlanningOnly { what: "kernel" });
         };
         // The values the node runs are the caller's now, not the pipeline's.
-        self.args.borrow_mut().forget(index);
+        if let Some(args) = self.args.borrow_mut().as_mut() {
+            args.forget(index);
+        }
         self.exec
             .set_kernel_args(node, func, &shape.config, args)
             .map_err(|e| Error::driver("cuGraphExecKernelNodeSetParams", e))?;
@@ -215,7 +224,7 @@ impl<P> GraphExec<P> {
         let info = self.exec.update(&core.raw)?;
         match info.rejection {
             None => {
-                *self.args.get_mut() = ArgState::of(&core);
+                *self.args.get_mut() = None;
                 self.latest = Some(core);
                 self.updates += 1;
                 Ok(())
@@ -234,7 +243,7 @@ impl<P> GraphExec<P> {
                     .map_err(|e| Error::driver("cuGraphInstantiateWithFlags", e))?;
                 // The previous executable graph waits for its launches as it drops.
                 self.exec = exec;
-                *self.args.get_mut() = ArgState::of(&core);
+                *self.args.get_mut() = None;
                 self.latest = None;
                 self.base = core;
                 self.reinstantiations += 1;
@@ -334,7 +343,11 @@ impl<P: Pipeline> GraphExec<P> {
     fn apply_args(&mut self) -> Result<()> {
         let (recapture, keep, set) = {
             let core = self.latest.as_ref().unwrap_or(&self.base);
-            let mut updater = Updater::new(core, &self.base, &self.exec, self.args.get_mut());
+            let state = self
+                .args
+                .get_mut()
+                .get_or_insert_with(|| ArgState::of(core));
+            let mut updater = Updater::new(core, &self.base, &self.exec, state);
             let walked = self.pipeline.issue(&mut updater);
             (updater.needs_capture(walked), updater.keep, updater.set)
         };

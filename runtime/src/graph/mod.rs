@@ -561,7 +561,7 @@ impl<P> Graph<P> {
             .map_err(|e| Error::driver("cuGraphInstantiateWithFlags", e))?;
         Ok(GraphExec {
             exec,
-            args: std::cell::RefCell::new(args::ArgState::of(&self.core)),
+            args: std::cell::RefCell::new(None),
             base: self.core,
             latest: None,
             pipeline: self.pipeline,
