@@ -65,12 +65,8 @@ pub(crate) fn encode(issued: &Issued<'_, '_>, out: &mut Vec<u8>) -> bool {
     match issued {
         Issued::Launch(_, _, args) => {
             for a in *args {
-                match a.value_bytes() {
-                    Some(b) if b.len() < 256 => {
-                        out.push(b.len() as u8);
-                        out.extend_from_slice(b);
-                    }
-                    _ => return false,
+                if !a.encode_value(out) {
+                    return false;
                 }
             }
         }

@@ -14,9 +14,11 @@ use crate::operand::{BufferAccess, LaunchConfig};
 /// `'a`, and for buffers the memory it touches, how, and what keeps it allocated.
 ///
 /// Made from references only, so its value pointer is live for `'a`; buffer arguments come
-/// from [`crate::DeviceMemory`], whose foreign impls are `unsafe`.
+/// from [`crate::DeviceMemory`], whose foreign impls are `unsafe`, and carry their device
+/// address in the argument itself (the launch points the driver at it).
 #[derive(Debug, Clone, Copy)]
 pub struct KernelArg<'a> {
+    /// The value of a by-value argument; unused (null) for a buffer.
     value: *mut c_void,
     /// The value's size in bytes.
     size: u32,
@@ -43,6 +45,28 @@ fn plain<T>() -> bool {
 }
 
 impl<'a> KernelArg<'a> {
+    /// A buffer argument: the address `access.range.ptr` is passed to the kernel.
+    pub(crate) fn buffer(access: BufferAccess, holder: memory::Holder<'a>) -> Self {
+        KernelArg {
+            value: std::ptr::null_mut(),
+            size: 8,
+            plain: plain::<u64>,
+            access: Some(access),
+            holder,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// The pointer `cuLaunchKernel` reads this argument's value from: into `self` for a
+    /// buffer, so it is live for as long as `self` is borrowed.
+    #[inline]
+    fn param(&self) -> *mut c_void {
+        match &self.access {
+            Some(access) => (&access.range.ptr as *const u64).cast_mut().cast(),
+            None => self.value,
+        }
+    }
+
     /// An argument whose value lives at `value` for `'a`.
     pub(crate) fn by_ref<T>(
         value: &'a T,
@@ -64,20 +88,36 @@ impl<'a> KernelArg<'a> {
         self.access
     }
 
-    /// The value's bytes, when its type is a primitive (see [`plain`]); `None` otherwise.
-    pub(crate) fn value_bytes(&self) -> Option<&'a [u8]> {
-        // Buffer arguments are device addresses (`u64`) by construction.
-        if self.size == u32::MAX || (self.access.is_none() && !(self.plain)()) {
-            return None;
+    /// Appends the argument's value to `out` as its length (one byte) and its bytes: a
+    /// buffer's device address, or a by-value argument of a primitive type (see [`plain`]).
+    /// `false`, with nothing appended, for values of other types, which cannot be compared.
+    pub(crate) fn encode_value(&self, out: &mut Vec<u8>) -> bool {
+        if let Some(access) = &self.access {
+            out.push(8);
+            out.extend_from_slice(&access.range.ptr.to_ne_bytes());
+            return true;
+        }
+        if self.size >= 256 || self.value.is_null() || !(self.plain)() {
+            return false;
         }
         // SAFETY: `value` points at a live `T` borrowed for `'a` (`by_ref`) of `size` bytes,
         // and `T` is a primitive type, all of whose bytes are initialised.
-        Some(unsafe { std::slice::from_raw_parts(self.value.cast::<u8>(), self.size as usize) })
+        let bytes =
+            unsafe { std::slice::from_raw_parts(self.value.cast::<u8>(), self.size as usize) };
+        out.push(self.size as u8);
+        out.extend_from_slice(bytes);
+        true
     }
 
     /// What keeps the argument's memory allocated.
     pub(crate) fn holder(&self) -> memory::HolderKind<'a> {
         self.holder.0
+    }
+
+    /// Whether the argument is memory of a cudarc slice (ordered around the launch).
+    #[inline]
+    pub(crate) fn is_cudarc(&self) -> bool {
+        matches!(self.holder.0, memory::HolderKind::Cudarc(_))
     }
 }
 
@@ -85,13 +125,15 @@ impl<'a> KernelArg<'a> {
 const INLINE_ARGS: usize = 32;
 
 /// Calls `f` with the argument pointers of `args`, on the stack for up to [`INLINE_ARGS`]
-/// (only the slots used are written: no per-launch clearing of the whole array).
+/// (only the slots used are written: no per-launch clearing of the whole array). The pointers
+/// point into `args` (buffer addresses) or at values `args` borrows, so they are live for the
+/// whole call of `f`.
 #[inline]
 pub(super) fn with_params<R>(args: &[KernelArg<'_>], f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
     if args.len() <= INLINE_ARGS {
         let mut inline = [std::mem::MaybeUninit::<*mut c_void>::uninit(); INLINE_ARGS];
         for (slot, arg) in inline.iter_mut().zip(args) {
-            slot.write(arg.value);
+            slot.write(arg.param());
         }
         // SAFETY: the first `args.len()` slots were written just above, and
         // `MaybeUninit<T>` has the layout of `T`.
@@ -100,7 +142,7 @@ pub(super) fn with_params<R>(args: &[KernelArg<'_>], f: impl FnOnce(&mut [*mut c
         };
         f(used)
     } else {
-        let mut list: Vec<_> = args.iter().map(|a| a.value).collect();
+        let mut list: Vec<_> = args.iter().map(KernelArg::param).collect();
         f(&mut list)
     }
 }
@@ -198,19 +240,33 @@ pub(crate) fn module_function(
     match module.load_function(name) {
         Ok(f) => Ok(Some(LoadedFunction {
             func: f.cu_function(),
-            module: module.clone(),
+            module: Arc::new(memory::Owned::new(module.clone())),
         })),
         Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_FOUND)) => Ok(None),
         Err(e) => Err(e),
     }
 }
 
+/// What keeps a function's module loaded: the module, or a cudarc function (which holds its
+/// module). Graphs keep one for every kernel they launch.
+pub(crate) type CodeOwner = Arc<memory::Owned>;
+
 /// A kernel function together with the module that keeps it loaded: the only form in which a
 /// function reaches the driver.
 #[derive(Debug, Clone)]
 pub(crate) struct LoadedFunction {
     pub(super) func: CUfunction,
-    module: Arc<cudarc::driver::CudaModule>,
+    module: CodeOwner,
+}
+
+impl LoadedFunction {
+    /// A function cudarc loaded; the function (with the module it holds) is kept alongside.
+    pub(crate) fn from_cudarc(func: cudarc::driver::CudaFunction) -> LoadedFunction {
+        LoadedFunction {
+            func: func.cu_function(),
+            module: Arc::new(memory::Owned::new(func)),
+        }
+    }
 }
 
 // SAFETY: a `CUfunction` is an opaque driver handle usable from any thread, and the module
@@ -225,8 +281,8 @@ impl LoadedFunction {
         FunctionHandle(self.func as usize)
     }
 
-    /// The module the function lives in.
-    pub(crate) fn module(&self) -> &Arc<cudarc::driver::CudaModule> {
+    /// What keeps the function's module loaded.
+    pub(crate) fn module(&self) -> &CodeOwner {
         &self.module
     }
 }
@@ -258,10 +314,14 @@ mod tests {
         assert!(!plain::<Padded>());
         let v = 0x0102_0304u32;
         let arg = KernelArg::by_ref(&v, None, memory::Holder::FOREIGN);
-        assert_eq!(arg.value_bytes(), Some(&v.to_ne_bytes()[..]));
+        let mut out = Vec::new();
+        assert!(arg.encode_value(&mut out));
+        assert_eq!(out, [&[4u8][..], &v.to_ne_bytes()].concat());
         let p = Padded { a: 1, b: 2 };
         let arg = KernelArg::by_ref(&p, None, memory::Holder::FOREIGN);
-        assert_eq!(arg.value_bytes(), None);
+        out.clear();
+        assert!(!arg.encode_value(&mut out));
+        assert!(out.is_empty());
         assert_eq!((p.a, p.b), (1, 2));
     }
 

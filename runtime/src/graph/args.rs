@@ -230,12 +230,13 @@ impl Issuer for Updater<'_> {
             return Ok(());
         }
         // New parameters for the node: what its pointers address must be kept alive by the
-        // executable graph, which holds device memory but not pinned memory this way.
+        // executable graph, which holds device memory but not pinned memory this way (nor
+        // cudarc slices, which no graph may use: the capture refuses them with its error).
         if args
             .iter()
-            .any(|a| matches!(a.holder(), HolderKind::Pinned(_)))
+            .any(|a| matches!(a.holder(), HolderKind::Pinned(_) | HolderKind::Cudarc(_)))
         {
-            return Err(self.stop("a changed launch takes pinned memory"));
+            return Err(self.stop("a changed launch takes pinned memory or a cudarc slice"));
         }
         self.set_launch(i, stmt, kernel, config, args, comparable)
     }
