@@ -160,12 +160,11 @@ impl<P> GraphExec<P> {
         }
         let index = self.base.op_index(op)?;
         let source = self.latest.as_ref().unwrap_or(&self.base);
-        let shape = {
-            let mut args = self.args.borrow_mut();
-            let latest = self.latest.as_ref().unwrap_or(&self.base);
-            args.get_or_insert_with(|| ArgState::of(latest))
-                .shape(index)
-        };
+        let shape = self
+            .args
+            .borrow_mut()
+            .get_or_insert_with(|| ArgState::of(source))
+            .shape(index);
         let Some(shape) = shape else {
             return Err(Error::InvalidArgument(format!(
                 "statement `{}` at {} is not a launch; only launches take kernel arguments",
