@@ -68,6 +68,8 @@ pub struct Gpu {
     pub stamp: sys::CUfunction,
     /// `spin(unsigned long long ns)`.
     pub spin: sys::CUfunction,
+    /// `work(float *x, unsigned n, unsigned iters)` (W9).
+    pub work: sys::CUfunction,
     /// The device's name.
     pub name: String,
     /// The driver's CUDA version, e.g. `13.0`.
@@ -100,10 +102,11 @@ impl Gpu {
                 .map(|f| f.cu_function())
                 .map_err(|e| BenchError::Setup(format!("kernel `{name}`: {e}")))
         };
-        let (empty, stamp, spin) = (
+        let (empty, stamp, spin, work) = (
             load(kernels::EMPTY)?,
             load(kernels::STAMP)?,
             load(kernels::SPIN)?,
+            load(kernels::WORK)?,
         );
         let name = ctx.name().unwrap_or_else(|_| "unknown device".into());
         let mut version = 0;
@@ -118,6 +121,7 @@ impl Gpu {
             empty,
             stamp,
             spin,
+            work,
             name,
             driver_version: format!("{}.{}", version / 1000, (version % 1000) / 10),
         };

@@ -37,7 +37,7 @@
 //! }
 //! ```
 
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell};
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::CString;
 use std::fmt::Write as _;
@@ -47,7 +47,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::exec::book::{CapturedOp, NodeBook};
 use crate::exec::capture::{Capture, CaptureSettings};
-use crate::ffi::graph::{NodeHandle, OwnedGraph};
+use crate::ffi::graph::{NodeHandle, NodeKind, OwnedGraph};
 use crate::issue::Pipeline;
 use crate::operand::DeviceRange;
 use crate::plan::dot::quote;
@@ -55,6 +55,7 @@ use crate::plan::Plan;
 use crate::program::{OpRef, Program, Statement, StatementKind};
 use crate::stream::Stream;
 
+mod args;
 mod exec;
 mod verify;
 
@@ -74,11 +75,23 @@ pub(crate) struct GraphCore {
     raw: OwnedGraph,
     program: &'static Program,
     ops: Vec<CapturedOp>,
-    /// Statement id → its operations, in occurrence order.
-    by_statement: Vec<Vec<usize>>,
-    /// The memory the pipeline uses, merged into disjoint `(device, start, end)` intervals in
-    /// order, for a binary search per buffer argument of `set_kernel_args`.
-    memory: Vec<(i32, u64, u64)>,
+    /// The node of every operation (`None` for those that made none), read back from the
+    /// driver on first use (see [`GraphCore::node_map`]): captures that never need it do not
+    /// pay for it.
+    nodes: OnceCell<Vec<Option<NodeHandle>>>,
+    /// Statement id `s` → its operations, in occurrence order:
+    /// `by_statement[starts[s]..starts[s + 1]]`; made on first use.
+    index: OnceCell<(Vec<u32>, Vec<u32>)>,
+    /// The memory the operations touch, as booked (unsorted).
+    touched: Vec<DeviceRange>,
+    /// `touched` merged into disjoint `(device, start, end)` intervals in order, for a binary
+    /// search per buffer argument of `set_kernel_args`; made on first use.
+    memory: OnceCell<Vec<(i32, u64, u64)>>,
+    /// The operations' values as captured (see `book::encode`), addressed by
+    /// [`CapturedOp::values`].
+    values: Vec<u8>,
+    /// Every statement issued, in order (see `NodeBook::sequence`).
+    sequence: Vec<u32>,
     origin: Stream,
 }
 
@@ -109,37 +122,103 @@ impl GraphCore {
         program: &'static Program,
         origin: Stream,
     ) -> GraphCore {
-        let mut by_statement = vec![Vec::new(); program.statements.len()];
         let mut book = book;
-        for op in &mut book.ops {
-            op.node = op.node.map(|n| raw.bind(n));
-        }
-        for (i, op) in book.ops.iter().enumerate() {
-            if let Some(list) = by_statement.get_mut(op.statement.id) {
-                list.push(i);
-            }
+        // In cross-check mode the capture mapped the nodes already.
+        let nodes = OnceCell::new();
+        if book.ops.iter().any(|op| op.node.is_some()) {
+            let _ = nodes.set(
+                book.ops
+                    .iter()
+                    .map(|op| op.node.map(|n| raw.bind(n)))
+                    .collect(),
+            );
         }
         GraphCore {
             raw,
             program,
+            nodes,
+            index: OnceCell::new(),
+            touched: std::mem::take(&mut book.memory),
+            memory: OnceCell::new(),
             ops: book.ops,
-            by_statement,
-            memory: merged_intervals(&book.memory),
+            values: std::mem::take(&mut book.values),
+            sequence: std::mem::take(&mut book.sequence),
             origin,
         }
+    }
+
+    /// The node of every operation: the graph's nodes as `cuGraphGetNodes` lists them, in
+    /// creation order, given in turn to the operations that made one (the capture checked that
+    /// their numbers are equal).
+    fn node_map(&self) -> Result<&[Option<NodeHandle>]> {
+        if let Some(map) = self.nodes.get() {
+            return Ok(map);
+        }
+        let listed = self
+            .raw
+            .nodes()
+            .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
+        let mut next = listed.into_iter();
+        let map = self
+            .ops
+            .iter()
+            .map(|op| if op.makes_node { next.next() } else { None })
+            .collect();
+        Ok(self.nodes.get_or_init(|| map))
+    }
+
+    /// The node of operation `i`, if it made one.
+    pub(super) fn node(&self, i: usize) -> Result<Option<NodeHandle>> {
+        Ok(self.node_map()?.get(i).copied().flatten())
+    }
+
+    /// The operations of each statement (see [`GraphCore::index`]).
+    fn statement_index(&self) -> &(Vec<u32>, Vec<u32>) {
+        self.index.get_or_init(|| {
+            // Counting sort of the operations by statement (ids are below
+            // `statements.len()`, as `NodeBook::note` checked).
+            let mut starts = vec![0u32; self.program.statements.len() + 1];
+            for op in &self.ops {
+                if let Some(count) = starts.get_mut(op.statement.id + 1) {
+                    *count += 1;
+                }
+            }
+            for s in 1..starts.len() {
+                starts[s] += starts[s - 1];
+            }
+            let mut fill = starts.clone();
+            let mut by_statement = vec![0u32; self.ops.len()];
+            for (i, op) in self.ops.iter().enumerate() {
+                if let Some(next) = fill.get_mut(op.statement.id) {
+                    by_statement[*next as usize] = i as u32;
+                    *next += 1;
+                }
+            }
+            (starts, by_statement)
+        })
+    }
+
+    /// The memory the pipeline uses, as merged intervals.
+    fn memory(&self) -> &[(i32, u64, u64)] {
+        self.memory.get_or_init(|| {
+            let mut ranges = self.touched.clone();
+            ranges.sort_unstable();
+            ranges.dedup();
+            merged_intervals(&ranges)
+        })
     }
 
     /// The graph's edges by operation index, plus problems (nodes that are no operation).
     fn captured_edges(&self) -> Result<(EdgeSet, Vec<String>)> {
         let mut problems = Vec::new();
-        let index: HashMap<usize, usize> = self
-            .ops
+        let map = self.node_map()?;
+        let index: HashMap<usize, usize> = map
             .iter()
             .enumerate()
-            .filter_map(|(i, op)| op.node.map(|n| (n.key(), i)))
+            .filter_map(|(i, node)| node.map(|n| (n.key(), i)))
             .collect();
         for (i, op) in self.ops.iter().enumerate() {
-            if op.node.is_none() {
+            if !op.makes_node {
                 problems.push(format!(
                     "operation {i} (`{}` #{} at {}) moves no bytes and made no graph node; its ordering cannot be checked",
                     op.statement.text, op.occurrence, op.statement.location
@@ -154,6 +233,30 @@ impl GraphCore {
             .iter()
             .filter(|n| !index.contains_key(&n.key()))
             .count();
+        // The node map came from the creation order: check that each node does what its
+        // operation did (kind, and the function of a launch).
+        for (i, op) in self.ops.iter().enumerate() {
+            let Some(node) = map[i] else { continue };
+            let kind = self
+                .raw
+                .node_kind(node)
+                .map_err(|e| Error::driver("cuGraphNodeGetType", e))?;
+            let fits = match (op.statement.kind, kind) {
+                (StatementKind::Launch { .. }, Some(NodeKind::Kernel(f))) => {
+                    op.launch.is_none_or(|shape| shape.func == f)
+                }
+                (StatementKind::Copy, Some(NodeKind::Memcpy))
+                | (StatementKind::Fill, Some(NodeKind::Memset))
+                | (StatementKind::Host, Some(NodeKind::Host)) => true,
+                _ => false,
+            };
+            if !fits {
+                problems.push(format!(
+                    "operation {i} (`{}` #{} at {}) is mapped to a graph node of another kind ({kind:?}): the node map is wrong",
+                    op.statement.text, op.occurrence, op.statement.location
+                ));
+            }
+        }
         if unknown > 0 {
             problems.push(format!(
                 "{unknown} node(s) of the graph belong to no statement: work was issued into the capture by code outside the pipeline's statements"
@@ -222,10 +325,9 @@ impl GraphCore {
 
     /// The statement whose node is `node`.
     fn statement_of(&self, node: NodeHandle) -> Option<&'static Statement> {
-        self.ops
-            .iter()
-            .find(|op| op.node == Some(node))
-            .map(|op| op.statement)
+        let map = self.node_map().ok()?;
+        let i = map.iter().position(|n| *n == Some(node))?;
+        self.ops.get(i).map(|op| op.statement)
     }
 
     /// The index of operation `op`, checked to be one of this program's.
@@ -242,11 +344,15 @@ impl GraphCore {
                 stmt.text, stmt.location, self.program.name
             )));
         }
-        let list = &self.by_statement[stmt.id];
+        let (starts, by_statement) = self.statement_index();
+        let list = match (starts.get(stmt.id), starts.get(stmt.id + 1)) {
+            (Some(&a), Some(&b)) => &by_statement[a as usize..b as usize],
+            _ => &[],
+        };
         op.occurrence
             .checked_sub(1)
             .and_then(|i| list.get(i as usize))
-            .copied()
+            .map(|&i| i as usize)
             .ok_or_else(|| {
                 Error::InvalidArgument(format!(
                     "statement `{}` at {} was issued {} time(s) in the captured graph, so it has no occurrence {}",
@@ -261,11 +367,11 @@ impl GraphCore {
     /// Whether `range` lies inside memory the captured pipeline uses.
     fn covers(&self, range: &DeviceRange) -> bool {
         let end = range.ptr.saturating_add(range.bytes as u64);
-        let after = self
-            .memory
-            .partition_point(|&(d, start, _)| (d, start) <= (range.device, range.ptr));
+        let memory = self.memory();
+        let after =
+            memory.partition_point(|&(d, start, _)| (d, start) <= (range.device, range.ptr));
         after > 0 && {
-            let (d, start, stop) = self.memory[after - 1];
+            let (d, start, stop) = memory[after - 1];
             d == range.device && start <= range.ptr && end <= stop
         }
     }
@@ -331,7 +437,7 @@ pub fn capture<P: Pipeline>(origin: &Stream, pipeline: P) -> Result<Graph<P>> {
 
 /// `ranges` (sorted by device, then address) merged into disjoint `(device, start, end)`
 /// intervals.
-fn merged_intervals(ranges: &BTreeSet<DeviceRange>) -> Vec<(i32, u64, u64)> {
+fn merged_intervals(ranges: &[DeviceRange]) -> Vec<(i32, u64, u64)> {
     let mut out: Vec<(i32, u64, u64)> = Vec::new();
     for r in ranges {
         let end = r.ptr.saturating_add(r.bytes as u64);
@@ -455,6 +561,7 @@ impl<P> Graph<P> {
             .map_err(|e| Error::driver("cuGraphInstantiateWithFlags", e))?;
         Ok(GraphExec {
             exec,
+            args: std::cell::RefCell::new(None),
             base: self.core,
             latest: None,
             pipeline: self.pipeline,
@@ -464,6 +571,8 @@ impl<P> Graph<P> {
             launches: Cell::new(0),
             updates: 0,
             reinstantiations: 0,
+            args_updates: 0,
+            nodes_set: Cell::new(0),
         })
     }
 }
@@ -496,9 +605,7 @@ mod tests {
     #[test]
     fn memory_merges_into_disjoint_intervals_per_device() {
         let r = |device, ptr, bytes| DeviceRange { device, ptr, bytes };
-        let set: BTreeSet<_> = [r(0, 100, 50), r(0, 120, 100), r(0, 400, 8), r(1, 100, 10)]
-            .into_iter()
-            .collect();
+        let set = [r(0, 100, 50), r(0, 120, 100), r(0, 400, 8), r(1, 100, 10)];
         assert_eq!(
             merged_intervals(&set),
             [(0, 100, 220), (0, 400, 408), (1, 100, 110)]
