@@ -70,6 +70,8 @@ pub struct Gpu {
     pub spin: sys::CUfunction,
     /// `countdown(unsigned int *left, unsigned int *go)`.
     pub countdown: sys::CUfunction,
+    /// `work(float *x, unsigned n, unsigned iters)` (W9).
+    pub work: sys::CUfunction,
     /// The device's name.
     pub name: String,
     /// The driver's CUDA version, e.g. `13.0`.
@@ -102,11 +104,12 @@ impl Gpu {
                 .map(|f| f.cu_function())
                 .map_err(|e| BenchError::Setup(format!("kernel `{name}`: {e}")))
         };
-        let (empty, stamp, spin, countdown) = (
+        let (empty, stamp, spin, countdown, work) = (
             load(kernels::EMPTY)?,
             load(kernels::STAMP)?,
             load(kernels::SPIN)?,
             load(kernels::COUNTDOWN)?,
+            load(kernels::WORK)?,
         );
         let name = ctx.name().unwrap_or_else(|_| "unknown device".into());
         let mut version = 0;
@@ -122,6 +125,7 @@ impl Gpu {
             stamp,
             spin,
             countdown,
+            work,
             name,
             driver_version: format!("{}.{}", version / 1000, (version % 1000) / 10),
         };

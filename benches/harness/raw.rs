@@ -16,7 +16,7 @@ use cudarc::driver::sys;
 use crate::gpu::{check, edges, streams, BenchError, DeviceWord, Event, Exec, Gpu, Graph, Stream};
 use crate::kernels::{BLOCK, GRID};
 use crate::runner::Case;
-use crate::workloads::{Chain, Diamond, Eager1, Fanout, Loop, Replays, Update};
+use crate::workloads::{Chain, Diamond, Eager1, Fanout, Loop, Replays, Update, W5_STEPS};
 
 type Result<T> = std::result::Result<T, BenchError>;
 
@@ -730,12 +730,38 @@ impl Case for W5<'_> {
                 "last node stored {got}, expected {expected}"
             )));
         }
+
+        // Partial updates: new values for 1 %, 10 %, 100 % of the nodes, only those set
+        // (the caller knows which changed: the floor an argument update can reach).
+        let mut partial = [0.0; 3];
+        for (k, step) in W5_STEPS.into_iter().enumerate() {
+            let t0 = Instant::now();
+            for i in (0..self.nodes.len()).step_by(step) {
+                args.value = base.wrapping_add(i as u32).wrapping_add(1 + k as u32);
+                let mut ptrs = args.pointers();
+                self.set_stamp(self.nodes[i], &mut ptrs)?;
+            }
+            partial[k] = us_since(t0);
+        }
+        let base = base.wrapping_add(W5_STEPS.len() as u32);
+        timed_replay(&self.exec, &self.stream, &self.start, &self.end)?;
+        self.stream.synchronize()?;
+        let expected = base.wrapping_add(self.p.nodes as u32 - 1);
+        let got = self.slot.read()?;
+        if got != expected {
+            return Err(BenchError::Check(format!(
+                "last node stored {got}, expected {expected}"
+            )));
+        }
         Ok(vec![
             set_params / n,
             replay_dev / n,
             0.0,
             exec_update / n,
             reinstantiate / n,
+            partial[0],
+            partial[1],
+            partial[2],
         ])
     }
 }
@@ -1097,5 +1123,32 @@ impl Case for W8<'_> {
             loop_host / n,
             loop_dev / n,
         ])
+    }
+}
+
+impl W5<'_> {
+    /// `cuGraphExecKernelNodeSetParams_v2` of a `stamp` node with `ptrs`.
+    fn set_stamp(&self, node: sys::CUgraphNode, ptrs: &mut [*mut c_void; 2]) -> Result<()> {
+        let params = sys::CUDA_KERNEL_NODE_PARAMS_v2 {
+            func: self.gpu.stamp,
+            gridDimX: GRID,
+            gridDimY: 1,
+            gridDimZ: 1,
+            blockDimX: BLOCK,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: 0,
+            kernelParams: ptrs.as_mut_ptr(),
+            extra: ptr::null_mut(),
+            kern: ptr::null_mut(),
+            ctx: ptr::null_mut(),
+        };
+        check(
+            // SAFETY: `node` is a kernel node of the graph `exec` was instantiated from; the
+            // parameter pointers point at live values of `stamp`'s parameter types; the driver
+            // copies them before returning.
+            unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.exec.0, node, &params) },
+            "cuGraphExecKernelNodeSetParams_v2",
+        )
     }
 }

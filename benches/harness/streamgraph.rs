@@ -18,6 +18,7 @@
 //! synchronisation, no allocation by the harness (what streamgraph itself does inside its calls
 //! is the measured cost).
 
+use std::cell::Cell;
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -29,8 +30,9 @@ use cudarc::driver::sys;
 
 use crate::gpu::{BenchError, Event, Gpu};
 use crate::kernels::{self, BLOCK, GRID};
+use crate::overlap::Overlap;
 use crate::runner::Case;
-use crate::workloads::{Chain, Diamond, Eager1, Fanout, Loop, Replays, Update};
+use crate::workloads::{Chain, Diamond, Eager1, Fanout, Loop, Replays, Update, W5_STEPS};
 
 type Result<T> = std::result::Result<T, BenchError>;
 type Setup<'g> = Result<Box<dyn Case + 'g>>;
@@ -43,6 +45,8 @@ struct Kernels {
     stamp: Kernel,
     /// `countdown(unsigned int *left, unsigned int *go)`.
     countdown: Kernel,
+    /// `work(float *x, unsigned n, unsigned iters)` (W9).
+    work: Kernel,
 }
 
 /// What every streamgraph case shares: the device and the loaded kernels.
@@ -65,13 +69,15 @@ fn open() -> Result<Shared> {
     let device = Device::new(Some(0))?;
     let module = Module::from_cuda_source(&device, "bench", kernels::SOURCE)?;
     // SAFETY: every launch of these kernels below passes `empty` no arguments, `stamp` a
-    // `DeviceBuffer<u32>` and a `u32`, and `countdown` two one-word `u32` buffers (a
-    // `DeviceBuffer<u32>` and a `DeviceFlag`), their C signatures in `kernels.cu`.
+    // `DeviceBuffer<u32>` and a `u32`, `countdown` two one-word `u32` buffers (a
+    // `DeviceBuffer<u32>` and a `DeviceFlag`), and `work` (in `overlap.rs`) a
+    // `DeviceBuffer<f32>` and two `u32`s: their C signatures in `kernels.cu`.
     let kernels = unsafe {
         Kernels {
             empty: module.kernel(kernels::EMPTY)?,
             stamp: module.kernel(kernels::STAMP)?,
             countdown: module.kernel(kernels::COUNTDOWN)?,
+            work: module.kernel(kernels::WORK)?,
         }
     };
     let stream = Stream::new(&device, 0)?;
@@ -248,6 +254,17 @@ pipeline! {
     }
 }
 
+pipeline! {
+    /// W5's partial updates: launch `i` of `n` stores `values[i]` into `slot` (cells, so that
+    /// new values can be set through the pipeline the executable graph owns).
+    pipeline Valued(k: &Kernels, slot: &mut DeviceBuffer<u32>, values: &[Cell<u32>], n: usize) {
+        stream main;
+        for i in 0..n {
+            main: launch k.stamp<<<GRID, BLOCK>>>(&mut slot, values[i].get());
+        }
+    }
+}
+
 /// The origin stream of a case, its driver handle for the timing events, and two timing events.
 struct Timed {
     origin: Stream,
@@ -296,6 +313,12 @@ fn eager_on(origin: &Stream) -> Eager {
     let mut eager = Eager::new(origin);
     eager.check(false);
     eager
+}
+
+/// W9 (see `overlap.rs`) with the shared `work` kernel.
+pub fn w9<'g>(gpu: &'g Gpu, p: &Overlap) -> Setup<'g> {
+    let sg = shared()?;
+    crate::overlap::streamgraph(gpu, p, &sg.kernels.work)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -592,6 +615,8 @@ struct W5 {
     capture: Capture,
     spare: DeviceBuffer<u32>,
     iteration: u32,
+    /// The partial-update variants' executable graph (its own slot).
+    valued: GraphExec<Valued<'static>>,
 }
 
 /// W5. [`Stamps`] with `n = p.nodes`, captured and instantiated once. Each sample, in
@@ -631,6 +656,13 @@ pub fn w5<'g>(_gpu: &'g Gpu, p: &Update) -> Setup<'g> {
         )));
     }
     let exec = graph.instantiate()?;
+    let valued_slot: &'static mut DeviceBuffer<u32> =
+        Box::leak(Box::new(DeviceBuffer::zeros(&sg.device, 1)?));
+    let values: &'static [Cell<u32>] =
+        Box::leak((0..p.nodes as u32).map(Cell::new).collect::<Box<[_]>>());
+    let valued = Valued::new(&sg.kernels, valued_slot, values, p.nodes);
+    check_plan(&valued)?;
+    let valued = instantiate_verified(&mut capture_on(&timed.origin), valued)?;
     Ok(Box::new(W5 {
         timed,
         k: &sg.kernels,
@@ -640,6 +672,7 @@ pub fn w5<'g>(_gpu: &'g Gpu, p: &Update) -> Setup<'g> {
         capture,
         spare: DeviceBuffer::zeros(&sg.device, 1)?,
         iteration: 0,
+        valued,
     }))
 }
 
@@ -700,12 +733,48 @@ impl Case for W5 {
             )));
         }
         let instantiations = after.reinstantiations - before.reinstantiations;
+
+        // Partial updates through `update_args_with`: 1 %, 10 %, 100 % of the values change;
+        // the walk compares every launch and sets only the changed ones.
+        let mut partial = [0.0; 3];
+        for (k, step) in W5_STEPS.into_iter().enumerate() {
+            let value = |i: usize| base.wrapping_add(i as u32).wrapping_add(1 + k as u32);
+            let before = self.valued.stats();
+            let t0 = Instant::now();
+            self.valued.update_args_with(|p| {
+                for i in (0..p.n).step_by(step) {
+                    p.values[i].set(value(i));
+                }
+            })?;
+            partial[k] = us_since(t0);
+            let after = self.valued.stats();
+            let want = self.nodes.div_ceil(step) as u64;
+            if after.nodes_set - before.nodes_set != want || after.updates != before.updates {
+                return Err(BenchError::Check(format!(
+                    "update_args set {} node(s) and made {} update(s), expected {want} and none",
+                    after.nodes_set - before.nodes_set,
+                    after.updates - before.updates
+                )));
+            }
+        }
+        self.timed.replay(&self.valued)?;
+        self.timed.origin.synchronize()?;
+        let expected = self.valued.pipeline().values[self.nodes - 1].get();
+        let got = self.valued.pipeline().slot.to_vec()?;
+        if got != [expected] {
+            return Err(BenchError::Check(format!(
+                "update_args: last node stored {got:?}, expected {expected}"
+            )));
+        }
         Ok(vec![
             set_params / n,
             replay_dev / n,
             instantiations as f64,
             exec_update / n,
             reinstantiate / n,
+            partial[0],
+            partial[1],
+            partial[2],
         ])
     }
 }

@@ -37,6 +37,7 @@ macro_rules! source {
 const SOURCES: &[(&str, &str)] = &[
     source!("benches/harness/gpu.rs"),
     source!("benches/harness/kernels.rs"),
+    source!("benches/harness/overlap.rs"),
     source!("benches/harness/raw.rs"),
     source!("benches/harness/report.rs"),
     source!("benches/harness/runner.rs"),
@@ -56,6 +57,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/capture_random_blocks.rs"),
     source!("tests/capture_update.rs"),
     source!("tests/device_blocks.rs"),
+    source!("tests/capture_update_args.rs"),
     source!("tests/faults.rs"),
     source!("tests/floors.rs"),
     source!("tests/interop.rs"),

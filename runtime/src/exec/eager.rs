@@ -650,7 +650,7 @@ impl Eager {
     #[inline]
     fn booked_ordering(&mut self, stmt: &'static Statement) {
         if let Some(book) = self.book.as_mut() {
-            book.last = Some(stmt);
+            book.note_ordering(stmt);
         }
     }
 
@@ -829,7 +829,7 @@ impl Issuer for Eager {
         let stream = self.stream(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         fill_async(stream, &dst, pattern).map_err(|e| e.in_statement(stmt))?;
         self.stats.fills += 1;
-        self.booked(stmt, Issued::Fill(dst))
+        self.booked(stmt, Issued::Fill(dst, pattern))
             .map_err(|e| e.in_statement(stmt))
     }
 
