@@ -382,7 +382,11 @@ impl NodeBook {
 
     /// The built-in kernel at the end of the body being captured.
     pub(crate) fn note_sink(&mut self, node: NodeHandle) {
-        if let Some(body) = self.part().checked_sub(1).and_then(|k| self.bodies.get_mut(k)) {
+        if let Some(body) = self
+            .part()
+            .checked_sub(1)
+            .and_then(|k| self.bodies.get_mut(k))
+        {
             body.sink = Some(node);
         }
     }

@@ -93,6 +93,13 @@ pub(crate) struct GraphCore {
     /// Every statement issued, in order (see `NodeBook::sequence`).
     sequence: Vec<u32>,
     origin: Stream,
+    /// The graph's parts: the graph itself and the body graphs of device blocks.
+    blocks: Box<Blocks>,
+}
+
+/// How a graph's operations spread over the graph and its device blocks' body graphs.
+#[derive(Debug)]
+struct Blocks {
     /// Per graph part (0: the graph, `k + 1`: body graph `k` of a device block), the indices
     /// of its operations in `ops`, in issue order.
     parts: Vec<Vec<usize>>,
@@ -169,9 +176,11 @@ impl GraphCore {
             values: std::mem::take(&mut book.values),
             sequence: std::mem::take(&mut book.sequence),
             origin,
-            parts,
-            bodies: std::mem::take(&mut book.bodies),
-            internal: std::mem::take(&mut book.internal),
+            blocks: Box::new(Blocks {
+                parts,
+                bodies: std::mem::take(&mut book.bodies),
+                internal: std::mem::take(&mut book.internal),
+            }),
         }
     }
 
@@ -212,7 +221,8 @@ impl GraphCore {
 
     /// The operations of the graph itself (not of block bodies), in issue order.
     fn outer(&self) -> impl Iterator<Item = &CapturedOp> + '_ {
-        self.parts
+        self.blocks
+            .parts
             .first()
             .into_iter()
             .flatten()
@@ -273,7 +283,7 @@ impl GraphCore {
     fn part_edges(&self, part: usize) -> Result<PartEdges> {
         let mut problems = Vec::new();
         let map = self.node_map()?;
-        let members = self.parts.get(part).cloned().unwrap_or_default();
+        let members = self.blocks.parts.get(part).cloned().unwrap_or_default();
         let local: HashMap<usize, usize> =
             members.iter().enumerate().map(|(l, &i)| (i, l)).collect();
         let mut index: HashMap<usize, usize> = HashMap::new();
@@ -289,12 +299,12 @@ impl GraphCore {
                 )),
             }
         }
-        for n in self.internal.iter().filter(|n| n.part == part) {
+        for n in self.blocks.internal.iter().filter(|n| n.part == part) {
             if let Some(&l) = local.get(&n.op) {
                 index.insert(n.node.key(), l);
             }
         }
-        let body = part.checked_sub(1).and_then(|k| self.bodies.get(k));
+        let body = part.checked_sub(1).and_then(|k| self.blocks.bodies.get(k));
         let sink = body.and_then(|b| b.sink).map(|n| n.key());
         let (nodes, edges) = match body {
             None => (
@@ -386,7 +396,7 @@ impl GraphCore {
             mut problems,
             into_sink,
         } = self.part_edges(part)?;
-        let members = self.parts.get(part).cloned().unwrap_or_default();
+        let members = self.blocks.parts.get(part).cloned().unwrap_or_default();
         let ops: Vec<&CapturedOp> = members.iter().map(|&i| &self.ops[i]).collect();
         if plan.len() != ops.len() {
             problems.push(format!(
@@ -394,19 +404,17 @@ impl GraphCore {
                 plan.len(),
                 ops.len()
             ));
-        } else if let Some((i, (p, c))) = plan
-            .ops()
-            .iter()
-            .zip(&ops)
-            .enumerate()
-            .find(|(_, (p, c))| p.statement.id != c.statement.id || p.occurrence != c.occurrence)
+        } else if let Some((i, (p, c))) =
+            plan.ops().iter().zip(&ops).enumerate().find(|(_, (p, c))| {
+                p.statement.id != c.statement.id || p.occurrence != c.occurrence
+            })
         {
             problems.push(format!(
                 "operation {i} is `{}` in the plan but `{}` in the capture: the pipeline issued different work",
                 p.statement.text, c.statement.text
             ));
         }
-        let body = part.checked_sub(1).and_then(|k| self.bodies.get(k));
+        let body = part.checked_sub(1).and_then(|k| self.blocks.bodies.get(k));
         if let Some(b) = body.filter(|b| b.sink.is_some()) {
             let expected: BTreeSet<usize> = plan.final_frontier().iter().copied().collect();
             if expected != into_sink {
@@ -422,6 +430,7 @@ impl GraphCore {
                 continue;
             };
             let found = self
+                .blocks
                 .bodies
                 .iter()
                 .position(|b| b.block == flat && b.branch == nested.branch);
@@ -432,7 +441,8 @@ impl GraphCore {
                     extra: Vec::new(),
                     problems: vec![format!(
                         "the plan has body {} of block `{}`, the capture none",
-                        nested.branch, plan.ops()[nested.block].statement.text
+                        nested.branch,
+                        plan.ops()[nested.block].statement.text
                     )],
                 });
             };
