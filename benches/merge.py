@@ -227,6 +227,20 @@ def goals(rows):
         add("W6 GPU idle", s, q.get(s, "W6", "replay_loop", "gpu_idle"), "<= 1 %", lambda v: v <= 1)
         add("W7 log-log slope", s, q.get(s, "W7", "capture+instantiate", "log_log_slope"), "<= 1.05",
             lambda v: v <= 1.05)
+    # W8 (DESIGN.md §6): the device loop against the read-back host loop and the hand-built
+    # conditional node, at 1,000 iterations.
+    add("W8 device loop host/iter / host loop's (K=1000)", sg,
+        ratio(q.get(sg, "W8", "device_loop", "host_per_iteration", iterations=1000),
+              q.get(sg, "W8", "host_loop", "host_per_iteration", iterations=1000)),
+        "<= 0.01", lambda v: v <= 0.01)
+    add("W8 device loop device/iter / raw conditional (K=1000)", sg,
+        ratio(q.get(sg, "W8", "device_loop", "device_per_iteration", iterations=1000),
+              q.get("raw", "W8", "device_loop", "device_per_iteration", iterations=1000)),
+        "<= 1.05", lambda v: v <= 1.05)
+    add("W8 device loop / cuda.core while_loop (K=1000)", sg,
+        ratio(q.get(sg, "W8", "device_loop", "device_per_iteration", iterations=1000),
+              q.get("cuda.core", "W8", "device_loop", "device_per_iteration", iterations=1000)),
+        "< 1", lambda v: v < 1)
     add("W7 log-log slope / raw", sg,
         ratio(q.get(sg, "W7", "capture+instantiate", "log_log_slope"),
               q.get("raw", "W7", "capture+instantiate", "log_log_slope")),

@@ -9,6 +9,8 @@ pub const EMPTY: &str = "empty";
 pub const STAMP: &str = "stamp";
 /// See [`SOURCE`]: busy-waits on the global timer.
 pub const SPIN: &str = "spin";
+/// See [`SOURCE`]: W8's loop bookkeeping (`*left -= 1; *go = *left != 0`).
+pub const COUNTDOWN: &str = "countdown";
 
 /// See [`SOURCE`]: W9's elementwise op (`work(float *x, unsigned n, unsigned iters)`), launched
 /// with [`WORK_BLOCK`]-thread blocks covering the chunk.

@@ -63,6 +63,13 @@ pub struct Replays {
     pub gate_ns: u64,
 }
 
+/// W8: a loop of `iterations` iterations, each a 3-stream body of 10 `empty` kernels and the
+/// `countdown` kernel that clears the loop's flag after the last.
+#[derive(Debug, Clone, Copy)]
+pub struct Loop {
+    pub iterations: usize,
+}
+
 /// Sizes and repetition counts of one run.
 #[derive(Debug, Clone)]
 pub struct Sizes {
@@ -75,6 +82,7 @@ pub struct Sizes {
     pub w5: Update,
     pub w6: Replays,
     pub w7_nodes: Vec<usize>,
+    pub w8_iterations: Vec<usize>,
     pub w9: Vec<Overlap>,
     /// Workloads to run (`W1` …); all when empty.
     pub only: Vec<String>,
@@ -102,6 +110,7 @@ impl Sizes {
                 gate_ns: 5_000_000,
             },
             w7_nodes: vec![10, 100, 1_000, 10_000],
+            w8_iterations: vec![10, 100, 1_000, 10_000],
             w9: [(4, 3), (1, 3), (8, 2)]
                 .into_iter()
                 .map(|(mib, buffers)| Overlap {
@@ -191,6 +200,15 @@ pub const W7_METRICS: &[Metric] = &[
     metric("capture+instantiate", "instantiate", "us"),
     metric("capture+instantiate", "total", "us"),
     metric("capture+instantiate", "total_per_node", "us"),
+];
+
+pub const W8_METRICS: &[Metric] = &[
+    metric("eager", "host_per_iteration", "us"),
+    metric("eager", "device_per_iteration", "us"),
+    metric("host_loop", "host_per_iteration", "us"),
+    metric("host_loop", "device_per_iteration", "us"),
+    metric("device_loop", "host_per_iteration", "us"),
+    metric("device_loop", "device_per_iteration", "us"),
 ];
 
 fn spec(
@@ -319,6 +337,26 @@ pub fn run_all(gpu: &Gpu, plan: &Sizes) -> Vec<Row> {
                 vec![
                     ("raw", raw::w7(gpu, &p)),
                     ("streamgraph", streamgraph::w7(gpu, &p)),
+                ],
+            );
+        }
+    }
+    if plan.wants("W8") {
+        for &iterations in &plan.w8_iterations {
+            let p = Loop { iterations };
+            let s = spec(
+                "W8",
+                json!({"iterations": iterations, "kernels_per_iteration": 11}),
+                W8_METRICS,
+                2,
+                reps,
+            );
+            step(
+                "W8",
+                s,
+                vec![
+                    ("raw", raw::w8(gpu, &p)),
+                    ("streamgraph", streamgraph::w8(gpu, &p)),
                 ],
             );
         }

@@ -26,6 +26,7 @@ SIZES = {
     "w6_gated": 64,
     "w6_gate_ns": 50_000_000,
     "w7_nodes": [10, 100, 1_000, 10_000],
+    "w8_iterations": [10, 100, 1_000, 10_000],
     # W9: (total MiB, chunk MiB, device buffers, kernel rounds), as `workloads::Sizes::full`.
     "w9": [(64, 4, 3, 2_000), (64, 1, 3, 2_000), (64, 8, 2, 2_000)],
 }
@@ -188,6 +189,9 @@ W9_METRICS = [("eager", "end_to_end", "us"), ("eager", "overlap", "x"),
               ("bounds", "h2d", "us"), ("bounds", "kernel", "us"), ("bounds", "d2h", "us")]
 W7_METRICS = [("capture+instantiate", "capture", "us"), ("capture+instantiate", "instantiate", "us"),
               ("capture+instantiate", "total", "us"), ("capture+instantiate", "total_per_node", "us")]
+W8_METRICS = [("eager", "host_per_iteration", "us"), ("eager", "device_per_iteration", "us"),
+              ("host_loop", "host_per_iteration", "us"), ("host_loop", "device_per_iteration", "us"),
+              ("device_loop", "host_per_iteration", "us"), ("device_loop", "device_per_iteration", "us")]
 
 
 def diamond_event_calls(layers, branches):

@@ -25,6 +25,15 @@ extern "C" __global__ void spin(unsigned long long ns) {
     } while (now - start < ns);
 }
 
+// W8: one loop iteration's bookkeeping: counts *left down and keeps *go set while it is non-zero.
+extern "C" __global__ void countdown(unsigned int *left, unsigned int *go) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) {
+        unsigned int v = *left - 1u;
+        *left = v;
+        *go = v != 0u ? 1u : 0u;
+    }
+}
+
 // W9: an elementwise op on a chunk of `n` floats, `iters` rounds of a multiply-add per element,
 // so that its time is comparable to copying the chunk over PCIe (launched with 256-thread
 // blocks covering `n`, unlike the 1 x 1 kernels above).

@@ -12,9 +12,11 @@
 //! random-program GPU suite captures every program that way.
 
 use crate::error::{CaptureFault, Error, Result};
-use crate::ffi::graph::{self as gffi, CaptureStatus, Keep, NodeHandle};
+use crate::ffi::conditional::{BodyGraph, Conditional};
+use crate::ffi::graph::{self as gffi, CaptureModeRaw, CaptureStatus, Keep, NodeHandle};
 use crate::ffi::memory::MemoryRef;
 use crate::ffi::KernelArg;
+use crate::memory::DeviceFlag;
 use crate::module::Kernel;
 use crate::operand::{DeviceRange, FillPattern, HostFn, LaunchConfig, Memory};
 use crate::program::{AccessMode, Program, Statement};
@@ -52,6 +54,38 @@ pub(crate) struct CapturedOp {
     /// Where the operation's values (see [`encode`]) lie in [`NodeBook::values`];
     /// [`OPAQUE`] as length when they cannot be compared.
     pub(crate) values: (u32, u32),
+    /// The graph it is a node of: 0 for the captured graph, `k + 1` for
+    /// [`NodeBook::bodies`]`[k]`. Nodes of bodies, and of blocks, are known as they are made
+    /// (`node` is set then); only the captured graph's other nodes are mapped in creation
+    /// order.
+    pub(crate) part: usize,
+    /// How many nodes of its graph the operation created: 1 (0 for an empty copy or fill); a
+    /// device block its built-in kernel and its conditional node(s).
+    pub(crate) created: u32,
+}
+
+/// A body graph of a captured device block.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CapturedBody {
+    /// The body graph.
+    pub(crate) graph: BodyGraph,
+    /// The block's index in [`NodeBook::ops`].
+    pub(crate) block: usize,
+    /// 0 for a `while` body or `then`, 1 for `else`.
+    pub(crate) branch: usize,
+    /// The built-in kernel at the end of a `while` body, which follows all of the body's
+    /// work, or the empty built-in kernel of a body that captured nothing.
+    pub(crate) sink: Option<NodeHandle>,
+}
+
+/// A node the runtime added that is no statement's and is part of a block's operation: the
+/// built-in kernel before its conditional node, or the second `IF` node of an `if`/`else`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InternalNode {
+    pub(crate) part: usize,
+    pub(crate) node: NodeHandle,
+    /// The operation (a block) it belongs to.
+    pub(crate) op: usize,
 }
 
 /// The length of [`CapturedOp::values`] for values that cannot be compared.
@@ -133,12 +167,25 @@ pub(crate) struct NodeBook {
     nodes: usize,
     /// Cross-check mode: the node the driver reported after each operation that made one.
     exact: Option<Vec<NodeHandle>>,
+    /// The body graphs of device blocks, in the order captured.
+    pub(crate) bodies: Vec<CapturedBody>,
+    /// The built-in kernels before conditional nodes, and second `IF` nodes.
+    pub(crate) internal: Vec<InternalNode>,
+    /// The graph being captured into now (see [`CapturedOp::part`]), and the enclosing ones.
+    parts: Vec<usize>,
+    /// The capture's mode, which body captures use too.
+    pub(crate) mode: CaptureModeRaw,
 }
 
 impl NodeBook {
     /// An empty book for a capture of `program`; `ops` is a capacity hint (the operation
     /// count of the previous capture), `exact` asks for the per-operation cross-check.
-    pub(crate) fn new(program: &'static Program, ops: usize, exact: bool) -> NodeBook {
+    pub(crate) fn new(
+        program: &'static Program,
+        ops: usize,
+        exact: bool,
+        mode: CaptureModeRaw,
+    ) -> NodeBook {
         NodeBook {
             ops: Vec::with_capacity(ops),
             occurrences: vec![0; program.statements.len()],
@@ -149,6 +196,10 @@ impl NodeBook {
             sequence: Vec::with_capacity(ops),
             nodes: 0,
             exact: exact.then(|| Vec::with_capacity(ops)),
+            bodies: Vec::new(),
+            internal: Vec::new(),
+            parts: vec![0],
+            mode,
         }
     }
 
@@ -178,11 +229,22 @@ impl NodeBook {
     pub(crate) fn map_nodes(&mut self, listed: &[NodeHandle]) -> std::result::Result<(), String> {
         self.check_count(listed.len())?;
         let mut next = listed.iter();
-        for op in self.ops.iter_mut().filter(|op| op.makes_node) {
-            op.node = next.next().copied();
+        for op in self.ops.iter_mut().filter(|op| op.part == 0) {
+            if op.statement.kind.is_block() {
+                // Its nodes are known already; skip them in the creation order.
+                for _ in 0..op.created {
+                    next.next();
+                }
+            } else if op.makes_node {
+                op.node = next.next().copied();
+            }
         }
         if let Some(exact) = &self.exact {
-            let cheap = self.ops.iter().filter_map(|op| op.node);
+            let cheap = self
+                .ops
+                .iter()
+                .filter(|op| op.part == 0 && !op.statement.kind.is_block())
+                .filter_map(|op| op.node);
             if let Some((i, _)) = cheap
                 .zip(exact)
                 .enumerate()
@@ -205,11 +267,135 @@ impl NodeBook {
     ) -> Result<()> {
         let made = self.book(stmt, issued)?;
         if made {
-            if let Some(exact) = self.exact.as_mut() {
+            if self.part() > 0 {
+                // A body graph's node: known right away, never mapped by creation order.
+                let node = tip_node(stream)?;
+                if let Some(op) = self.ops.last_mut() {
+                    op.node = Some(node);
+                }
+            } else if let Some(exact) = self.exact.as_mut() {
                 exact.push(tip_node(stream)?);
             }
         }
         Ok(())
+    }
+
+    /// The graph being captured into now.
+    fn part(&self) -> usize {
+        self.parts.last().copied().unwrap_or(0)
+    }
+
+    /// The body graph being captured into now, if any.
+    pub(crate) fn current_body(&self) -> Option<BodyGraph> {
+        self.part()
+            .checked_sub(1)
+            .and_then(|k| self.bodies.get(k))
+            .map(|b| b.graph)
+    }
+
+    /// Books a device block just added on its stream: its conditional node(s) and the
+    /// built-in kernel before them (all known already); the graph keeps the flag and the
+    /// kernels' module. Returns the block's operation index.
+    pub(crate) fn note_block(
+        &mut self,
+        stmt: &'static Statement,
+        added: &Conditional,
+        flag: &DeviceFlag,
+        module: &crate::ffi::CodeOwner,
+    ) -> Result<usize> {
+        self.last = Some(stmt);
+        self.sequence.push(stmt.id as u32);
+        let occurrence = match self.occurrences.get_mut(stmt.id) {
+            Some(count) => {
+                *count += 1;
+                *count
+            }
+            None => {
+                return Err(Error::InvalidArgument(format!(
+                    "statement id {} is not part of the pipeline being captured",
+                    stmt.id
+                )))
+            }
+        };
+        let whole = flag.whole();
+        if let Memory::Device(r) = whole.memory() {
+            if r.bytes > 0 {
+                self.memory.push(r);
+            }
+        }
+        // The built-in kernels write the flag's counter word.
+        self.keep.hold(whole.holder(), true);
+        self.keep.hold_module(module);
+        let part = self.part();
+        let index = self.ops.len();
+        let created = 2 + u32::from(added.second.is_some());
+        if part == 0 {
+            self.nodes += created as usize;
+        }
+        let start = self.values.len() as u32;
+        self.ops.push(CapturedOp {
+            statement: stmt,
+            occurrence,
+            stream: stmt.stream,
+            node: Some(added.node),
+            makes_node: true,
+            launch: None,
+            // A block's arguments are no kernel node's: never updated in place.
+            values: (start, OPAQUE),
+            part,
+            created,
+        });
+        self.internal.push(InternalNode {
+            part,
+            node: added.begin,
+            op: index,
+        });
+        if let Some(second) = added.second {
+            self.internal.push(InternalNode {
+                part,
+                node: second,
+                op: index,
+            });
+        }
+        Ok(index)
+    }
+
+    /// Body `branch` of block `block` is captured into `graph` from now on; returns the
+    /// body's index in [`NodeBook::bodies`].
+    pub(crate) fn enter_body(&mut self, graph: BodyGraph, block: usize, branch: usize) -> usize {
+        self.bodies.push(CapturedBody {
+            graph,
+            block,
+            branch,
+            sink: None,
+        });
+        self.parts.push(self.bodies.len());
+        self.bodies.len() - 1
+    }
+
+    /// Whether body `index` captured no node so far.
+    pub(crate) fn is_empty(&self, index: usize) -> bool {
+        let part = index + 1;
+        !self.ops.iter().any(|op| op.part == part && op.makes_node)
+            && !self.internal.iter().any(|n| n.part == part)
+    }
+
+    /// The built-in kernel at the end of the body being captured.
+    pub(crate) fn note_sink(&mut self, node: NodeHandle) {
+        if let Some(body) = self
+            .part()
+            .checked_sub(1)
+            .and_then(|k| self.bodies.get_mut(k))
+        {
+            body.sink = Some(node);
+        }
+    }
+
+    /// The body being captured is complete.
+    pub(crate) fn leave_body(&mut self) {
+        if self.parts.len() > 1 {
+            self.parts.pop();
+        }
     }
 
     /// Books an operation; `true` when it made a graph node.
@@ -280,7 +466,8 @@ impl NodeBook {
             }
             Issued::Host => {}
         }
-        if !empty {
+        let part = self.part();
+        if !empty && part == 0 {
             self.nodes += 1;
         }
         self.ops.push(CapturedOp {
@@ -291,6 +478,8 @@ impl NodeBook {
             makes_node: !empty,
             launch,
             values,
+            part,
+            created: u32::from(!empty),
         });
         Ok(!empty)
     }
@@ -337,7 +526,7 @@ mod tests {
         let s = b.stream("s");
         b.launch(s, "k", &[]);
         let program = b.build();
-        let mut book = NodeBook::new(program, 0, false);
+        let mut book = NodeBook::new(program, 0, false, CaptureModeRaw::ThreadLocal);
         for &m in makes {
             book.ops.push(CapturedOp {
                 statement: &program.statements[0],
@@ -347,6 +536,8 @@ mod tests {
                 makes_node: m,
                 launch: None,
                 values: (0, 0),
+                part: 0,
+                created: u32::from(m),
             });
             book.nodes += usize::from(m);
         }
@@ -397,7 +588,7 @@ mod tests {
         let n = 100_000;
         let mut best = f64::MAX;
         for _ in 0..5 {
-            let mut book = NodeBook::new(program, n, false);
+            let mut book = NodeBook::new(program, n, false, CaptureModeRaw::ThreadLocal);
             let t = std::time::Instant::now();
             for _ in 0..n {
                 let args = [KernelArg::by_ref(&v, None, Holder::FOREIGN)];

@@ -229,6 +229,9 @@ impl Capture {
             None
         };
         self.eager.prepare_for(pipeline)?;
+        self.eager
+            .prepare_blocks(program)
+            .map_err(|e| normalize(e, program, None))?;
         let origin = self.eager.origin().clone();
         match gffi::stream_capture_status(origin.as_cudarc()) {
             Ok(CaptureStatus::None) => {}
@@ -251,7 +254,12 @@ impl Capture {
         let _global = (self.mode == CaptureMode::Global).then(crate::ffi::GlobalCapture::begin);
         gffi::begin_capture(origin.as_cudarc(), self.mode.raw())
             .map_err(|e| normalize(Error::driver("cuStreamBeginCapture", e), program, None))?;
-        self.eager.book = Some(NodeBook::new(program, self.ops_hint, self.cross_check));
+        self.eager.book = Some(NodeBook::new(
+            program,
+            self.ops_hint,
+            self.cross_check,
+            self.mode.raw(),
+        ));
         let issued = self.eager.issue_prepared(pipeline);
         let book = self.eager.book.take();
         let issued = match issued {

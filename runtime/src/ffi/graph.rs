@@ -140,7 +140,7 @@ pub(crate) struct NodeHandle {
 }
 
 impl NodeHandle {
-    fn new(node: sys::CUgraphNode, graph: sys::CUgraph) -> NodeHandle {
+    pub(super) fn new(node: sys::CUgraphNode, graph: sys::CUgraph) -> NodeHandle {
         NodeHandle {
             node,
             graph: graph as usize,
@@ -159,6 +159,11 @@ impl NodeHandle {
     /// The handle as a number, to key maps with.
     pub(crate) fn key(self) -> usize {
         self.node as usize
+    }
+
+    /// The driver's handle.
+    pub(super) fn raw(self) -> sys::CUgraphNode {
+        self.node
     }
 }
 
@@ -395,7 +400,7 @@ impl Drop for RawGraph {
 unsafe impl Send for OwnedGraph {}
 
 impl OwnedGraph {
-    fn raw(&self) -> sys::CUgraph {
+    pub(super) fn raw(&self) -> sys::CUgraph {
         self.graph.raw
     }
 
@@ -457,18 +462,31 @@ impl OwnedGraph {
     ///
     /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
     pub(crate) fn nodes(&self) -> Result<Vec<NodeHandle>, DriverError> {
+        // SAFETY: the graph itself, alive while `self` is.
+        unsafe { self.nodes_in(self.raw()) }
+    }
+
+    /// `cuGraphGetNodes` of `graph`: this graph or one of its conditional nodes' bodies.
+    ///
+    /// # Safety
+    ///
+    /// `graph` is this graph or a body graph of one of its conditional nodes (alive with it).
+    pub(super) unsafe fn nodes_in(
+        &self,
+        graph: sys::CUgraph,
+    ) -> Result<Vec<NodeHandle>, DriverError> {
         ensure_current(&self.ctx)?;
         let mut count: usize = 0;
-        // SAFETY: the graph is alive (owned by `self`); a null array asks for the count only.
-        unsafe { sys::cuGraphGetNodes(self.raw(), std::ptr::null_mut(), &mut count) }.result()?;
+        // SAFETY: `graph` is alive (the caller's promise); a null array asks for the count only.
+        unsafe { sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut count) }.result()?;
         if count == 0 {
             return Ok(Vec::new());
         }
         let mut nodes: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); count];
         // SAFETY: `nodes` has room for `count` handles, the number the driver reported.
-        unsafe { sys::cuGraphGetNodes(self.raw(), nodes.as_mut_ptr(), &mut count) }.result()?;
+        unsafe { sys::cuGraphGetNodes(graph, nodes.as_mut_ptr(), &mut count) }.result()?;
         nodes.truncate(count);
-        let raw = self.raw();
+        let raw = graph;
         Ok(nodes.into_iter().map(|n| NodeHandle::new(n, raw)).collect())
     }
 
@@ -476,12 +494,25 @@ impl OwnedGraph {
     ///
     /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
     pub(crate) fn edges(&self) -> Result<Vec<(NodeHandle, NodeHandle)>, DriverError> {
+        // SAFETY: the graph itself, alive while `self` is.
+        unsafe { self.edges_in(self.raw()) }
+    }
+
+    /// `cuGraphGetEdges_v2` of `graph`: this graph or one of its conditional nodes' bodies.
+    ///
+    /// # Safety
+    ///
+    /// As for [`OwnedGraph::nodes_in`].
+    pub(super) unsafe fn edges_in(
+        &self,
+        graph: sys::CUgraph,
+    ) -> Result<Vec<(NodeHandle, NodeHandle)>, DriverError> {
         ensure_current(&self.ctx)?;
         let mut count: usize = 0;
         // SAFETY: the graph is alive; null arrays ask for the count only.
         unsafe {
             sys::cuGraphGetEdges_v2(
-                self.raw(),
+                graph,
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),
@@ -506,7 +537,7 @@ impl OwnedGraph {
         // data is asked for so that the driver never reports a lossy query.
         unsafe {
             sys::cuGraphGetEdges_v2(
-                self.raw(),
+                graph,
                 from.as_mut_ptr(),
                 to.as_mut_ptr(),
                 data.as_mut_ptr(),
@@ -518,12 +549,7 @@ impl OwnedGraph {
             .into_iter()
             .zip(to)
             .take(count)
-            .map(|(a, b)| {
-                (
-                    NodeHandle::new(a, self.raw()),
-                    NodeHandle::new(b, self.raw()),
-                )
-            })
+            .map(|(a, b)| (NodeHandle::new(a, graph), NodeHandle::new(b, graph)))
             .collect())
     }
 

@@ -19,6 +19,7 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaStream, DriverError};
 
 use crate::error::{CaptureFault, Error};
 
+pub(crate) mod conditional;
 pub(crate) mod graph;
 mod host_fn;
 mod launch;
@@ -32,7 +33,7 @@ pub(crate) use launch::{
     launch_kernel, load_module, module_function, CodeOwner, FunctionHandle, LoadedFunction,
     ModuleImage,
 };
-pub(crate) use nvrtc::{nvrtc_compile, CompileFailure};
+pub(crate) use nvrtc::{nvrtc_compile, nvrtc_compile_ptx, CompileFailure};
 pub(crate) use sys::{CUcontext, CUdevice, CUfunction};
 
 impl Error {

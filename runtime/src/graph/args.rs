@@ -14,7 +14,8 @@ use crate::exec::book::{encode, Issued, LaunchShape, OPAQUE};
 use crate::ffi::graph::{Keep, OwnedExec};
 use crate::ffi::memory::{HolderKind, MemoryRef};
 use crate::ffi::KernelArg;
-use crate::issue::Issuer;
+use crate::issue::{Body, Issuer};
+use crate::memory::DeviceFlag;
 use crate::module::Kernel;
 use crate::operand::{FillPattern, HostFn, LaunchConfig};
 use crate::program::{AccessMode, Statement};
@@ -286,6 +287,27 @@ impl Issuer for Updater<'_> {
 
     fn wait_stream(&mut self, stmt: &'static Statement) -> Result<(), Error> {
         self.step(stmt)
+    }
+
+    fn while_loop(
+        &mut self,
+        _stmt: &'static Statement,
+        _flag: &DeviceFlag,
+        _limit: Option<u32>,
+        _body: &mut Body<'_>,
+    ) -> Result<(), Error> {
+        // A block's flag, limit and body graphs are no kernel node's parameters.
+        Err(self.stop("the pipeline has a device block"))
+    }
+
+    fn if_else(
+        &mut self,
+        _stmt: &'static Statement,
+        _flag: &DeviceFlag,
+        _then: &mut Body<'_>,
+        _otherwise: &mut Body<'_>,
+    ) -> Result<(), Error> {
+        Err(self.stop("the pipeline has a device block"))
     }
 }
 

@@ -45,7 +45,7 @@ use std::marker::PhantomData;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::exec::book::{CapturedOp, NodeBook};
+use crate::exec::book::{CapturedBody, CapturedOp, InternalNode, NodeBook};
 use crate::exec::capture::{Capture, CaptureSettings};
 use crate::ffi::graph::{NodeHandle, NodeKind, OwnedGraph};
 use crate::issue::Pipeline;
@@ -93,6 +93,28 @@ pub(crate) struct GraphCore {
     /// Every statement issued, in order (see `NodeBook::sequence`).
     sequence: Vec<u32>,
     origin: Stream,
+    /// The graph's parts: the graph itself and the body graphs of device blocks.
+    blocks: Box<Blocks>,
+}
+
+/// How a graph's operations spread over the graph and its device blocks' body graphs.
+#[derive(Debug)]
+struct Blocks {
+    /// Per graph part (0: the graph, `k + 1`: body graph `k` of a device block), the indices
+    /// of its operations in `ops`, in issue order.
+    parts: Vec<Vec<usize>>,
+    /// The body graphs of device blocks.
+    bodies: Vec<CapturedBody>,
+    /// The built-in kernels before conditional nodes, and second `IF` nodes.
+    internal: Vec<InternalNode>,
+}
+
+/// The edges of one graph part by its operations' local indices, what else was found, and
+/// which operations lead straight into a body's closing built-in kernel.
+struct PartEdges {
+    edges: EdgeSet,
+    problems: Vec<String>,
+    into_sink: BTreeSet<usize>,
 }
 
 impl GraphCore {
@@ -123,9 +145,19 @@ impl GraphCore {
         origin: Stream,
     ) -> GraphCore {
         let mut book = book;
+        // Nodes of device blocks and their bodies are known from the capture.
+        for op in &mut book.ops {
+            op.node = op.node.map(|n| raw.bind(n));
+        }
+        let mut parts = vec![Vec::new(); book.bodies.len() + 1];
+        for (i, op) in book.ops.iter().enumerate() {
+            if let Some(part) = parts.get_mut(op.part) {
+                part.push(i);
+            }
+        }
         // In cross-check mode the capture mapped the nodes already.
         let nodes = OnceCell::new();
-        if book.ops.iter().any(|op| op.node.is_some()) {
+        if book.cross_checks() {
             let _ = nodes.set(
                 book.ops
                     .iter()
@@ -144,6 +176,11 @@ impl GraphCore {
             values: std::mem::take(&mut book.values),
             sequence: std::mem::take(&mut book.sequence),
             origin,
+            blocks: Box::new(Blocks {
+                parts,
+                bodies: std::mem::take(&mut book.bodies),
+                internal: std::mem::take(&mut book.internal),
+            }),
         }
     }
 
@@ -162,9 +199,34 @@ impl GraphCore {
         let map = self
             .ops
             .iter()
-            .map(|op| if op.makes_node { next.next() } else { None })
+            .map(|op| {
+                if op.part != 0 {
+                    // A body graph's node, known from the capture.
+                    op.node
+                } else if op.statement.kind.is_block() {
+                    // Known from the capture; its nodes are skipped in the creation order.
+                    for _ in 0..op.created {
+                        next.next();
+                    }
+                    op.node
+                } else if op.makes_node {
+                    next.next()
+                } else {
+                    None
+                }
+            })
             .collect();
         Ok(self.nodes.get_or_init(|| map))
+    }
+
+    /// The operations of the graph itself (not of block bodies), in issue order.
+    fn outer(&self) -> impl Iterator<Item = &CapturedOp> + '_ {
+        self.blocks
+            .parts
+            .first()
+            .into_iter()
+            .flatten()
+            .filter_map(|&i| self.ops.get(i))
     }
 
     /// The node of operation `i`, if it made one.
@@ -210,33 +272,72 @@ impl GraphCore {
 
     /// The graph's edges by operation index, plus problems (nodes that are no operation).
     fn captured_edges(&self) -> Result<(EdgeSet, Vec<String>)> {
+        let part = self.part_edges(0)?;
+        Ok((part.edges, part.problems))
+    }
+
+    /// The edges of graph part `part` (0: the graph; `k + 1`: body graph `k`) by the local
+    /// indices of its operations. A block's built-in kernel (and second `IF` node) counts as
+    /// the block's operation; the closing kernel of a body is no operation (edges into it are
+    /// reported apart).
+    fn part_edges(&self, part: usize) -> Result<PartEdges> {
         let mut problems = Vec::new();
         let map = self.node_map()?;
-        let index: HashMap<usize, usize> = map
-            .iter()
-            .enumerate()
-            .filter_map(|(i, node)| node.map(|n| (n.key(), i)))
-            .collect();
-        for (i, op) in self.ops.iter().enumerate() {
-            if !op.makes_node {
-                problems.push(format!(
-                    "operation {i} (`{}` #{} at {}) moves no bytes and made no graph node; its ordering cannot be checked",
+        let members = self.blocks.parts.get(part).cloned().unwrap_or_default();
+        let local: HashMap<usize, usize> =
+            members.iter().enumerate().map(|(l, &i)| (i, l)).collect();
+        let mut index: HashMap<usize, usize> = HashMap::new();
+        for (l, &i) in members.iter().enumerate() {
+            let op = &self.ops[i];
+            match map.get(i).copied().flatten() {
+                Some(n) => {
+                    index.insert(n.key(), l);
+                }
+                None => problems.push(format!(
+                    "operation {l} (`{}` #{} at {}) moves no bytes and made no graph node; its ordering cannot be checked",
                     op.statement.text, op.occurrence, op.statement.location
-                ));
+                )),
             }
         }
-        let nodes = self
-            .raw
-            .nodes()
-            .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
+        for n in self.blocks.internal.iter().filter(|n| n.part == part) {
+            if let Some(&l) = local.get(&n.op) {
+                index.insert(n.node.key(), l);
+            }
+        }
+        let body = part.checked_sub(1).and_then(|k| self.blocks.bodies.get(k));
+        let sink = body.and_then(|b| b.sink).map(|n| n.key());
+        let (nodes, edges) = match body {
+            None => (
+                self.raw
+                    .nodes()
+                    .map_err(|e| Error::driver("cuGraphGetNodes", e))?,
+                self.raw
+                    .edges()
+                    .map_err(|e| Error::driver("cuGraphGetEdges", e))?,
+            ),
+            Some(b) => (
+                self.raw
+                    .body_nodes(b.graph)
+                    .map_err(|e| Error::driver("cuGraphGetNodes", e))?,
+                self.raw
+                    .body_edges(b.graph)
+                    .map_err(|e| Error::driver("cuGraphGetEdges", e))?,
+            ),
+        };
         let unknown = nodes
             .iter()
-            .filter(|n| !index.contains_key(&n.key()))
+            .filter(|n| !index.contains_key(&n.key()) && Some(n.key()) != sink)
             .count();
         // The node map came from the creation order: check that each node does what its
-        // operation did (kind, and the function of a launch).
-        for (i, op) in self.ops.iter().enumerate() {
-            let Some(node) = map[i] else { continue };
+        // operation did (kind, and the function of a launch). Blocks' nodes are conditional.
+        for &i in &members {
+            let op = &self.ops[i];
+            if op.statement.kind.is_block() {
+                continue;
+            }
+            let Some(node) = map.get(i).copied().flatten() else {
+                continue;
+            };
             let kind = self
                 .raw
                 .node_kind(node)
@@ -259,50 +360,103 @@ impl GraphCore {
         }
         if unknown > 0 {
             problems.push(format!(
-                "{unknown} node(s) of the graph belong to no statement: work was issued into the capture by code outside the pipeline's statements"
+                "{unknown} node(s) of the graph{} belong to no statement: work was issued into the capture by code outside the pipeline's statements",
+                if part == 0 { "" } else { "'s block body" }
             ));
         }
-        let mut edges = BTreeSet::new();
-        for (a, b) in self
-            .raw
-            .edges()
-            .map_err(|e| Error::driver("cuGraphGetEdges", e))?
-        {
-            if let (Some(&x), Some(&y)) = (index.get(&a.key()), index.get(&b.key())) {
-                edges.insert((x, y));
+        let mut set = BTreeSet::new();
+        let mut into_sink = BTreeSet::new();
+        for (a, b) in edges {
+            match (index.get(&a.key()), index.get(&b.key())) {
+                (Some(&x), Some(&y)) if x != y => {
+                    set.insert((x, y));
+                }
+                (Some(&x), None) if Some(b.key()) == sink => {
+                    into_sink.insert(x);
+                }
+                _ => {}
             }
         }
-        Ok((edges, problems))
+        Ok(PartEdges {
+            edges: set,
+            problems,
+            into_sink,
+        })
     }
 
     pub(crate) fn verify_against(&self, plan: &Plan) -> Result<VerifyReport> {
-        let (edges, mut problems) = self.captured_edges()?;
-        if plan.len() != self.ops.len() {
+        self.verify_part(0, plan)
+    }
+
+    /// Checks graph part `part` against `plan`, then each of its blocks' bodies against the
+    /// plan's nested plans.
+    fn verify_part(&self, part: usize, plan: &Plan) -> Result<VerifyReport> {
+        let PartEdges {
+            edges,
+            mut problems,
+            into_sink,
+        } = self.part_edges(part)?;
+        let members = self.blocks.parts.get(part).cloned().unwrap_or_default();
+        let ops: Vec<&CapturedOp> = members.iter().map(|&i| &self.ops[i]).collect();
+        if plan.len() != ops.len() {
             problems.push(format!(
                 "the plan has {} operation(s), the capture {}: the pipeline issued different work",
                 plan.len(),
-                self.ops.len()
+                ops.len()
             ));
-        } else if let Some((i, (p, c))) = plan
-            .ops()
-            .iter()
-            .zip(&self.ops)
-            .enumerate()
-            .find(|(_, (p, c))| p.statement.id != c.statement.id || p.occurrence != c.occurrence)
+        } else if let Some((i, (p, c))) =
+            plan.ops().iter().zip(&ops).enumerate().find(|(_, (p, c))| {
+                p.statement.id != c.statement.id || p.occurrence != c.occurrence
+            })
         {
             problems.push(format!(
                 "operation {i} is `{}` in the plan but `{}` in the capture: the pipeline issued different work",
                 p.statement.text, c.statement.text
             ));
         }
-        check_edges(plan, &edges, problems)
+        let body = part.checked_sub(1).and_then(|k| self.blocks.bodies.get(k));
+        if let Some(b) = body.filter(|b| b.sink.is_some()) {
+            let expected: BTreeSet<usize> = plan.final_frontier().iter().copied().collect();
+            if expected != into_sink {
+                problems.push(format!(
+                    "the end of the body of block {} follows operations {:?}, the plan's join {:?}",
+                    b.block, into_sink, expected
+                ));
+            }
+        }
+        let mut report = check_edges(plan, &edges, problems)?;
+        for nested in plan.bodies() {
+            let Some(&flat) = members.get(nested.block) else {
+                continue;
+            };
+            let found = self
+                .blocks
+                .bodies
+                .iter()
+                .position(|b| b.block == flat && b.branch == nested.branch);
+            let Some(k) = found else {
+                return Err(Error::GraphMismatch {
+                    pipeline: self.program.name,
+                    missing: Vec::new(),
+                    extra: Vec::new(),
+                    problems: vec![format!(
+                        "the plan has body {} of block `{}`, the capture none",
+                        nested.branch,
+                        plan.ops()[nested.block].statement.text
+                    )],
+                });
+            };
+            let inner = self.verify_part(k + 1, &nested.plan)?;
+            report.operations += inner.operations;
+            report.edges += inner.edges;
+        }
+        Ok(report)
     }
 
     fn to_dot(&self) -> Result<String> {
         let (edges, _) = self.captured_edges()?;
         let labels: Vec<(String, usize)> = self
-            .ops
-            .iter()
+            .outer()
             .map(|op| {
                 let name = match op.statement.kind {
                     StatementKind::Launch { kernel } => format!("launch {kernel}"),
@@ -489,21 +643,22 @@ impl<P> Graph<P> {
         self.pipeline
     }
 
-    /// The number of operations (graph nodes) captured.
+    /// The number of operations (graph nodes) captured; a device block counts as one (its
+    /// bodies' operations are in its body graphs).
     pub fn len(&self) -> usize {
-        self.core.ops.len()
+        self.core.outer().count()
     }
 
     /// Whether the pipeline issued no operation.
     pub fn is_empty(&self) -> bool {
-        self.core.ops.is_empty()
+        self.core.outer().next().is_none()
     }
 
-    /// The operations captured, in issue order.
+    /// The operations captured, in issue order; a device block is one operation (the
+    /// operations of its bodies are not listed).
     pub fn ops(&self) -> Vec<OpRef> {
         self.core
-            .ops
-            .iter()
+            .outer()
             .map(|op| OpRef {
                 statement: op.statement,
                 occurrence: op.occurrence,
