@@ -11,14 +11,27 @@ use syn::visit_mut::VisitMut;
 use syn::{GenericParam, Lifetime, LifetimeParam};
 
 use crate::model::{Arg, BufferExpr, Errors, Kind, Mode, Node, Param, ParamKind, Program, Warning};
-use crate::syntax::Input;
+use crate::syntax::{Header, Input};
 use crate::validate::{line_column, validate};
 
 /// The whole macro on `proc_macro2` tokens.
+///
+/// When the body does not parse but the header does, the type is still generated from the
+/// header (with an empty body), so that the user's uses of it and of the parameter types stay
+/// sane: no `unused import` warnings or unknown-type errors next to the syntax error.
 pub fn pipeline(input: TokenStream) -> TokenStream {
-    let input: Input = match syn::parse2(input) {
+    let input: Input = match syn::parse2(input.clone()) {
         Ok(input) => input,
-        Err(e) => return e.to_compile_error(),
+        Err(e) => {
+            let error = e.to_compile_error();
+            let Ok(header) = syn::parse2::<Header>(input) else {
+                return error;
+            };
+            let mut errors = Errors::default();
+            let code = expand(&Program::from_syntax(header.into_input(), &mut errors));
+            // Resolving a header records no error; a duplicate parameter waits for the fix.
+            return quote!(#code #error);
+        }
     };
     let mut errors = Errors::default();
     let program = Program::from_syntax(input, &mut errors);
@@ -121,10 +134,7 @@ pub fn expand(program: &Program) -> TokenStream {
         .filter(|(p, _)| p.kind == ParamKind::Value)
         .map(|(p, ty)| {
             quote_spanned! {p.ty.span()=>
-                {
-                    fn __assert_copy<__T: ::core::marker::Copy>() {}
-                    __assert_copy::<#ty>();
-                }
+                <#ty as ::streamgraph::__private::ValueParameter>::check();
             }
         });
     let options = program.streams.iter().map(|s| {
@@ -313,7 +323,15 @@ fn buffer(program: &Program, b: &BufferExpr) -> TokenStream {
 fn statement(program: &Program, i: usize) -> TokenStream {
     let stmt = &program.statements[i];
     let p = quote!(::streamgraph::__private);
+    let host_memory = stmt.accesses.iter().any(|a| {
+        program
+            .param(&a.buffer)
+            .is_some_and(|p| p.is_pageable_host())
+    });
     let call = match &stmt.kind {
+        // Host memory in a launch, fill or copy is already reported; the type errors of the
+        // impossible call would only add noise.
+        _ if host_memory => quote!(::core::result::Result::<(), #p::Error>::Ok(())),
         Kind::Launch {
             kernel,
             grid,
@@ -337,26 +355,19 @@ fn statement(program: &Program, i: usize) -> TokenStream {
             });
             let grid = quote_spanned!(grid.span()=> #p::Dim3::from(#grid));
             let block = quote_spanned!(block.span()=> #p::Dim3::from(#block));
+            let kernel = quote_spanned!(kernel.span()=> #p::kernel(&(#kernel)));
             quote! {
                 __issuer.launch(
                     __stmt,
-                    &(#kernel),
+                    #kernel,
                     #p::LaunchConfig { grid: #grid, block: #block, shared_mem_bytes: #shared },
                     &[#(#args),*],
                 )
             }
         }
         Kind::Copy { dst, src } => {
-            let pageable = [dst, src]
-                .iter()
-                .any(|b| program.param(&b.root).is_some_and(|p| p.is_pageable_host()));
-            if pageable {
-                // Already reported; type errors of the impossible copy would only add noise.
-                quote!(::core::result::Result::<(), #p::Error>::Ok(()))
-            } else {
-                let (dst, src) = (buffer(program, dst), buffer(program, src));
-                quote!(#p::copy(__issuer, __stmt, #dst, #src))
-            }
+            let (dst, src) = (buffer(program, dst), buffer(program, src));
+            quote!(#p::copy(__issuer, __stmt, #dst, #src))
         }
         Kind::Fill { dst, value } => {
             let dst = buffer(program, dst);
@@ -411,7 +422,10 @@ mod tests {
             out.contains("let n = :: core :: clone :: Clone :: clone (& self . n) ;"),
             "{out}"
         );
-        assert!(out.contains("__assert_copy :: < u32 > ()"), "{out}");
+        assert!(
+            out.contains("< u32 as :: streamgraph :: __private :: ValueParameter > :: check ()"),
+            "{out}"
+        );
         assert!(
             out.contains(":: streamgraph :: __private :: arg_write (x)"),
             "{out}"
@@ -586,7 +600,9 @@ mod tests {
             assert!(out.contains("struct P"), "{keyword}");
             assert!(!out.contains("static_race_check_incomplete"), "{keyword}");
             let out = expand_str(nested(limit + 1, keyword.clone()));
-            assert!(!out.contains("struct P"), "{keyword}");
+            // The type is generated from the header alone, next to the error.
+            assert!(out.contains("struct P"), "{keyword}");
+            assert!(!out.contains("fill"), "{keyword}");
             let message = format!("nesting deeper than {limit} levels of `for` and `if`");
             assert_eq!(out.matches("compile_error").count(), 1, "{keyword}");
             assert!(out.contains(&message), "{keyword}: {out}");
@@ -600,6 +616,20 @@ mod tests {
             }
         };
         assert!(expand_str(input).contains("nesting deeper than"));
+    }
+
+    #[test]
+    fn a_body_that_does_not_parse_still_gives_the_type() {
+        let out = expand_str(quote! {
+            pipeline P(x: &mut DeviceBuffer<f32>, k: &Kernel) {
+                stream main;
+                main.record_event(ready);
+            }
+        });
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+        assert!(out.contains("write `main: record ready;`"), "{out}");
+        assert!(out.contains("pub x : & 'sg mut DeviceBuffer < f32 >"), "{out}");
+        assert!(out.contains("pub k : & 'sg Kernel"), "{out}");
     }
 
     #[test]

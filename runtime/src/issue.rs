@@ -118,6 +118,58 @@ pub mod __private {
         issuer.fill(stmt, device_ref(dst), value.pattern())
     }
 
+    /// `KERNEL` in `launch KERNEL<<<…>>>(…)`: a [`Kernel`], or a reference to one.
+    pub fn kernel<K: LaunchKernel + ?Sized>(kernel: &K) -> &Kernel {
+        kernel.kernel()
+    }
+
+    /// What `launch` takes as its kernel: a [`Kernel`] or a reference to one.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is not a kernel",
+        label = "`launch` expects a `Kernel` here",
+        note = "a kernel comes from a loaded module (`Module::from_ptx`, then \
+                `module.kernel(\"name\")`); pass it as a pipeline parameter such as \
+                `k: &Kernel` and write `launch k<<<…>>>(…)`"
+    )]
+    pub trait LaunchKernel {
+        /// The kernel.
+        fn kernel(&self) -> &Kernel;
+    }
+
+    impl LaunchKernel for Kernel {
+        fn kernel(&self) -> &Kernel {
+            self
+        }
+    }
+
+    impl<K: LaunchKernel + ?Sized> LaunchKernel for &K {
+        fn kernel(&self) -> &Kernel {
+            (**self).kernel()
+        }
+    }
+
+    impl<K: LaunchKernel + ?Sized> LaunchKernel for &mut K {
+        fn kernel(&self) -> &Kernel {
+            (**self).kernel()
+        }
+    }
+
+    /// What a pipeline parameter that is not a reference must be: `Copy` (each run binds a
+    /// copy). Its only purpose is the message when it is not.
+    #[diagnostic::on_unimplemented(
+        message = "pipeline parameter of type `{Self}` is not `Copy`",
+        label = "a parameter that is not a reference must be `Copy`",
+        note = "declare it as a reference, `&{Self}` (or `&mut {Self}` for a buffer the pipeline \
+                writes); host data for kernels goes into a device buffer first: \
+                `DeviceBuffer::from_host(&device, &data)`"
+    )]
+    pub trait ValueParameter: Copy {
+        /// Compiles only for `Copy` types.
+        fn check() {}
+    }
+
+    impl<T: Copy> ValueParameter for T {}
+
     /// `host F`.
     pub fn host<I, F>(issuer: &mut I, stmt: &'static Statement, f: F) -> Result<(), Error>
     where
