@@ -134,7 +134,7 @@ pub fn expand(program: &Program) -> TokenStream {
         .filter(|(p, _)| p.kind == ParamKind::Value)
         .map(|(p, ty)| {
             quote_spanned! {p.ty.span()=>
-                <#ty as ::streamgraph::__private::ValueParameter>::check();
+                <#ty as ::streamgraph::ValueParameter>::check();
             }
         });
     let options = program.streams.iter().map(|s| {
@@ -351,11 +351,14 @@ fn statement(program: &Program, i: usize) -> TokenStream {
                     let b = buffer(program, b);
                     quote!(#p::arg_read(#b))
                 }
-                Arg::Value(e) => quote_spanned!(e.span()=> #p::arg_value(&(#e))),
+                Arg::Value(e) => {
+                    quote_spanned!(e.span()=> ::streamgraph::KernelValue::kernel_arg(&(#e)))
+                }
             });
             let grid = quote_spanned!(grid.span()=> #p::Dim3::from(#grid));
             let block = quote_spanned!(block.span()=> #p::Dim3::from(#block));
-            let kernel = quote_spanned!(kernel.span()=> #p::kernel(&(#kernel)));
+            let kernel =
+                quote_spanned!(kernel.span()=> ::streamgraph::LaunchKernel::as_kernel(&(#kernel)));
             quote! {
                 __issuer.launch(
                     __stmt,
@@ -423,7 +426,7 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains("< u32 as :: streamgraph :: __private :: ValueParameter > :: check ()"),
+            out.contains("< u32 as :: streamgraph :: ValueParameter > :: check ()"),
             "{out}"
         );
         assert!(
@@ -431,7 +434,7 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains(":: streamgraph :: __private :: arg_value (& (n))"),
+            out.contains(":: streamgraph :: KernelValue :: kernel_arg (& (n))"),
             "{out}"
         );
         assert!(out.contains("__issuer . record (__stmt)"), "{out}");

@@ -33,6 +33,61 @@ pub trait Pipeline {
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error>;
 }
 
+/// What `launch KERNEL<<<…>>>(…)` in [`pipeline!`](crate::Pipeline) accepts as `KERNEL`: a
+/// [`Kernel`], or a reference to one.
+///
+/// ```
+/// use streamgraph::{Kernel, LaunchKernel};
+///
+/// let k = Kernel::for_planning("scale");
+/// assert_eq!((&&k).as_kernel().name(), "scale");
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a kernel",
+    label = "`launch` expects a `Kernel` here",
+    note = "a kernel comes from a loaded module (`Module::from_ptx`, then \
+            `module.kernel(\"name\")`); pass it as a pipeline parameter such as `k: &Kernel` and \
+            write `launch k<<<…>>>(…)`"
+)]
+pub trait LaunchKernel {
+    /// The kernel.
+    fn as_kernel(&self) -> &Kernel;
+}
+
+impl LaunchKernel for Kernel {
+    fn as_kernel(&self) -> &Kernel {
+        self
+    }
+}
+
+impl<K: LaunchKernel + ?Sized> LaunchKernel for &K {
+    fn as_kernel(&self) -> &Kernel {
+        (**self).as_kernel()
+    }
+}
+
+impl<K: LaunchKernel + ?Sized> LaunchKernel for &mut K {
+    fn as_kernel(&self) -> &Kernel {
+        (**self).as_kernel()
+    }
+}
+
+/// What a `pipeline!` parameter declared without `&` must be: `Copy`, since every run binds a
+/// copy of it. Implemented for every `Copy` type; `pipeline!` checks it on each such parameter.
+#[diagnostic::on_unimplemented(
+    message = "pipeline parameter of type `{Self}` is not `Copy`",
+    label = "a parameter that is not a reference must be `Copy`",
+    note = "declare it as a reference, `&{Self}`; host data that kernels use goes into a device \
+            buffer first, `DeviceBuffer::from_host(&device, &data)`, passed as \
+            `&DeviceBuffer<T>`"
+)]
+pub trait ValueParameter {
+    /// Compiles for `Copy` types only; does nothing.
+    fn check() {}
+}
+
+impl<T: Copy> ValueParameter for T {}
+
 /// How a declared stream is created: `stream side(priority = -1, device = 0)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct StreamOptions {
@@ -117,58 +172,6 @@ pub mod __private {
     {
         issuer.fill(stmt, device_ref(dst), value.pattern())
     }
-
-    /// `KERNEL` in `launch KERNEL<<<…>>>(…)`: a [`Kernel`], or a reference to one.
-    pub fn kernel<K: LaunchKernel + ?Sized>(kernel: &K) -> &Kernel {
-        kernel.kernel()
-    }
-
-    /// What `launch` takes as its kernel: a [`Kernel`] or a reference to one.
-    #[diagnostic::on_unimplemented(
-        message = "`{Self}` is not a kernel",
-        label = "`launch` expects a `Kernel` here",
-        note = "a kernel comes from a loaded module (`Module::from_ptx`, then \
-                `module.kernel(\"name\")`); pass it as a pipeline parameter such as \
-                `k: &Kernel` and write `launch k<<<…>>>(…)`"
-    )]
-    pub trait LaunchKernel {
-        /// The kernel.
-        fn kernel(&self) -> &Kernel;
-    }
-
-    impl LaunchKernel for Kernel {
-        fn kernel(&self) -> &Kernel {
-            self
-        }
-    }
-
-    impl<K: LaunchKernel + ?Sized> LaunchKernel for &K {
-        fn kernel(&self) -> &Kernel {
-            (**self).kernel()
-        }
-    }
-
-    impl<K: LaunchKernel + ?Sized> LaunchKernel for &mut K {
-        fn kernel(&self) -> &Kernel {
-            (**self).kernel()
-        }
-    }
-
-    /// What a pipeline parameter that is not a reference must be: `Copy` (each run binds a
-    /// copy). Its only purpose is the message when it is not.
-    #[diagnostic::on_unimplemented(
-        message = "pipeline parameter of type `{Self}` is not `Copy`",
-        label = "a parameter that is not a reference must be `Copy`",
-        note = "declare it as a reference, `&{Self}` (or `&mut {Self}` for a buffer the pipeline \
-                writes); host data for kernels goes into a device buffer first: \
-                `DeviceBuffer::from_host(&device, &data)`"
-    )]
-    pub trait ValueParameter: Copy {
-        /// Compiles only for `Copy` types.
-        fn check() {}
-    }
-
-    impl<T: Copy> ValueParameter for T {}
 
     /// `host F`.
     pub fn host<I, F>(issuer: &mut I, stmt: &'static Statement, f: F) -> Result<(), Error>

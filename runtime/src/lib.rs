@@ -33,10 +33,10 @@ pub use graph::{
     capture, CaptureOutcome, Graph, GraphExec, GraphExecHandle, GraphHandle, GraphStats,
     VerifyReport,
 };
-pub use issue::{Issuer, Pipeline, StreamOptions};
+pub use issue::{Issuer, LaunchKernel, Pipeline, StreamOptions, ValueParameter};
 pub use memory::{
     CopySource, CopyTarget, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceView,
-    DeviceViewMut, FillValue, PinnedBuffer, PinnedMut, PinnedRef, Pod, Zeroable,
+    DeviceViewMut, FillValue, KernelValue, PinnedBuffer, PinnedMut, PinnedRef, Pod, Zeroable,
 };
 pub use module::{Kernel, Module};
 pub use operand::{BufferAccess, DeviceRange, Dim3, FillPattern, HostFn, LaunchConfig, Memory};

@@ -196,22 +196,36 @@ pub mod __private {
     }
 
     /// A by-value kernel argument (scalar or `#[repr(C)]` struct).
-    pub fn arg_value<T: KernelValueArgument>(v: &T) -> KernelArg<'_> {
+    pub fn arg_value<T: DeviceRepr>(v: &T) -> KernelArg<'_> {
         KernelArg::by_ref(v, None, Holder::FOREIGN)
     }
+}
 
-    /// What a launch argument written without `&`/`&mut` must be: a [`DeviceRepr`] value. Its
-    /// only purpose is the message when it is not (a buffer passed by value, most often).
-    #[diagnostic::on_unimplemented(
-        message = "`{Self}` cannot be passed to a kernel by value",
-        label = "passed by value: a scalar or `#[repr(C)]` struct is expected here",
-        note = "pass a buffer as `&mut x` if the kernel writes it, or `&x` if it only reads it",
-        note = "a value passed by value implements `DeviceRepr` (the integer and float types \
-                do; implement it for your own `#[repr(C)]` structs)"
-    )]
-    pub trait KernelValueArgument: DeviceRepr {}
+/// A launch argument passed by value in `pipeline!` (written without `&`/`&mut`): a scalar or
+/// `#[repr(C)]` struct, that is any [`DeviceRepr`] type.
+///
+/// ```
+/// use streamgraph::KernelValue;
+///
+/// let n = 256u32;
+/// let _arg = n.kernel_arg(); // what `launch k<<<…>>>(n)` passes
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be passed to a kernel by value",
+    label = "passed by value: a scalar or `#[repr(C)]` struct is expected here",
+    note = "pass a buffer as `&mut x` if the kernel writes it, or `&x` if it only reads it",
+    note = "a value passed by value implements `DeviceRepr` (the integer and float types do; \
+            implement it for your own `#[repr(C)]` structs)"
+)]
+pub trait KernelValue {
+    /// The argument, pointing at `self`.
+    fn kernel_arg(&self) -> KernelArg<'_>;
+}
 
-    impl<T: DeviceRepr> KernelValueArgument for T {}
+impl<T: DeviceRepr> KernelValue for T {
+    fn kernel_arg(&self) -> KernelArg<'_> {
+        __private::arg_value(self)
+    }
 }
 
 impl<'a> KernelArg<'a> {
