@@ -374,7 +374,8 @@ fn statement(program: &Program, i: usize) -> TokenStream {
         }
         Kind::Fill { dst, value } => {
             let dst = buffer(program, dst);
-            quote!(#p::fill(__issuer, __stmt, #dst, #value))
+            let pattern = quote_spanned!(value.span()=> ::streamgraph::FillValue::pattern);
+            quote!(#p::fill_with(__issuer, __stmt, #dst, #value, #pattern))
         }
         Kind::Host { func } => quote!(#p::host(__issuer, __stmt, #func)),
         Kind::Record { .. } => quote!(__issuer.record(__stmt)),
@@ -439,7 +440,7 @@ mod tests {
         );
         assert!(out.contains("__issuer . record (__stmt)"), "{out}");
         assert!(out.contains("for i in 0 .. n"), "{out}");
-        assert!(out.contains(":: streamgraph :: __private :: fill (__issuer , __stmt , & (x . slice (i .. i + 1)) , 0.0f32)"), "{out}");
+        assert!(out.contains(":: streamgraph :: __private :: fill_with (__issuer , __stmt , & (x . slice (i .. i + 1)) , 0.0f32 , :: streamgraph :: FillValue :: pattern)"), "{out}");
         assert!(
             out.contains("text : \"main: launch k.f<<<n, 256>>>(&mut x, n)\""),
             "{out}"
@@ -631,7 +632,10 @@ mod tests {
         });
         assert_eq!(out.matches("compile_error").count(), 1, "{out}");
         assert!(out.contains("write `main: record ready;`"), "{out}");
-        assert!(out.contains("pub x : & 'sg mut DeviceBuffer < f32 >"), "{out}");
+        assert!(
+            out.contains("pub x : & 'sg mut DeviceBuffer < f32 >"),
+            "{out}"
+        );
         assert!(out.contains("pub k : & 'sg Kernel"), "{out}");
     }
 

@@ -69,7 +69,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/runtime_stream.rs"),
     source!("tests/soundness.rs"),
     source!("tests/ui.rs"),
-source!("tests/ui/bool_buffer.rs"),
+    source!("tests/ui/bool_buffer.rs"),
     source!("tests/ui/buffer_by_value.rs"),
     source!("tests/ui/buffer_not_parameter.rs"),
     source!("tests/ui/copy_into_shared_pinned.rs"),

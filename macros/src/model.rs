@@ -771,7 +771,8 @@ mod tests {
         assert_eq!(errors.len(), 5, "{errors:#?}");
         assert!(errors[0].starts_with("unknown stream `sied`: did you mean `side`?"));
         assert!(errors[1].starts_with("unknown event `redy`: did you mean `ready`?"));
-        assert!(errors[2].starts_with("`inptu` is not a parameter of this pipeline: did you mean `input`?"));
+        assert!(errors[2]
+            .starts_with("`inptu` is not a parameter of this pipeline: did you mean `input`?"));
         assert!(errors[3].starts_with("`output` is not a parameter of this pipeline; buffers"));
         assert!(errors[4].starts_with("buffer `input` is passed by value: write `&mut input`"));
         assert!(matches!(

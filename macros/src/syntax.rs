@@ -409,7 +409,12 @@ fn misplaced_statement(input: ParseStream<'_>) -> syn::Result<()> {
         )
     };
     if let Ok(mac) = input.fork().parse::<syn::Macro>() {
-        if mac.path.segments.last().is_some_and(|s| s.ident == "pipeline") {
+        if mac
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "pipeline")
+        {
             let name = syn::parse2::<NestedHeader>(mac.tokens.clone()).ok();
             return Err(nested(&mac, name.as_ref().map(|h| &h.name)));
         }
@@ -489,9 +494,7 @@ fn method_call_statement(call: &syn::ExprMethodCall) -> syn::Error {
         _ => None,
     };
     let message = match instead {
-        Some(instead) => format!(
-            "statements are not method calls on streams: write `{instead}`"
-        ),
+        Some(instead) => format!("statements are not method calls on streams: write `{instead}`"),
         None => format!(
             "statements are not method calls: write `STREAM: OP;`, where OP is one of {}",
             OPERATIONS.map(|o| format!("`{o}`")).join(", ")
@@ -735,9 +738,11 @@ mod tests {
     }
 
     fn parse_error(body: proc_macro2::TokenStream) -> String {
-        syn::parse2::<Input>(quote::quote!(pipeline P(x: &mut B) { stream main; stream side; #body }))
-            .unwrap_err()
-            .to_string()
+        syn::parse2::<Input>(
+            quote::quote!(pipeline P(x: &mut B) { stream main; stream side; #body }),
+        )
+        .unwrap_err()
+        .to_string()
     }
 
     #[test]

@@ -170,7 +170,24 @@ pub mod __private {
         D: DeviceMemory + ?Sized,
         D::Elem: FillValue,
     {
-        issuer.fill(stmt, device_ref(dst), value.pattern())
+        fill_with(issuer, stmt, dst, value, D::Elem::pattern)
+    }
+
+    /// `fill BUF = VALUE`, as generated code issues it: `pattern` is `FillValue::pattern` at
+    /// the call site, so that an element type that cannot be filled is reported there, in the
+    /// user's terms, rather than as a bound of this function.
+    pub fn fill_with<I, D>(
+        issuer: &mut I,
+        stmt: &'static Statement,
+        dst: &D,
+        value: D::Elem,
+        pattern: fn(D::Elem) -> FillPattern,
+    ) -> Result<(), Error>
+    where
+        I: Issuer + ?Sized,
+        D: DeviceMemory + ?Sized,
+    {
+        issuer.fill(stmt, device_ref(dst), pattern(value))
     }
 
     /// `host F`.
