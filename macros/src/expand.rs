@@ -320,6 +320,47 @@ fn buffer(program: &Program, b: &BufferExpr) -> TokenStream {
     }
 }
 
+/// `&EXPR`, with parentheses only where precedence needs them: without them the borrow spans
+/// exactly the user's expression (a `(` `)` pair carries one span, its first token's), so a type
+/// error on it underlines all of `k.scale` rather than `k`.
+fn borrow(expr: &syn::Expr) -> TokenStream {
+    use syn::Expr;
+    let tight = matches!(
+        expr,
+        Expr::Path(_)
+            | Expr::Field(_)
+            | Expr::MethodCall(_)
+            | Expr::Call(_)
+            | Expr::Index(_)
+            | Expr::Lit(_)
+            | Expr::Paren(_)
+            | Expr::Tuple(_)
+            | Expr::Array(_)
+            | Expr::Struct(_)
+            | Expr::Macro(_)
+    );
+    let span = expr.span();
+    if tight {
+        quote_spanned!(span=> &#expr)
+    } else {
+        quote_spanned!(span=> &(#expr))
+    }
+}
+
+/// `(&EXPR)` as the argument list of a generated call spanned on `EXPR`'s first token: the `)`
+/// carries `EXPR`'s last token's span, so that the call spans exactly the user's expression and
+/// rustc underlines it once, without a second label for the call.
+fn call_args(expr: &syn::Expr) -> TokenStream {
+    let last = expr
+        .to_token_stream()
+        .into_iter()
+        .last()
+        .map_or_else(|| expr.span(), |t| t.span());
+    let mut group = proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, borrow(expr));
+    group.set_span(last);
+    group.into_token_stream()
+}
+
 fn statement(program: &Program, i: usize) -> TokenStream {
     let stmt = &program.statements[i];
     let p = quote!(::streamgraph::__private);
@@ -352,13 +393,15 @@ fn statement(program: &Program, i: usize) -> TokenStream {
                     quote!(#p::arg_read(#b))
                 }
                 Arg::Value(e) => {
-                    quote_spanned!(e.span()=> ::streamgraph::KernelValue::kernel_arg(&(#e)))
+                    let args = call_args(e);
+                    quote_spanned!(e.span()=> ::streamgraph::KernelValue::kernel_arg #args)
                 }
             });
             let grid = quote_spanned!(grid.span()=> #p::Dim3::from(#grid));
             let block = quote_spanned!(block.span()=> #p::Dim3::from(#block));
+            let kernel_args = call_args(kernel);
             let kernel =
-                quote_spanned!(kernel.span()=> ::streamgraph::LaunchKernel::as_kernel(&(#kernel)));
+                quote_spanned!(kernel.span()=> ::streamgraph::LaunchKernel::as_kernel #kernel_args);
             quote! {
                 __issuer.launch(
                     __stmt,
@@ -435,7 +478,7 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains(":: streamgraph :: KernelValue :: kernel_arg (& (n))"),
+            out.contains(":: streamgraph :: KernelValue :: kernel_arg (& n)"),
             "{out}"
         );
         assert!(out.contains("__issuer . record (__stmt)"), "{out}");

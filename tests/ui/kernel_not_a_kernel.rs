@@ -5,6 +5,7 @@ streamgraph::pipeline! {
         stream main;
         main: launch x<<<1, 32>>>(&mut x, n);
         main: launch n<<<1, 32>>>(&mut x, n);
+        main: launch k.name()<<<1, 32>>>(&mut x, n);
     }
 }
 
