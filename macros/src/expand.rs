@@ -347,15 +347,60 @@ fn borrow(expr: &syn::Expr) -> TokenStream {
     }
 }
 
+/// `FUNCTION(device_memory(BUFFER, DeviceMemory::len))`, every token on the user's buffer
+/// expression: memory that is not device memory is reported once, there, as the
+/// `DeviceMemory` trait words it.
+fn buffer_arg(program: &Program, b: &BufferExpr, function: TokenStream) -> TokenStream {
+    let expr = &b.expr;
+    let span = expr.span();
+    let last = last_span(expr);
+    let checked = device_memory(program, b);
+    let mut outer = proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, checked);
+    outer.set_span(last);
+    let function = respan(function, span);
+    quote_spanned!(span=> #function #outer)
+}
+
+/// `device_memory(BUFFER, DeviceMemory::len)`, every token on the user's buffer expression; a
+/// call that takes it reports memory that is not device memory at the same place, and rustc
+/// shows that error once, in the `DeviceMemory` trait's words.
+fn device_memory(program: &Program, b: &BufferExpr) -> TokenStream {
+    let expr = &b.expr;
+    let span = expr.span();
+    let memory = buffer(program, b);
+    let check = quote_spanned!(span=> ::streamgraph::DeviceMemory::len);
+    let mut args = proc_macro2::Group::new(
+        proc_macro2::Delimiter::Parenthesis,
+        quote_spanned!(span=> #memory, #check),
+    );
+    args.set_span(last_span(expr));
+    quote_spanned!(span=> ::streamgraph::__private::device_memory #args)
+}
+
+/// `tokens`, every one spanned at `span`.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut t| {
+            t.set_span(span);
+            t
+        })
+        .collect()
+}
+
+/// The span of the last token of `expr` (a group's whole span).
+fn last_span(expr: &syn::Expr) -> Span {
+    expr.to_token_stream()
+        .into_iter()
+        .last()
+        .map_or_else(|| expr.span(), |t| t.span())
+}
+
 /// `(&EXPR)` as the argument list of a generated call spanned on `EXPR`'s first token: the `)`
 /// carries `EXPR`'s last token's span, so that the call spans exactly the user's expression and
 /// rustc underlines it once, without a second label for the call.
 fn call_args(expr: &syn::Expr) -> TokenStream {
-    let last = expr
-        .to_token_stream()
-        .into_iter()
-        .last()
-        .map_or_else(|| expr.span(), |t| t.span());
+    let last = last_span(expr);
     let mut group = proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, borrow(expr));
     group.set_span(last);
     group.into_token_stream()
@@ -384,14 +429,8 @@ fn statement(program: &Program, i: usize) -> TokenStream {
                 .as_ref()
                 .map_or_else(|| quote!(0), ToTokens::to_token_stream);
             let args = args.iter().map(|a| match a {
-                Arg::Write(b) => {
-                    let b = buffer(program, b);
-                    quote!(#p::arg_write(#b))
-                }
-                Arg::Read(b) => {
-                    let b = buffer(program, b);
-                    quote!(#p::arg_read(#b))
-                }
+                Arg::Write(b) => buffer_arg(program, b, quote!(#p::arg_write)),
+                Arg::Read(b) => buffer_arg(program, b, quote!(#p::arg_read)),
                 Arg::Value(e) => {
                     let args = call_args(e);
                     quote_spanned!(e.span()=> ::streamgraph::KernelValue::kernel_arg #args)
@@ -416,7 +455,7 @@ fn statement(program: &Program, i: usize) -> TokenStream {
             quote!(#p::copy(__issuer, __stmt, #dst, #src))
         }
         Kind::Fill { dst, value } => {
-            let dst = buffer(program, dst);
+            let dst = device_memory(program, dst);
             let pattern = quote_spanned!(value.span()=> ::streamgraph::FillValue::pattern);
             quote!(#p::fill_with(__issuer, __stmt, #dst, #value, #pattern))
         }
@@ -474,7 +513,7 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains(":: streamgraph :: __private :: arg_write (x)"),
+            out.contains(":: streamgraph :: __private :: arg_write (:: streamgraph :: __private :: device_memory (x , :: streamgraph :: DeviceMemory :: len))"),
             "{out}"
         );
         assert!(
@@ -483,7 +522,7 @@ mod tests {
         );
         assert!(out.contains("__issuer . record (__stmt)"), "{out}");
         assert!(out.contains("for i in 0 .. n"), "{out}");
-        assert!(out.contains(":: streamgraph :: __private :: fill_with (__issuer , __stmt , & (x . slice (i .. i + 1)) , 0.0f32 , :: streamgraph :: FillValue :: pattern)"), "{out}");
+        assert!(out.contains(":: streamgraph :: __private :: fill_with (__issuer , __stmt , :: streamgraph :: __private :: device_memory (& (x . slice (i .. i + 1)) , :: streamgraph :: DeviceMemory :: len) , 0.0f32 , :: streamgraph :: FillValue :: pattern)"), "{out}");
         assert!(
             out.contains("text : \"main: launch k.f<<<n, 256>>>(&mut x, n)\""),
             "{out}"
