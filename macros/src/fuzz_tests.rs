@@ -74,6 +74,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/ui/buffer_not_parameter.rs"),
     source!("tests/ui/copy_into_shared_pinned.rs"),
     source!("tests/ui/copy_pageable.rs"),
+    source!("tests/ui/copy_wrong_memory.rs"),
     source!("tests/ui/duplicate_event.rs"),
     source!("tests/ui/duplicate_parameter.rs"),
     source!("tests/ui/duplicate_stream.rs"),
