@@ -37,7 +37,7 @@ pub trait Pipeline {
 /// [`Kernel`], or a reference to one.
 ///
 /// ```
-/// use streamgraph::{Kernel, LaunchKernel};
+/// use streamgraph_runtime::{Kernel, LaunchKernel};
 ///
 /// let k = Kernel::for_planning("scale");
 /// assert_eq!((&&k).as_kernel().name(), "scale");

@@ -214,7 +214,7 @@ pub mod __private {
 /// `#[repr(C)]` struct, that is any [`DeviceRepr`] type.
 ///
 /// ```
-/// use streamgraph::KernelValue;
+/// use streamgraph_runtime::KernelValue;
 ///
 /// let n = 256u32;
 /// let _arg = n.kernel_arg(); // what `launch k<<<…>>>(n)` passes
