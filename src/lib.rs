@@ -115,7 +115,8 @@
 //!
 //! Nothing written without `unsafe` can make the driver touch memory that is not live, or
 //! memory Rust is reading: memory reaches the driver only through the `unsafe` traits
-//! [`DeviceMemory`], [`CopySource`] and [`CopyTarget`] (implemented by the runtime's buffers);
+//! [`DeviceMemory`], [`CopySource`] and [`CopyTarget`] (implemented by the runtime's buffers
+//! and by cudarc's slices, whose work is ordered with their own stream and never captured);
 //! a graph keeps the memory, modules and host functions it uses until its launches finish; a
 //! [`PinnedBuffer`] is read through guards that wait for the copies writing it and refuse new
 //! ones while they live; buffer elements are [`Pod`]. The one promise asked of users is

@@ -49,7 +49,7 @@ fn slices_address_sub_ranges() {
     let middle = x.slice(10..20);
     assert_eq!(middle.len(), 10);
     assert_eq!(middle.range().ptr, x.range().ptr + 40);
-    assert_eq!(*middle.ptr_ref(), x.device_ptr() + 40);
+    assert_eq!(middle.device_ptr(), x.device_ptr() + 40);
     let (middle_range, tail) = (middle.range(), middle.slice(8..).range());
     // Writes go through exclusive views of the same ranges.
     let mut middle = x.slice_mut(10..20);

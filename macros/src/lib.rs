@@ -49,8 +49,9 @@ mod validate;
 /// | `record EVENT` / `wait EVENT` | record an event / make the stream wait for it |
 /// | `wait_stream OTHER` | make the stream wait for everything issued on `OTHER` so far |
 ///
-/// Buffers are parameters, optionally followed by method calls that select a sub-range
-/// (`x.slice(0..n)`). `for PAT in EXPR { ... }` and `if EXPR { ... } else { ... }` around
+/// Buffers are parameters, optionally followed by indexing (`xs[i]`: one buffer of a slice,
+/// array or `Vec` of buffers) and method calls that select a sub-range (`x.slice(0..n)`, also
+/// on a `PinnedBuffer`). `for PAT in EXPR { ... }` and `if EXPR { ... } else { ... }` around
 /// statements are issued as Rust control flow.
 ///
 /// # What is generated
@@ -68,7 +69,8 @@ mod validate;
 /// (`side.wait_event(ready)`) or declaring a nested pipeline; a buffer parameter passed to a
 /// kernel by value (write `&mut x` or `&x`); host memory (`Vec`, slices) in launches and fills
 /// (use `DeviceBuffer::from_host`); copies from or to pageable host memory (use
-/// `PinnedBuffer`); writes through parameters not declared `&mut`; and data races: two
+/// `PinnedBuffer`; slices and `Vec`s *of* buffers are parameters like any other); writes
+/// through parameters not declared `&mut`; and data races: two
 /// statements on different streams touching the same whole buffer, one of them writing, with
 /// no record/wait or `wait_stream` path ordering them. A race is reported only when it is
 /// certain on every path through the pipeline's `if`s and loops, counting each loop as running

@@ -100,21 +100,74 @@ pub enum ParamKind {
 
 impl Param {
     /// Whether the declared type is pageable host memory (`&[T]`, `&mut [T]`, `&Vec<T>`,
-    /// `Vec<T>`, arrays), which a copy cannot use inside a CUDA graph.
+    /// `Vec<T>`, arrays of plain data), which a copy cannot use inside a CUDA graph. Slices,
+    /// `Vec`s and arrays *of buffers* (`&[PinnedBuffer<f32>]`, `Vec<DeviceBuffer<u8>>`) are
+    /// not: a copy names one of their elements, whose own type decides.
     pub fn is_pageable_host(&self) -> bool {
-        let mut ty = &self.ty;
-        while let Type::Reference(r) = ty {
-            ty = &r.elem;
-        }
-        while let Type::Paren(p) = ty {
-            ty = &p.elem;
-        }
-        match ty {
-            Type::Slice(_) | Type::Array(_) => true,
-            Type::Path(p) => {
-                p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Vec")
+        container_element(&self.ty).is_some_and(is_host_data)
+    }
+}
+
+/// The element type of a slice, array or `Vec` (behind references and parentheses).
+fn container_element(ty: &Type) -> Option<&Type> {
+    match strip(ty) {
+        Type::Slice(s) => Some(&s.elem),
+        Type::Array(a) => Some(&a.elem),
+        Type::Path(p) if p.qself.is_none() => {
+            let last = p.path.segments.last()?;
+            if last.ident != "Vec" {
+                return None;
             }
-            _ => false,
+            match &last.arguments {
+                syn::PathArguments::AngleBracketed(args) => {
+                    args.args.iter().find_map(|a| match a {
+                        syn::GenericArgument::Type(t) => Some(t),
+                        _ => None,
+                    })
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The buffer types of the runtime and of cudarc that a parameter may hold many of.
+const BUFFER_TYPES: &[&str] = &[
+    "DeviceBuffer",
+    "DeviceView",
+    "DeviceViewMut",
+    "PinnedBuffer",
+    "PinnedView",
+    "PinnedViewMut",
+    "CudaSlice",
+    "CudaView",
+    "CudaViewMut",
+];
+
+/// Whether an element type is plain host data (a scalar, a struct, nested containers of
+/// them) rather than a buffer: a generic type other than `Vec` (`PinnedBuffer<f32>`, a
+/// user's `Chunk<T>`) or one of [`BUFFER_TYPES`] is taken as a buffer.
+fn is_host_data(ty: &Type) -> bool {
+    if container_element(ty).is_some() {
+        return true;
+    }
+    match strip(ty) {
+        Type::Path(p) => p.path.segments.last().is_none_or(|last| {
+            !(BUFFER_TYPES.iter().any(|b| last.ident == b)
+                || matches!(last.arguments, syn::PathArguments::AngleBracketed(_)))
+        }),
+        _ => true,
+    }
+}
+
+/// `ty` without the references and parentheses around it.
+fn strip(mut ty: &Type) -> &Type {
+    loop {
+        match ty {
+            Type::Reference(r) => ty = &r.elem,
+            Type::Paren(p) => ty = &p.elem,
+            _ => return ty,
         }
     }
 }
@@ -593,7 +646,8 @@ impl Program {
         })
     }
 
-    /// Reads a buffer expression: a parameter name optionally followed by method calls.
+    /// Reads a buffer expression: a parameter name optionally followed by method calls and
+    /// indexing (`xs[i]`: one buffer of a slice or `Vec` of buffers).
     fn buffer_expr(&self, expr: Expr, errors: &mut Errors) -> Option<BufferExpr> {
         let mut root = &expr;
         let mut whole = true;
@@ -603,6 +657,10 @@ impl Program {
                     root = &m.receiver;
                     whole = false;
                 }
+                Expr::Index(i) => {
+                    root = &i.expr;
+                    whole = false;
+                }
                 Expr::Paren(p) => root = &p.expr,
                 _ => break,
             }
@@ -610,8 +668,8 @@ impl Program {
         let Expr::Path(path) = root else {
             errors.spanned(
                 &expr,
-                "expected a buffer: a parameter name, optionally followed by method calls such as \
-                 `x.slice(0..n)`",
+                "expected a buffer: a parameter name, optionally followed by method calls or \
+                 indexing such as `x.slice(0..n)` or `xs[i]`",
             );
             return None;
         };
@@ -789,5 +847,18 @@ mod tests {
         });
         let pageable: Vec<bool> = p.params.iter().map(Param::is_pageable_host).collect();
         assert_eq!(pageable, [true, true, true, false, false]);
+        // Containers of buffers are not pageable memory: a copy names one of their elements.
+        let (p, _) = resolve(parse_quote! {
+            pipeline P(
+                a: &[PinnedBuffer<f32>], b: Vec<PinnedBuffer<f32>>, c: &mut [PinnedBuffer<u8>],
+                d: &mut Vec<DeviceBuffer<f32>>, e: [&CudaSlice<f32>; 2], f: &[Chunk<f32>],
+                g: &[[f32; 4]], h: &[Vec<f32>], i: &[Pixel], j: &mut [&mut PinnedViewMut<'_, f32>]
+            ) {}
+        });
+        let pageable: Vec<bool> = p.params.iter().map(Param::is_pageable_host).collect();
+        assert_eq!(
+            pageable,
+            [false, false, false, false, false, false, true, true, true, false]
+        );
     }
 }

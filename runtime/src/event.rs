@@ -151,9 +151,10 @@ impl Event {
             .map_err(|e| Error::driver("cuEventElapsedTime", e))
     }
 
-    /// The cudarc event, for the driver calls of streams.
+    /// The cudarc event: for the driver calls of streams, and for cudarc code (e.g.
+    /// `CudaStream::wait`).
     #[inline]
-    pub(crate) fn as_cudarc(&self) -> &CudaEvent {
+    pub fn as_cudarc(&self) -> &CudaEvent {
         &self.inner.cuda
     }
 }

@@ -36,7 +36,8 @@ pub use graph::{
 pub use issue::{Issuer, LaunchKernel, Pipeline, StreamOptions, ValueParameter};
 pub use memory::{
     CopySource, CopyTarget, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceView,
-    DeviceViewMut, FillValue, KernelValue, PinnedBuffer, PinnedMut, PinnedRef, Pod, Zeroable,
+    DeviceViewMut, FillValue, KernelValue, PinnedBuffer, PinnedMut, PinnedRef, PinnedView,
+    PinnedViewMut, Pod, Zeroable,
 };
 pub use module::{Kernel, Module};
 pub use operand::{BufferAccess, DeviceRange, Dim3, FillPattern, HostFn, LaunchConfig, Memory};

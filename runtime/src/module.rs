@@ -31,7 +31,7 @@ use std::ffi::CString;
 use std::fmt;
 use std::sync::Arc;
 
-use cudarc::driver::CudaModule;
+use cudarc::driver::{CudaFunction, CudaModule};
 
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -46,7 +46,8 @@ pub struct Module {
 }
 
 struct ModuleInner {
-    cuda: Arc<CudaModule>,
+    /// `None` for the home of a kernel made from a cudarc function alone.
+    cuda: Option<Arc<CudaModule>>,
     name: String,
     device: Device,
 }
@@ -116,11 +117,29 @@ impl Module {
             .map_err(|e| Error::driver("cuModuleLoadData", e))?;
         Ok(Module {
             inner: Arc::new(ModuleInner {
-                cuda,
+                cuda: Some(cuda),
                 name: name.to_string(),
                 device: device.clone(),
             }),
         })
+    }
+
+    /// A module cudarc loaded (e.g. from PTX its NVRTC compiled), to look its kernels up with
+    /// [`Module::kernel`]. `device` is the device (context) it was loaded in: launches check
+    /// that their stream belongs to it, and the driver refuses a function of another context.
+    pub fn from_cudarc(device: &Device, module: Arc<CudaModule>) -> Module {
+        Module {
+            inner: Arc::new(ModuleInner {
+                cuda: Some(module),
+                name: "cudarc module".to_string(),
+                device: device.clone(),
+            }),
+        }
+    }
+
+    /// The cudarc module, to load functions or globals with cudarc's API.
+    pub fn as_cudarc(&self) -> Option<&Arc<CudaModule>> {
+        self.inner.cuda.as_ref()
     }
 
     /// The module's name, as given when it was created.
@@ -155,7 +174,10 @@ impl Module {
         if name.contains('\0') {
             return Err(not_found());
         }
-        let func = match ffi::module_function(&self.inner.cuda, name) {
+        let Some(cuda) = &self.inner.cuda else {
+            return Err(not_found());
+        };
+        let func = match ffi::module_function(cuda, name) {
             Ok(Some(f)) => f,
             Ok(None) => return Err(not_found()),
             Err(e) => return Err(Error::driver("cuModuleGetFunction", e)),
@@ -193,6 +215,27 @@ impl fmt::Debug for Kernel {
 }
 
 impl Kernel {
+    /// A kernel from a function cudarc loaded (`CudaModule::load_function`), named `name` in
+    /// messages and pictures. `device` is the device (context) its module was loaded in. The
+    /// function, and with it its module, is kept loaded for as long as the kernel or a graph
+    /// launching it lives.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Module::kernel`]: every launch of the returned kernel (and of its clones)
+    /// passes arguments matching the function's C signature.
+    pub unsafe fn from_cudarc(device: &Device, name: &str, func: CudaFunction) -> Kernel {
+        Kernel {
+            func: Some(LoadedFunction::from_cudarc(func)),
+            module: Some(Arc::new(ModuleInner {
+                cuda: None,
+                name: "cudarc function".to_string(),
+                device: device.clone(),
+            })),
+            name: Arc::from(name),
+        }
+    }
+
     /// The kernel's name.
     pub fn name(&self) -> &str {
         &self.name
@@ -243,8 +286,19 @@ impl Kernel {
             return Err(Error::PlanningOnly { what: "buffer" });
         }
         ffi::ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
-        ffi::launch_kernel(func, stream.as_cudarc(), &config, args)
-            .map_err(|e| Error::driver("cuLaunchKernel", e))
+        let launch = || {
+            ffi::launch_kernel(func, stream.as_cudarc(), &config, args)
+                .map_err(|e| Error::driver("cuLaunchKernel", e))
+        };
+        if args.iter().any(KernelArg::is_cudarc) {
+            ffi::memory::cudarc_ordered(
+                stream.as_cudarc(),
+                args.iter().map(KernelArg::holder),
+                launch,
+            )
+        } else {
+            launch()
+        }
     }
 
     /// Launches the kernel on the current stream ([`current_stream`]).
@@ -265,7 +319,17 @@ impl Kernel {
     }
 
     /// The module the kernel lives in, which graphs keep loaded.
-    pub(crate) fn cuda_module(&self) -> Option<&Arc<CudaModule>> {
+    pub(crate) fn cuda_module(&self) -> Option<&ffi::CodeOwner> {
         self.func.as_ref().map(LoadedFunction::module)
+    }
+}
+
+impl From<cudarc::driver::LaunchConfig> for LaunchConfig {
+    fn from(c: cudarc::driver::LaunchConfig) -> LaunchConfig {
+        LaunchConfig {
+            grid: c.grid_dim.into(),
+            block: c.block_dim.into(),
+            shared_mem_bytes: c.shared_mem_bytes,
+        }
     }
 }

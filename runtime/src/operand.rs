@@ -40,6 +40,11 @@ impl From<(u32, u32, u32)> for Dim3 {
 }
 
 /// Grid, block and dynamic shared memory of a launch.
+///
+/// streamgraph's own type, not `cudarc::driver::LaunchConfig` (whose fields are tuples):
+/// import one of the two under another name if both are in scope, e.g.
+/// `use cudarc::driver::LaunchConfig as CudarcLaunchConfig;`. A cudarc configuration converts
+/// with `LaunchConfig::from(cfg)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LaunchConfig {
     /// Blocks in the grid.

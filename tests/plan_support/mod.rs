@@ -31,8 +31,7 @@ impl Region {
 
 // SAFETY: a `Region` names an address range on a made-up device and is only ever issued into
 // a `Planner` (the `plan_*` tests), which records the range and never hands it to the driver
-// or dereferences it; `ptr_ref` points at the range's first address, and `u8` elements make
-// any length whole.
+// or dereferences it; `u8` elements make any length whole.
 unsafe impl DeviceMemory for Region {
     type Elem = u8;
     fn range(&self) -> DeviceRange {
@@ -41,9 +40,6 @@ unsafe impl DeviceMemory for Region {
             ptr: self.ptr,
             bytes: self.bytes,
         }
-    }
-    fn ptr_ref(&self) -> &u64 {
-        &self.ptr
     }
 }
 

@@ -37,6 +37,7 @@ streamgraph::pipeline! {
         up: &PinnedBuffer<f32>,
         down: &mut PinnedBuffer<f32>,
         z: &mut DeviceBuffer<f32>,
+        ups: &[PinnedBuffer<f32>],
     ) where T: Send {
         stream main;
         stream side(priority = -1);
@@ -57,6 +58,9 @@ streamgraph::pipeline! {
         third: copy z <- up;
         third: copy down <- z;
         third: copy z.slice(0..4) <- x.slice(4..8);
+        third: copy z.slice(4..8) <- up.slice(0..4);
+        third: copy down.slice(4..8) <- z.slice(0..4);
+        third: copy z <- ups[1];
         for i in 0..n {
             third: launch k.scale<<<i + 1, 32>>>(&mut y.slice(i as usize..i as usize + 1), i);
         }
@@ -85,11 +89,15 @@ fn main() {
     let up = PinnedBuffer::<f32>::for_planning(8).unwrap();
     let mut down = PinnedBuffer::<f32>::for_planning(8).unwrap();
     let mut z = DeviceBuffer::<f32>::for_planning(8).unwrap();
+    let ups = [
+        PinnedBuffer::<f32>::for_planning(8).unwrap(),
+        PinnedBuffer::<f32>::for_planning(8).unwrap(),
+    ];
     let p = AllForms::new(
-        &mut x, &mut y, &k, 4, true, 0, 1.5f32, &hits, &up, &mut down, &mut z,
+        &mut x, &mut y, &k, 4, true, 0, 1.5f32, &hits, &up, &mut down, &mut z, &ups,
     );
     assert_eq!(p.stream_options().len(), 3);
-    assert_eq!(AllForms::<f32>::PROGRAM.statements.len(), 18);
+    assert_eq!(AllForms::<f32>::PROGRAM.statements.len(), 21);
     let plan = streamgraph::Plan::build(&p).unwrap();
     plan.check_races().unwrap();
     assert_eq!(Minimal::new().stream_options().len(), 1);

@@ -9,9 +9,6 @@ impl DeviceMemory for Anywhere {
     fn range(&self) -> DeviceRange {
         DeviceRange { device: 0, ptr: self.0, bytes: 8 }
     }
-    fn ptr_ref(&self) -> &u64 {
-        &self.0
-    }
 }
 
 impl CopyTarget<u64> for Anywhere {

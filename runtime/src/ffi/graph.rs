@@ -20,11 +20,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use cudarc::driver::sys;
-use cudarc::driver::{CudaContext, CudaEvent, CudaModule, CudaStream, DriverError};
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream, DriverError};
 
 use super::ensure_current;
 use super::host_fn::report_host_fn_panic;
-use super::launch::{with_params, KernelArg, LoadedFunction};
+use super::launch::{with_params, CodeOwner, KernelArg, LoadedFunction};
 use super::memory::{DeviceAlloc, HolderKind, PinnedAlloc};
 use crate::error::{Error, Result, UpdateRejection};
 use crate::operand::{HostFn, LaunchConfig};
@@ -232,7 +232,7 @@ pub(crate) struct Keep {
     device_seen: HashSet<usize>,
     /// With whether a node writes it.
     pinned: Vec<(Arc<PinnedAlloc>, bool)>,
-    modules: Vec<Arc<CudaModule>>,
+    modules: Vec<CodeOwner>,
     /// Whether the host functions belong to a captured graph; until then a failed capture
     /// may have launched them outside it, and they are leaked rather than freed.
     captured: bool,
@@ -273,13 +273,14 @@ impl Keep {
                     None => self.pinned.push((a.clone(), write)),
                 }
             }
-            HolderKind::Foreign | HolderKind::Pageable => {}
+            // Cudarc memory never reaches a capture (`memory::cudarc_ordered` refuses it).
+            HolderKind::Foreign | HolderKind::Pageable | HolderKind::Cudarc(_) => {}
         }
     }
 
     /// Keeps the module a launched kernel lives in.
     #[inline]
-    pub(crate) fn hold_module(&mut self, module: &Arc<CudaModule>) {
+    pub(crate) fn hold_module(&mut self, module: &CodeOwner) {
         if !self.modules.iter().any(|m| Arc::ptr_eq(m, module)) {
             self.modules.push(module.clone());
         }

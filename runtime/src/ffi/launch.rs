@@ -14,9 +14,11 @@ use crate::operand::{BufferAccess, LaunchConfig};
 /// `'a`, and for buffers the memory it touches, how, and what keeps it allocated.
 ///
 /// Made from references only, so its value pointer is live for `'a`; buffer arguments come
-/// from [`crate::DeviceMemory`], whose foreign impls are `unsafe`.
+/// from [`crate::DeviceMemory`], whose foreign impls are `unsafe`, and carry their device
+/// address in the argument itself (the launch points the driver at it).
 #[derive(Debug, Clone, Copy)]
 pub struct KernelArg<'a> {
+    /// The value of a by-value argument; unused (null) for a buffer.
     value: *mut c_void,
     access: Option<BufferAccess>,
     holder: memory::Holder<'a>,
@@ -24,6 +26,26 @@ pub struct KernelArg<'a> {
 }
 
 impl<'a> KernelArg<'a> {
+    /// A buffer argument: the address `access.range.ptr` is passed to the kernel.
+    pub(crate) fn buffer(access: BufferAccess, holder: memory::Holder<'a>) -> Self {
+        KernelArg {
+            value: std::ptr::null_mut(),
+            access: Some(access),
+            holder,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// The pointer `cuLaunchKernel` reads this argument's value from: into `self` for a
+    /// buffer, so it is live for as long as `self` is borrowed.
+    #[inline]
+    fn param(&self) -> *mut c_void {
+        match &self.access {
+            Some(access) => (&access.range.ptr as *const u64).cast_mut().cast(),
+            None => self.value,
+        }
+    }
+
     /// An argument whose value lives at `value` for `'a`.
     pub(crate) fn by_ref<T>(
         value: &'a T,
@@ -47,22 +69,30 @@ impl<'a> KernelArg<'a> {
     pub(crate) fn holder(&self) -> memory::HolderKind<'a> {
         self.holder.0
     }
+
+    /// Whether the argument is memory of a cudarc slice (ordered around the launch).
+    #[inline]
+    pub(crate) fn is_cudarc(&self) -> bool {
+        matches!(self.holder.0, memory::HolderKind::Cudarc(_))
+    }
 }
 
 /// How many kernel arguments a launch collects on the stack before falling back to the heap.
 const INLINE_ARGS: usize = 32;
 
 /// Calls `f` with the argument pointers of `args`, on the stack for up to [`INLINE_ARGS`].
+/// The pointers point into `args` (buffer addresses) or at values `args` borrows, so they are
+/// live for the whole call of `f`.
 #[inline]
 pub(super) fn with_params<R>(args: &[KernelArg<'_>], f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
     if args.len() <= INLINE_ARGS {
         let mut inline = [std::ptr::null_mut(); INLINE_ARGS];
         for (slot, arg) in inline.iter_mut().zip(args) {
-            *slot = arg.value;
+            *slot = arg.param();
         }
         f(&mut inline[..args.len()])
     } else {
-        let mut list: Vec<_> = args.iter().map(|a| a.value).collect();
+        let mut list: Vec<_> = args.iter().map(KernelArg::param).collect();
         f(&mut list)
     }
 }
@@ -140,19 +170,33 @@ pub(crate) fn module_function(
     match module.load_function(name) {
         Ok(f) => Ok(Some(LoadedFunction {
             func: f.cu_function(),
-            module: module.clone(),
+            module: Arc::new(memory::Owned::new(module.clone())),
         })),
         Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_FOUND)) => Ok(None),
         Err(e) => Err(e),
     }
 }
 
+/// What keeps a function's module loaded: the module, or a cudarc function (which holds its
+/// module). Graphs keep one for every kernel they launch.
+pub(crate) type CodeOwner = Arc<memory::Owned>;
+
 /// A kernel function together with the module that keeps it loaded: the only form in which a
 /// function reaches the driver.
 #[derive(Debug, Clone)]
 pub(crate) struct LoadedFunction {
     pub(super) func: CUfunction,
-    module: Arc<cudarc::driver::CudaModule>,
+    module: CodeOwner,
+}
+
+impl LoadedFunction {
+    /// A function cudarc loaded; the function (with the module it holds) is kept alongside.
+    pub(crate) fn from_cudarc(func: cudarc::driver::CudaFunction) -> LoadedFunction {
+        LoadedFunction {
+            func: func.cu_function(),
+            module: Arc::new(memory::Owned::new(func)),
+        }
+    }
 }
 
 // SAFETY: a `CUfunction` is an opaque driver handle usable from any thread, and the module
@@ -167,8 +211,8 @@ impl LoadedFunction {
         FunctionHandle(self.func as usize)
     }
 
-    /// The module the function lives in.
-    pub(crate) fn module(&self) -> &Arc<cudarc::driver::CudaModule> {
+    /// What keeps the function's module loaded.
+    pub(crate) fn module(&self) -> &CodeOwner {
         &self.module
     }
 }

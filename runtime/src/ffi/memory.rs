@@ -8,7 +8,9 @@
 //! `Arc`, and a captured graph keeps the `Arc`s of the memory it uses (see [`MemoryRef`]'s
 //! holder), so memory outlives every replay whatever the pipeline value does.
 
+use std::any::Any;
 use std::fmt;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -21,6 +23,36 @@ pub(crate) use super::pinned::{PinnedAlloc, PinnedRead, PinnedWrite};
 use crate::error::{Error, Result};
 use crate::operand::{DeviceRange, FillPattern, Memory};
 
+/// A cudarc value kept for what it owns (an allocation, a loaded module): only dropped or
+/// handed back whole, never used in between, so it is unwind-safe like the runtime's handles.
+pub(crate) struct Owned(AssertUnwindSafe<Box<dyn Any + Send + Sync>>);
+
+impl Owned {
+    pub(crate) fn new<T: Any + Send + Sync>(value: T) -> Owned {
+        Owned(AssertUnwindSafe(Box::new(value)))
+    }
+
+    /// The value, when it is a `T`.
+    pub(crate) fn get<T: Any>(&self) -> Option<&T> {
+        self.0.downcast_ref::<T>()
+    }
+
+    /// The value, when it is a `T`; `Err(self)` otherwise.
+    fn take<T: Any>(self) -> std::result::Result<T, Owned> {
+        let AssertUnwindSafe(boxed) = self.0;
+        boxed
+            .downcast::<T>()
+            .map(|v| *v)
+            .map_err(|b| Owned(AssertUnwindSafe(b)))
+    }
+}
+
+impl fmt::Debug for Owned {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Owned")
+    }
+}
+
 /// An owned `cuMemAlloc` allocation (or a plan-only address range); freed on drop.
 ///
 /// Shared through an `Arc`: buffers, their views and every graph that captured work on the
@@ -31,6 +63,8 @@ pub(crate) struct DeviceAlloc {
     bytes: usize,
     /// `None` for plan-only memory: an address range with nothing behind it.
     ctx: Option<Arc<CudaContext>>,
+    /// Memory cudarc allocated (a `CudaSlice`), freed by dropping it instead of `cuMemFree`.
+    cudarc: Option<Owned>,
 }
 
 impl DeviceAlloc {
@@ -51,6 +85,7 @@ impl DeviceAlloc {
             ptr,
             bytes,
             ctx: Some(ctx.clone()),
+            cudarc: None,
         }))
     }
 
@@ -72,17 +107,70 @@ impl DeviceAlloc {
             ptr,
             bytes,
             ctx: None,
+            cudarc: None,
         }))
+    }
+
+    /// Takes over a cudarc allocation: `slice` is kept until the last `Arc` is gone, then
+    /// dropped (which frees it) once the context has finished all work queued so far.
+    pub(crate) fn from_cudarc<T: Send + Sync + 'static>(
+        slice: cudarc::driver::CudaSlice<T>,
+    ) -> Arc<DeviceAlloc> {
+        use cudarc::driver::DevicePtr;
+        let bytes = slice.num_bytes();
+        let ctx = slice.context().clone();
+        let (ptr, sync) = slice.device_ptr(slice.stream());
+        // The read is recorded nowhere: the address is only stored here.
+        std::mem::forget(sync);
+        Arc::new(DeviceAlloc {
+            ptr,
+            bytes,
+            ctx: Some(ctx),
+            cudarc: Some(Owned::new(slice)),
+        })
+    }
+
+    /// The cudarc allocation behind this memory, if cudarc made it.
+    pub(crate) fn cudarc(&self) -> Option<&Owned> {
+        self.cudarc.as_ref()
+    }
+
+    /// Gives a cudarc allocation of `CudaSlice<T>` back once nothing else holds it and the
+    /// context has finished its work; `Err` with the allocation otherwise.
+    pub(crate) fn into_cudarc<T: 'static>(
+        this: Arc<DeviceAlloc>,
+    ) -> Result<cudarc::driver::CudaSlice<T>, Arc<DeviceAlloc>> {
+        let is_slice = |c: &Owned| c.get::<cudarc::driver::CudaSlice<T>>().is_some();
+        if !this.cudarc.as_ref().is_some_and(is_slice) {
+            return Err(this);
+        }
+        let mut alloc = Arc::try_unwrap(this)?;
+        let synced = match &alloc.ctx {
+            Some(ctx) => {
+                super::after_global_capture(|| ensure_current(ctx).and_then(|()| ctx.synchronize()))
+            }
+            None => Ok(()),
+        };
+        if synced.is_err() {
+            return Err(Arc::new(alloc));
+        }
+        match alloc.cudarc.take().map(Owned::take) {
+            Some(Ok(slice)) => {
+                // Nothing is left to free: the slice owns the memory now.
+                alloc.ctx = None;
+                Ok(slice)
+            }
+            Some(Err(other)) => {
+                alloc.cudarc = Some(other);
+                Err(Arc::new(alloc))
+            }
+            None => Err(Arc::new(alloc)),
+        }
     }
 
     /// The first byte's device address.
     pub(crate) fn ptr(&self) -> u64 {
         self.ptr
-    }
-
-    /// Where the first byte's address is stored, for a kernel argument to point at.
-    pub(crate) fn ptr_ref(&self) -> &u64 {
-        &self.ptr
     }
 
     /// The context the memory belongs to; `None` for plan-only memory.
@@ -101,6 +189,22 @@ impl DeviceAlloc {
 impl Drop for DeviceAlloc {
     fn drop(&mut self) {
         let Some(ctx) = &self.ctx else { return };
+        if let Some(slice) = self.cudarc.take() {
+            // cudarc frees in its own stream's order, which knows nothing of ours: wait for
+            // all work of the context first (as `cuMemFree` does for the runtime's memory).
+            let synced = super::after_global_capture(|| {
+                ensure_current(ctx).and_then(|()| ctx.synchronize())
+            });
+            match synced {
+                Ok(()) => drop(slice),
+                Err(e) => {
+                    // Work may still use the memory: leak it rather than free it under them.
+                    std::mem::forget(slice);
+                    ctx.record_err::<()>(Err(e));
+                }
+            }
+            return;
+        }
         if self.ptr == 0 {
             return;
         }
@@ -134,6 +238,9 @@ pub(crate) enum HolderKind<'a> {
     Device(&'a Arc<DeviceAlloc>),
     /// A host allocation of the runtime, with its DMA protocol.
     Pinned(&'a Arc<PinnedAlloc>),
+    /// Memory of a cudarc `CudaSlice` or view, borrowed for the call, which cudarc frees in
+    /// the order of this stream (see [`cudarc_ordered`]). Never captured.
+    Cudarc(&'a Arc<CudaStream>),
 }
 
 impl Holder<'_> {
@@ -145,6 +252,82 @@ impl<'a> Holder<'a> {
     pub(crate) fn device(alloc: &'a Arc<DeviceAlloc>) -> Holder<'a> {
         Holder(HolderKind::Device(alloc))
     }
+
+    /// Memory of a cudarc slice whose allocation is ordered on `stream`.
+    pub(crate) fn cudarc(stream: &'a Arc<CudaStream>) -> Holder<'a> {
+        Holder(HolderKind::Cudarc(stream))
+    }
+}
+
+/// Runs `op`, which queues work on `stream` that touches the cudarc memory of `holders`, so
+/// that cudarc's own ordering stays sound: `stream` first waits for the work queued so far on
+/// each slice's stream (its allocation and earlier uses), and afterwards each slice's stream
+/// waits for `stream`, so that cudarc's stream-ordered free (on drop) comes after the work.
+///
+/// A capture is refused: a graph replays after the borrow of the slice has ended, when cudarc
+/// may have freed it. [`crate::DeviceBuffer::from_cudarc`] makes memory graphs can keep.
+pub(crate) fn cudarc_ordered<'h, R>(
+    stream: &Arc<CudaStream>,
+    holders: impl IntoIterator<Item = HolderKind<'h>>,
+    op: impl FnOnce() -> Result<R>,
+) -> Result<R> {
+    let owners: Vec<&Arc<CudaStream>> = holders
+        .into_iter()
+        .filter_map(|h| match h {
+            HolderKind::Cudarc(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    if owners.is_empty() {
+        return op();
+    }
+    // Refused whichever stream allocated the slice: the graph would outlive the borrow. And
+    // refused while a slice's own stream is captured (by other code): the ordering below
+    // records an event on it, which would join that capture.
+    let capturing = |s: &CudaStream| {
+        stream_capture_status(s)
+            .map(|status| status != CaptureStatus::None)
+            .map_err(|e| Error::driver("cuStreamIsCapturing", e))
+    };
+    let mut any_capturing = capturing(stream)?;
+    for owner in &owners {
+        any_capturing |= capturing(owner)?;
+    }
+    if any_capturing {
+        return Err(Error::InvalidArgument(
+            "cudarc memory (a `CudaSlice`, `CudaView` or `CudaViewMut`) cannot be captured into \
+             a graph: the graph replays after the borrow ends, when cudarc may have freed it; \
+             move the slice into a `DeviceBuffer::from_cudarc(slice)`, which graphs keep alive"
+                .into(),
+        ));
+    }
+    // Work on the slice's own stream is in its order already.
+    let owners: Vec<_> = owners
+        .into_iter()
+        .filter(|s| s.cu_stream() != stream.cu_stream())
+        .collect();
+    let order = |waiter: &CudaStream, after: &CudaStream| -> Result<()> {
+        let event = after
+            .record_event(None)
+            .map_err(|e| Error::driver("cuEventRecord", e))?;
+        waiter
+            .wait(&event)
+            .map_err(|e| Error::driver("cuStreamWaitEvent", e))
+    };
+    for owner in &owners {
+        order(stream, owner)?;
+    }
+    let result = op();
+    for owner in &owners {
+        if let Err(e) = order(owner, stream) {
+            // The free would not wait for the work: wait for it here instead.
+            stream
+                .synchronize()
+                .map_err(|e| Error::driver("cuStreamSynchronize", e))?;
+            return Err(e);
+        }
+    }
+    result
 }
 
 impl fmt::Debug for Holder<'_> {
@@ -154,6 +337,7 @@ impl fmt::Debug for Holder<'_> {
             HolderKind::Pageable => "Pageable",
             HolderKind::Device(_) => "Device",
             HolderKind::Pinned(_) => "Pinned",
+            HolderKind::Cudarc(_) => "Cudarc",
         })
     }
 }
@@ -228,7 +412,6 @@ impl<'a> MemoryRef<'a> {
 
     /// `bytes` bytes from byte `offset` of a host allocation of the runtime; `None` when they
     /// do not lie inside it.
-    #[cfg(test)]
     pub(crate) fn pinned_part(
         alloc: &'a Arc<PinnedAlloc>,
         offset: usize,
@@ -241,6 +424,18 @@ impl<'a> MemoryRef<'a> {
         }
         let ptr = alloc.ptr.as_ptr().wrapping_add(offset);
         Some(MemoryRef::host(alloc, ptr, bytes, elem_size))
+    }
+
+    /// As [`MemoryRef::pinned_part`], naming no bytes when the part is not inside `alloc`
+    /// (for views, which lie inside their buffer by construction).
+    pub(crate) fn pinned_view(
+        alloc: &'a Arc<PinnedAlloc>,
+        offset: usize,
+        bytes: usize,
+        elem_size: usize,
+    ) -> MemoryRef<'a> {
+        MemoryRef::pinned_part(alloc, offset, bytes, elem_size)
+            .unwrap_or_else(|| MemoryRef::host(alloc, alloc.ptr.as_ptr(), 0, elem_size))
     }
 
     /// `bytes` bytes at `ptr` inside `alloc` (checked by the callers).
@@ -324,6 +519,19 @@ pub(crate) fn copy(
     if bytes == 0 {
         return Ok(());
     }
+    cudarc_ordered(stream, [dst.holder(), src.holder()], || {
+        copy_ordered(stream, dst, src, track, bytes)
+    })
+}
+
+/// [`copy`] once cudarc memory among the sides is ordered.
+fn copy_ordered(
+    stream: &Arc<CudaStream>,
+    dst: &MemoryRef<'_>,
+    src: &MemoryRef<'_>,
+    track: bool,
+    bytes: usize,
+) -> Result<()> {
     let sides = host_sides(dst, src);
     if sides.is_empty() {
         // SAFETY: both sides are live device memory or a pageable source (the `MemoryRef`
@@ -402,7 +610,18 @@ unsafe fn copy_raw(stream: &CudaStream, dst: Memory, src: Memory, bytes: usize) 
 /// (`cuMemsetD8/D16/D32Async`).
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html>
-pub(crate) fn fill(stream: &CudaStream, dst: &MemoryRef<'_>, pattern: FillPattern) -> Result<()> {
+pub(crate) fn fill(
+    stream: &Arc<CudaStream>,
+    dst: &MemoryRef<'_>,
+    pattern: FillPattern,
+) -> Result<()> {
+    cudarc_ordered(stream, [dst.holder()], || {
+        fill_ordered(stream, dst, pattern)
+    })
+}
+
+/// [`fill`] once cudarc memory is ordered.
+fn fill_ordered(stream: &CudaStream, dst: &MemoryRef<'_>, pattern: FillPattern) -> Result<()> {
     let Memory::Device(range) = dst.memory else {
         return Err(Error::InvalidArgument(
             "a fill targets device memory only; copy into host memory instead".into(),

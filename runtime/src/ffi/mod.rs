@@ -29,7 +29,8 @@ pub(crate) mod pinned;
 pub(crate) use host_fn::launch_host_fn_once;
 pub use launch::KernelArg;
 pub(crate) use launch::{
-    launch_kernel, load_module, module_function, FunctionHandle, LoadedFunction, ModuleImage,
+    launch_kernel, load_module, module_function, CodeOwner, FunctionHandle, LoadedFunction,
+    ModuleImage,
 };
 pub(crate) use nvrtc::{nvrtc_compile, CompileFailure};
 pub(crate) use sys::{CUcontext, CUdevice, CUfunction};
@@ -369,7 +370,7 @@ fn event_synchronize_now(event: &CudaEvent) -> Result<(), DriverError> {
     unsafe { sys::cuEventSynchronize(event.cu_event()) }.result()
 }
 
-/// `cuEventElapsedTime_v2`: milliseconds from `start` to `end`, both completed.
+/// `cuEventElapsedTime`: milliseconds from `start` to `end`, both completed.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html>
 pub(crate) fn event_elapsed_ms(start: &CudaEvent, end: &CudaEvent) -> Result<f32, DriverError> {
@@ -378,10 +379,9 @@ pub(crate) fn event_elapsed_ms(start: &CudaEvent, end: &CudaEvent) -> Result<f32
 
 fn event_elapsed_ms_now(start: &CudaEvent, end: &CudaEvent) -> Result<f32, DriverError> {
     ensure_current(start.context())?;
-    let mut ms: f32 = 0.0;
-    // SAFETY: both objects own their live handles; `ms` is a valid out-pointer.
-    unsafe { sys::cuEventElapsedTime_v2(&mut ms, start.cu_event(), end.cu_event()) }.result()?;
-    Ok(ms)
+    // cudarc picks `cuEventElapsedTime` or `_v2`, whichever its CUDA version feature binds.
+    // SAFETY: both objects own their live handles.
+    unsafe { cudarc::driver::result::event::elapsed(start.cu_event(), end.cu_event()) }
 }
 
 /// `cuEventCreate` in `ctx`, with timing only when asked (disabled timing makes cheaper

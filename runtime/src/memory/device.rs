@@ -131,6 +131,26 @@ impl<T: Pod> DeviceBuffer<T> {
 }
 
 impl<T> DeviceBuffer<T> {
+    /// A buffer over `alloc`, which holds `len` elements of `T` on device `ordinal`.
+    pub(super) fn from_parts(alloc: Arc<DeviceAlloc>, len: usize, ordinal: i32) -> Self {
+        DeviceBuffer {
+            alloc,
+            len,
+            ordinal,
+            _elem: PhantomData,
+        }
+    }
+
+    /// The allocation, length and device of the buffer.
+    pub(super) fn into_parts(self) -> (Arc<DeviceAlloc>, usize, i32) {
+        (self.alloc, self.len, self.ordinal)
+    }
+
+    /// The allocation.
+    pub(super) fn allocation(&self) -> &Arc<DeviceAlloc> {
+        &self.alloc
+    }
+
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.len
@@ -330,15 +350,12 @@ impl<'a, T> DeviceViewMut<'a, T> {
 }
 
 // SAFETY: the range lies inside `self.alloc` (checked when it was made), which the buffer
-// owns and hands out as its holder; `ptr_ref` points at the first address.
+// owns and hands out as its holder.
 unsafe impl<T: Pod> DeviceMemory for DeviceBuffer<T> {
     type Elem = T;
     #[inline]
     fn range(&self) -> DeviceRange {
         self.as_view().range()
-    }
-    fn ptr_ref(&self) -> &u64 {
-        self.alloc.ptr_ref()
     }
     fn holder(&self) -> Holder<'_> {
         Holder::device(&self.alloc)
@@ -362,9 +379,6 @@ unsafe impl<T: Pod> DeviceMemory for DeviceView<'_, T> {
             bytes: self.bytes(),
         }
     }
-    fn ptr_ref(&self) -> &u64 {
-        &self.ptr
-    }
     fn holder(&self) -> Holder<'_> {
         Holder::device(self.alloc)
     }
@@ -378,9 +392,6 @@ unsafe impl<T: Pod> DeviceMemory for DeviceViewMut<'_, T> {
     type Elem = T;
     fn range(&self) -> DeviceRange {
         self.view.range()
-    }
-    fn ptr_ref(&self) -> &u64 {
-        &self.view.ptr
     }
     fn holder(&self) -> Holder<'_> {
         Holder::device(self.view.alloc)

@@ -49,10 +49,11 @@ use crate::operand::{BufferAccess, DeviceRange, FillPattern};
 use crate::program::AccessMode;
 
 mod device;
+mod interop;
 mod pinned;
 
 pub use device::{DeviceBuffer, DeviceView, DeviceViewMut};
-pub use pinned::{PinnedBuffer, PinnedMut, PinnedRef};
+pub use pinned::{PinnedBuffer, PinnedMut, PinnedRef, PinnedView, PinnedViewMut};
 
 /// Device memory holding elements of type `Self::Elem`: a buffer or a sub-range of one.
 ///
@@ -61,21 +62,19 @@ pub use pinned::{PinnedBuffer, PinnedMut, PinnedRef};
 /// An implementation promises that [`DeviceMemory::range`] names device memory that is
 /// allocated on that device for as long as `self` is borrowed **and**, unless
 /// [`DeviceMemory::holder`] hands out the runtime's own allocation, for as long as any graph
-/// that captured an operation on it can launch; that `ptr_ref` points at the range's first
-/// address; and that the range holds whole elements of `Elem`.
+/// that captured an operation on it can launch; and that the range holds whole elements of
+/// `Elem`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not device memory",
     label = "a kernel buffer argument or `fill` target must be device memory",
-    note = "pass a `DeviceBuffer<T>` or a view of one (`x.slice(0..n)`); host data becomes a \
-            device buffer with `DeviceBuffer::from_host(&device, &data)`"
+    note = "pass a `DeviceBuffer<T>`, a view of one (`x.slice(0..n)`) or a cudarc `CudaSlice<T>`; \
+            host data becomes a device buffer with `DeviceBuffer::from_host(&device, &data)`"
 )]
 pub unsafe trait DeviceMemory {
     /// The element type.
     type Elem: Pod;
     /// The memory's address range.
     fn range(&self) -> DeviceRange;
-    /// A reference to the stored `CUdeviceptr`, which a kernel argument points at.
-    fn ptr_ref(&self) -> &u64;
     /// What keeps the memory allocated (graphs keep it); the runtime's buffers override it.
     #[doc(hidden)]
     fn holder(&self) -> Holder<'_> {
@@ -169,12 +168,11 @@ pub(crate) fn device_ref<M: DeviceMemory + ?Sized>(m: &M) -> MemoryRef<'_> {
 }
 
 fn buffer_arg<M: DeviceMemory + ?Sized>(m: &M, mode: AccessMode) -> KernelArg<'_> {
-    KernelArg::by_ref(
-        m.ptr_ref(),
-        Some(BufferAccess {
+    KernelArg::buffer(
+        BufferAccess {
             range: m.range(),
             mode,
-        }),
+        },
         m.holder(),
     )
 }
@@ -321,9 +319,6 @@ unsafe impl<M: DeviceMemory + ?Sized> DeviceMemory for &M {
     fn range(&self) -> DeviceRange {
         (**self).range()
     }
-    fn ptr_ref(&self) -> &u64 {
-        (**self).ptr_ref()
-    }
     fn holder(&self) -> Holder<'_> {
         (**self).holder()
     }
@@ -337,9 +332,6 @@ unsafe impl<M: DeviceMemory + ?Sized> DeviceMemory for &mut M {
     type Elem = M::Elem;
     fn range(&self) -> DeviceRange {
         (**self).range()
-    }
-    fn ptr_ref(&self) -> &u64 {
-        (**self).ptr_ref()
     }
     fn holder(&self) -> Holder<'_> {
         (**self).holder()

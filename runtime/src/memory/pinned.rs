@@ -3,10 +3,10 @@
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::ops::{Deref, DerefMut};
+use std::ops::{Deref, DerefMut, RangeBounds};
 use std::sync::Arc;
 
-use super::{bytes_of, CopySource, CopyTarget, Pod};
+use super::{bytes_of, out_of_bounds, resolve, CopySource, CopyTarget, Pod};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::ffi::memory::{MemoryRef, PinnedAlloc, PinnedRead, PinnedWrite};
@@ -133,6 +133,198 @@ impl<T> PinnedBuffer<T> {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+
+    fn as_view(&self) -> PinnedView<'_, T> {
+        PinnedView {
+            alloc: &self.alloc,
+            start: 0,
+            len: self.len,
+            _elem: PhantomData,
+        }
+    }
+
+    /// The elements in `range`, as a read-only view borrowing the buffer: a copy source.
+    /// Copies from it take part in the buffer's DMA protocol (see [`PinnedBuffer`]).
+    ///
+    /// # Panics
+    ///
+    /// When `range` is out of bounds, like slice indexing; [`PinnedBuffer::try_slice`] returns
+    /// an error instead.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> PinnedView<'_, T> {
+        self.as_view().slice(range)
+    }
+
+    /// The elements in `range`, or [`Error::InvalidArgument`] when it is out of bounds.
+    pub fn try_slice(&self, range: impl RangeBounds<usize>) -> Result<PinnedView<'_, T>> {
+        self.as_view().try_slice(range)
+    }
+
+    /// The elements in `range`, as a writable view borrowing the buffer exclusively: a copy
+    /// source and target. Copies into it are refused while a guard of the buffer lives, and
+    /// the buffer's guards wait for them, as for copies into the whole buffer.
+    ///
+    /// # Panics
+    ///
+    /// When `range` is out of bounds; [`PinnedBuffer::try_slice_mut`] returns an error instead.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> PinnedViewMut<'_, T> {
+        PinnedViewMut {
+            view: self.as_view().slice(range),
+            _mut: PhantomData,
+        }
+    }
+
+    /// The elements in `range`, writable, or [`Error::InvalidArgument`] when out of bounds.
+    pub fn try_slice_mut(
+        &mut self,
+        range: impl RangeBounds<usize>,
+    ) -> Result<PinnedViewMut<'_, T>> {
+        Ok(PinnedViewMut {
+            view: self.as_view().try_slice(range)?,
+            _mut: PhantomData,
+        })
+    }
+}
+
+/// A sub-range of a [`PinnedBuffer`] borrowed from it ([`PinnedBuffer::slice`]): a copy
+/// source, and the target of copies in pipelines whose parameter is `&mut PinnedBuffer` (as
+/// for [`crate::DeviceView`]).
+///
+/// The DMA protocol guards the whole buffer: a copy from a view counts as a copy from the
+/// buffer, so the buffer's [`PinnedBuffer::as_mut_slice`] waits for it; a copy into a view
+/// counts as a copy into the buffer, refused while a guard of it lives and waited for by the
+/// guards made later.
+pub struct PinnedView<'a, T> {
+    alloc: &'a Arc<PinnedAlloc>,
+    /// First element, counted from the buffer's start.
+    start: usize,
+    len: usize,
+    _elem: PhantomData<&'a [T]>,
+}
+
+impl<T> fmt::Debug for PinnedView<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PinnedView")
+            .field("start", &self.start)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<'a, T> PinnedView<'a, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// A sub-range of this view.
+    ///
+    /// # Panics
+    ///
+    /// When `range` is out of bounds; see [`PinnedView::try_slice`].
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> PinnedView<'a, T> {
+        match self.try_slice(range) {
+            Ok(view) => view,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// A sub-range of this view, or [`Error::InvalidArgument`] when out of bounds.
+    pub fn try_slice(&self, range: impl RangeBounds<usize>) -> Result<PinnedView<'a, T>> {
+        let Some((start, end)) = resolve((range.start_bound(), range.end_bound()), self.len) else {
+            return Err(out_of_bounds(&range, self.len));
+        };
+        Ok(PinnedView {
+            alloc: self.alloc,
+            start: self.start + start,
+            len: end - start,
+            _elem: PhantomData,
+        })
+    }
+
+    fn memory(&self) -> MemoryRef<'a> {
+        let size = std::mem::size_of::<T>();
+        // In bounds of the buffer by construction, whose size in bytes was checked when it was
+        // made; should it not be, `pinned_view` names nothing.
+        let offset = self.start.saturating_mul(size);
+        MemoryRef::pinned_view(self.alloc, offset, self.len.saturating_mul(size), size)
+    }
+}
+
+impl<T: Pod> PinnedView<'_, T> {
+    /// A copy of the view's elements, once the copies writing the buffer have finished.
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        let guard = self.alloc.read()?;
+        let all: &[T] = bytemuck::cast_slice(guard.bytes());
+        let end = self.start.saturating_add(self.len);
+        Ok(all.get(self.start..end).unwrap_or_default().to_vec())
+    }
+}
+
+/// A writable sub-range of a [`PinnedBuffer`] ([`PinnedBuffer::slice_mut`]): a copy source
+/// and target, under the buffer's DMA protocol.
+pub struct PinnedViewMut<'a, T> {
+    view: PinnedView<'a, T>,
+    _mut: PhantomData<&'a mut [T]>,
+}
+
+impl<T> fmt::Debug for PinnedViewMut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("PinnedViewMut").field(&self.view).finish()
+    }
+}
+
+impl<'a, T> PinnedViewMut<'a, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.view.len
+    }
+
+    /// Whether it holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.view.len == 0
+    }
+
+    /// The view, read-only.
+    pub fn as_view(&self) -> &PinnedView<'a, T> {
+        &self.view
+    }
+}
+
+// SAFETY: a range inside the buffer's own host allocation of `T`s (checked when the view was
+// made); copies follow the allocation's DMA protocol.
+unsafe impl<T: Pod> CopySource<T> for PinnedView<'_, T> {
+    fn copy_source(&self) -> MemoryRef<'_> {
+        self.memory()
+    }
+}
+
+// SAFETY: as for `PinnedView`.
+unsafe impl<T: Pod> CopySource<T> for PinnedViewMut<'_, T> {
+    fn copy_source(&self) -> MemoryRef<'_> {
+        self.view.memory()
+    }
+}
+
+// SAFETY: as for `PinnedView`. Copies into it are refused while a guard of the buffer lives,
+// and later guards wait for them (the DMA protocol guards the buffer as a whole, whichever
+// borrow the copy came through, as for `PinnedBuffer`'s own `copy_target(&self)`); pipelines
+// write views only of `&mut` parameters.
+unsafe impl<T: Pod> CopyTarget<T> for PinnedView<'_, T> {
+    fn copy_target(&self) -> MemoryRef<'_> {
+        self.memory()
+    }
+}
+
+// SAFETY: as for `PinnedView`; made from `&mut PinnedBuffer`.
+unsafe impl<T: Pod> CopyTarget<T> for PinnedViewMut<'_, T> {
+    fn copy_target(&self) -> MemoryRef<'_> {
+        self.view.memory()
+    }
 }
 
 /// The elements of a [`PinnedBuffer`], read-only (see [`PinnedBuffer::as_slice`]).
@@ -191,5 +383,49 @@ unsafe impl<T: Pod> CopySource<T> for PinnedBuffer<T> {
 unsafe impl<T: Pod> CopyTarget<T> for PinnedBuffer<T> {
     fn copy_target(&self) -> MemoryRef<'_> {
         MemoryRef::pinned(&self.alloc, std::mem::size_of::<T>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operand::Memory;
+
+    fn host_range(m: MemoryRef<'_>) -> (usize, usize) {
+        match m.memory() {
+            Memory::PinnedHost { ptr, bytes } | Memory::PageableHost { ptr, bytes } => {
+                (ptr as usize, bytes)
+            }
+            Memory::Device(_) => panic!("host memory expected"),
+        }
+    }
+
+    #[test]
+    fn views_name_their_sub_range_of_the_buffer() -> Result<()> {
+        let mut buffer = PinnedBuffer::<u32>::for_planning(16)?;
+        let (base, bytes) = host_range(buffer.copy_source());
+        assert_eq!(bytes, 64);
+        let view = buffer.slice(4..12);
+        assert_eq!(view.len(), 8);
+        assert_eq!(host_range(view.copy_source()), (base + 16, 32));
+        assert_eq!(host_range(view.slice(2..=3).copy_source()), (base + 24, 8));
+        assert!(view.try_slice(..9).is_err());
+        assert!(buffer.try_slice(15..17).is_err());
+        let tail = buffer.slice_mut(12..);
+        assert_eq!(host_range(tail.copy_target()), (base + 48, 16));
+        assert_eq!(tail.len(), 4);
+        assert!(buffer.try_slice_mut(17..).is_err());
+        assert!(buffer.slice(16..).is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn views_read_their_elements_through_the_buffer_guard() -> Result<()> {
+        let mut buffer = PinnedBuffer::<u32>::for_planning(6)?;
+        buffer.as_mut_slice()?.copy_from_slice(&[0, 1, 2, 3, 4, 5]);
+        assert_eq!(buffer.slice(2..5).to_vec()?, [2, 3, 4]);
+        let view_target = buffer.slice_mut(1..3);
+        assert_eq!(view_target.as_view().to_vec()?, [1, 2]);
+        Ok(())
     }
 }

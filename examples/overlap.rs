@@ -1,0 +1,350 @@
+//! Double-buffered chunks: host-to-device copies, compute and device-to-host copies on three
+//! streams, so that chunk `c + 1` uploads while chunk `c` computes and chunk `c - 1`
+//! downloads — against one stream doing the same work in order.
+//!
+//! The host data lives in two [`PinnedBuffer`]s; each chunk is a pinned view of them
+//! (`host_in.slice(..)`), so the copies run asynchronously and can be captured. Two device
+//! buffers per direction alternate between even and odd chunks; events keep a slot from being
+//! overwritten while the previous chunk in it is still read.
+//!
+//! Prints the median time of a whole pass, eager and replayed, for both pipelines (CUDA events
+//! on the origin stream, after warm-up), their ratio (the overlap gained), and checks that all
+//! four give the same bits. Without a GPU it prints the overlapped pipeline's plan instead.
+//!
+//! Run with `cargo run --release --example overlap [CHUNKS] [ELEMENTS_PER_CHUNK] [ITERS]`.
+
+use std::process::ExitCode;
+
+use streamgraph::{
+    capture, pipeline, Device, DeviceBuffer, Eager, Error, Event, Kernel, Module, PinnedBuffer,
+    Plan, Stream,
+};
+
+const SOURCE: &str = r#"
+// y = x after `iters` steps of v = v * 0.999 + 0.5: compute whose length is chosen.
+extern "C" __global__ void work(float* y, const float* x, unsigned n, unsigned iters) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float v = x[i];
+    for (unsigned k = 0; k < iters; ++k) v = v * 0.999f + 0.5f;
+    y[i] = v;
+}
+"#;
+
+pipeline! {
+    /// Chunk `c` of `host_in` is uploaded on `h2d` into slot `c % 2`, computed on `compute`,
+    /// downloaded on `d2h` into chunk `c` of `host_out`. A slot is refilled only after the
+    /// chunk before it in that slot has been computed (`computed`) and downloaded (`drained`).
+    pub pipeline Overlapped(
+        host_in: &PinnedBuffer<f32>,
+        host_out: &mut PinnedBuffer<f32>,
+        in0: &mut DeviceBuffer<f32>,
+        in1: &mut DeviceBuffer<f32>,
+        out0: &mut DeviceBuffer<f32>,
+        out1: &mut DeviceBuffer<f32>,
+        k: &Kernel,
+        pairs: usize,
+        m: usize,
+        iters: u32,
+    ) {
+        stream main;
+        stream h2d;
+        stream compute;
+        stream d2h;
+        event loaded0;
+        event loaded1;
+        event computed0;
+        event computed1;
+        event drained0;
+        event drained1;
+
+        // Every slot starts free.
+        main: record computed0;
+        main: record computed1;
+        main: record drained0;
+        main: record drained1;
+        for pair in 0..pairs {
+            h2d: wait computed0;
+            h2d: copy in0 <- host_in.slice(2 * pair * m..(2 * pair + 1) * m);
+            h2d: record loaded0;
+            h2d: wait computed1;
+            h2d: copy in1 <- host_in.slice((2 * pair + 1) * m..(2 * pair + 2) * m);
+            h2d: record loaded1;
+
+            compute: wait loaded0;
+            compute: wait drained0;
+            compute: launch k<<<(m as u32).div_ceil(256), 256>>>(&mut out0, &in0, m as u32, iters);
+            compute: record computed0;
+            compute: wait loaded1;
+            compute: wait drained1;
+            compute: launch k<<<(m as u32).div_ceil(256), 256>>>(&mut out1, &in1, m as u32, iters);
+            compute: record computed1;
+
+            d2h: wait computed0;
+            d2h: copy host_out.slice(2 * pair * m..(2 * pair + 1) * m) <- out0;
+            d2h: record drained0;
+            d2h: wait computed1;
+            d2h: copy host_out.slice((2 * pair + 1) * m..(2 * pair + 2) * m) <- out1;
+            d2h: record drained1;
+        }
+    }
+}
+
+pipeline! {
+    /// The same work on one stream, chunk after chunk.
+    pub pipeline Serial(
+        host_in: &PinnedBuffer<f32>,
+        host_out: &mut PinnedBuffer<f32>,
+        input: &mut DeviceBuffer<f32>,
+        output: &mut DeviceBuffer<f32>,
+        k: &Kernel,
+        chunks: usize,
+        m: usize,
+        iters: u32,
+    ) {
+        stream main;
+        for c in 0..chunks {
+            main: copy input <- host_in.slice(c * m..(c + 1) * m);
+            main: launch k<<<(m as u32).div_ceil(256), 256>>>(&mut output, &input, m as u32, iters);
+            main: copy host_out.slice(c * m..(c + 1) * m) <- output;
+        }
+    }
+}
+
+/// Chunks, elements per chunk and compute iterations, from the command line.
+struct Shape {
+    chunks: usize,
+    m: usize,
+    iters: u32,
+}
+
+fn shape() -> Shape {
+    let arg = |i: usize, default: usize| {
+        std::env::args()
+            .nth(i)
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(default)
+    };
+    let chunks = arg(1, 16).max(2) / 2 * 2; // whole pairs
+    Shape {
+        chunks,
+        m: arg(2, 4 << 20).max(1),
+        iters: u32::try_from(arg(3, 1500)).unwrap_or(1500),
+    }
+}
+
+const WARMUP: usize = 3;
+const SAMPLES: usize = 15;
+
+fn main() -> ExitCode {
+    let shape = shape();
+    match run(&shape) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e @ (Error::NoDriver { .. } | Error::NoDevice | Error::NoNvrtc { .. })) => {
+            println!("{e}");
+            println!("no GPU here: the overlapped pipeline's plan instead\n");
+            match plan(&shape) {
+                Ok(plan) => {
+                    println!(
+                        "two pairs of chunks: {} operations, edges {:?}",
+                        plan.len(),
+                        plan.edges()
+                    );
+                    println!("\n{}", plan.to_dot());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The overlapped pipeline's plan for two pairs of chunks, on plan-only memory.
+fn plan(shape: &Shape) -> Result<Plan, Error> {
+    let m = 1024;
+    let k = Kernel::for_planning("work");
+    let host_in = PinnedBuffer::<f32>::for_planning(4 * m)?;
+    let mut host_out = PinnedBuffer::<f32>::for_planning(4 * m)?;
+    let d = || DeviceBuffer::<f32>::for_planning(m);
+    let (mut in0, mut in1, mut out0, mut out1) = (d()?, d()?, d()?, d()?);
+    let plan = Plan::build(&Overlapped::new(
+        &host_in,
+        &mut host_out,
+        &mut in0,
+        &mut in1,
+        &mut out0,
+        &mut out1,
+        &k,
+        2,
+        m,
+        shape.iters,
+    ))?;
+    plan.check_races()?;
+    Ok(plan)
+}
+
+/// Median of the samples, in milliseconds.
+fn median(mut ms: Vec<f32>) -> f32 {
+    ms.sort_by(f32::total_cmp);
+    ms[ms.len() / 2]
+}
+
+/// Times `pass` on `origin` with CUDA events: `WARMUP` untimed passes, then the median of
+/// `SAMPLES`.
+fn time(origin: &Stream, mut pass: impl FnMut() -> Result<(), Error>) -> Result<f32, Error> {
+    let device = origin.device();
+    let (start, end) = (Event::with_timing(&device)?, Event::with_timing(&device)?);
+    for _ in 0..WARMUP {
+        pass()?;
+    }
+    origin.synchronize()?;
+    let mut samples = Vec::with_capacity(SAMPLES);
+    for _ in 0..SAMPLES {
+        start.record(origin)?;
+        pass()?;
+        end.record(origin)?;
+        end.synchronize()?;
+        samples.push(start.elapsed_time(&end)?);
+    }
+    Ok(median(samples))
+}
+
+fn run(shape: &Shape) -> Result<(), Error> {
+    let Shape { chunks, m, iters } = *shape;
+    let n = chunks * m;
+    let device = Device::new(None)?;
+    let module = Module::from_cuda_source(&device, "overlap", SOURCE)?;
+    // SAFETY: `work` is launched with (float*, const float*, unsigned, unsigned).
+    let k = unsafe { module.kernel("work")? };
+    let origin = Stream::new(&device, 0)?;
+    let input: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.01).collect();
+    let host_in = PinnedBuffer::from_slice(&device, &input)?;
+    let mut host_out = PinnedBuffer::<f32>::zeros(&device, n)?;
+    let d = || DeviceBuffer::<f32>::zeros(&device, m);
+    let (mut in0, mut in1, mut out0, mut out1) = (d()?, d()?, d()?, d()?);
+    println!(
+        "{chunks} chunks of {m} floats ({:.1} MiB each way per chunk), {iters} iterations per element",
+        (m * 4) as f64 / (1 << 20) as f64
+    );
+
+    let mut results = Vec::new();
+    let mut eager = Eager::new(&origin);
+
+    // One stream, eagerly and replayed.
+    let serial_eager = time(&origin, || {
+        eager.run(&Serial::new(
+            &host_in,
+            &mut host_out,
+            &mut in0,
+            &mut out0,
+            &k,
+            chunks,
+            m,
+            iters,
+        ))
+    })?;
+    results.push(("serial, eager", host_out.to_vec()?));
+    let exec = capture(
+        &origin,
+        Serial::new(
+            &host_in,
+            &mut host_out,
+            &mut in0,
+            &mut out0,
+            &k,
+            chunks,
+            m,
+            iters,
+        ),
+    )?
+    .instantiate()?;
+    let serial_replay = time(&origin, || exec.launch(&origin))?;
+    // The pinned buffer's guard waits for the replays that write it.
+    results.push(("serial, replay", exec.pipeline().host_out.to_vec()?));
+    drop(exec);
+
+    // Three streams, eagerly and replayed.
+    let pairs = chunks / 2;
+    let overlap_eager = time(&origin, || {
+        eager.run(&Overlapped::new(
+            &host_in,
+            &mut host_out,
+            &mut in0,
+            &mut in1,
+            &mut out0,
+            &mut out1,
+            &k,
+            pairs,
+            m,
+            iters,
+        ))
+    })?;
+    results.push(("overlapped, eager", host_out.to_vec()?));
+    let exec = capture(
+        &origin,
+        Overlapped::new(
+            &host_in,
+            &mut host_out,
+            &mut in0,
+            &mut in1,
+            &mut out0,
+            &mut out1,
+            &k,
+            pairs,
+            m,
+            iters,
+        ),
+    )?
+    .instantiate()?;
+    let overlap_replay = time(&origin, || exec.launch(&origin))?;
+    results.push(("overlapped, replay", exec.pipeline().host_out.to_vec()?));
+    drop(exec);
+
+    println!("median of {SAMPLES} passes after {WARMUP} warm-up passes (CUDA events):");
+    println!("  one stream,    eager : {serial_eager:8.3} ms");
+    println!("  one stream,    replay: {serial_replay:8.3} ms");
+    println!("  three streams, eager : {overlap_eager:8.3} ms");
+    println!("  three streams, replay: {overlap_replay:8.3} ms");
+    println!(
+        "overlap: {:.2}x eager, {:.2}x replay (one stream's time / three streams' time)",
+        serial_eager / overlap_eager,
+        serial_replay / overlap_replay
+    );
+
+    let (first, want) = &results[0];
+    let mut same = true;
+    for (name, got) in &results[1..] {
+        if let Some(i) = (0..n).find(|&i| got[i].to_bits() != want[i].to_bits()) {
+            eprintln!(
+                "{name} differs from {first} at element {i}: {} vs {}",
+                got[i], want[i]
+            );
+            same = false;
+        }
+    }
+    let spot = |i: usize| {
+        let mut v = input[i];
+        for _ in 0..iters {
+            v = v * 0.999 + 0.5;
+        }
+        v
+    };
+    println!(
+        "all four bitwise equal: {same}; element {} = {} (host: {})",
+        n - 1,
+        want[n - 1],
+        spot(n - 1)
+    );
+    if same {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument("the four passes differ".into()))
+    }
+}
