@@ -1,4 +1,4 @@
-//! streamgraph's benchmark harness: every workload (W1–W7, see `docs/BENCHMARKS.md`) through
+//! streamgraph's benchmark harness: every workload (W1–W7 and W9, see `docs/BENCHMARKS.md`) through
 //! hand-written driver calls (`raw`) and through streamgraph, in one process, alternating,
 //! after warm-up; p50 and p90 of device time (CUDA events) and host time (`Instant`).
 //!
@@ -12,6 +12,8 @@
 mod gpu;
 #[path = "harness/kernels.rs"]
 mod kernels;
+#[path = "harness/overlap.rs"]
+mod overlap;
 #[path = "harness/raw.rs"]
 mod raw;
 #[path = "harness/report.rs"]

@@ -4,7 +4,9 @@
 //! recorded and never-recorded events, `wait_stream`s, in `for` loops and `if`s) are run
 //! eagerly and captured; every captured graph must equal the plan edge for edge (`verify`),
 //! and the eager run and three replays of the graph must leave the values a host simulation
-//! computes, and run every host function once per run in an order the plan allows.
+//! computes, and run every host function once per run in an order the plan allows. Each
+//! capture also proves that the node map read back once at its end (creation order) equals the
+//! driver's report after every operation (`Capture::cross_check_nodes`).
 //!
 //! Each launch `i` reads the slots of every launch that happens before it, spins, then writes
 //! `slots[i] = hash(i, those slots)`; a launch that writes its buffer fills it with values
@@ -376,7 +378,10 @@ fn random_programs_capture_exactly_their_plan_and_replay_like_eager_runs() {
     let origin = &rig.origin;
     let mut eager = Eager::new(origin);
     eager.check(false); // random programs race; only values no race decides are compared
-    let mut capture = Capture::new(origin).check(false);
+                        // Every capture maps its nodes twice: in creation order from one `cuGraphGetNodes` at
+                        // the end (the default route) and by asking the driver after each operation; a capture
+                        // whose two maps differ fails. So every program proves the cheap map exact.
+    let mut capture = Capture::new(origin).check(false).cross_check_nodes(true);
     let started = Instant::now();
     let (mut programs, mut ops_total, mut edges, mut hosts) = (0, 0, 0, 0);
     let (mut compared, mut words, mut racy_programs) = (0, 0, 0);

@@ -76,7 +76,8 @@ fn new_scalars_and_new_buffers_take_effect_without_reinstantiation() {
         GraphStats {
             launches: 5,
             updates: 2,
-            reinstantiations: 0
+            reinstantiations: 0,
+            ..GraphStats::default()
         }
     );
     exec.verify().unwrap();

@@ -165,6 +165,13 @@ impl Tally {
                     self.nested += usize::from(depth > 0);
                     self.blocks(body, depth + 1);
                 }
+                Block::DeviceWhile { body, .. } => self.blocks(body, depth + 1),
+                Block::DeviceIf {
+                    then, otherwise, ..
+                } => {
+                    self.blocks(then, depth + 1);
+                    self.blocks(otherwise, depth + 1);
+                }
             }
         }
     }
@@ -198,6 +205,7 @@ fn kind_of(r: &RandomProgram, id: usize) -> &'static str {
         },
         (StatementKind::Copy, _) => "copy (unissued)",
         (StatementKind::Host, _) => "host",
+        (StatementKind::While { .. } | StatementKind::If { .. }, _) => "device block",
         (StatementKind::Record { .. }, _) => "record",
         (StatementKind::Wait { .. }, _) => "wait",
         (StatementKind::WaitStream { .. }, _) => "wait_stream",
@@ -265,6 +273,22 @@ fn two_thousand_programs_plan_and_use_every_feature() {
                         runs(body, next, seed);
                     }
                     Block::If { body, .. } => runs(body, next, seed),
+                    Block::DeviceWhile { header, body, .. } => {
+                        assert_eq!(*header, *next, "seed {seed}");
+                        *next = header + 1;
+                        runs(body, next, seed);
+                    }
+                    Block::DeviceIf {
+                        header,
+                        then,
+                        otherwise,
+                        ..
+                    } => {
+                        assert_eq!(*header, *next, "seed {seed}");
+                        *next = header + 1;
+                        runs(then, next, seed);
+                        runs(otherwise, next, seed);
+                    }
                 }
             }
         }
@@ -325,6 +349,20 @@ fn occurrences_follow_the_blocks() {
                 Block::Run(range) => range.clone().for_each(|s| out[s] += times),
                 Block::For { times: t, body } => issues(body, times * t, out),
                 Block::If { taken, body } => issues(body, times * usize::from(*taken), out),
+                Block::DeviceWhile { header, body, .. } => {
+                    out[*header] += times;
+                    issues(body, times, out);
+                }
+                Block::DeviceIf {
+                    header,
+                    then,
+                    otherwise,
+                    ..
+                } => {
+                    out[*header] += times;
+                    issues(then, times, out);
+                    issues(otherwise, times, out);
+                }
             }
         }
     }

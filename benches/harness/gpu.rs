@@ -68,6 +68,10 @@ pub struct Gpu {
     pub stamp: sys::CUfunction,
     /// `spin(unsigned long long ns)`.
     pub spin: sys::CUfunction,
+    /// `countdown(unsigned int *left, unsigned int *go)`.
+    pub countdown: sys::CUfunction,
+    /// `work(float *x, unsigned n, unsigned iters)` (W9).
+    pub work: sys::CUfunction,
     /// The device's name.
     pub name: String,
     /// The driver's CUDA version, e.g. `13.0`.
@@ -100,10 +104,12 @@ impl Gpu {
                 .map(|f| f.cu_function())
                 .map_err(|e| BenchError::Setup(format!("kernel `{name}`: {e}")))
         };
-        let (empty, stamp, spin) = (
+        let (empty, stamp, spin, countdown, work) = (
             load(kernels::EMPTY)?,
             load(kernels::STAMP)?,
             load(kernels::SPIN)?,
+            load(kernels::COUNTDOWN)?,
+            load(kernels::WORK)?,
         );
         let name = ctx.name().unwrap_or_else(|_| "unknown device".into());
         let mut version = 0;
@@ -118,11 +124,18 @@ impl Gpu {
             empty,
             stamp,
             spin,
+            countdown,
+            work,
             name,
             driver_version: format!("{}.{}", version / 1000, (version % 1000) / 10),
         };
         gpu.warm()?;
         Ok(gpu)
+    }
+
+    /// The context (device 0's primary context).
+    pub fn ctx(&self) -> &Arc<CudaContext> {
+        &self.ctx
     }
 
     /// Launches each kernel once outside any capture: kernel loading may be lazy, and no

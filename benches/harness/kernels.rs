@@ -9,8 +9,16 @@ pub const EMPTY: &str = "empty";
 pub const STAMP: &str = "stamp";
 /// See [`SOURCE`]: busy-waits on the global timer.
 pub const SPIN: &str = "spin";
+/// See [`SOURCE`]: W8's loop bookkeeping (`*left -= 1; *go = *left != 0`).
+pub const COUNTDOWN: &str = "countdown";
 
-/// Every kernel runs as one block of one thread.
+/// See [`SOURCE`]: W9's elementwise op (`work(float *x, unsigned n, unsigned iters)`), launched
+/// with [`WORK_BLOCK`]-thread blocks covering the chunk.
+pub const WORK: &str = "work";
+/// Threads per block of [`WORK`].
+pub const WORK_BLOCK: u32 = 256;
+
+/// Every kernel but [`WORK`] runs as one block of one thread.
 pub const GRID: u32 = 1;
 /// Threads per block.
 pub const BLOCK: u32 = 1;

@@ -16,7 +16,7 @@ use cudarc::driver::sys;
 use crate::gpu::{check, edges, streams, BenchError, DeviceWord, Event, Exec, Gpu, Graph, Stream};
 use crate::kernels::{BLOCK, GRID};
 use crate::runner::Case;
-use crate::workloads::{Chain, Diamond, Eager1, Fanout, Replays, Update};
+use crate::workloads::{Chain, Diamond, Eager1, Fanout, Loop, Replays, Update, W5_STEPS};
 
 type Result<T> = std::result::Result<T, BenchError>;
 
@@ -91,8 +91,8 @@ fn launch_stamp(gpu: &Gpu, stream: &Stream, args: &mut StampArgs) -> Result<()> 
 
 #[inline(always)]
 fn record(event: &Event, stream: &Stream) -> Result<()> {
-    // SAFETY: event and stream are alive (borrowed) and belong to the current context.
     check(
+        // SAFETY: event and stream are alive (borrowed) and belong to the current context.
         unsafe { sys::cuEventRecord(event.0, stream.0) },
         "cuEventRecord",
     )
@@ -100,8 +100,8 @@ fn record(event: &Event, stream: &Stream) -> Result<()> {
 
 #[inline(always)]
 fn wait(stream: &Stream, event: &Event) -> Result<()> {
-    // SAFETY: event and stream are alive (borrowed); flags 0 is the only defined value.
     check(
+        // SAFETY: event and stream are alive (borrowed); flags 0 is the only defined value.
         unsafe { sys::cuStreamWaitEvent(stream.0, event.0, 0) },
         "cuStreamWaitEvent",
     )
@@ -730,12 +730,425 @@ impl Case for W5<'_> {
                 "last node stored {got}, expected {expected}"
             )));
         }
+
+        // Partial updates: new values for 1 %, 10 %, 100 % of the nodes, only those set
+        // (the caller knows which changed: the floor an argument update can reach).
+        let mut partial = [0.0; 3];
+        for (k, step) in W5_STEPS.into_iter().enumerate() {
+            let t0 = Instant::now();
+            for i in (0..self.nodes.len()).step_by(step) {
+                args.value = base.wrapping_add(i as u32).wrapping_add(1 + k as u32);
+                let mut ptrs = args.pointers();
+                self.set_stamp(self.nodes[i], &mut ptrs)?;
+            }
+            partial[k] = us_since(t0);
+        }
+        let base = base.wrapping_add(W5_STEPS.len() as u32);
+        timed_replay(&self.exec, &self.stream, &self.start, &self.end)?;
+        self.stream.synchronize()?;
+        let expected = base.wrapping_add(self.p.nodes as u32 - 1);
+        let got = self.slot.read()?;
+        if got != expected {
+            return Err(BenchError::Check(format!(
+                "last node stored {got}, expected {expected}"
+            )));
+        }
         Ok(vec![
             set_params / n,
             replay_dev / n,
             0.0,
             exec_update / n,
             reinstantiate / n,
+            partial[0],
+            partial[1],
+            partial[2],
         ])
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// W8: a loop of `iterations` iterations, each 4 + 3 + 3 `empty` kernels on three streams joined
+// into `countdown`.
+
+/// The hand-written conditional node's kernel: sets the WHILE handle from `*go`.
+const SET_HANDLE: &str = r#"
+typedef unsigned long long handle_t;
+extern "C" __device__ void cudaGraphSetConditional(handle_t handle, unsigned int value);
+extern "C" __global__ void set_handle(handle_t handle, const unsigned int* go) {
+    cudaGraphSetConditional(handle, *go != 0u ? 1u : 0u);
+}
+"#;
+
+/// Compiles [`SET_HANDLE`] to PTX (relocatable device code, then whole-program) and loads it.
+fn set_handle_kernel(
+    gpu: &Gpu,
+) -> Result<(std::sync::Arc<cudarc::driver::CudaModule>, sys::CUfunction)> {
+    let mut why = Vec::new();
+    for rdc in [true, false] {
+        let opts = cudarc::nvrtc::CompileOptions {
+            options: if rdc {
+                vec!["--relocatable-device-code=true".into()]
+            } else {
+                Vec::new()
+            },
+            ..Default::default()
+        };
+        let ptx = match cudarc::nvrtc::compile_ptx_with_opts(SET_HANDLE, opts) {
+            Ok(p) => p,
+            Err(e) => {
+                why.push(format!("{e}"));
+                continue;
+            }
+        };
+        match gpu.ctx().load_module(ptx) {
+            Ok(m) => {
+                let f = m
+                    .load_function("set_handle")
+                    .map_err(|e| BenchError::Setup(format!("set_handle: {e}")))?
+                    .cu_function();
+                return Ok((m, f));
+            }
+            Err(e) => why.push(format!("load: {e}")),
+        }
+    }
+    Err(BenchError::Setup(format!(
+        "the conditional-handle kernel did not build: {}",
+        why.join("; ")
+    )))
+}
+
+/// Adds a one-thread kernel node of `func` with `args` after `deps` to `graph`.
+fn kernel_node(
+    graph: sys::CUgraph,
+    func: sys::CUfunction,
+    args: *mut *mut c_void,
+    deps: &[sys::CUgraphNode],
+) -> Result<sys::CUgraphNode> {
+    let params = sys::CUDA_KERNEL_NODE_PARAMS {
+        func,
+        gridDimX: GRID,
+        gridDimY: 1,
+        gridDimZ: 1,
+        blockDimX: BLOCK,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: 0,
+        kernelParams: args,
+        extra: ptr::null_mut(),
+        kern: ptr::null_mut(),
+        ctx: ptr::null_mut(),
+    };
+    let mut node = ptr::null_mut();
+    check(
+        // SAFETY: `graph` is alive; `deps` are nodes of it; `args` is null or points at one pointer
+        // per kernel parameter, to live values of the parameter types, which the driver copies now.
+        unsafe {
+            sys::cuGraphAddKernelNode_v2(&mut node, graph, deps.as_ptr(), deps.len(), &params)
+        },
+        "cuGraphAddKernelNode_v2",
+    )?;
+    Ok(node)
+}
+
+/// The body as explicit nodes: chains of 4, 3 and 3 `empty`, `countdown` after their ends.
+/// Returns the `countdown` node.
+fn body_nodes(
+    gpu: &Gpu,
+    graph: sys::CUgraph,
+    words: &mut [sys::CUdeviceptr; 2],
+) -> Result<sys::CUgraphNode> {
+    let mut tails = Vec::new();
+    for len in [4, 3, 3] {
+        let mut prev: Option<sys::CUgraphNode> = None;
+        for _ in 0..len {
+            let deps: Vec<_> = prev.into_iter().collect();
+            prev = Some(kernel_node(graph, gpu.empty, ptr::null_mut(), &deps)?);
+        }
+        tails.extend(prev);
+    }
+    let mut args: [*mut c_void; 2] = [
+        ptr::addr_of_mut!(words[0]).cast(),
+        ptr::addr_of_mut!(words[1]).cast(),
+    ];
+    kernel_node(graph, gpu.countdown, args.as_mut_ptr(), &tails)
+}
+
+struct W8<'g> {
+    gpu: &'g Gpu,
+    iterations: usize,
+    streams: Vec<Stream>,
+    fork: Event,
+    joins: Vec<Event>,
+    left: DeviceWord,
+    go: DeviceWord,
+    start: Event,
+    end: Event,
+    /// One iteration (b).
+    body: Exec,
+    _body_graph: Graph,
+    /// The whole loop (d): `stamp(left, iterations)`, then WHILE { body, set_handle }.
+    device_loop: Exec,
+    _loop_graph: Graph,
+    _module: std::sync::Arc<cudarc::driver::CudaModule>,
+}
+
+/// W8 by hand: (a) the body issued eagerly on three streams with fork/join events and `go`
+/// read back after each iteration, (b) the body as a graph of explicit nodes launched while
+/// `go` reads back non-zero, (d) one graph with a WHILE conditional node (its handle created
+/// with the default value 1, assigned at each launch) whose body is the same nodes followed by
+/// a kernel that sets the handle from `go`.
+pub fn w8<'g>(gpu: &'g Gpu, p: &Loop) -> Result<Box<dyn Case + 'g>> {
+    let iterations = u32::try_from(p.iterations)
+        .map_err(|_| BenchError::Setup("W8: too many iterations for a u32".into()))?;
+    let (module, set_handle) = set_handle_kernel(gpu)?;
+    let left = DeviceWord::new()?;
+    let go = DeviceWord::new()?;
+
+    // (b): one iteration.
+    let mut body_graph = ptr::null_mut();
+    check(
+        // SAFETY: writes a new graph's handle through a valid pointer.
+        unsafe { sys::cuGraphCreate(&mut body_graph, 0) },
+        "cuGraphCreate",
+    )?;
+    let body_graph = Graph(body_graph);
+    let mut words = [left.0, go.0];
+    body_nodes(gpu, body_graph.0, &mut words)?;
+    let body = body_graph.instantiate()?;
+
+    // (d): the loop.
+    let mut loop_graph = ptr::null_mut();
+    check(
+        // SAFETY: as above.
+        unsafe { sys::cuGraphCreate(&mut loop_graph, 0) },
+        "cuGraphCreate",
+    )?;
+    let loop_graph = Graph(loop_graph);
+    let mut stamp = StampArgs {
+        slot: left.0,
+        value: iterations,
+    };
+    let mut stamp_ptrs = stamp.pointers();
+    let first = kernel_node(loop_graph.0, gpu.stamp, stamp_ptrs.as_mut_ptr(), &[])?;
+    let mut handle: sys::CUgraphConditionalHandle = 0;
+    check(
+        // SAFETY: the graph is alive; the context is the current one; `handle` is a valid
+        // out-pointer; default value 1, assigned at every launch.
+        unsafe {
+            sys::cuGraphConditionalHandleCreate(
+                &mut handle,
+                loop_graph.0,
+                gpu.ctx().cu_ctx(),
+                1,
+                sys::CU_GRAPH_COND_ASSIGN_DEFAULT,
+            )
+        },
+        "cuGraphConditionalHandleCreate",
+    )?;
+    // SAFETY: all-zero bytes are a valid `CUgraphNodeParams` (integers and raw pointers).
+    let mut params: sys::CUgraphNodeParams = unsafe { MaybeUninit::zeroed().assume_init() };
+    params.type_ = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_CONDITIONAL;
+    params.__bindgen_anon_1.conditional = sys::CUDA_CONDITIONAL_NODE_PARAMS {
+        handle,
+        type_: sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_WHILE,
+        size: 1,
+        phGraph_out: ptr::null_mut(),
+        ctx: gpu.ctx().cu_ctx(),
+    };
+    let mut node = ptr::null_mut();
+    check(
+        // SAFETY: the graph is alive and `first` is its node; `params` describes a WHILE node of
+        // the current context; the driver writes the node and its body graph array.
+        unsafe {
+            sys::cuGraphAddNode_v2(&mut node, loop_graph.0, &first, ptr::null(), 1, &mut params)
+        },
+        "cuGraphAddNode_v2",
+    )?;
+    // SAFETY: the member the driver filled in; the array holds one body graph, owned by the
+    // node.
+    let body_of_loop = unsafe { *params.__bindgen_anon_1.conditional.phGraph_out };
+    let countdown = body_nodes(gpu, body_of_loop, &mut words)?;
+    let mut handle_arg = handle;
+    let mut go_arg = go.0;
+    let mut set_args: [*mut c_void; 2] = [
+        ptr::addr_of_mut!(handle_arg).cast(),
+        ptr::addr_of_mut!(go_arg).cast(),
+    ];
+    kernel_node(
+        body_of_loop,
+        set_handle,
+        set_args.as_mut_ptr(),
+        &[countdown],
+    )?;
+    let device_loop = loop_graph.instantiate()?;
+    Ok(Box::new(W8 {
+        gpu,
+        iterations: p.iterations,
+        streams: streams(3)?,
+        fork: Event::edge()?,
+        joins: edges(3)?,
+        left,
+        go,
+        start: Event::timing()?,
+        end: Event::timing()?,
+        body,
+        _body_graph: body_graph,
+        device_loop,
+        _loop_graph: loop_graph,
+        _module: module,
+    }))
+}
+
+impl W8<'_> {
+    /// `left = iterations`, `go = 1`, outside the timing.
+    fn reset(&self) -> Result<()> {
+        let s = &self.streams[0];
+        check(
+            // SAFETY: two live words; the stream is alive.
+            unsafe { sys::cuMemsetD32Async(self.left.0, self.iterations as u32, 1, s.0) },
+            "cuMemsetD32Async",
+        )?;
+        check(
+            // SAFETY: as above.
+            unsafe { sys::cuMemsetD32Async(self.go.0, 1, 1, s.0) },
+            "cuMemsetD32Async",
+        )?;
+        s.synchronize()
+    }
+
+    /// `go`, read after the work queued on the origin (a copy and a synchronize).
+    fn read_go(&self) -> Result<u32> {
+        self.streams[0].synchronize()?;
+        self.go.read()
+    }
+
+    /// One iteration issued eagerly: fork, 4 + 3 + 3 `empty`, join, `countdown`.
+    fn eager_iteration(&self) -> Result<()> {
+        let s = &self.streams;
+        record(&self.fork, &s[0])?;
+        wait(&s[1], &self.fork)?;
+        wait(&s[2], &self.fork)?;
+        for (i, len) in [4, 3, 3].into_iter().enumerate() {
+            for _ in 0..len {
+                launch_empty(self.gpu, &s[i])?;
+            }
+        }
+        for i in 1..3 {
+            record(&self.joins[i], &s[i])?;
+            wait(&s[0], &self.joins[i])?;
+        }
+        let mut left = self.left.0;
+        let mut go = self.go.0;
+        let mut args: [*mut c_void; 2] =
+            [ptr::addr_of_mut!(left).cast(), ptr::addr_of_mut!(go).cast()];
+        check(
+            // SAFETY: `countdown` takes two device pointers: `args` points at two live locals
+            // holding them, which the driver copies now; the stream is alive.
+            unsafe {
+                sys::cuLaunchKernel(
+                    self.gpu.countdown,
+                    GRID,
+                    1,
+                    1,
+                    BLOCK,
+                    1,
+                    1,
+                    0,
+                    s[0].0,
+                    args.as_mut_ptr(),
+                    ptr::null_mut(),
+                )
+            },
+            "cuLaunchKernel",
+        )
+    }
+
+    fn finish(&self, what: &str, ran: usize) -> Result<()> {
+        if ran != self.iterations || self.left.read()? != 0 {
+            return Err(BenchError::Setup(format!(
+                "W8 {what} ran {ran} iterations instead of {}",
+                self.iterations
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Case for W8<'_> {
+    fn sample(&mut self) -> Result<Vec<f64>> {
+        let n = self.iterations as f64;
+        let origin = &self.streams[0];
+
+        self.reset()?;
+        record(&self.start, origin)?;
+        let t0 = Instant::now();
+        let mut ran = 0;
+        loop {
+            self.eager_iteration()?;
+            ran += 1;
+            if self.read_go()? == 0 || ran > self.iterations {
+                break;
+            }
+        }
+        let eager_host = us_since(t0);
+        record(&self.end, origin)?;
+        let eager_dev = self.start.elapsed_ms(&self.end)? * 1e3;
+        self.finish("eager loop", ran)?;
+
+        self.reset()?;
+        record(&self.start, origin)?;
+        let t0 = Instant::now();
+        let mut ran = 0;
+        loop {
+            self.body.launch(origin)?;
+            ran += 1;
+            if self.read_go()? == 0 || ran > self.iterations {
+                break;
+            }
+        }
+        let host_loop_host = us_since(t0);
+        record(&self.end, origin)?;
+        let host_loop_dev = self.start.elapsed_ms(&self.end)? * 1e3;
+        self.finish("host loop", ran)?;
+
+        let (loop_dev, loop_host) =
+            timed_replay(&self.device_loop, origin, &self.start, &self.end)?;
+        origin.synchronize()?;
+        self.finish("device loop", self.iterations)?;
+        Ok(vec![
+            eager_host / n,
+            eager_dev / n,
+            host_loop_host / n,
+            host_loop_dev / n,
+            loop_host / n,
+            loop_dev / n,
+        ])
+    }
+}
+
+impl W5<'_> {
+    /// `cuGraphExecKernelNodeSetParams_v2` of a `stamp` node with `ptrs`.
+    fn set_stamp(&self, node: sys::CUgraphNode, ptrs: &mut [*mut c_void; 2]) -> Result<()> {
+        let params = sys::CUDA_KERNEL_NODE_PARAMS_v2 {
+            func: self.gpu.stamp,
+            gridDimX: GRID,
+            gridDimY: 1,
+            gridDimZ: 1,
+            blockDimX: BLOCK,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: 0,
+            kernelParams: ptrs.as_mut_ptr(),
+            extra: ptr::null_mut(),
+            kern: ptr::null_mut(),
+            ctx: ptr::null_mut(),
+        };
+        check(
+            // SAFETY: `node` is a kernel node of the graph `exec` was instantiated from; the
+            // parameter pointers point at live values of `stamp`'s parameter types; the driver
+            // copies them before returning.
+            unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.exec.0, node, &params) },
+            "cuGraphExecKernelNodeSetParams_v2",
+        )
     }
 }

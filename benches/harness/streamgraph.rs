@@ -18,19 +18,21 @@
 //! synchronisation, no allocation by the harness (what streamgraph itself does inside its calls
 //! is the measured cost).
 
+use std::cell::Cell;
 use std::sync::OnceLock;
 use std::time::Instant;
 
 use ::streamgraph::{
-    pipeline, Capture, Device, DeviceBuffer, Eager, EagerStats, Graph, GraphExec, Kernel,
-    KernelArg, Module, OpRef, Pipeline, Plan, Stream,
+    pipeline, Capture, Device, DeviceBuffer, DeviceFlag, Eager, EagerStats, Graph, GraphExec,
+    Kernel, KernelArg, Module, OpRef, Pipeline, Plan, Stream,
 };
 use cudarc::driver::sys;
 
 use crate::gpu::{BenchError, Event, Gpu};
 use crate::kernels::{self, BLOCK, GRID};
+use crate::overlap::Overlap;
 use crate::runner::Case;
-use crate::workloads::{Chain, Diamond, Eager1, Fanout, Replays, Update};
+use crate::workloads::{Chain, Diamond, Eager1, Fanout, Loop, Replays, Update, W5_STEPS};
 
 type Result<T> = std::result::Result<T, BenchError>;
 type Setup<'g> = Result<Box<dyn Case + 'g>>;
@@ -41,6 +43,10 @@ struct Kernels {
     empty: Kernel,
     /// `stamp(unsigned int *slot, unsigned int value)`.
     stamp: Kernel,
+    /// `countdown(unsigned int *left, unsigned int *go)`.
+    countdown: Kernel,
+    /// `work(float *x, unsigned n, unsigned iters)` (W9).
+    work: Kernel,
 }
 
 /// What every streamgraph case shares: the device and the loaded kernels.
@@ -62,12 +68,16 @@ fn shared() -> Result<&'static Shared> {
 fn open() -> Result<Shared> {
     let device = Device::new(Some(0))?;
     let module = Module::from_cuda_source(&device, "bench", kernels::SOURCE)?;
-    // SAFETY: every launch of these kernels below passes `empty` no arguments and `stamp` a
-    // `DeviceBuffer<u32>` and a `u32`, their C signatures in `kernels.cu`.
+    // SAFETY: every launch of these kernels below passes `empty` no arguments, `stamp` a
+    // `DeviceBuffer<u32>` and a `u32`, `countdown` two one-word `u32` buffers (a
+    // `DeviceBuffer<u32>` and a `DeviceFlag`), and `work` (in `overlap.rs`) a
+    // `DeviceBuffer<f32>` and two `u32`s: their C signatures in `kernels.cu`.
     let kernels = unsafe {
         Kernels {
             empty: module.kernel(kernels::EMPTY)?,
             stamp: module.kernel(kernels::STAMP)?,
+            countdown: module.kernel(kernels::COUNTDOWN)?,
+            work: module.kernel(kernels::WORK)?,
         }
     };
     let stream = Stream::new(&device, 0)?;
@@ -244,6 +254,17 @@ pipeline! {
     }
 }
 
+pipeline! {
+    /// W5's partial updates: launch `i` of `n` stores `values[i]` into `slot` (cells, so that
+    /// new values can be set through the pipeline the executable graph owns).
+    pipeline Valued(k: &Kernels, slot: &mut DeviceBuffer<u32>, values: &[Cell<u32>], n: usize) {
+        stream main;
+        for i in 0..n {
+            main: launch k.stamp<<<GRID, BLOCK>>>(&mut slot, values[i].get());
+        }
+    }
+}
+
 /// The origin stream of a case, its driver handle for the timing events, and two timing events.
 struct Timed {
     origin: Stream,
@@ -292,6 +313,12 @@ fn eager_on(origin: &Stream) -> Eager {
     let mut eager = Eager::new(origin);
     eager.check(false);
     eager
+}
+
+/// W9 (see `overlap.rs`) with the shared `work` kernel.
+pub fn w9<'g>(gpu: &'g Gpu, p: &Overlap) -> Setup<'g> {
+    let sg = shared()?;
+    crate::overlap::streamgraph(gpu, p, &sg.kernels.work)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -588,6 +615,8 @@ struct W5 {
     capture: Capture,
     spare: DeviceBuffer<u32>,
     iteration: u32,
+    /// The partial-update variants' executable graph (its own slot).
+    valued: GraphExec<Valued<'static>>,
 }
 
 /// W5. [`Stamps`] with `n = p.nodes`, captured and instantiated once. Each sample, in
@@ -627,6 +656,13 @@ pub fn w5<'g>(_gpu: &'g Gpu, p: &Update) -> Setup<'g> {
         )));
     }
     let exec = graph.instantiate()?;
+    let valued_slot: &'static mut DeviceBuffer<u32> =
+        Box::leak(Box::new(DeviceBuffer::zeros(&sg.device, 1)?));
+    let values: &'static [Cell<u32>] =
+        Box::leak((0..p.nodes as u32).map(Cell::new).collect::<Box<[_]>>());
+    let valued = Valued::new(&sg.kernels, valued_slot, values, p.nodes);
+    check_plan(&valued)?;
+    let valued = instantiate_verified(&mut capture_on(&timed.origin), valued)?;
     Ok(Box::new(W5 {
         timed,
         k: &sg.kernels,
@@ -636,6 +672,7 @@ pub fn w5<'g>(_gpu: &'g Gpu, p: &Update) -> Setup<'g> {
         capture,
         spare: DeviceBuffer::zeros(&sg.device, 1)?,
         iteration: 0,
+        valued,
     }))
 }
 
@@ -696,12 +733,48 @@ impl Case for W5 {
             )));
         }
         let instantiations = after.reinstantiations - before.reinstantiations;
+
+        // Partial updates through `update_args_with`: 1 %, 10 %, 100 % of the values change;
+        // the walk compares every launch and sets only the changed ones.
+        let mut partial = [0.0; 3];
+        for (k, step) in W5_STEPS.into_iter().enumerate() {
+            let value = |i: usize| base.wrapping_add(i as u32).wrapping_add(1 + k as u32);
+            let before = self.valued.stats();
+            let t0 = Instant::now();
+            self.valued.update_args_with(|p| {
+                for i in (0..p.n).step_by(step) {
+                    p.values[i].set(value(i));
+                }
+            })?;
+            partial[k] = us_since(t0);
+            let after = self.valued.stats();
+            let want = self.nodes.div_ceil(step) as u64;
+            if after.nodes_set - before.nodes_set != want || after.updates != before.updates {
+                return Err(BenchError::Check(format!(
+                    "update_args set {} node(s) and made {} update(s), expected {want} and none",
+                    after.nodes_set - before.nodes_set,
+                    after.updates - before.updates
+                )));
+            }
+        }
+        self.timed.replay(&self.valued)?;
+        self.timed.origin.synchronize()?;
+        let expected = self.valued.pipeline().values[self.nodes - 1].get();
+        let got = self.valued.pipeline().slot.to_vec()?;
+        if got != [expected] {
+            return Err(BenchError::Check(format!(
+                "update_args: last node stored {got:?}, expected {expected}"
+            )));
+        }
         Ok(vec![
             set_params / n,
             replay_dev / n,
             instantiations as f64,
             exec_update / n,
             reinstantiate / n,
+            partial[0],
+            partial[1],
+            partial[2],
         ])
     }
 }
@@ -747,5 +820,174 @@ impl Case for W7 {
         drop(exec);
         let total = cap + inst;
         Ok(vec![cap, inst, total, total / self.nodes as f64])
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// W8: a loop on the device.
+
+pipeline! {
+    /// W8's loop body: 4 + 3 + 3 `empty` kernels on three streams, joined, then `countdown`,
+    /// which clears `go` after the last iteration.
+    pipeline LoopBody(k: &Kernels, left: &mut DeviceBuffer<u32>, go: &mut DeviceFlag) {
+        stream main;
+        stream s1;
+        stream s2;
+
+        main: launch k.empty<<<GRID, BLOCK>>>();
+        s1: launch k.empty<<<GRID, BLOCK>>>();
+        s2: launch k.empty<<<GRID, BLOCK>>>();
+        main: launch k.empty<<<GRID, BLOCK>>>();
+        s1: launch k.empty<<<GRID, BLOCK>>>();
+        s2: launch k.empty<<<GRID, BLOCK>>>();
+        main: launch k.empty<<<GRID, BLOCK>>>();
+        s1: launch k.empty<<<GRID, BLOCK>>>();
+        s2: launch k.empty<<<GRID, BLOCK>>>();
+        main: launch k.empty<<<GRID, BLOCK>>>();
+        main: wait_stream s1;
+        main: wait_stream s2;
+        main: launch k.countdown<<<GRID, BLOCK>>>(&mut left, &mut go);
+    }
+}
+
+pipeline! {
+    /// W8's whole loop: `left = iterations`, `go = 1`, then `while go { LoopBody }` (the body
+    /// written out again, as a device block).
+    pipeline DeviceLoop(k: &Kernels, left: &mut DeviceBuffer<u32>, go: &mut DeviceFlag, iterations: u32) {
+        stream main;
+        stream s1;
+        stream s2;
+
+        main: fill left = iterations;
+        main: fill go = 1u32;
+        main: while go {
+            main: launch k.empty<<<GRID, BLOCK>>>();
+            s1: launch k.empty<<<GRID, BLOCK>>>();
+            s2: launch k.empty<<<GRID, BLOCK>>>();
+            main: launch k.empty<<<GRID, BLOCK>>>();
+            s1: launch k.empty<<<GRID, BLOCK>>>();
+            s2: launch k.empty<<<GRID, BLOCK>>>();
+            main: launch k.empty<<<GRID, BLOCK>>>();
+            s1: launch k.empty<<<GRID, BLOCK>>>();
+            s2: launch k.empty<<<GRID, BLOCK>>>();
+            main: launch k.empty<<<GRID, BLOCK>>>();
+            main: wait_stream s1;
+            main: wait_stream s2;
+            main: launch k.countdown<<<GRID, BLOCK>>>(&mut left, &mut go);
+        }
+    }
+}
+
+struct W8 {
+    timed: Timed,
+    eager: Eager,
+    /// (a) the device loop run eagerly: the runtime reads `go` back after each iteration.
+    eager_loop: DeviceLoop<'static>,
+    /// (b) one iteration captured, replayed while `go` reads back non-zero.
+    body: GraphExec<LoopBody<'static>>,
+    /// (c) the whole loop captured: one conditional WHILE node.
+    device_loop: GraphExec<DeviceLoop<'static>>,
+    iterations: usize,
+}
+
+/// Three one-word counters and flags that live for the rest of the process (the pipelines
+/// borrow them for `'static`).
+fn loop_words(
+    sg: &'static Shared,
+) -> Result<(&'static mut DeviceBuffer<u32>, &'static mut DeviceFlag)> {
+    let left = Box::leak(Box::new(DeviceBuffer::<u32>::zeros(&sg.device, 1)?));
+    let go = Box::leak(Box::new(DeviceFlag::new(&sg.device, 0)?));
+    Ok((left, go))
+}
+
+/// W8. The loop of `p.iterations` iterations three ways, each sample: (a) `Eager::run` of
+/// [`DeviceLoop`] (the flag is read back after every iteration), (b) [`LoopStart`] eagerly, then
+/// [`LoopBody`]'s graph launched and `go` read back until it is zero (what users do today),
+/// (c) one launch of [`DeviceLoop`]'s graph. Host µs per iteration is the time the host spends
+/// in the loop's calls, device µs per iteration the events around them, both over the
+/// iterations.
+pub fn w8<'g>(_gpu: &'g Gpu, p: &Loop) -> Setup<'g> {
+    let sg = shared()?;
+    let n = u32::try_from(p.iterations)
+        .map_err(|_| BenchError::Setup("W8: too many iterations for a u32".into()))?;
+    let timed = Timed::new(sg)?;
+    let eager = eager_on(&timed.origin);
+    let (left, go) = loop_words(sg)?;
+    let eager_loop = DeviceLoop::new(&sg.kernels, left, go, n);
+    check_plan(&eager_loop)?;
+    let (left, go) = loop_words(sg)?;
+    let body = instantiate_verified(
+        &mut capture_on(&timed.origin),
+        LoopBody::new(&sg.kernels, left, go),
+    )?;
+    let (left, go) = loop_words(sg)?;
+    let device_loop = instantiate_verified(
+        &mut capture_on(&timed.origin),
+        DeviceLoop::new(&sg.kernels, left, go, n),
+    )?;
+    Ok(Box::new(W8 {
+        timed,
+        eager,
+        eager_loop,
+        body,
+        device_loop,
+        iterations: p.iterations,
+    }))
+}
+
+/// `cuMemsetD32Async` of one word at `ptr` on `stream`.
+fn set_word(stream: sys::CUstream, ptr: u64, value: u32) -> Result<()> {
+    // SAFETY: `ptr` is a word of a live `DeviceBuffer` or `DeviceFlag` (leaked for the
+    // process); nothing else uses it while the stream runs the memset (the graphs that name
+    // it are launched on the same stream, after it).
+    let r = unsafe { sys::cuMemsetD32Async(ptr, value, 1, stream) };
+    crate::gpu::check(r, "cuMemsetD32Async")
+}
+
+impl Case for W8 {
+    fn sample(&mut self) -> Result<Vec<f64>> {
+        let n = self.iterations as f64;
+        let (eager_dev, eager_host) = self.timed.eager(&mut self.eager, &self.eager_loop)?;
+        self.timed.origin.synchronize()?;
+
+        // (b): the host loop, from `left = iterations`, `go = 1` (set outside the timing).
+        let words = self.body.pipeline();
+        set_word(
+            self.timed.raw,
+            words.left.device_ptr(),
+            self.iterations as u32,
+        )?;
+        set_word(self.timed.raw, words.go.device_ptr(), 1)?;
+        self.timed.origin.synchronize()?;
+        self.timed.start.record_on(self.timed.raw)?;
+        let t0 = Instant::now();
+        let mut ran = 0usize;
+        loop {
+            self.body.launch(&self.timed.origin)?;
+            ran += 1;
+            if self.body.pipeline().go.get_on(&self.timed.origin)? == 0 || ran > self.iterations {
+                break;
+            }
+        }
+        let host_loop_host = us_since(t0);
+        self.timed.end.record_on(self.timed.raw)?;
+        let host_loop_dev = self.timed.start.elapsed_ms(&self.timed.end)? * 1e3;
+        if ran != self.iterations {
+            return Err(BenchError::Setup(format!(
+                "W8 host loop ran {ran} iterations instead of {}",
+                self.iterations
+            )));
+        }
+
+        let (loop_dev, loop_host) = self.timed.replay(&self.device_loop)?;
+        self.timed.origin.synchronize()?;
+        Ok(vec![
+            eager_host / n,
+            eager_dev / n,
+            host_loop_host / n,
+            host_loop_dev / n,
+            loop_host / n,
+            loop_dev / n,
+        ])
     }
 }

@@ -1,9 +1,10 @@
-//! The seven workloads: their sizes, what each measures, and the loop that runs every system
+//! The workloads (W1–W7, W9): their sizes, what each measures, and the loop that runs every system
 //! on each of them.
 
 use serde_json::json;
 
 use crate::gpu::Gpu;
+use crate::overlap::{self, Overlap};
 use crate::report::Row;
 use crate::runner::{self, metric, Metric, Spec};
 use crate::{raw, streamgraph};
@@ -62,6 +63,13 @@ pub struct Replays {
     pub gate_ns: u64,
 }
 
+/// W8: a loop of `iterations` iterations, each a 3-stream body of 10 `empty` kernels and the
+/// `countdown` kernel that clears the loop's flag after the last.
+#[derive(Debug, Clone, Copy)]
+pub struct Loop {
+    pub iterations: usize,
+}
+
 /// Sizes and repetition counts of one run.
 #[derive(Debug, Clone)]
 pub struct Sizes {
@@ -74,6 +82,8 @@ pub struct Sizes {
     pub w5: Update,
     pub w6: Replays,
     pub w7_nodes: Vec<usize>,
+    pub w8_iterations: Vec<usize>,
+    pub w9: Vec<Overlap>,
     /// Workloads to run (`W1` …); all when empty.
     pub only: Vec<String>,
 }
@@ -100,6 +110,16 @@ impl Sizes {
                 gate_ns: 5_000_000,
             },
             w7_nodes: vec![10, 100, 1_000, 10_000],
+            w8_iterations: vec![10, 100, 1_000, 10_000],
+            w9: [(4, 3), (1, 3), (8, 2)]
+                .into_iter()
+                .map(|(mib, buffers)| Overlap {
+                    total: 64 << 20,
+                    chunk: mib << 20,
+                    buffers,
+                    iters: W9_ITERS,
+                })
+                .collect(),
             only: Vec::new(),
         }
     }
@@ -148,18 +168,47 @@ pub const W5_METRICS: &[Metric] = &[
     metric("set_params", "instantiations", "count"),
     metric("exec_update", "host_per_node", "us"),
     metric("reinstantiate", "host_per_node", "us"),
+    metric("update_args", "host_1pct", "us"),
+    metric("update_args", "host_10pct", "us"),
+    metric("update_args", "host_100pct", "us"),
 ];
+
+/// W5's partial updates: every `step`-th node gets a new value (1 %, 10 %, 100 % of them).
+pub const W5_STEPS: [usize; 3] = [100, 10, 1];
 pub const W6_METRICS: &[Metric] = &[
     metric("replay_loop", "gpu_idle", "%"),
     metric("replay_loop", "wall_per_replay", "us"),
     metric("replay_loop", "saturated_replay", "us"),
     metric("replay_loop", "device_per_replay", "us"),
 ];
+/// W9's kernel rounds per element: on an H200 a 4 MiB chunk's kernel then takes about as long
+/// as its copy over PCIe.
+pub const W9_ITERS: u32 = 2_000;
+
+pub const W9_METRICS: &[Metric] = &[
+    metric("eager", "end_to_end", "us"),
+    metric("eager", "overlap", "x"),
+    metric("replay", "end_to_end", "us"),
+    metric("replay", "overlap", "x"),
+    metric("bounds", "h2d", "us"),
+    metric("bounds", "kernel", "us"),
+    metric("bounds", "d2h", "us"),
+];
+
 pub const W7_METRICS: &[Metric] = &[
     metric("capture+instantiate", "capture", "us"),
     metric("capture+instantiate", "instantiate", "us"),
     metric("capture+instantiate", "total", "us"),
     metric("capture+instantiate", "total_per_node", "us"),
+];
+
+pub const W8_METRICS: &[Metric] = &[
+    metric("eager", "host_per_iteration", "us"),
+    metric("eager", "device_per_iteration", "us"),
+    metric("host_loop", "host_per_iteration", "us"),
+    metric("host_loop", "device_per_iteration", "us"),
+    metric("device_loop", "host_per_iteration", "us"),
+    metric("device_loop", "device_per_iteration", "us"),
 ];
 
 fn spec(
@@ -288,6 +337,45 @@ pub fn run_all(gpu: &Gpu, plan: &Sizes) -> Vec<Row> {
                 vec![
                     ("raw", raw::w7(gpu, &p)),
                     ("streamgraph", streamgraph::w7(gpu, &p)),
+                ],
+            );
+        }
+    }
+    if plan.wants("W8") {
+        for &iterations in &plan.w8_iterations {
+            let p = Loop { iterations };
+            let s = spec(
+                "W8",
+                json!({"iterations": iterations, "kernels_per_iteration": 11}),
+                W8_METRICS,
+                2,
+                reps,
+            );
+            step(
+                "W8",
+                s,
+                vec![
+                    ("raw", raw::w8(gpu, &p)),
+                    ("streamgraph", streamgraph::w8(gpu, &p)),
+                ],
+            );
+        }
+    }
+    if plan.wants("W9") {
+        for p in &plan.w9 {
+            let params = json!({
+                "total_mib": p.total >> 20,
+                "chunk_mib": p.chunk >> 20,
+                "buffers": p.buffers,
+                "iters": p.iters,
+            });
+            let s = spec("W9", params, W9_METRICS, 2, reps);
+            step(
+                "W9",
+                s,
+                vec![
+                    ("raw", overlap::raw(gpu, p)),
+                    ("streamgraph", streamgraph::w9(gpu, p)),
                 ],
             );
         }

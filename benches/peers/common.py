@@ -26,9 +26,12 @@ SIZES = {
     "w6_gated": 64,
     "w6_gate_ns": 50_000_000,
     "w7_nodes": [10, 100, 1_000, 10_000],
+    "w8_iterations": [10, 100, 1_000, 10_000],
+    # W9: (total MiB, chunk MiB, device buffers, kernel rounds), as `workloads::Sizes::full`.
+    "w9": [(64, 4, 3, 2_000), (64, 1, 3, 2_000), (64, 8, 2, 2_000)],
 }
 MIN_REPS = 30
-WARMUP = {"W1": 3, "W2": 5, "W3": 5, "W4": 5, "W5": 3, "W6": 1, "W7": 2}
+WARMUP = {"W1": 3, "W2": 5, "W3": 5, "W4": 5, "W5": 3, "W6": 1, "W7": 2, "W9": 2}
 
 
 class PeerError(Exception):
@@ -181,8 +184,14 @@ W5_METRICS = [("set_params", "host_per_node", "us"), ("set_params", "replay_devi
               ("reinstantiate", "host_per_node", "us")]
 W6_METRICS = [("replay_loop", "gpu_idle", "%"), ("replay_loop", "wall_per_replay", "us"),
               ("replay_loop", "saturated_replay", "us"), ("replay_loop", "device_per_replay", "us")]
+W9_METRICS = [("eager", "end_to_end", "us"), ("eager", "overlap", "x"),
+              ("replay", "end_to_end", "us"), ("replay", "overlap", "x"),
+              ("bounds", "h2d", "us"), ("bounds", "kernel", "us"), ("bounds", "d2h", "us")]
 W7_METRICS = [("capture+instantiate", "capture", "us"), ("capture+instantiate", "instantiate", "us"),
               ("capture+instantiate", "total", "us"), ("capture+instantiate", "total_per_node", "us")]
+W8_METRICS = [("eager", "host_per_iteration", "us"), ("eager", "device_per_iteration", "us"),
+              ("host_loop", "host_per_iteration", "us"), ("host_loop", "device_per_iteration", "us"),
+              ("device_loop", "host_per_iteration", "us"), ("device_loop", "device_per_iteration", "us")]
 
 
 def diamond_event_calls(layers, branches):
@@ -224,6 +233,7 @@ class CoreKernels:
             self.empty = obj.get_kernel("empty")
             self.stamp = obj.get_kernel("stamp")
             self.spin = obj.get_kernel("spin")
+            self.work = obj.get_kernel("work")
         except Exception as e:
             raise PeerError(f"NVRTC (through cuda.core.Program) could not build kernels.cu for {arch}: {e}") from e
         self.config = core.LaunchConfig(grid=1, block=1)

@@ -303,6 +303,34 @@ def main():
 
             col.run("W7", {"nodes": nodes}, c.W7_METRICS, w7)
 
+    # W8 ------------------------------------------------------------------------------------
+    # The loop as one graph with cuda.core's conditional WHILE (its graph builder's
+    # `while_loop` and a condition from `create_condition`/`create_conditional_handle`): each
+    # iteration the same 4 + 3 + 3 `empty` kernels on three split branches, `countdown`, and a
+    # kernel that sets the condition from `go`. Only the device loop is cuda.core's to measure;
+    # an API this cuda.core lacks is reported as unavailable, not a crash.
+    if col.wants("W8"):
+        note = "cuda.core: only the device loop (conditional WHILE) is measured"
+        try:
+            w8 = make_w8(c, k, core, dev, builder, event, elapsed_us, launch_empty)
+        except Exception as e:  # an API this version lacks: rows that say so
+            why = f"cuda.core conditional WHILE unavailable: {type(e).__name__}: {e}"
+            print(why, file=sys.stderr)
+            for iterations in sz["w8_iterations"]:
+                col.unsupported("W8", {"iterations": iterations, "kernels_per_iteration": 11},
+                                c.W8_METRICS, why)
+        else:
+            for iterations in sz["w8_iterations"]:
+                params = {"iterations": iterations, "kernels_per_iteration": 11}
+                try:
+                    sample = w8(iterations)
+                except Exception as e:  # building the loop failed: say so in the rows
+                    why = f"cuda.core conditional WHILE unavailable: {type(e).__name__}: {e}"
+                    print(why, file=sys.stderr)
+                    col.unsupported("W8", params, c.W8_METRICS, why)
+                    continue
+                col.run("W8", params, c.W8_METRICS, sample, setup_note=note)
+
     getattr(dev, "sync", lambda: None)()
     col.finish({
         "source": "cuda_core_peer.py",
@@ -312,6 +340,102 @@ def main():
         "reps": args.reps,
         "argv": sys.argv[1:],
     })
+
+
+W8_SOURCE = r"""
+#include <cuda_device_runtime_api.h>
+extern "C" __global__ void countdown(unsigned int *left, unsigned int *go) {
+    unsigned int v = *left - 1u;
+    *left = v;
+    *go = v != 0u ? 1u : 0u;
+}
+extern "C" __global__ void set_handle(cudaGraphConditionalHandle handle, const unsigned int *go) {
+    cudaGraphSetConditional(handle, *go != 0u ? 1u : 0u);
+}
+extern "C" __global__ void stamp(unsigned int *slot, unsigned int value) { *slot = value; }
+"""
+
+
+def make_w8(c, k, core, dev, builder, event, elapsed_us, launch_empty):
+    """Returns `w8(iterations)`, which builds the loop's graph and returns its sample
+    function; raises when this cuda.core has no conditional nodes."""
+    import numpy as np
+    from cuda.bindings import driver as cbd
+
+    include = [p for p in ("/usr/local/cuda/include",) if __import__("os").path.isdir(p)]
+    options = core.ProgramOptions(arch=k.arch, include_path=include, relocatable_device_code=True)
+    obj = core.Program(W8_SOURCE, code_type="c++", options=options).compile("ptx")
+    countdown, set_handle, stamp = (obj.get_kernel(n) for n in ("countdown", "set_handle", "stamp"))
+    words = []
+    for _ in range(2):
+        err, ptr = cbd.cuMemAlloc(4)
+        if int(err) != 0:
+            raise c.PeerError(f"cuMemAlloc failed with {err}")
+        words.append(int(ptr))
+    left, go = words
+
+    def condition(gb):
+        for name in ("create_condition", "create_conditional_handle"):
+            make = getattr(gb, name, None)
+            if make is None:
+                continue
+            for kwargs in ({"default_value": 1}, {"default_value": True}, {}):
+                try:
+                    return make(**kwargs)
+                except TypeError:
+                    continue
+        raise c.PeerError("the graph builder has neither create_condition nor create_conditional_handle")
+
+    def handle_arg(cond):
+        h = getattr(cond, "handle", cond)
+        return np.uint64(int(h))
+
+    def read(ptr):
+        host = np.zeros(1, dtype=np.uint32)
+        (err,) = cbd.cuMemcpyDtoH(host.ctypes.data, ptr, 4)
+        if int(err) != 0:
+            raise c.PeerError(f"cuMemcpyDtoH failed with {err}")
+        return int(host[0])
+
+    def w8(iterations):
+        stream = dev.create_stream()
+        gb = builder(stream)
+        k.launch(gb, k.config, stamp, left, np.uint32(iterations))
+        cond = condition(gb)
+        if not hasattr(gb, "while_loop"):
+            raise c.PeerError("the graph builder has no while_loop")
+        body = gb.while_loop(cond)
+        if hasattr(body, "begin_building") and not getattr(body, "is_building", False):
+            body = body.begin_building("thread_local") or body
+        parts = body.split(3)
+        for part, n in zip(parts, (4, 3, 3)):
+            for _ in range(n):
+                launch_empty(part)
+        body = type(body).join(*parts)
+        k.launch(body, k.config, countdown, left, go)
+        k.launch(body, k.config, set_handle, handle_arg(cond), go)
+        body.end_building()
+        gb.end_building()
+        graph = gb.complete()
+        start, end = event(True), event(True)
+        # One launch to check it loops exactly `iterations` times.
+        graph.launch(stream)
+        stream.sync()
+        if read(left) != 0:
+            raise c.PeerError(f"the WHILE loop left {read(left)} iterations undone")
+
+        def sample():
+            stream.record(start)
+            t0 = c.now_ns()
+            graph.launch(stream)
+            host = c.us_since(t0)
+            stream.record(end)
+            dev_us = elapsed_us(start, end)
+            return [None, None, None, None, host / iterations, dev_us / iterations]
+
+        return sample
+
+    return w8
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 // The kernels every benchmarked system launches: the Rust harness embeds this file with
 // `include_str!`, the Python peers read it next to themselves. All are compiled with NVRTC on the
-// GPU machine and launched with a 1 x 1 x 1 grid of 1 x 1 x 1 blocks, so every system runs the
+// GPU machine; W1-W7 launch theirs with a 1 x 1 x 1 grid of 1 x 1 x 1 blocks, so every system runs the
 // same machine code and the numbers measure launch and scheduling overhead only.
 
 // W1-W4, W6, W7: a kernel that does nothing.
@@ -23,4 +23,27 @@ extern "C" __global__ void spin(unsigned long long ns) {
     do {
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
     } while (now - start < ns);
+}
+
+// W8: one loop iteration's bookkeeping: counts *left down and keeps *go set while it is non-zero.
+extern "C" __global__ void countdown(unsigned int *left, unsigned int *go) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) {
+        unsigned int v = *left - 1u;
+        *left = v;
+        *go = v != 0u ? 1u : 0u;
+    }
+}
+
+// W9: an elementwise op on a chunk of `n` floats, `iters` rounds of a multiply-add per element,
+// so that its time is comparable to copying the chunk over PCIe (launched with 256-thread
+// blocks covering `n`, unlike the 1 x 1 kernels above).
+extern "C" __global__ void work(float *x, unsigned int n, unsigned int iters) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = x[i];
+        for (unsigned int k = 0; k < iters; ++k) {
+            v = v * 0.999f + 0.5f;
+        }
+        x[i] = v;
+    }
 }

@@ -264,6 +264,89 @@ def main():
             col.run("W7", {"nodes": nodes}, c.W7_METRICS, w7,
                     setup_note="torch.cuda.CUDAGraph.capture_end instantiates: only the total is measurable")
 
+    # W9 ------------------------------------------------------------------------------------
+    # Chunked H2D (pinned, non_blocking) -> the same `work` kernel -> D2H over three torch
+    # streams with events, as overlap.rs; eager and replayed through a CUDA graph; the bounds
+    # (all H2D, all kernels, all D2H, each alone on one stream) measured in the same process.
+    if col.wants("W9"):
+        import numpy as np
+
+        for total_mib, chunk_mib, buffers, iters in sz["w9"]:
+            floats = (chunk_mib << 20) // 4
+            chunks = total_mib // chunk_mib
+            ins = [torch.arange(floats, dtype=torch.float32).remainder_(1024).pin_memory() for _ in range(chunks)]
+            outs = [torch.empty(floats, dtype=torch.float32).pin_memory() for _ in range(chunks)]
+            dev = [torch.empty(floats, dtype=torch.float32, device="cuda") for _ in range(buffers)]
+            s_in, s_k, s_out = torch.cuda.Stream(), torch.cuda.Stream(), torch.cuda.Stream()
+            wcfg = k.core.LaunchConfig(grid=(floats + 255) // 256, block=256)
+            kernel_args = [(int(d.data_ptr()), np.uint32(floats), np.uint32(iters)) for d in dev]
+
+            def run_kernel(cs, b):
+                k.launch(cs, wcfg, k.work, *kernel_args[b])
+
+            cs_k = k.wrap(s_k.cuda_stream)
+
+            loaded = [edge_event() for _ in range(buffers)]
+            done = [edge_event() for _ in range(buffers)]
+            freed = [edge_event() for _ in range(buffers)]
+
+            def pipeline():
+                origin = torch.cuda.current_stream()
+                s_in.wait_stream(origin)
+                s_k.wait_stream(origin)
+                s_out.wait_stream(origin)
+                for ch in range(chunks):
+                    b = ch % buffers
+                    with torch.cuda.stream(s_in):
+                        if ch >= buffers:
+                            s_in.wait_event(freed[b])
+                        dev[b].copy_(ins[ch], non_blocking=True)
+                        loaded[b].record(s_in)
+                    s_k.wait_event(loaded[b])
+                    run_kernel(cs_k, b)
+                    done[b].record(s_k)
+                    with torch.cuda.stream(s_out):
+                        s_out.wait_event(done[b])
+                        outs[ch].copy_(dev[b], non_blocking=True)
+                        freed[b].record(s_out)
+                for s in (s_in, s_k, s_out):
+                    origin.wait_stream(s)
+
+            o9 = torch.cuda.Stream()
+            cs_o9 = k.wrap(o9.cuda_stream)
+            with torch.cuda.stream(o9):
+                pipeline()
+            torch.cuda.synchronize()
+            g9 = torch.cuda.CUDAGraph()
+            with torch.cuda.stream(o9):
+                g9.capture_begin(capture_error_mode="thread_local")
+                try:
+                    pipeline()
+                finally:
+                    g9.capture_end()
+            start, end = timing_event(), timing_event()
+
+            def timed(fn):
+                with torch.cuda.stream(o9):
+                    start.record(o9)
+                    fn()
+                    end.record(o9)
+                end.synchronize()
+                return start.elapsed_time(end) * 1e3
+
+            def w9():
+                eager = timed(pipeline)
+                replay = timed(g9.replay)
+                h2d = timed(lambda: [dev[ch % buffers].copy_(ins[ch], non_blocking=True) for ch in range(chunks)])
+                kern = timed(lambda: [run_kernel(cs_o9, ch % buffers) for ch in range(chunks)])
+                d2h = timed(lambda: [outs[ch].copy_(dev[ch % buffers], non_blocking=True) for ch in range(chunks)])
+                bound = max(h2d, kern, d2h)
+                return [eager, eager / bound, replay, replay / bound, h2d, kern, d2h]
+
+            col.run("W9", {"total_mib": total_mib, "chunk_mib": chunk_mib, "buffers": buffers, "iters": iters},
+                    c.W9_METRICS, w9)
+            del g9
+
     torch.cuda.synchronize()
     col.finish({
         "source": "torch_peer.py",

@@ -239,6 +239,12 @@ fn program_const(program: &Program) -> TokenStream {
             Kind::Record { event, .. } => quote!(Record { event: #event }),
             Kind::Wait { event, .. } => quote!(Wait { event: #event }),
             Kind::WaitStream { stream, .. } => quote!(WaitStream { stream: #stream }),
+            Kind::Block {
+                looping: true, end, ..
+            } => quote!(While { end: #end }),
+            Kind::Block { otherwise, end, .. } => {
+                quote!(If { otherwise: #otherwise, end: #end })
+            }
         };
         let accesses = s.accesses.iter().map(|a| {
             let buffer = a.buffer.to_string();
@@ -302,6 +308,64 @@ fn node(program: &Program, node: &Node) -> TokenStream {
                 quote!(else { #o })
             });
             quote!(#if_token #cond { #then } #otherwise)
+        }
+        Node::Block {
+            stmt,
+            body,
+            otherwise,
+        } => device_block(program, *stmt, body, otherwise.as_deref()),
+    }
+}
+
+/// A device `while`/`if`: one issuer call with the bodies as closures over a `dyn Issuer`.
+fn device_block(
+    program: &Program,
+    i: usize,
+    body: &[Node],
+    otherwise: Option<&[Node]>,
+) -> TokenStream {
+    let p = quote!(::streamgraph::__private);
+    let stmt = &program.statements[i];
+    let Kind::Block {
+        looping,
+        flag,
+        flag_param,
+        limit,
+        ..
+    } = &stmt.kind
+    else {
+        return TokenStream::new();
+    };
+    let Some(name) = flag_param else {
+        // Already reported: the flag is no parameter.
+        return TokenStream::new();
+    };
+    let span = flag.span();
+    let flag = quote_spanned!(span=> { let __flag: &#p::DeviceFlag = #name; __flag });
+    let closure = |nodes_: &[Node]| {
+        let code = nodes(program, nodes_);
+        quote! {
+            &mut |__issuer: &mut dyn #p::Issuer| -> ::core::result::Result<(), #p::Error> {
+                #code
+                ::core::result::Result::Ok(())
+            }
+        }
+    };
+    let then = closure(body);
+    let call = if *looping {
+        let limit = limit.as_ref().map_or_else(
+            || quote!(::core::option::Option::None),
+            |l| quote_spanned!(l.span()=> #p::limit(#l)),
+        );
+        quote!(#p::while_loop(__issuer, __stmt, #flag, #limit, #then))
+    } else {
+        let otherwise = closure(otherwise.unwrap_or_default());
+        quote!(#p::if_else(__issuer, __stmt, #flag, #then, #otherwise))
+    };
+    quote! {
+        {
+            let __stmt: &'static #p::Statement = &Self::PROGRAM.statements[#i];
+            #call.map_err(|e| e.in_statement(__stmt))?;
         }
     }
 }
@@ -463,6 +527,8 @@ fn statement(program: &Program, i: usize) -> TokenStream {
         Kind::Record { .. } => quote!(__issuer.record(__stmt)),
         Kind::Wait { .. } => quote!(__issuer.wait(__stmt)),
         Kind::WaitStream { .. } => quote!(__issuer.wait_stream(__stmt)),
+        // Generated with its bodies by `device_block`.
+        Kind::Block { .. } => quote!(::core::result::Result::<(), #p::Error>::Ok(())),
     };
     let stmt_var = format_ident!("__stmt");
     quote! {

@@ -9,6 +9,8 @@
 //!            | Stmt
 //! StreamOpt := "priority" "=" Expr | "device" "=" Expr
 //! Stmt      := Ident ":" Op ";"
+//!            | Ident ":" "while" Expr ("," "limit" "=" Expr)? "{" Stmt* "}"
+//!            | Ident ":" "if" Expr "{" Stmt* "}" ("else" "{" Stmt* "}")?
 //!            | "for" Pat "in" Expr "{" Stmt* "}"
 //!            | "if" Expr "{" Stmt* "}" ("else" ("{" Stmt* "}" | IfStmt))?
 //! Op        := "launch" Expr "<<<" Expr,* ">>>" "(" Expr,* ")"
@@ -20,7 +22,12 @@
 //!            | "wait_stream" Ident
 //! ```
 //!
-//! `for` and `if` nest at most [`MAX_NESTING`] levels deep.
+//! `STREAM: while FLAG { … }` and `STREAM: if FLAG { … } else { … }` are device blocks: loops
+//! and branches that run on the device (CUDA conditional nodes when captured), deciding on a
+//! `DeviceFlag` parameter. A plain `for`/`if` is host control flow, decided when the pipeline
+//! is issued.
+//!
+//! `for`, `if` and device blocks nest at most [`MAX_NESTING`] levels deep.
 //!
 //! The launch configuration is parsed as a list so that a wrong number of items is reported
 //! by the model with a precise message; a missing `>>>` is a parse error.
@@ -44,6 +51,7 @@ pub mod kw {
     syn::custom_keyword!(record);
     syn::custom_keyword!(wait);
     syn::custom_keyword!(wait_stream);
+    syn::custom_keyword!(limit);
 }
 
 /// The whole macro input.
@@ -99,6 +107,29 @@ pub enum Stmt {
     Op(OpStmt),
     For(ForStmt),
     If(IfStmt),
+    /// Boxed: the deeply nested parse stays light on the stack.
+    Block(Box<BlockStmt>),
+}
+
+/// `STREAM: while FLAG (, limit = EXPR)? { STMT* }` or
+/// `STREAM: if FLAG { STMT* } (else { STMT* })?`: a loop or branch on the device.
+#[derive(Debug)]
+pub struct BlockStmt {
+    pub stream: Ident,
+    pub keyword: BlockKeyword,
+    pub flag: Expr,
+    /// `limit = EXPR` of a `while`.
+    pub limit: Option<(kw::limit, Expr)>,
+    pub body: Vec<Stmt>,
+    /// The `else` body of an `if`.
+    pub otherwise: Option<(Token![else], Vec<Stmt>)>,
+}
+
+/// The keyword of a [`BlockStmt`].
+#[derive(Debug)]
+pub enum BlockKeyword {
+    While,
+    If,
 }
 
 /// `STREAM: OP;`
@@ -350,12 +381,61 @@ fn parse_stmt(input: ParseStream<'_>, depth: usize) -> syn::Result<Stmt> {
         misplaced_statement(input)?;
         let stream: Ident = input.parse()?;
         input.parse::<Token![:]>()?;
+        if input.peek(Token![while]) || input.peek(Token![if]) {
+            return parse_device_block(input, stream, depth).map(Stmt::Block);
+        }
         let op = input.parse()?;
         let semi = input.parse()?;
         Ok(Stmt::Op(OpStmt { stream, op, semi }))
     } else {
         Err(lookahead.error())
     }
+}
+
+/// A device block `STREAM: while …` or `STREAM: if …` (after `STREAM:`) inside `depth` levels.
+fn parse_device_block(
+    input: ParseStream<'_>,
+    stream: Ident,
+    depth: usize,
+) -> syn::Result<Box<BlockStmt>> {
+    let keyword = if input.peek(Token![while]) {
+        let k: Token![while] = input.parse()?;
+        nesting_limit(&k, depth)?;
+        BlockKeyword::While
+    } else {
+        let k: Token![if] = input.parse()?;
+        nesting_limit(&k, depth)?;
+        BlockKeyword::If
+    };
+    let flag = Expr::parse_without_eager_brace(input)?;
+    let mut limit = None;
+    if matches!(keyword, BlockKeyword::While) && input.peek(Token![,]) {
+        input.parse::<Token![,]>()?;
+        let k: kw::limit = input.parse()?;
+        input.parse::<Token![=]>()?;
+        limit = Some((k, Expr::parse_without_eager_brace(input)?));
+    }
+    let body = parse_block(input, depth + 1)?;
+    let mut otherwise = None;
+    if matches!(keyword, BlockKeyword::If) && input.peek(Token![else]) {
+        let e: Token![else] = input.parse()?;
+        if input.peek(Token![if]) {
+            return Err(syn::Error::new_spanned(
+                e,
+                "a device `if` takes a plain `else { … }`: nest another `STREAM: if FLAG { … }` \
+                 inside it for a second condition",
+            ));
+        }
+        otherwise = Some((e, parse_block(input, depth + 1)?));
+    }
+    Ok(Box::new(BlockStmt {
+        stream,
+        keyword,
+        flag,
+        limit,
+        body,
+        otherwise,
+    }))
 }
 
 /// An `if` inside `depth` levels of `for` and `if`.

@@ -9,6 +9,7 @@
 use crate::error::Error;
 use crate::ffi::memory::MemoryRef;
 use crate::ffi::KernelArg;
+use crate::memory::DeviceFlag;
 use crate::module::Kernel;
 use crate::operand::{FillPattern, HostFn, LaunchConfig};
 use crate::program::{Program, Statement};
@@ -134,6 +135,49 @@ pub trait Issuer {
     fn wait(&mut self, stmt: &'static Statement) -> Result<(), Error>;
     /// `wait_stream OTHER` on `stmt.stream`.
     fn wait_stream(&mut self, stmt: &'static Statement) -> Result<(), Error>;
+
+    /// `while FLAG[, limit = N] { BODY }` on `stmt.stream`: runs `body` (which issues the
+    /// statements of the body through the issuer it is given) while `flag` is non-zero, at
+    /// most `limit` times. The flag is read before the first iteration and after each one.
+    ///
+    /// The body runs as a nested pipeline on `stmt.stream`: its other streams fork from it at
+    /// the body's start and join it at the end. The default refuses the block.
+    fn while_loop(
+        &mut self,
+        stmt: &'static Statement,
+        flag: &DeviceFlag,
+        limit: Option<u32>,
+        body: &mut Body<'_>,
+    ) -> Result<(), Error> {
+        let _ = (flag, limit, body);
+        Err(unsupported_block(stmt))
+    }
+
+    /// `if FLAG { THEN } else { OTHERWISE }` on `stmt.stream`: runs `then` when `flag` is
+    /// non-zero, else `otherwise` (which issues nothing when the block has no `else`), each as
+    /// a nested pipeline like a `while` body. The default refuses the block.
+    fn if_else(
+        &mut self,
+        stmt: &'static Statement,
+        flag: &DeviceFlag,
+        then: &mut Body<'_>,
+        otherwise: &mut Body<'_>,
+    ) -> Result<(), Error> {
+        let _ = (flag, then, otherwise);
+        Err(unsupported_block(stmt))
+    }
+}
+
+/// The body of a device `while` or `if` block: issues the body's statements through the
+/// issuer it is given.
+pub type Body<'a> = dyn FnMut(&mut dyn Issuer) -> Result<(), Error> + 'a;
+
+fn unsupported_block(stmt: &'static Statement) -> Error {
+    Error::InvalidArgument(
+        "this issuer does not run device `while`/`if` blocks; use `Eager`, `Capture` or `Planner`"
+            .into(),
+    )
+    .in_statement(stmt)
 }
 
 #[doc(hidden)]
@@ -188,6 +232,39 @@ pub mod __private {
         D: DeviceMemory + ?Sized,
     {
         issuer.fill(stmt, device_ref(dst), pattern(value))
+    }
+
+    /// `while FLAG[, limit = N] { BODY }`: the flag must be a [`DeviceFlag`].
+    pub fn while_loop<I>(
+        issuer: &mut I,
+        stmt: &'static Statement,
+        flag: &DeviceFlag,
+        limit: Option<u32>,
+        body: &mut Body<'_>,
+    ) -> Result<(), Error>
+    where
+        I: Issuer + ?Sized,
+    {
+        issuer.while_loop(stmt, flag, limit, body)
+    }
+
+    /// `if FLAG { THEN } else { OTHERWISE }`: the flag must be a [`DeviceFlag`].
+    pub fn if_else<I>(
+        issuer: &mut I,
+        stmt: &'static Statement,
+        flag: &DeviceFlag,
+        then: &mut Body<'_>,
+        otherwise: &mut Body<'_>,
+    ) -> Result<(), Error>
+    where
+        I: Issuer + ?Sized,
+    {
+        issuer.if_else(stmt, flag, then, otherwise)
+    }
+
+    /// `limit = N` of a `while`: the number of iterations at most.
+    pub fn limit(n: u32) -> Option<u32> {
+        Some(n)
     }
 
     /// `host F`.

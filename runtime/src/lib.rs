@@ -33,15 +33,15 @@ pub use graph::{
     capture, CaptureOutcome, Graph, GraphExec, GraphExecHandle, GraphHandle, GraphStats,
     VerifyReport,
 };
-pub use issue::{Issuer, LaunchKernel, Pipeline, StreamOptions, ValueParameter};
+pub use issue::{Body, Issuer, LaunchKernel, Pipeline, StreamOptions, ValueParameter};
 pub use memory::{
-    CopySource, CopyTarget, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceView,
-    DeviceViewMut, FillValue, KernelValue, PinnedBuffer, PinnedMut, PinnedRef, PinnedView,
-    PinnedViewMut, Pod, Zeroable,
+    CopySource, CopyTarget, DeviceBuffer, DeviceFlag, DeviceMemory, DeviceMemoryMut, DeviceRepr,
+    DeviceView, DeviceViewMut, FillValue, KernelValue, PinnedBuffer, PinnedMut, PinnedRef,
+    PinnedView, PinnedViewMut, Pod, Zeroable,
 };
 pub use module::{Kernel, Module};
 pub use operand::{BufferAccess, DeviceRange, Dim3, FillPattern, HostFn, LaunchConfig, Memory};
-pub use plan::{Plan, PlanOp, Planner, ProgramBuilder, Race, RaceSide, Reach, Via};
+pub use plan::{Plan, PlanBody, PlanOp, Planner, ProgramBuilder, Race, RaceSide, Reach, Via};
 pub use program::{
     AccessMode, EventDecl, Location, OpRef, Program, Statement, StatementKind, StaticAccess,
     StreamDecl,
@@ -67,5 +67,6 @@ pub mod __private {
     pub use crate::memory::__private::*;
     pub use crate::operand::*;
     pub use crate::program::*;
+    pub use crate::DeviceFlag;
     pub use crate::Error;
 }

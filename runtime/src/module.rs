@@ -285,18 +285,20 @@ impl Kernel {
         }) {
             return Err(Error::PlanningOnly { what: "buffer" });
         }
-        ffi::ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
         let launch = || {
             ffi::launch_kernel(func, stream.as_cudarc(), &config, args)
                 .map_err(|e| Error::driver("cuLaunchKernel", e))
         };
         if args.iter().any(KernelArg::is_cudarc) {
+            ffi::ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
             ffi::memory::cudarc_ordered(
                 stream.as_cudarc(),
                 args.iter().map(KernelArg::holder),
                 launch,
             )
         } else {
+            // No context query first: the launch makes the stream's context current only
+            // if it fails without it (`ffi::launch_kernel`).
             launch()
         }
     }

@@ -139,6 +139,21 @@ pub enum StatementKind {
         /// Index into [`Program::streams`] of the stream waited for.
         stream: usize,
     },
+    /// `while FLAG[, limit = N] { BODY }`: a loop on the device (a CUDA conditional WHILE
+    /// node when captured). Its body is statements `id + 1 .. end`.
+    While {
+        /// One past the body's last statement id.
+        end: usize,
+    },
+    /// `if FLAG { THEN } else { OTHERWISE }`: a branch on the device (a CUDA conditional IF
+    /// node when captured). `THEN` is statements `id + 1 .. otherwise`, `OTHERWISE` is
+    /// `otherwise .. end` (empty without `else`).
+    If {
+        /// The first statement id of the `else` body (`== end` without `else`).
+        otherwise: usize,
+        /// One past the last statement id of the block.
+        end: usize,
+    },
 }
 
 impl StatementKind {
@@ -146,8 +161,31 @@ impl StatementKind {
     pub fn is_operation(&self) -> bool {
         matches!(
             self,
-            Self::Launch { .. } | Self::Copy | Self::Fill | Self::Host
+            Self::Launch { .. }
+                | Self::Copy
+                | Self::Fill
+                | Self::Host
+                | Self::While { .. }
+                | Self::If { .. }
         )
+    }
+
+    /// Whether the statement is a device `while` or `if` block (a conditional node).
+    pub fn is_block(&self) -> bool {
+        matches!(self, Self::While { .. } | Self::If { .. })
+    }
+
+    /// For a block statement `id`: the statement ids of its bodies (`while`: one body; `if`:
+    /// the `then` and the `else` body, the second possibly empty).
+    pub fn bodies(&self, id: usize) -> Option<[std::ops::Range<usize>; 2]> {
+        match *self {
+            Self::While { end } => Some([id + 1..end.max(id + 1), end..end]),
+            Self::If { otherwise, end } => {
+                let otherwise = otherwise.clamp(id + 1, end.max(id + 1));
+                Some([id + 1..otherwise, otherwise..end.max(otherwise)])
+            }
+            _ => None,
+        }
     }
 }
 

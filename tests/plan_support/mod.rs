@@ -95,6 +95,9 @@ pub fn issue<I: Issuer + ?Sized>(
         StatementKind::Record { .. } => issuer.record(stmt),
         StatementKind::Wait { .. } => issuer.wait(stmt),
         StatementKind::WaitStream { .. } => issuer.wait_stream(stmt),
+        StatementKind::While { .. } | StatementKind::If { .. } => {
+            panic!("device blocks are issued with their bodies; see tests/device_blocks.rs")
+        }
     }
 }
 

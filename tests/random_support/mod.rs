@@ -138,7 +138,7 @@ pub fn ops(random: &RandomProgram) -> Vec<Call> {
         .calls
         .iter()
         .filter(|c| c.value().is_some())
-        .copied()
+        .cloned()
         .collect()
 }
 

@@ -25,7 +25,115 @@ pub fn validate(program: &Program, errors: &mut Errors) {
     copies_avoid_pageable_memory(program, errors);
     kernels_and_fills_use_device_memory(program, errors);
     writes_go_through_mut_parameters(program, errors);
+    bodies_hold_only_device_work(program, errors);
+    block_events_stay_in_their_body(program, errors);
     no_static_races(program, errors);
+}
+
+/// The body of a device block (`STREAM: while FLAG { … }`, `STREAM: if FLAG { … }`) holds only
+/// work the device can run without the host: no `host` function.
+fn bodies_hold_only_device_work(program: &Program, errors: &mut Errors) {
+    for (ctx, stmt) in contexts(program) {
+        let (Some((block, _)), Kind::Host { .. }) = (ctx, &stmt.kind) else {
+            continue;
+        };
+        let block = &program.statements[block];
+        errors.spanned(
+            stmt.tokens(),
+            format!(
+                "`{}` cannot be in the body of device block `{}`: a host function needs a \
+                 round trip to the host, and a device block's body runs on the device alone \
+                 (a conditional node of the graph); move it before or after the block",
+                stmt.text, block.text
+            ),
+        );
+    }
+}
+
+/// A `wait` inside a device block's body waits only for events recorded in that same body,
+/// and a `wait` outside it never for an event recorded inside it.
+///
+/// Each body runs as a nested pipeline (its own graph when captured), so an event cannot
+/// carry ordering into or out of it.
+fn block_events_stay_in_their_body(program: &Program, errors: &mut Errors) {
+    let all = contexts(program);
+    for (ctx, stmt) in &all {
+        let Kind::Wait { event, name } = &stmt.kind else {
+            continue;
+        };
+        let other = all
+            .iter()
+            .find(|(c, s)| matches!(&s.kind, Kind::Record { event: e } if e == event) && c != ctx);
+        let Some((record_ctx, record)) = other else {
+            continue;
+        };
+        let (line, column) = line_column(record.first);
+        let message = match (ctx, record_ctx) {
+            (Some((block, _)), _) => format!(
+                "`{}` in the body of device block `{}` waits for event `{name}`, which `{}` \
+                 (at {line}:{column}) records outside this body; a block's body runs as a \
+                 pipeline of its own and cannot wait for events of other code: record `{name}` \
+                 in the same body, or order the block's stream itself before the block",
+                stmt.text, program.statements[*block].text, record.text
+            ),
+            (None, Some((block, _))) => format!(
+                "`{}` waits for event `{name}`, which `{}` (at {line}:{column}) records inside \
+                 the body of device block `{}`; an event recorded in a block's body cannot be \
+                 waited outside it: wait for the block's stream instead (e.g. \
+                 `{}: wait_stream {};` after the block), which follows all of the body's work",
+                stmt.text,
+                record.text,
+                program.statements[*block].text,
+                stmt.stream_name,
+                program.statements[*block].stream_name,
+            ),
+            (None, None) => continue,
+        };
+        errors.spanned(name, message);
+    }
+}
+
+/// The innermost device block body around each statement: `(block statement, branch)`.
+type BodyContext = Option<(usize, usize)>;
+
+/// Every statement with the innermost device block body it is in.
+fn contexts(program: &Program) -> Vec<(BodyContext, &Statement)> {
+    fn walk<'p>(
+        nodes: &[Node],
+        ctx: BodyContext,
+        program: &'p Program,
+        out: &mut Vec<(BodyContext, &'p Statement)>,
+    ) {
+        for node in nodes {
+            match node {
+                Node::Stmt(i) => out.push((ctx, &program.statements[*i])),
+                Node::For { body, .. } => walk(body, ctx, program, out),
+                Node::If {
+                    then, otherwise, ..
+                } => {
+                    walk(then, ctx, program, out);
+                    walk(otherwise.as_deref().unwrap_or_default(), ctx, program, out);
+                }
+                Node::Block {
+                    stmt,
+                    body,
+                    otherwise,
+                } => {
+                    out.push((ctx, &program.statements[*stmt]));
+                    walk(body, Some((*stmt, 0)), program, out);
+                    walk(
+                        otherwise.as_deref().unwrap_or_default(),
+                        Some((*stmt, 1)),
+                        program,
+                        out,
+                    );
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&program.body, None, program, &mut out);
+    out
 }
 
 /// A pipeline declares at least one stream; the first declared is the origin.
@@ -80,6 +188,11 @@ fn waits_follow_records(program: &Program, errors: &mut Errors) {
                 Node::For { body, .. } => records(body, program, out),
                 Node::If {
                     then, otherwise, ..
+                }
+                | Node::Block {
+                    body: then,
+                    otherwise,
+                    ..
                 } => {
                     records(then, program, out);
                     records(otherwise.as_deref().unwrap_or_default(), program, out);
@@ -124,6 +237,11 @@ fn waits_follow_records(program: &Program, errors: &mut Errors) {
                 }
                 Node::If {
                     then, otherwise, ..
+                }
+                | Node::Block {
+                    body: then,
+                    otherwise,
+                    ..
                 } => {
                     let mut in_then = recorded.clone();
                     walk(then, program, &mut in_then, errors);
@@ -259,16 +377,30 @@ fn no_static_races(program: &Program, errors: &mut Errors) {
         return;
     }
     let buffers: Vec<&Ident> = program.params.iter().map(|p| &p.name).collect();
-    let flow = to_flow(&program.body, program, &buffers);
-    let analysis = race::certain_races(program.streams.len(), program.events.len(), &flow);
-    for r in analysis.races.iter().take(MAX_RACE_DIAGNOSTICS) {
+    // The pipeline, then every device block's body as a pipeline of its own (DESIGN.md §6):
+    // in its enclosing code a block is one operation on its stream.
+    let mut scopes: Vec<&[Node]> = vec![&program.body];
+    let mut i = 0;
+    while let Some(nodes) = scopes.get(i).copied() {
+        collect_bodies(nodes, &mut scopes);
+        i += 1;
+    }
+    let mut races = Vec::new();
+    let mut complete = true;
+    for nodes in scopes {
+        let flow = to_flow(nodes, program, &buffers);
+        let analysis = race::certain_races(program.streams.len(), program.events.len(), &flow);
+        races.extend(analysis.races);
+        complete &= analysis.complete;
+    }
+    for r in races.iter().take(MAX_RACE_DIAGNOSTICS) {
         let first = &program.statements[r.first];
         let second = &program.statements[r.second];
         let buffer = buffers[r.buffer];
         report_race(program, first, second, buffer, r, errors);
     }
-    if let Some(next) = analysis.races.get(MAX_RACE_DIAGNOSTICS) {
-        let rest = analysis.races.len() - MAX_RACE_DIAGNOSTICS;
+    if let Some(next) = races.get(MAX_RACE_DIAGNOSTICS) {
+        let rest = races.len() - MAX_RACE_DIAGNOSTICS;
         let (line, column) = line_column(program.statements[next.second].first);
         errors.spanned(
             &program.name,
@@ -282,7 +414,7 @@ fn no_static_races(program: &Program, errors: &mut Errors) {
             ),
         );
     }
-    if !analysis.complete {
+    if !complete {
         errors.warn(
             program.name.span(),
             "static_race_check_incomplete",
@@ -295,6 +427,80 @@ fn no_static_races(program: &Program, errors: &mut Errors) {
                 program.name,
             ),
         );
+    }
+}
+
+/// The bodies of the device blocks directly in `nodes` (through host `for`/`if`, not through
+/// other blocks: those are found in their own turn).
+fn collect_bodies<'p>(nodes: &'p [Node], out: &mut Vec<&'p [Node]>) {
+    for node in nodes {
+        match node {
+            Node::Stmt(_) => {}
+            Node::For { body, .. } => collect_bodies(body, out),
+            Node::If {
+                then, otherwise, ..
+            } => {
+                collect_bodies(then, out);
+                collect_bodies(otherwise.as_deref().unwrap_or_default(), out);
+            }
+            Node::Block {
+                body, otherwise, ..
+            } => {
+                out.push(body);
+                if let Some(o) = otherwise {
+                    out.push(o);
+                }
+            }
+        }
+    }
+}
+
+/// Every buffer access of the statements in `nodes`, nested blocks' bodies included.
+fn touches(nodes: &[Node], program: &Program, buffers: &[&Ident], out: &mut Vec<race::Touch>) {
+    let add = |stmt: &Statement, out: &mut Vec<race::Touch>| {
+        for a in &stmt.accesses {
+            if let Some(buffer) = buffers.iter().position(|b| **b == a.buffer) {
+                let t = race::Touch {
+                    buffer,
+                    write: a.mode == Mode::Write,
+                    whole: a.whole,
+                };
+                if !out.contains(&t) {
+                    out.push(t);
+                }
+            }
+        }
+    };
+    for node in nodes {
+        match node {
+            Node::Stmt(i) => add(&program.statements[*i], out),
+            Node::For { body, .. } => touches(body, program, buffers, out),
+            Node::If {
+                then, otherwise, ..
+            } => {
+                touches(then, program, buffers, out);
+                touches(
+                    otherwise.as_deref().unwrap_or_default(),
+                    program,
+                    buffers,
+                    out,
+                );
+            }
+            Node::Block {
+                stmt,
+                body,
+                otherwise,
+            } => {
+                add(&program.statements[*stmt], out);
+                touches(body, program, buffers, out);
+                touches(
+                    otherwise.as_deref().unwrap_or_default(),
+                    program,
+                    buffers,
+                    out,
+                );
+            }
+        }
     }
 }
 
@@ -339,6 +545,16 @@ fn to_flow(nodes: &[Node], program: &Program, buffers: &[&Ident]) -> Vec<race::F
                 })
             }
             Node::For { body, .. } => race::Flow::Loop(to_flow(body, program, buffers)),
+            Node::Block { stmt, .. } => {
+                let block = &program.statements[*stmt];
+                let mut all = Vec::new();
+                touches(std::slice::from_ref(node), program, buffers, &mut all);
+                race::Flow::Cmd(race::Cmd::Op {
+                    stmt: block.id,
+                    stream: block.stream,
+                    touches: all,
+                })
+            }
             Node::If {
                 then, otherwise, ..
             } => race::Flow::If(

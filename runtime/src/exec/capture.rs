@@ -3,11 +3,14 @@
 //! [`Capture`] issues a pipeline through the same path as [`crate::Eager`] — the same side
 //! streams, events, fork, statements and join — while the origin stream is capturing, so the
 //! captured graph's dependencies are exactly the happens-before model of DESIGN.md §2 (the
-//! driver's own rules). After each operation it asks the driver which node the operation
-//! created (`cuStreamGetCaptureInfo_v3` on that stream: right after an operation its
-//! dependency set is exactly the new node), so the [`Graph`] knows the statement and
-//! occurrence of every node: for [`Graph::verify`], pictures, update errors and
-//! [`GraphExec::set_kernel_args`](crate::GraphExec::set_kernel_args).
+//! driver's own rules). Once the capture has ended it checks that the graph holds as many
+//! nodes as the statements made, and the graph reads its nodes back when it first needs them
+//! (`cuGraphGetNodes`, which lists them in the order the operations created them), so the
+//! [`Graph`] knows the statement and occurrence of every node: for [`Graph::verify`],
+//! pictures, update errors and
+//! [`GraphExec::set_kernel_args`](crate::GraphExec::set_kernel_args). With
+//! [`Capture::cross_check_nodes`] it also asks the driver after each operation which node the
+//! operation created (`cuStreamGetCaptureInfo_v3`) and refuses a graph whose two maps differ.
 //!
 //! Streams and events are created before the capture begins and reused by later captures,
 //! as [`crate::Eager`] does. Host functions are kept alive by the graph: they run on every
@@ -139,6 +142,9 @@ pub struct Capture {
     mode: CaptureMode,
     verify: bool,
     fallback: bool,
+    cross_check: bool,
+    /// Operations of the previous capture: the next book's capacity.
+    ops_hint: usize,
 }
 
 impl Capture {
@@ -152,7 +158,20 @@ impl Capture {
             mode: CaptureMode::default(),
             verify: super::checks_by_default(),
             fallback: false,
+            cross_check: false,
+            ops_hint: 0,
         }
+    }
+
+    /// Whether each capture also asks the driver, after every operation, which graph node the
+    /// operation created (`cuStreamGetCaptureInfo_v3`), and fails with [`Error::Pipeline`]
+    /// unless that map equals the one read back once at the end (nodes in creation order).
+    /// Off by default: the end-of-capture map alone is exact on the drivers streamgraph
+    /// supports, and this mode exists to keep proving it (the random-program GPU suite runs
+    /// with it). It costs one driver call per operation.
+    pub fn cross_check_nodes(mut self, on: bool) -> Self {
+        self.cross_check = on;
+        self
     }
 
     /// The capture mode (default [`CaptureMode::ThreadLocal`]).
@@ -210,6 +229,9 @@ impl Capture {
             None
         };
         self.eager.prepare_for(pipeline)?;
+        self.eager
+            .prepare_blocks(program)
+            .map_err(|e| normalize(e, program, None))?;
         let origin = self.eager.origin().clone();
         match gffi::stream_capture_status(origin.as_cudarc()) {
             Ok(CaptureStatus::None) => {}
@@ -232,7 +254,12 @@ impl Capture {
         let _global = (self.mode == CaptureMode::Global).then(crate::ffi::GlobalCapture::begin);
         gffi::begin_capture(origin.as_cudarc(), self.mode.raw())
             .map_err(|e| normalize(Error::driver("cuStreamBeginCapture", e), program, None))?;
-        self.eager.book = Some(NodeBook::new(program));
+        self.eager.book = Some(NodeBook::new(
+            program,
+            self.ops_hint,
+            self.cross_check,
+            self.mode.raw(),
+        ));
         let issued = self.eager.issue_prepared(pipeline);
         let book = self.eager.book.take();
         let issued = match issued {
@@ -265,24 +292,31 @@ impl Capture {
                 ))
             }
         };
-        let captured = captured.and_then(|(graph, book)| {
+        let captured = captured.and_then(|(graph, mut book)| {
             // Work issued into the capture by code outside the statements makes nodes the
-            // graph cannot account for (nor keep their memory alive): refuse the graph.
-            let nodes = graph
-                .node_count()
-                .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
-            if nodes != book.nodes() {
-                return Err(Error::Pipeline {
-                    message: format!(
-                        "the capture of pipeline `{}` holds {nodes} graph node(s) but its statements issued {}: work was issued into the capture by code outside the pipeline's statements (e.g. a launch or a graph launch on the capturing stream inside `issue`); issue all work through the issuer",
-                        program.name,
-                        book.nodes()
-                    ),
-                    location: program.location,
-                });
-            }
+            // graph cannot account for (nor keep their memory alive): `map_nodes` refuses it.
+            // The node map itself is read back when first needed (`GraphCore::node_map`);
+            // in cross-check mode it is made now and compared with the driver's reports.
+            let checked = if book.cross_checks() {
+                let nodes = graph
+                    .nodes()
+                    .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
+                book.map_nodes(&nodes)
+            } else {
+                let count = graph
+                    .node_count()
+                    .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
+                book.check_count(count)
+            };
+            checked.map_err(|what| Error::Pipeline {
+                message: format!("the capture of pipeline `{}` {what}", program.name),
+                location: program.location,
+            })?;
             Ok((graph, book))
         });
+        if let Ok((_, book)) = &captured {
+            self.ops_hint = book.ops.len();
+        }
         match captured {
             Ok((graph, book)) => Ok(Captured {
                 graph,

@@ -46,9 +46,11 @@ use crate::device::Device;
 use crate::error::{CaptureFault, Error, Result};
 use crate::event::Event;
 use crate::exec::book::{Issued, NodeBook};
+use crate::ffi::conditional::{self as cond, CondFlag, CondKernels, CondKind};
 use crate::ffi::memory::MemoryRef;
 use crate::ffi::KernelArg;
-use crate::issue::{Issuer, Pipeline, StreamOptions};
+use crate::issue::{Body, Issuer, Pipeline, StreamOptions};
+use crate::memory::DeviceFlag;
 use crate::module::Kernel;
 use crate::operand::{FillPattern, HostFn, LaunchConfig, Memory};
 use crate::program::{Program, Statement, StatementKind};
@@ -97,6 +99,30 @@ pub struct Eager {
     stats: EagerStats,
     /// Set while a capture issues through this issuer: the node of every operation.
     pub(crate) book: Option<NodeBook>,
+    /// The stream the current frame forks from and joins into: the origin, or inside a device
+    /// block's body the block's stream.
+    root: usize,
+    /// How many device block bodies enclose the statements being issued.
+    depth: usize,
+    /// Per body depth: the fork event of a body (swapped with `fork` while it runs).
+    body_forks: Vec<Option<Event>>,
+    /// Per body depth: one stream per declared stream, on which a capture captures a body
+    /// (streams capturing the enclosing graph cannot capture a body graph).
+    spares: Vec<Vec<Stream>>,
+    /// Per body depth: the declared events as a body sees them (swapped with `events` while it
+    /// runs): driver events of their own, so that a record inside a body never changes what a
+    /// record outside it left, nor reaches into another graph during a capture.
+    body_events: Vec<Vec<EventSlot>>,
+    /// The built-in kernels of captured device blocks, loaded before a capture that needs them.
+    cond_kernels: Option<std::sync::Arc<CondKernels>>,
+}
+
+/// What a body's frame replaced, restored when the body ends.
+struct Frame {
+    root: usize,
+    forked: Vec<bool>,
+    tails: Vec<Option<usize>>,
+    streams: Option<(Stream, Vec<Stream>)>,
 }
 
 /// A declared event: one driver event per device it is recorded on (an event can only be
@@ -126,6 +152,12 @@ impl Eager {
             check: super::checks_by_default(),
             stats: EagerStats::default(),
             book: None,
+            root: Program::ORIGIN,
+            depth: 0,
+            body_forks: Vec::new(),
+            spares: Vec::new(),
+            body_events: Vec::new(),
+            cond_kernels: None,
         }
     }
 
@@ -178,6 +210,21 @@ impl Eager {
         self.events.clear();
         self.links.clear();
         self.fork = None;
+        self.body_forks.clear();
+        self.spares.clear();
+        self.body_events.clear();
+        self.root = Program::ORIGIN;
+        self.depth = 0;
+    }
+
+    /// Loads the built-in kernels of captured device blocks when `program` has blocks (before
+    /// a capture begins: module loads are not for capturing threads).
+    pub(crate) fn prepare_blocks(&mut self, program: &'static Program) -> Result<()> {
+        if self.cond_kernels.is_some() || !program.statements.iter().any(|s| s.kind.is_block()) {
+            return Ok(());
+        }
+        self.cond_kernels = Some(cond::kernels(self.origin.ctx())?);
+        Ok(())
     }
 
     /// Fork, issue, join, on streams made by [`Eager::prepare_for`] for this pipeline.
@@ -193,6 +240,8 @@ impl Eager {
             slot.origin_waited = false;
         }
         let streams = self.sides.len() + 1;
+        self.root = Program::ORIGIN;
+        self.depth = 0;
         self.forked.clear();
         self.forked.resize(streams, false);
         self.forked[Program::ORIGIN] = true;
@@ -271,10 +320,36 @@ impl Eager {
                 origin_waited: false,
             });
         }
+        let depth = block_depth(program);
+        let mut body_forks = Vec::with_capacity(depth);
+        let mut spares = Vec::with_capacity(depth);
+        let mut body_events = Vec::with_capacity(depth);
+        for _ in 0..depth {
+            body_forks.push(Some(Event::new(&origin_device)?));
+            let mut slots = Vec::with_capacity(program.events.len());
+            for _ in program.events {
+                slots.push(EventSlot {
+                    instances: vec![Event::new(&origin_device)?],
+                    latest: None,
+                    recorded_by: Program::ORIGIN,
+                    origin_waited: false,
+                });
+            }
+            body_events.push(slots);
+            let mut set = Vec::with_capacity(options.len());
+            set.push(Stream::new(&origin_device, options[0].priority)?);
+            for (s, o) in sides.iter().zip(&options[1..]) {
+                set.push(Stream::new(&s.device(), o.priority)?);
+            }
+            spares.push(set);
+        }
         self.sides = sides;
         self.links = links;
         self.fork = fork;
         self.events = events;
+        self.body_forks = body_forks;
+        self.spares = spares;
+        self.body_events = body_events;
         self.prepared = Some((program, options));
         Ok(())
     }
@@ -312,13 +387,16 @@ impl Eager {
         }
     }
 
-    /// The origin waits for every side stream that issued anything in this run.
+    /// The frame's root (the origin, or a block's stream inside its body) waits for every
+    /// other stream that issued anything in this frame.
     fn join(&mut self) -> Result<()> {
-        for (i, (side, link)) in self.sides.iter().zip(&self.links[1..]).enumerate() {
-            let s = i + 1;
-            if !self.forked[s] {
+        let root = self.root;
+        for s in 0..self.sides.len() + 1 {
+            if s == root || !self.forked.get(s).copied().unwrap_or(false) {
                 continue;
             }
+            let side = stream_of(&self.origin, &self.sides, s)?;
+            let target = stream_of(&self.origin, &self.sides, root)?;
             // The side stream's last command recorded an event still holding that record:
             // its snapshot is the stream's whole work, so wait for it directly.
             let tail = self.tails[s].and_then(|e| {
@@ -329,16 +407,231 @@ impl Eager {
                 }
             });
             match tail {
-                // The origin already waits for the side stream's whole work.
+                // The root already waits for the side stream's whole work.
                 Some((slot, _)) if slot.origin_waited => {}
                 Some((slot, instance)) => {
-                    wait_on(&mut self.stats, &self.origin, &slot.instances[instance])?
+                    wait_on(&mut self.stats, target, &slot.instances[instance])?
                 }
                 None => {
+                    let link = self.links.get(s).ok_or_else(|| {
+                        Error::InvalidArgument(format!("no internal event for stream {s}"))
+                    })?;
                     record_on(&mut self.stats, link, side)?;
-                    wait_on(&mut self.stats, &self.origin, link)?;
+                    wait_on(&mut self.stats, target, link)?;
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Starts the frame of a body of a block on stream `root`: every other stream forks from
+    /// `root` anew, events recorded outside are not visible, and with `streams` (a capture)
+    /// the declared streams are mapped to those.
+    fn begin_frame(&mut self, root: usize, streams: Option<Vec<Stream>>) -> Result<Frame> {
+        if self.depth >= self.body_events.len() {
+            return Err(Error::InvalidArgument(format!(
+                "device blocks nest {} deep here, but the pipeline's statements nest them {} deep; issue a block's statements only inside its body",
+                self.depth + 1,
+                self.body_events.len()
+            )));
+        }
+        let n = self.sides.len() + 1;
+        let mut forked = vec![false; n];
+        if let Some(f) = forked.get_mut(root) {
+            *f = true;
+        }
+        let streams = match streams {
+            Some(set) if set.len() == n => {
+                let mut set = set.into_iter();
+                let origin = set.next().unwrap_or_else(|| self.origin.clone());
+                Some((
+                    std::mem::replace(&mut self.origin, origin),
+                    std::mem::replace(&mut self.sides, set.collect()),
+                ))
+            }
+            Some(_) => {
+                return Err(Error::InvalidArgument(
+                    "the capture streams of a block body do not match the pipeline's streams"
+                        .into(),
+                ))
+            }
+            None => None,
+        };
+        let frame = Frame {
+            root: std::mem::replace(&mut self.root, root),
+            forked: std::mem::replace(&mut self.forked, forked),
+            tails: std::mem::replace(&mut self.tails, vec![None; n]),
+            streams,
+        };
+        if let Some(slot) = self.body_forks.get_mut(self.depth) {
+            std::mem::swap(&mut self.fork, slot);
+        }
+        if let Some(slots) = self.body_events.get_mut(self.depth) {
+            std::mem::swap(&mut self.events, slots);
+        }
+        for slot in &mut self.events {
+            slot.latest = None;
+            slot.origin_waited = false;
+        }
+        self.depth += 1;
+        if n > 1 {
+            if let Some(fork) = &self.fork {
+                let stream = stream_of(&self.origin, &self.sides, root)?;
+                record_on(&mut self.stats, fork, stream)?;
+            }
+        }
+        Ok(frame)
+    }
+
+    /// Ends a body's frame: everything [`Eager::begin_frame`] replaced comes back.
+    fn end_frame(&mut self, frame: Frame) {
+        self.depth = self.depth.saturating_sub(1);
+        if let Some(slot) = self.body_forks.get_mut(self.depth) {
+            std::mem::swap(&mut self.fork, slot);
+        }
+        if let Some(slots) = self.body_events.get_mut(self.depth) {
+            std::mem::swap(&mut self.events, slots);
+        }
+        self.root = frame.root;
+        self.forked = frame.forked;
+        self.tails = frame.tails;
+        if let Some((origin, sides)) = frame.streams {
+            self.origin = origin;
+            self.sides = sides;
+        }
+    }
+
+    /// Issues one body of a block on stream `root` in a frame of its own, joined at its end.
+    fn run_body(
+        &mut self,
+        root: usize,
+        streams: Option<Vec<Stream>>,
+        body: &mut Body<'_>,
+    ) -> std::result::Result<Result<()>, Panic> {
+        let frame = match self.begin_frame(root, streams) {
+            Ok(f) => f,
+            Err(e) => return Ok(Err(e)),
+        };
+        let issued = catch_unwind(AssertUnwindSafe(|| body(self)));
+        let joined = self.join();
+        self.end_frame(frame);
+        match issued {
+            Ok(issued) => Ok(issued.and(joined)),
+            Err(panic) => Err(panic),
+        }
+    }
+
+    /// A block run eagerly: the flag is read back (after the work queued on the block's
+    /// stream) before each iteration; `bodies[0]` runs while (`while`) or if (`if`) it is
+    /// non-zero, `bodies[1]` (the `else`) otherwise.
+    fn eager_block(
+        &mut self,
+        stmt: &'static Statement,
+        flag: &DeviceFlag,
+        kind: CondKind,
+        limit: Option<u32>,
+        bodies: [&mut Body<'_>; 2],
+    ) -> Result<()> {
+        let [first, second] = bodies;
+        let mut count: u32 = 0;
+        loop {
+            if kind == CondKind::While && limit.is_some_and(|l| count >= l) {
+                return Ok(());
+            }
+            let stream = stream_of(&self.origin, &self.sides, stmt.stream)?.clone();
+            let on = flag.get_on(&stream)? != 0;
+            let body = match (kind, on) {
+                (_, true) => &mut *first,
+                (CondKind::While, false) => return Ok(()),
+                (CondKind::If { .. }, false) => &mut *second,
+            };
+            match self.run_body(stmt.stream, None, body) {
+                Ok(r) => r?,
+                Err(panic) => resume_unwind(panic),
+            }
+            if kind != CondKind::While {
+                return Ok(());
+            }
+            count = count.saturating_add(1);
+        }
+    }
+
+    /// A block captured: the built-in kernel and the conditional node on the block's stream,
+    /// then each body captured into its body graph on this depth's spare streams.
+    fn capture_block(
+        &mut self,
+        stmt: &'static Statement,
+        flag: &DeviceFlag,
+        kind: CondKind,
+        limit: Option<u32>,
+        bodies: [&mut Body<'_>; 2],
+    ) -> Result<()> {
+        if flag.is_planning() {
+            return Err(Error::PlanningOnly {
+                what: "device flag",
+            });
+        }
+        let kernels = self.cond_kernels.clone().ok_or_else(|| {
+            Error::InvalidArgument(
+                "the built-in kernels of device blocks were not loaded before the capture".into(),
+            )
+        })?;
+        let cflag = CondFlag {
+            value: flag.device_ptr(),
+            counter: flag.counter_ptr(),
+            limit,
+        };
+        let stream = stream_of(&self.origin, &self.sides, stmt.stream)?.clone();
+        let (parent, mode) = match self.book.as_ref() {
+            Some(book) => (book.current_body(), book.mode),
+            None => return Err(Error::InvalidArgument("no capture is under way".into())),
+        };
+        let node = cond::add_conditional(stream.as_cudarc(), &kernels, kind, &cflag, parent)?;
+        let block = match self.book.as_mut() {
+            Some(book) => book.note_block(stmt, &node, flag, kernels.module())?,
+            None => return Err(Error::InvalidArgument("no capture is under way".into())),
+        };
+        let spares = self.spares.get(self.depth).cloned().ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "device blocks nest deeper than the {} level(s) prepared for",
+                self.spares.len()
+            ))
+        })?;
+        let body_stream = spares.get(stmt.stream).cloned().ok_or_else(|| {
+            Error::InvalidArgument(format!("no capture stream for stream {}", stmt.stream))
+        })?;
+        for (branch, body) in bodies.into_iter().enumerate().take(node.bodies.len()) {
+            let graph = node.bodies[branch];
+            cond::begin_body_capture(body_stream.as_cudarc(), graph, mode)?;
+            let index = self
+                .book
+                .as_mut()
+                .map(|book| book.enter_body(graph, block, branch));
+            let issued = self.run_body(stmt.stream, Some(spares.clone()), body);
+            let empty = index.is_some_and(|k| self.book.as_ref().is_some_and(|b| b.is_empty(k)));
+            let next = match (&issued, kind) {
+                (Ok(Ok(())), CondKind::While) => {
+                    cond::launch_next(body_stream.as_cudarc(), &kernels, node.handle, &cflag)
+                        .map(Some)
+                }
+                (Ok(Ok(())), CondKind::If { .. }) if empty => {
+                    cond::launch_nop(body_stream.as_cudarc(), &kernels).map(Some)
+                }
+                _ => Ok(None),
+            };
+            if let Some(book) = self.book.as_mut() {
+                if let Ok(Some(n)) = &next {
+                    book.note_sink(*n);
+                }
+                book.leave_body();
+            }
+            let ended = cond::end_body_capture(body_stream.as_cudarc());
+            match issued {
+                Err(panic) => resume_unwind(panic),
+                Ok(r) => r?,
+            }
+            next?;
+            ended.map_err(|e| Error::driver("cuStreamEndCapture", e))?;
         }
         Ok(())
     }
@@ -357,7 +650,7 @@ impl Eager {
     #[inline]
     fn booked_ordering(&mut self, stmt: &'static Statement) {
         if let Some(book) = self.book.as_mut() {
-            book.last = Some(stmt);
+            book.note_ordering(stmt);
         }
     }
 
@@ -414,7 +707,7 @@ impl Eager {
             stream,
             &self.events[index].instances[latest],
         )?;
-        if stmt.stream == Program::ORIGIN {
+        if stmt.stream == self.root {
             self.events[index].origin_waited = true;
         }
         Ok(())
@@ -478,7 +771,7 @@ impl Issuer for Eager {
         config: LaunchConfig,
         args: &[KernelArg<'_>],
     ) -> Result<(), Error> {
-        if stmt.stream != Program::ORIGIN {
+        if stmt.stream != self.root {
             self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         }
         let stream = self.stream(stmt.stream).map_err(|e| e.in_statement(stmt))?;
@@ -536,7 +829,7 @@ impl Issuer for Eager {
         let stream = self.stream(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         fill_async(stream, &dst, pattern).map_err(|e| e.in_statement(stmt))?;
         self.stats.fills += 1;
-        self.booked(stmt, Issued::Fill(dst))
+        self.booked(stmt, Issued::Fill(dst, pattern))
             .map_err(|e| e.in_statement(stmt))
     }
 
@@ -573,4 +866,93 @@ impl Issuer for Eager {
         self.booked_ordering(stmt);
         Ok(())
     }
+
+    fn while_loop(
+        &mut self,
+        stmt: &'static Statement,
+        flag: &DeviceFlag,
+        limit: Option<u32>,
+        body: &mut Body<'_>,
+    ) -> Result<(), Error> {
+        if !matches!(stmt.kind, StatementKind::While { .. }) {
+            return Err(block_kind_error(stmt, "while"));
+        }
+        self.block(stmt, flag, CondKind::While, limit, [body, &mut no_body])
+    }
+
+    fn if_else(
+        &mut self,
+        stmt: &'static Statement,
+        flag: &DeviceFlag,
+        then: &mut Body<'_>,
+        otherwise: &mut Body<'_>,
+    ) -> Result<(), Error> {
+        let StatementKind::If {
+            otherwise: start,
+            end,
+        } = stmt.kind
+        else {
+            return Err(block_kind_error(stmt, "if"));
+        };
+        let kind = CondKind::If {
+            otherwise: start < end,
+        };
+        self.block(stmt, flag, kind, None, [then, otherwise])
+    }
+}
+
+impl Eager {
+    /// A device block on `stmt.stream`, run eagerly or captured.
+    fn block(
+        &mut self,
+        stmt: &'static Statement,
+        flag: &DeviceFlag,
+        kind: CondKind,
+        limit: Option<u32>,
+        bodies: [&mut Body<'_>; 2],
+    ) -> Result<()> {
+        self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
+        let done = if self.book.is_some() {
+            self.capture_block(stmt, flag, kind, limit, bodies)
+        } else {
+            self.eager_block(stmt, flag, kind, limit, bodies)
+        };
+        // Errors of the body's statements name them already.
+        done.map_err(|e| match e {
+            e @ (Error::Statement { .. }
+            | Error::Capture {
+                statement: Some(_), ..
+            }) => e,
+            e => e.in_statement(stmt),
+        })
+    }
+}
+
+/// The missing `else` of a block: issues nothing.
+fn no_body(_: &mut dyn Issuer) -> Result<()> {
+    Ok(())
+}
+
+fn block_kind_error(stmt: &'static Statement, expected: &str) -> Error {
+    Error::InvalidArgument(format!(
+        "the statement was issued as a `{expected}` block but is a {:?}",
+        stmt.kind
+    ))
+    .in_statement(stmt)
+}
+
+/// How deeply device blocks nest in `program` (0 without blocks).
+fn block_depth(program: &Program) -> usize {
+    let mut ends: Vec<usize> = Vec::new();
+    let mut deepest = 0;
+    for stmt in program.statements {
+        while ends.last().is_some_and(|&end| stmt.id >= end) {
+            ends.pop();
+        }
+        if let Some([_, otherwise]) = stmt.kind.bodies(stmt.id) {
+            ends.push(otherwise.end.max(stmt.id + 1));
+            deepest = deepest.max(ends.len());
+        }
+    }
+    deepest
 }

@@ -24,7 +24,7 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaStream, DriverError};
 
 use super::ensure_current;
 use super::host_fn::report_host_fn_panic;
-use super::launch::{with_params, CodeOwner, KernelArg, LoadedFunction};
+use super::launch::{with_params, CodeOwner, FunctionHandle, KernelArg, LoadedFunction};
 use super::memory::{DeviceAlloc, HolderKind, PinnedAlloc};
 use crate::error::{Error, Result, UpdateRejection};
 use crate::operand::{HostFn, LaunchConfig};
@@ -140,16 +140,30 @@ pub(crate) struct NodeHandle {
 }
 
 impl NodeHandle {
-    fn new(node: sys::CUgraphNode, graph: sys::CUgraph) -> NodeHandle {
+    pub(super) fn new(node: sys::CUgraphNode, graph: sys::CUgraph) -> NodeHandle {
         NodeHandle {
             node,
             graph: graph as usize,
         }
     }
 
+    /// A handle that names no node, for tests of the code that maps nodes.
+    #[cfg(test)]
+    pub(crate) fn for_test(n: usize) -> NodeHandle {
+        NodeHandle {
+            node: n as sys::CUgraphNode,
+            graph: 0,
+        }
+    }
+
     /// The handle as a number, to key maps with.
     pub(crate) fn key(self) -> usize {
         self.node as usize
+    }
+
+    /// The driver's handle.
+    pub(super) fn raw(self) -> sys::CUgraphNode {
+        self.node
     }
 }
 
@@ -211,6 +225,21 @@ pub(crate) fn capture_tip(stream: &CudaStream) -> Result<CaptureTip, DriverError
         single,
         count,
     })
+}
+
+/// What a graph node does, as [`OwnedGraph::node_kind`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NodeKind {
+    /// A kernel node running this function.
+    Kernel(FunctionHandle),
+    /// A copy.
+    Memcpy,
+    /// A memset.
+    Memset,
+    /// A host function.
+    Host,
+    /// Anything else.
+    Other,
 }
 
 /// Runs a [`HostFn`] owned by a [`Keep`] (a graph calls it on every replay).
@@ -276,6 +305,14 @@ impl Keep {
             // Cudarc memory never reaches a capture (`memory::cudarc_ordered` refuses it).
             HolderKind::Foreign | HolderKind::Pageable | HolderKind::Cudarc(_) => {}
         }
+    }
+
+    /// Whether it keeps nothing.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.host_fns.is_empty()
+            && self.device.is_empty()
+            && self.pinned.is_empty()
+            && self.modules.is_empty()
     }
 
     /// Keeps the module a launched kernel lives in.
@@ -363,7 +400,7 @@ impl Drop for RawGraph {
 unsafe impl Send for OwnedGraph {}
 
 impl OwnedGraph {
-    fn raw(&self) -> sys::CUgraph {
+    pub(super) fn raw(&self) -> sys::CUgraph {
         self.graph.raw
     }
 
@@ -375,6 +412,39 @@ impl OwnedGraph {
     /// `node`, captured into this graph, marked as belonging to it.
     pub(crate) fn bind(&self, node: NodeHandle) -> NodeHandle {
         NodeHandle::new(node.node, self.raw())
+    }
+
+    /// `cuGraphNodeGetType` of `node` (and for kernel nodes `cuGraphKernelNodeGetParams_v2`,
+    /// for the function): what the node does, to check the node map against. `None` for a
+    /// node of another graph.
+    ///
+    /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
+    pub(crate) fn node_kind(&self, node: NodeHandle) -> Result<Option<NodeKind>, DriverError> {
+        if node.graph != self.raw() as usize {
+            return Ok(None);
+        }
+        ensure_current(&self.ctx)?;
+        let mut kind = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
+        // SAFETY: `node` belongs to this graph (checked above), which is alive; `kind` is a
+        // valid out-pointer.
+        unsafe { sys::cuGraphNodeGetType(node.node, &mut kind) }.result()?;
+        use sys::CUgraphNodeType as T;
+        Ok(Some(match kind {
+            T::CU_GRAPH_NODE_TYPE_KERNEL => {
+                // SAFETY: all-zero is a valid value of this plain C struct of pointers and
+                // integers; the driver fills it.
+                let mut p: sys::CUDA_KERNEL_NODE_PARAMS = unsafe { std::mem::zeroed() };
+                // SAFETY: `node` is a kernel node of this live graph; `p` is a valid
+                // out-pointer. Only `func` is read afterwards (the argument pointers point
+                // into the driver's own storage and are not touched).
+                unsafe { sys::cuGraphKernelNodeGetParams_v2(node.node, &mut p) }.result()?;
+                NodeKind::Kernel(FunctionHandle::of_raw(p.func))
+            }
+            T::CU_GRAPH_NODE_TYPE_MEMCPY => NodeKind::Memcpy,
+            T::CU_GRAPH_NODE_TYPE_MEMSET => NodeKind::Memset,
+            T::CU_GRAPH_NODE_TYPE_HOST => NodeKind::Host,
+            _ => NodeKind::Other,
+        }))
     }
 
     /// `cuGraphGetNodes` with a null array: how many nodes the graph has.
@@ -392,18 +462,31 @@ impl OwnedGraph {
     ///
     /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
     pub(crate) fn nodes(&self) -> Result<Vec<NodeHandle>, DriverError> {
+        // SAFETY: the graph itself, alive while `self` is.
+        unsafe { self.nodes_in(self.raw()) }
+    }
+
+    /// `cuGraphGetNodes` of `graph`: this graph or one of its conditional nodes' bodies.
+    ///
+    /// # Safety
+    ///
+    /// `graph` is this graph or a body graph of one of its conditional nodes (alive with it).
+    pub(super) unsafe fn nodes_in(
+        &self,
+        graph: sys::CUgraph,
+    ) -> Result<Vec<NodeHandle>, DriverError> {
         ensure_current(&self.ctx)?;
         let mut count: usize = 0;
-        // SAFETY: the graph is alive (owned by `self`); a null array asks for the count only.
-        unsafe { sys::cuGraphGetNodes(self.raw(), std::ptr::null_mut(), &mut count) }.result()?;
+        // SAFETY: `graph` is alive (the caller's promise); a null array asks for the count only.
+        unsafe { sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut count) }.result()?;
         if count == 0 {
             return Ok(Vec::new());
         }
         let mut nodes: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); count];
         // SAFETY: `nodes` has room for `count` handles, the number the driver reported.
-        unsafe { sys::cuGraphGetNodes(self.raw(), nodes.as_mut_ptr(), &mut count) }.result()?;
+        unsafe { sys::cuGraphGetNodes(graph, nodes.as_mut_ptr(), &mut count) }.result()?;
         nodes.truncate(count);
-        let raw = self.raw();
+        let raw = graph;
         Ok(nodes.into_iter().map(|n| NodeHandle::new(n, raw)).collect())
     }
 
@@ -411,12 +494,25 @@ impl OwnedGraph {
     ///
     /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
     pub(crate) fn edges(&self) -> Result<Vec<(NodeHandle, NodeHandle)>, DriverError> {
+        // SAFETY: the graph itself, alive while `self` is.
+        unsafe { self.edges_in(self.raw()) }
+    }
+
+    /// `cuGraphGetEdges_v2` of `graph`: this graph or one of its conditional nodes' bodies.
+    ///
+    /// # Safety
+    ///
+    /// As for [`OwnedGraph::nodes_in`].
+    pub(super) unsafe fn edges_in(
+        &self,
+        graph: sys::CUgraph,
+    ) -> Result<Vec<(NodeHandle, NodeHandle)>, DriverError> {
         ensure_current(&self.ctx)?;
         let mut count: usize = 0;
         // SAFETY: the graph is alive; null arrays ask for the count only.
         unsafe {
             sys::cuGraphGetEdges_v2(
-                self.raw(),
+                graph,
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),
@@ -441,7 +537,7 @@ impl OwnedGraph {
         // data is asked for so that the driver never reports a lossy query.
         unsafe {
             sys::cuGraphGetEdges_v2(
-                self.raw(),
+                graph,
                 from.as_mut_ptr(),
                 to.as_mut_ptr(),
                 data.as_mut_ptr(),
@@ -453,12 +549,7 @@ impl OwnedGraph {
             .into_iter()
             .zip(to)
             .take(count)
-            .map(|(a, b)| {
-                (
-                    NodeHandle::new(a, self.raw()),
-                    NodeHandle::new(b, self.raw()),
-                )
-            })
+            .map(|(a, b)| (NodeHandle::new(a, graph), NodeHandle::new(b, graph)))
             .collect())
     }
 
@@ -479,6 +570,7 @@ impl OwnedGraph {
             live: KeptSet {
                 streams: RefCell::new(Vec::new()),
                 keep: self.keep.clone(),
+                extra: Vec::new(),
                 retired: Vec::new(),
             },
         })
@@ -524,9 +616,13 @@ struct KeptSet {
     streams: RefCell<Vec<Arc<CudaStream>>>,
     /// What the current graph touches.
     keep: Arc<Keep>,
+    /// What nodes changed in place since (`GraphExec::update_args`) touch: device memory
+    /// and modules only, never pinned memory (whose launches run under the DMA protocol of
+    /// `keep`).
+    extra: Vec<Arc<Keep>>,
     /// What earlier graphs (before updates) touched, until the events recorded on every
     /// launch stream at the update have completed.
-    retired: Vec<(Vec<CudaEvent>, Arc<Keep>)>,
+    retired: Vec<(Vec<CudaEvent>, Vec<Arc<Keep>>)>,
 }
 
 // SAFETY: as for `OwnedGraph`: usable from any thread, never concurrently (its owner
@@ -615,6 +711,26 @@ impl OwnedExec {
         Ok(info)
     }
 
+    /// Keeps `more` for as long as the current graph's own [`Keep`]: what nodes changed in
+    /// place touch. Refuses (`false`, nothing kept) a `Keep` with pinned memory or host
+    /// functions, which only a captured graph may hold: those are leaked instead, since a
+    /// node may already use them.
+    pub(crate) fn hold_more(&mut self, more: Keep) -> bool {
+        if !more.pinned.is_empty() || !more.host_fns.is_empty() {
+            std::mem::forget(more);
+            return false;
+        }
+        if !more.is_empty() {
+            self.live.extra.push(Arc::new(more));
+        }
+        true
+    }
+
+    /// How many [`OwnedExec::hold_more`] sets are held.
+    pub(crate) fn extra_keeps(&self) -> usize {
+        self.live.extra.len()
+    }
+
     /// `cuGraphExecKernelNodeSetParams_v2`: `node` launches `func` with `config` and the
     /// argument values `args` from the next launch on.
     ///
@@ -636,29 +752,34 @@ impl OwnedExec {
         if node.graph != self.source.raw as usize {
             return Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE));
         }
-        ensure_current(&self.ctx)?;
         let (g, b) = (config.grid, config.block);
-        with_params(args, |list| {
-            let p = sys::CUDA_KERNEL_NODE_PARAMS {
-                func: func.func,
-                gridDimX: g.x,
-                gridDimY: g.y,
-                gridDimZ: g.z,
-                blockDimX: b.x,
-                blockDimY: b.y,
-                blockDimZ: b.z,
-                sharedMemBytes: config.shared_mem_bytes,
-                kernelParams: list.as_mut_ptr(),
-                extra: std::ptr::null_mut(),
-                kern: std::ptr::null_mut(),
-                ctx: std::ptr::null_mut(),
-            };
-            // SAFETY: the executable graph is alive and not shared between threads; `node`
-            // belongs to the graph it was instantiated from (checked above), which `source`
-            // keeps alive; `func` is a function its `LoadedFunction` keeps loaded, set together
-            // with pointers to live values of its parameter types (the `KernelArg` lifetimes and
-            // the `Module::kernel` promise), which the driver copies now.
-            unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.raw, node.node, &p) }.result()
+        super::in_context(&self.ctx, || {
+            with_params(args, |list| {
+                let p = sys::CUDA_KERNEL_NODE_PARAMS {
+                    func: func.func,
+                    gridDimX: g.x,
+                    gridDimY: g.y,
+                    gridDimZ: g.z,
+                    blockDimX: b.x,
+                    blockDimY: b.y,
+                    blockDimZ: b.z,
+                    sharedMemBytes: config.shared_mem_bytes,
+                    kernelParams: if list.is_empty() {
+                        std::ptr::null_mut()
+                    } else {
+                        list.as_mut_ptr()
+                    },
+                    extra: std::ptr::null_mut(),
+                    kern: std::ptr::null_mut(),
+                    ctx: std::ptr::null_mut(),
+                };
+                // SAFETY: the executable graph is alive and not shared between threads; `node`
+                // belongs to the graph it was instantiated from (checked above), which `source`
+                // keeps alive; `func` is a function its `LoadedFunction` keeps loaded, set together
+                // with pointers to live values of its parameter types (the `KernelArg` lifetimes and
+                // the `Module::kernel` promise), which the driver copies now.
+                unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.raw, node.node, &p) }.result()
+            })
         })
     }
 }
@@ -668,6 +789,7 @@ impl KeptSet {
     fn retire(&mut self, next: Arc<Keep>) -> Result<()> {
         self.reap();
         let previous = std::mem::replace(&mut self.keep, next);
+        let mut kept = std::mem::take(&mut self.extra);
         let mut events = Vec::new();
         for s in self.streams.borrow().iter() {
             let event = s
@@ -679,11 +801,13 @@ impl KeptSet {
                 Err(e) => {
                     // Without an event the launches cannot be waited for later: never free.
                     std::mem::forget(previous);
+                    std::mem::forget(kept);
                     return Err(Error::driver("cuEventRecord", e));
                 }
             }
         }
-        self.retired.push((events, previous));
+        kept.push(previous);
+        self.retired.push((events, kept));
         Ok(())
     }
 
@@ -722,8 +846,13 @@ impl OwnedExec {
         if !self.live.finish() {
             // A launch may still run: keep what it touches forever rather than free it.
             std::mem::forget(self.live.keep.clone());
-            for (_, keep) in &self.live.retired {
+            for keep in &self.live.extra {
                 std::mem::forget(keep.clone());
+            }
+            for (_, kept) in &self.live.retired {
+                for keep in kept {
+                    std::mem::forget(keep.clone());
+                }
             }
         }
     }

@@ -20,9 +20,28 @@ use crate::operand::{BufferAccess, LaunchConfig};
 pub struct KernelArg<'a> {
     /// The value of a by-value argument; unused (null) for a buffer.
     value: *mut c_void,
+    /// The value's size in bytes.
+    size: u32,
+    /// Whether every byte of the value is initialised (a primitive type), so that its bytes
+    /// may be read and compared; asked only where values are compared, never on a launch.
+    plain: fn() -> bool,
     access: Option<BufferAccess>,
     holder: memory::Holder<'a>,
     _borrow: PhantomData<&'a ()>,
+}
+
+/// Whether `T` is a primitive type: no padding, every byte initialised. Decided by the type's
+/// name, which for primitives is the bare keyword (any other type's name carries its path).
+fn plain<T>() -> bool {
+    let candidates: &[&str] = match std::mem::size_of::<T>() {
+        1 => &["u8", "i8", "bool"],
+        2 => &["u16", "i16"],
+        4 => &["u32", "i32", "f32"],
+        8 => &["u64", "i64", "f64", "usize", "isize"],
+        16 => &["u128", "i128"],
+        _ => return false,
+    };
+    candidates.contains(&std::any::type_name::<T>())
 }
 
 impl<'a> KernelArg<'a> {
@@ -30,6 +49,8 @@ impl<'a> KernelArg<'a> {
     pub(crate) fn buffer(access: BufferAccess, holder: memory::Holder<'a>) -> Self {
         KernelArg {
             value: std::ptr::null_mut(),
+            size: 8,
+            plain: plain::<u64>,
             access: Some(access),
             holder,
             _borrow: PhantomData,
@@ -54,6 +75,8 @@ impl<'a> KernelArg<'a> {
     ) -> Self {
         KernelArg {
             value: (value as *const T).cast_mut().cast(),
+            size: u32::try_from(std::mem::size_of::<T>()).unwrap_or(u32::MAX),
+            plain: plain::<T>,
             access,
             holder,
             _borrow: PhantomData,
@@ -63,6 +86,27 @@ impl<'a> KernelArg<'a> {
     /// The buffer access this argument makes, if it is a buffer.
     pub fn access(&self) -> Option<BufferAccess> {
         self.access
+    }
+
+    /// Appends the argument's value to `out` as its length (one byte) and its bytes: a
+    /// buffer's device address, or a by-value argument of a primitive type (see [`plain`]).
+    /// `false`, with nothing appended, for values of other types, which cannot be compared.
+    pub(crate) fn encode_value(&self, out: &mut Vec<u8>) -> bool {
+        if let Some(access) = &self.access {
+            out.push(8);
+            out.extend_from_slice(&access.range.ptr.to_ne_bytes());
+            return true;
+        }
+        if self.size >= 256 || self.value.is_null() || !(self.plain)() {
+            return false;
+        }
+        // SAFETY: `value` points at a live `T` borrowed for `'a` (`by_ref`) of `size` bytes,
+        // and `T` is a primitive type, all of whose bytes are initialised.
+        let bytes =
+            unsafe { std::slice::from_raw_parts(self.value.cast::<u8>(), self.size as usize) };
+        out.push(self.size as u8);
+        out.extend_from_slice(bytes);
+        true
     }
 
     /// What keeps the argument's memory allocated.
@@ -80,29 +124,35 @@ impl<'a> KernelArg<'a> {
 /// How many kernel arguments a launch collects on the stack before falling back to the heap.
 const INLINE_ARGS: usize = 32;
 
-/// Calls `f` with the argument pointers of `args`, on the stack for up to [`INLINE_ARGS`].
-/// The pointers point into `args` (buffer addresses) or at values `args` borrows, so they are
-/// live for the whole call of `f`.
+/// Calls `f` with the argument pointers of `args`, on the stack for up to [`INLINE_ARGS`]
+/// (only the slots used are written: no per-launch clearing of the whole array). The pointers
+/// point into `args` (buffer addresses) or at values `args` borrows, so they are live for the
+/// whole call of `f`.
 #[inline]
 pub(super) fn with_params<R>(args: &[KernelArg<'_>], f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
     if args.len() <= INLINE_ARGS {
-        let mut inline = [std::ptr::null_mut(); INLINE_ARGS];
+        let mut inline = [std::mem::MaybeUninit::<*mut c_void>::uninit(); INLINE_ARGS];
         for (slot, arg) in inline.iter_mut().zip(args) {
-            *slot = arg.param();
+            slot.write(arg.param());
         }
-        f(&mut inline[..args.len()])
+        // SAFETY: the first `args.len()` slots were written just above, and
+        // `MaybeUninit<T>` has the layout of `T`.
+        let used = unsafe {
+            std::slice::from_raw_parts_mut(inline.as_mut_ptr().cast::<*mut c_void>(), args.len())
+        };
+        f(used)
     } else {
         let mut list: Vec<_> = args.iter().map(KernelArg::param).collect();
         f(&mut list)
     }
 }
 
-/// `cuLaunchKernel` of `func` on `stream` with `args`, one per kernel parameter.
+/// `cuLaunchKernel` of `func` on `stream` with `args`, one per kernel parameter, in the
+/// stream's context (made current only if the launch fails without it: [`super::in_context`]).
 ///
 /// `func` comes from a `Kernel`, whose `unsafe` lookup (`Module::kernel`) carries the promise
 /// that every launch of it passes arguments matching its C signature; the caller passes the
-/// arguments its user gave for that kernel. The context of `func` is current (the hot path
-/// checks it once).
+/// arguments its user gave for that kernel.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html>
 #[inline]
@@ -113,6 +163,20 @@ pub(crate) fn launch_kernel(
     args: &[KernelArg<'_>],
 ) -> Result<(), DriverError> {
     let (g, b) = (config.grid, config.block);
+    super::in_context(stream.context(), || {
+        launch_raw(func, stream, g, b, config, args)
+    })
+}
+
+#[inline]
+fn launch_raw(
+    func: &LoadedFunction,
+    stream: &CudaStream,
+    g: crate::operand::Dim3,
+    b: crate::operand::Dim3,
+    config: &LaunchConfig,
+    args: &[KernelArg<'_>],
+) -> Result<(), DriverError> {
     with_params(args, |params| {
         // SAFETY: `func` is a function of the module it holds loaded, and `stream` owns its
         // handle; each pointer in `params` points at a value borrowed for the whole call (the
@@ -129,7 +193,13 @@ pub(crate) fn launch_kernel(
                 b.z,
                 config.shared_mem_bytes,
                 stream.cu_stream(),
-                params.as_mut_ptr(),
+                // No arguments: a null array, as hand-written launches pass (a non-null empty
+                // array makes the driver read the function's parameter layout).
+                if params.is_empty() {
+                    std::ptr::null_mut()
+                } else {
+                    params.as_mut_ptr()
+                },
                 std::ptr::null_mut(),
             )
         }
@@ -220,3 +290,58 @@ impl LoadedFunction {
 /// Which kernel function a launch runs: an identity to compare, never passed to the driver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct FunctionHandle(usize);
+
+impl FunctionHandle {
+    /// The identity of a function handle the driver reported.
+    pub(super) fn of_raw(func: CUfunction) -> FunctionHandle {
+        FunctionHandle(func as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_primitive_values_expose_their_bytes() {
+        assert!(plain::<u32>() && plain::<f32>() && plain::<u64>() && plain::<bool>());
+        #[repr(C)]
+        #[derive(Clone, Copy)]
+        struct Padded {
+            a: u8,
+            b: u32,
+        }
+        assert!(!plain::<Padded>());
+        let v = 0x0102_0304u32;
+        let arg = KernelArg::by_ref(&v, None, memory::Holder::FOREIGN);
+        let mut out = Vec::new();
+        assert!(arg.encode_value(&mut out));
+        assert_eq!(out, [&[4u8][..], &v.to_ne_bytes()].concat());
+        let p = Padded { a: 1, b: 2 };
+        let arg = KernelArg::by_ref(&p, None, memory::Holder::FOREIGN);
+        out.clear();
+        assert!(!arg.encode_value(&mut out));
+        assert!(out.is_empty());
+        assert_eq!((p.a, p.b), (1, 2));
+    }
+
+    #[test]
+    fn argument_arrays_hold_every_pointer_in_order() {
+        let values = [1u32, 2, 3];
+        let args: Vec<_> = values
+            .iter()
+            .map(|v| KernelArg::by_ref(v, None, memory::Holder::FOREIGN))
+            .collect();
+        with_params(&args, |p| {
+            assert_eq!(p.len(), 3);
+            for (ptr, v) in p.iter().zip(&values) {
+                assert_eq!(*ptr as *const u32, v as *const u32);
+            }
+        });
+        with_params(&[], |p| assert!(p.is_empty()));
+        let many: Vec<_> = (0..INLINE_ARGS + 1)
+            .map(|_| KernelArg::by_ref(&values[0], None, memory::Holder::FOREIGN))
+            .collect();
+        with_params(&many, |p| assert_eq!(p.len(), INLINE_ARGS + 1));
+    }
+}

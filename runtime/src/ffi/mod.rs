@@ -19,6 +19,7 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaStream, DriverError};
 
 use crate::error::{CaptureFault, Error};
 
+pub(crate) mod conditional;
 pub(crate) mod graph;
 mod host_fn;
 mod launch;
@@ -32,7 +33,7 @@ pub(crate) use launch::{
     launch_kernel, load_module, module_function, CodeOwner, FunctionHandle, LoadedFunction,
     ModuleImage,
 };
-pub(crate) use nvrtc::{nvrtc_compile, CompileFailure};
+pub(crate) use nvrtc::{nvrtc_compile, nvrtc_compile_ptx, CompileFailure};
 pub(crate) use sys::{CUcontext, CUdevice, CUfunction};
 
 impl Error {
@@ -271,6 +272,28 @@ pub(crate) fn ensure_current(ctx: &CudaContext) -> Result<(), DriverError> {
     Ok(())
 }
 
+/// Runs `call` (a driver call on an object of `ctx`) without asking the driver first which
+/// context is current: on the hot paths that query costs as much as a fifth of the call. The
+/// objects a call names carry their context, so with another context current the driver
+/// either uses theirs or fails; only when `call` fails and `ctx` was not current is it made
+/// current and `call` run again (a failed call issued nothing).
+#[inline]
+pub(crate) fn in_context<R>(
+    ctx: &CudaContext,
+    mut call: impl FnMut() -> Result<R, DriverError>,
+) -> Result<R, DriverError> {
+    match call() {
+        Ok(r) => Ok(r),
+        Err(e) => match current_context() {
+            Ok(c) if c == ctx.cu_ctx() => Err(e),
+            _ => {
+                ensure_current(ctx)?;
+                call()
+            }
+        },
+    }
+}
+
 /// `cuCtxGetStreamPriorityRange` of `ctx`: `(least, greatest)`, e.g. `(0, -5)`.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html>
@@ -325,19 +348,21 @@ pub(crate) fn stream_synchronize(stream: &CudaStream) -> Result<(), DriverError>
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html>
 pub(crate) fn event_record(event: &CudaEvent, stream: &CudaStream) -> Result<(), DriverError> {
-    ensure_current(stream.context())?;
-    // SAFETY: both objects own their live handles.
-    unsafe { sys::cuEventRecord(event.cu_event(), stream.cu_stream()) }.result()
+    in_context(stream.context(), || {
+        // SAFETY: both objects own their live handles.
+        unsafe { sys::cuEventRecord(event.cu_event(), stream.cu_stream()) }.result()
+    })
 }
 
 /// `cuStreamWaitEvent`: later work on `stream` waits for `event`'s current snapshot.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
 pub(crate) fn stream_wait_event(stream: &CudaStream, event: &CudaEvent) -> Result<(), DriverError> {
-    ensure_current(stream.context())?;
     let flags = sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT as c_uint;
-    // SAFETY: both objects own their live handles.
-    unsafe { sys::cuStreamWaitEvent(stream.cu_stream(), event.cu_event(), flags) }.result()
+    in_context(stream.context(), || {
+        // SAFETY: both objects own their live handles.
+        unsafe { sys::cuStreamWaitEvent(stream.cu_stream(), event.cu_event(), flags) }.result()
+    })
 }
 
 /// `cuEventQuery`: `Ok(true)` when the recorded work is done (or nothing was recorded).

@@ -22,6 +22,32 @@ pub(crate) fn nvrtc_compile(
     source: &CStr,
     options: &[CString],
 ) -> Result<Vec<u8>, CompileFailure> {
+    compile(name, source, options, false)
+}
+
+/// Compiles `source` with NVRTC to PTX text (for code that calls device-runtime functions the
+/// driver's JIT resolves when it loads the PTX), under the same conditions as
+/// [`nvrtc_compile`].
+///
+/// <https://docs.nvidia.com/cuda/nvrtc/index.html>
+pub(crate) fn nvrtc_compile_ptx(
+    name: &CStr,
+    source: &CStr,
+    options: &[CString],
+) -> Result<String, CompileFailure> {
+    let bytes = compile(name, source, options, true)?;
+    let text = CStr::from_bytes_until_nul(&bytes)
+        .map(|c| c.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| String::from_utf8_lossy(&bytes).into_owned());
+    Ok(text)
+}
+
+fn compile(
+    name: &CStr,
+    source: &CStr,
+    options: &[CString],
+    ptx: bool,
+) -> Result<Vec<u8>, CompileFailure> {
     use cudarc::nvrtc::sys as nv;
     let call = |what: &'static str, r: nv::nvrtcResult| -> Result<(), CompileFailure> {
         match r {
@@ -56,6 +82,18 @@ pub(crate) fn nvrtc_compile(
             })));
         }
         let mut size = 0usize;
+        if ptx {
+            // SAFETY: `prog` compiled; `size` is a valid out-pointer.
+            call("nvrtcGetPTXSize", unsafe {
+                nv::nvrtcGetPTXSize(prog, &mut size)
+            })?;
+            let mut text = vec![0u8; size];
+            // SAFETY: `text` has room for the `size` bytes NVRTC reported.
+            call("nvrtcGetPTX", unsafe {
+                nv::nvrtcGetPTX(prog, text.as_mut_ptr().cast())
+            })?;
+            return Ok(text);
+        }
         // SAFETY: `prog` compiled; `size` is a valid out-pointer.
         call("nvrtcGetCUBINSize", unsafe {
             nv::nvrtcGetCUBINSize(prog, &mut size)

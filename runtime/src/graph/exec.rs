@@ -1,7 +1,8 @@
 //! The executable form of a captured graph: [`GraphExec`] launches, replays and updates it.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
+use super::args::{ArgState, Updater};
 use super::{GraphCore, OpRef, VerifyReport};
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -23,6 +24,11 @@ pub struct GraphStats {
     pub updates: u64,
     /// Re-instantiations after an update was refused.
     pub reinstantiations: u64,
+    /// [`GraphExec::update_args`] calls that changed nodes in place (without a capture).
+    pub args_updates: u64,
+    /// Launch nodes given new parameters in place, by [`GraphExec::set_kernel_args`] and
+    /// [`GraphExec::update_args`].
+    pub nodes_set: u64,
 }
 
 /// An instantiated graph, ready to launch on any stream of its device; owns the pipeline
@@ -34,6 +40,9 @@ pub struct GraphStats {
 #[derive(Debug)]
 pub struct GraphExec<P> {
     pub(super) exec: OwnedExec,
+    /// What each launch node runs now (shape and argument values); made from the latest
+    /// graph on first use, so that updates which never set arguments do not pay for it.
+    pub(super) args: RefCell<Option<ArgState>>,
     /// The graph the executable graph was instantiated from: its node handles address the
     /// executable graph's nodes.
     pub(super) base: GraphCore,
@@ -46,7 +55,13 @@ pub struct GraphExec<P> {
     pub(super) launches: Cell<u64>,
     pub(super) updates: u64,
     pub(super) reinstantiations: u64,
+    pub(super) args_updates: u64,
+    pub(super) nodes_set: Cell<u64>,
 }
+
+/// How many sets of memory [`GraphExec::update_args`] keeps beside the captured graph's before
+/// it captures anew instead (which lets go of what earlier arguments used).
+const MAX_EXTRA_KEEPS: usize = 64;
 
 impl<P> GraphExec<P> {
     /// Launches the graph on `stream` (any stream of the graph's device); returns once queued.
@@ -105,6 +120,8 @@ impl<P> GraphExec<P> {
             launches: self.launches.get(),
             updates: self.updates,
             reinstantiations: self.reinstantiations,
+            args_updates: self.args_updates,
+            nodes_set: self.nodes_set.get(),
         }
     }
 
@@ -142,9 +159,13 @@ impl<P> GraphExec<P> {
             )));
         }
         let index = self.base.op_index(op)?;
-        let record = &self.base.ops[index];
         let source = self.latest.as_ref().unwrap_or(&self.base);
-        let Some(shape) = source.ops.get(index).and_then(|o| o.launch) else {
+        let shape = self
+            .args
+            .borrow_mut()
+            .get_or_insert_with(|| ArgState::of(source))
+            .shape(index);
+        let Some(shape) = shape else {
             return Err(Error::InvalidArgument(format!(
                 "statement `{}` at {} is not a launch; only launches take kernel arguments",
                 stmt.text, stmt.location
@@ -175,7 +196,7 @@ impl<P> GraphExec<P> {
                 )));
             }
         }
-        let Some(node) = record.node else {
+        let Some(node) = self.base.node(index)? else {
             return Err(Error::InvalidArgument(format!(
                 "launch `{}` at {} has no graph node",
                 stmt.text, stmt.location
@@ -186,9 +207,15 @@ impl<P> GraphExec<P> {
         let Some(func) = kernel.loaded() else {
             return Err(Error::PlanningOnly { what: "kernel" });
         };
+        // The values the node runs are the caller's now, not the pipeline's.
+        if let Some(args) = self.args.borrow_mut().as_mut() {
+            args.forget(index);
+        }
         self.exec
             .set_kernel_args(node, func, &shape.config, args)
-            .map_err(|e| Error::driver("cuGraphExecKernelNodeSetParams", e))
+            .map_err(|e| Error::driver("cuGraphExecKernelNodeSetParams", e))?;
+        self.nodes_set.set(self.nodes_set.get() + 1);
+        Ok(())
     }
 
     /// Applies a newly captured graph: in place, or by re-instantiation when allowed.
@@ -196,6 +223,7 @@ impl<P> GraphExec<P> {
         let info = self.exec.update(&core.raw)?;
         match info.rejection {
             None => {
+                *self.args.get_mut() = None;
                 self.latest = Some(core);
                 self.updates += 1;
                 Ok(())
@@ -214,6 +242,7 @@ impl<P> GraphExec<P> {
                     .map_err(|e| Error::driver("cuGraphInstantiateWithFlags", e))?;
                 // The previous executable graph waits for its launches as it drops.
                 self.exec = exec;
+                *self.args.get_mut() = None;
                 self.latest = None;
                 self.base = core;
                 self.reinstantiations += 1;
@@ -268,6 +297,76 @@ impl<P: Pipeline> GraphExec<P> {
             &self.pipeline,
         )?;
         self.apply(core, self.reinstantiate)
+    }
+
+    /// Like [`GraphExec::update`], but only the nodes whose values changed are touched: walks
+    /// `pipeline` without issuing anything, compares each launch's configuration and argument
+    /// values with what its node runs now, and gives only the changed launches new parameters
+    /// in place (`cuGraphExecKernelNodeSetParams`). No capture, no `cuGraphExecUpdate`: the
+    /// cost is one walk of the pipeline plus one driver call per changed launch, so it scales
+    /// with what changed. Returns the previous pipeline.
+    ///
+    /// New buffers of changed launches are kept allocated by the executable graph from now on,
+    /// as [`GraphExec::update`] keeps them (and what earlier arguments used until the graph is
+    /// updated anew or dropped). Arguments of types that are not primitive (`#[repr(C)]`
+    /// structs) cannot be compared by value: their launches are always set. Host functions are
+    /// not compared: the graph keeps running those it captured.
+    ///
+    /// Falls back to what [`GraphExec::update`] does (a capture and `cuGraphExecUpdate`, with
+    /// its errors) when an argument update cannot express the change: the pipeline issued
+    /// other statements, a launch runs another kernel, a copy's or fill's operands changed, a
+    /// changed launch takes pinned host memory, or many updates' buffers are held already. On
+    /// error the previous pipeline stays the executable graph's; nodes may run some of the new
+    /// arguments, whose memory stays allocated all the same.
+    ///
+    /// See [`cuGraphExecKernelNodeSetParams`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
+    pub fn update_args(&mut self, pipeline: P) -> Result<P> {
+        let previous = std::mem::replace(&mut self.pipeline, pipeline);
+        match self.apply_args() {
+            Ok(()) => Ok(previous),
+            Err(e) => {
+                self.pipeline = previous;
+                Err(e)
+            }
+        }
+    }
+
+    /// [`GraphExec::update_args`] for a pipeline changed in place with `f` (e.g. new scalar
+    /// arguments, as [`GraphExec::update_with`] takes them).
+    pub fn update_args_with(&mut self, f: impl FnOnce(&mut P)) -> Result<()> {
+        f(&mut self.pipeline);
+        self.apply_args()
+    }
+
+    /// Brings the executable graph to `self.pipeline`'s values (see `update_args`).
+    fn apply_args(&mut self) -> Result<()> {
+        let (recapture, keep, set) = {
+            let core = self.latest.as_ref().unwrap_or(&self.base);
+            let state = self
+                .args
+                .get_mut()
+                .get_or_insert_with(|| ArgState::of(core));
+            let mut updater = Updater::new(core, &self.base, &self.exec, state);
+            let walked = self.pipeline.issue(&mut updater);
+            (updater.needs_capture(walked), updater.keep, updater.set)
+        };
+        // Hold what the new parameters touch before anything can launch them, even after an
+        // error (a node may have been changed).
+        let held = self.exec.hold_more(keep);
+        self.nodes_set.set(self.nodes_set.get() + set);
+        if recapture? || !held || self.exec.extra_keeps() > MAX_EXTRA_KEEPS {
+            // Capture anew (which also lets go of what earlier argument updates held, once
+            // the launches before it finish).
+            let core = GraphCore::capture(
+                recapturer(&mut self.recapture, &self.base.origin, self.settings),
+                &self.pipeline,
+            )?;
+            return self.apply(core, self.reinstantiate);
+        }
+        if set > 0 {
+            self.args_updates += 1;
+        }
+        Ok(())
     }
 
     /// [`Graph::verify`](super::Graph::verify) for the graph this executable graph was

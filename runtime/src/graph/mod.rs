@@ -37,7 +37,7 @@
 //! }
 //! ```
 
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell};
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::CString;
 use std::fmt::Write as _;
@@ -45,9 +45,9 @@ use std::marker::PhantomData;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::exec::book::{CapturedOp, NodeBook};
+use crate::exec::book::{CapturedBody, CapturedOp, InternalNode, NodeBook};
 use crate::exec::capture::{Capture, CaptureSettings};
-use crate::ffi::graph::{NodeHandle, OwnedGraph};
+use crate::ffi::graph::{NodeHandle, NodeKind, OwnedGraph};
 use crate::issue::Pipeline;
 use crate::operand::DeviceRange;
 use crate::plan::dot::quote;
@@ -55,6 +55,7 @@ use crate::plan::Plan;
 use crate::program::{OpRef, Program, Statement, StatementKind};
 use crate::stream::Stream;
 
+mod args;
 mod exec;
 mod verify;
 
@@ -74,12 +75,46 @@ pub(crate) struct GraphCore {
     raw: OwnedGraph,
     program: &'static Program,
     ops: Vec<CapturedOp>,
-    /// Statement id → its operations, in occurrence order.
-    by_statement: Vec<Vec<usize>>,
-    /// The memory the pipeline uses, merged into disjoint `(device, start, end)` intervals in
-    /// order, for a binary search per buffer argument of `set_kernel_args`.
-    memory: Vec<(i32, u64, u64)>,
+    /// The node of every operation (`None` for those that made none), read back from the
+    /// driver on first use (see [`GraphCore::node_map`]): captures that never need it do not
+    /// pay for it.
+    nodes: OnceCell<Vec<Option<NodeHandle>>>,
+    /// Statement id `s` → its operations, in occurrence order:
+    /// `by_statement[starts[s]..starts[s + 1]]`; made on first use.
+    index: OnceCell<(Vec<u32>, Vec<u32>)>,
+    /// The memory the operations touch, as booked (unsorted).
+    touched: Vec<DeviceRange>,
+    /// `touched` merged into disjoint `(device, start, end)` intervals in order, for a binary
+    /// search per buffer argument of `set_kernel_args`; made on first use.
+    memory: OnceCell<Vec<(i32, u64, u64)>>,
+    /// The operations' values as captured (see `book::encode`), addressed by
+    /// [`CapturedOp::values`].
+    values: Vec<u8>,
+    /// Every statement issued, in order (see `NodeBook::sequence`).
+    sequence: Vec<u32>,
     origin: Stream,
+    /// The graph's parts: the graph itself and the body graphs of device blocks.
+    blocks: Box<Blocks>,
+}
+
+/// How a graph's operations spread over the graph and its device blocks' body graphs.
+#[derive(Debug)]
+struct Blocks {
+    /// Per graph part (0: the graph, `k + 1`: body graph `k` of a device block), the indices
+    /// of its operations in `ops`, in issue order.
+    parts: Vec<Vec<usize>>,
+    /// The body graphs of device blocks.
+    bodies: Vec<CapturedBody>,
+    /// The built-in kernels before conditional nodes, and second `IF` nodes.
+    internal: Vec<InternalNode>,
+}
+
+/// The edges of one graph part by its operations' local indices, what else was found, and
+/// which operations lead straight into a body's closing built-in kernel.
+struct PartEdges {
+    edges: EdgeSet,
+    problems: Vec<String>,
+    into_sink: BTreeSet<usize>,
 }
 
 impl GraphCore {
@@ -109,97 +144,319 @@ impl GraphCore {
         program: &'static Program,
         origin: Stream,
     ) -> GraphCore {
-        let mut by_statement = vec![Vec::new(); program.statements.len()];
         let mut book = book;
+        // Nodes of device blocks and their bodies are known from the capture.
         for op in &mut book.ops {
             op.node = op.node.map(|n| raw.bind(n));
         }
+        let mut parts = vec![Vec::new(); book.bodies.len() + 1];
         for (i, op) in book.ops.iter().enumerate() {
-            if let Some(list) = by_statement.get_mut(op.statement.id) {
-                list.push(i);
+            if let Some(part) = parts.get_mut(op.part) {
+                part.push(i);
             }
+        }
+        // In cross-check mode the capture mapped the nodes already.
+        let nodes = OnceCell::new();
+        if book.cross_checks() {
+            let _ = nodes.set(
+                book.ops
+                    .iter()
+                    .map(|op| op.node.map(|n| raw.bind(n)))
+                    .collect(),
+            );
         }
         GraphCore {
             raw,
             program,
+            nodes,
+            index: OnceCell::new(),
+            touched: std::mem::take(&mut book.memory),
+            memory: OnceCell::new(),
             ops: book.ops,
-            by_statement,
-            memory: merged_intervals(&book.memory),
+            values: std::mem::take(&mut book.values),
+            sequence: std::mem::take(&mut book.sequence),
             origin,
+            blocks: Box::new(Blocks {
+                parts,
+                bodies: std::mem::take(&mut book.bodies),
+                internal: std::mem::take(&mut book.internal),
+            }),
         }
+    }
+
+    /// The node of every operation: the graph's nodes as `cuGraphGetNodes` lists them, in
+    /// creation order, given in turn to the operations that made one (the capture checked that
+    /// their numbers are equal).
+    fn node_map(&self) -> Result<&[Option<NodeHandle>]> {
+        if let Some(map) = self.nodes.get() {
+            return Ok(map);
+        }
+        let listed = self
+            .raw
+            .nodes()
+            .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
+        let mut next = listed.into_iter();
+        let map = self
+            .ops
+            .iter()
+            .map(|op| {
+                if op.part != 0 {
+                    // A body graph's node, known from the capture.
+                    op.node
+                } else if op.statement.kind.is_block() {
+                    // Known from the capture; its nodes are skipped in the creation order.
+                    for _ in 0..op.created {
+                        next.next();
+                    }
+                    op.node
+                } else if op.makes_node {
+                    next.next()
+                } else {
+                    None
+                }
+            })
+            .collect();
+        Ok(self.nodes.get_or_init(|| map))
+    }
+
+    /// The operations of the graph itself (not of block bodies), in issue order.
+    fn outer(&self) -> impl Iterator<Item = &CapturedOp> + '_ {
+        self.blocks
+            .parts
+            .first()
+            .into_iter()
+            .flatten()
+            .filter_map(|&i| self.ops.get(i))
+    }
+
+    /// The node of operation `i`, if it made one.
+    pub(super) fn node(&self, i: usize) -> Result<Option<NodeHandle>> {
+        Ok(self.node_map()?.get(i).copied().flatten())
+    }
+
+    /// The operations of each statement (see [`GraphCore::index`]).
+    fn statement_index(&self) -> &(Vec<u32>, Vec<u32>) {
+        self.index.get_or_init(|| {
+            // Counting sort of the operations by statement (ids are below
+            // `statements.len()`, as `NodeBook::note` checked).
+            let mut starts = vec![0u32; self.program.statements.len() + 1];
+            for op in &self.ops {
+                if let Some(count) = starts.get_mut(op.statement.id + 1) {
+                    *count += 1;
+                }
+            }
+            for s in 1..starts.len() {
+                starts[s] += starts[s - 1];
+            }
+            let mut fill = starts.clone();
+            let mut by_statement = vec![0u32; self.ops.len()];
+            for (i, op) in self.ops.iter().enumerate() {
+                if let Some(next) = fill.get_mut(op.statement.id) {
+                    by_statement[*next as usize] = i as u32;
+                    *next += 1;
+                }
+            }
+            (starts, by_statement)
+        })
+    }
+
+    /// The memory the pipeline uses, as merged intervals.
+    fn memory(&self) -> &[(i32, u64, u64)] {
+        self.memory.get_or_init(|| {
+            let mut ranges = self.touched.clone();
+            ranges.sort_unstable();
+            ranges.dedup();
+            merged_intervals(&ranges)
+        })
     }
 
     /// The graph's edges by operation index, plus problems (nodes that are no operation).
     fn captured_edges(&self) -> Result<(EdgeSet, Vec<String>)> {
+        let part = self.part_edges(0)?;
+        Ok((part.edges, part.problems))
+    }
+
+    /// The edges of graph part `part` (0: the graph; `k + 1`: body graph `k`) by the local
+    /// indices of its operations. A block's built-in kernel (and second `IF` node) counts as
+    /// the block's operation; the closing kernel of a body is no operation (edges into it are
+    /// reported apart).
+    fn part_edges(&self, part: usize) -> Result<PartEdges> {
         let mut problems = Vec::new();
-        let index: HashMap<usize, usize> = self
-            .ops
+        let map = self.node_map()?;
+        let members = self.blocks.parts.get(part).cloned().unwrap_or_default();
+        let local: HashMap<usize, usize> =
+            members.iter().enumerate().map(|(l, &i)| (i, l)).collect();
+        let mut index: HashMap<usize, usize> = HashMap::new();
+        for (l, &i) in members.iter().enumerate() {
+            let op = &self.ops[i];
+            match map.get(i).copied().flatten() {
+                Some(n) => {
+                    index.insert(n.key(), l);
+                }
+                None => problems.push(format!(
+                    "operation {l} (`{}` #{} at {}) moves no bytes and made no graph node; its ordering cannot be checked",
+                    op.statement.text, op.occurrence, op.statement.location
+                )),
+            }
+        }
+        for n in self.blocks.internal.iter().filter(|n| n.part == part) {
+            if let Some(&l) = local.get(&n.op) {
+                index.insert(n.node.key(), l);
+            }
+        }
+        let body = part.checked_sub(1).and_then(|k| self.blocks.bodies.get(k));
+        let sink = body.and_then(|b| b.sink).map(|n| n.key());
+        let (nodes, edges) = match body {
+            None => (
+                self.raw
+                    .nodes()
+                    .map_err(|e| Error::driver("cuGraphGetNodes", e))?,
+                self.raw
+                    .edges()
+                    .map_err(|e| Error::driver("cuGraphGetEdges", e))?,
+            ),
+            Some(b) => (
+                self.raw
+                    .body_nodes(b.graph)
+                    .map_err(|e| Error::driver("cuGraphGetNodes", e))?,
+                self.raw
+                    .body_edges(b.graph)
+                    .map_err(|e| Error::driver("cuGraphGetEdges", e))?,
+            ),
+        };
+        let unknown = nodes
             .iter()
-            .enumerate()
-            .filter_map(|(i, op)| op.node.map(|n| (n.key(), i)))
-            .collect();
-        for (i, op) in self.ops.iter().enumerate() {
-            if op.node.is_none() {
+            .filter(|n| !index.contains_key(&n.key()) && Some(n.key()) != sink)
+            .count();
+        // The node map came from the creation order: check that each node does what its
+        // operation did (kind, and the function of a launch). Blocks' nodes are conditional.
+        for &i in &members {
+            let op = &self.ops[i];
+            if op.statement.kind.is_block() {
+                continue;
+            }
+            let Some(node) = map.get(i).copied().flatten() else {
+                continue;
+            };
+            let kind = self
+                .raw
+                .node_kind(node)
+                .map_err(|e| Error::driver("cuGraphNodeGetType", e))?;
+            let fits = match (op.statement.kind, kind) {
+                (StatementKind::Launch { .. }, Some(NodeKind::Kernel(f))) => {
+                    op.launch.is_none_or(|shape| shape.func == f)
+                }
+                (StatementKind::Copy, Some(NodeKind::Memcpy))
+                | (StatementKind::Fill, Some(NodeKind::Memset))
+                | (StatementKind::Host, Some(NodeKind::Host)) => true,
+                _ => false,
+            };
+            if !fits {
                 problems.push(format!(
-                    "operation {i} (`{}` #{} at {}) moves no bytes and made no graph node; its ordering cannot be checked",
+                    "operation {i} (`{}` #{} at {}) is mapped to a graph node of another kind ({kind:?}): the node map is wrong",
                     op.statement.text, op.occurrence, op.statement.location
                 ));
             }
         }
-        let nodes = self
-            .raw
-            .nodes()
-            .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
-        let unknown = nodes
-            .iter()
-            .filter(|n| !index.contains_key(&n.key()))
-            .count();
         if unknown > 0 {
             problems.push(format!(
-                "{unknown} node(s) of the graph belong to no statement: work was issued into the capture by code outside the pipeline's statements"
+                "{unknown} node(s) of the graph{} belong to no statement: work was issued into the capture by code outside the pipeline's statements",
+                if part == 0 { "" } else { "'s block body" }
             ));
         }
-        let mut edges = BTreeSet::new();
-        for (a, b) in self
-            .raw
-            .edges()
-            .map_err(|e| Error::driver("cuGraphGetEdges", e))?
-        {
-            if let (Some(&x), Some(&y)) = (index.get(&a.key()), index.get(&b.key())) {
-                edges.insert((x, y));
+        let mut set = BTreeSet::new();
+        let mut into_sink = BTreeSet::new();
+        for (a, b) in edges {
+            match (index.get(&a.key()), index.get(&b.key())) {
+                (Some(&x), Some(&y)) if x != y => {
+                    set.insert((x, y));
+                }
+                (Some(&x), None) if Some(b.key()) == sink => {
+                    into_sink.insert(x);
+                }
+                _ => {}
             }
         }
-        Ok((edges, problems))
+        Ok(PartEdges {
+            edges: set,
+            problems,
+            into_sink,
+        })
     }
 
     pub(crate) fn verify_against(&self, plan: &Plan) -> Result<VerifyReport> {
-        let (edges, mut problems) = self.captured_edges()?;
-        if plan.len() != self.ops.len() {
+        self.verify_part(0, plan)
+    }
+
+    /// Checks graph part `part` against `plan`, then each of its blocks' bodies against the
+    /// plan's nested plans.
+    fn verify_part(&self, part: usize, plan: &Plan) -> Result<VerifyReport> {
+        let PartEdges {
+            edges,
+            mut problems,
+            into_sink,
+        } = self.part_edges(part)?;
+        let members = self.blocks.parts.get(part).cloned().unwrap_or_default();
+        let ops: Vec<&CapturedOp> = members.iter().map(|&i| &self.ops[i]).collect();
+        if plan.len() != ops.len() {
             problems.push(format!(
                 "the plan has {} operation(s), the capture {}: the pipeline issued different work",
                 plan.len(),
-                self.ops.len()
+                ops.len()
             ));
-        } else if let Some((i, (p, c))) = plan
-            .ops()
-            .iter()
-            .zip(&self.ops)
-            .enumerate()
-            .find(|(_, (p, c))| p.statement.id != c.statement.id || p.occurrence != c.occurrence)
+        } else if let Some((i, (p, c))) =
+            plan.ops().iter().zip(&ops).enumerate().find(|(_, (p, c))| {
+                p.statement.id != c.statement.id || p.occurrence != c.occurrence
+            })
         {
             problems.push(format!(
                 "operation {i} is `{}` in the plan but `{}` in the capture: the pipeline issued different work",
                 p.statement.text, c.statement.text
             ));
         }
-        check_edges(plan, &edges, problems)
+        let body = part.checked_sub(1).and_then(|k| self.blocks.bodies.get(k));
+        if let Some(b) = body.filter(|b| b.sink.is_some()) {
+            let expected: BTreeSet<usize> = plan.final_frontier().iter().copied().collect();
+            if expected != into_sink {
+                problems.push(format!(
+                    "the end of the body of block {} follows operations {:?}, the plan's join {:?}",
+                    b.block, into_sink, expected
+                ));
+            }
+        }
+        let mut report = check_edges(plan, &edges, problems)?;
+        for nested in plan.bodies() {
+            let Some(&flat) = members.get(nested.block) else {
+                continue;
+            };
+            let found = self
+                .blocks
+                .bodies
+                .iter()
+                .position(|b| b.block == flat && b.branch == nested.branch);
+            let Some(k) = found else {
+                return Err(Error::GraphMismatch {
+                    pipeline: self.program.name,
+                    missing: Vec::new(),
+                    extra: Vec::new(),
+                    problems: vec![format!(
+                        "the plan has body {} of block `{}`, the capture none",
+                        nested.branch,
+                        plan.ops()[nested.block].statement.text
+                    )],
+                });
+            };
+            let inner = self.verify_part(k + 1, &nested.plan)?;
+            report.operations += inner.operations;
+            report.edges += inner.edges;
+        }
+        Ok(report)
     }
 
     fn to_dot(&self) -> Result<String> {
         let (edges, _) = self.captured_edges()?;
         let labels: Vec<(String, usize)> = self
-            .ops
-            .iter()
+            .outer()
             .map(|op| {
                 let name = match op.statement.kind {
                     StatementKind::Launch { kernel } => format!("launch {kernel}"),
@@ -222,10 +479,9 @@ impl GraphCore {
 
     /// The statement whose node is `node`.
     fn statement_of(&self, node: NodeHandle) -> Option<&'static Statement> {
-        self.ops
-            .iter()
-            .find(|op| op.node == Some(node))
-            .map(|op| op.statement)
+        let map = self.node_map().ok()?;
+        let i = map.iter().position(|n| *n == Some(node))?;
+        self.ops.get(i).map(|op| op.statement)
     }
 
     /// The index of operation `op`, checked to be one of this program's.
@@ -242,11 +498,15 @@ impl GraphCore {
                 stmt.text, stmt.location, self.program.name
             )));
         }
-        let list = &self.by_statement[stmt.id];
+        let (starts, by_statement) = self.statement_index();
+        let list = match (starts.get(stmt.id), starts.get(stmt.id + 1)) {
+            (Some(&a), Some(&b)) => &by_statement[a as usize..b as usize],
+            _ => &[],
+        };
         op.occurrence
             .checked_sub(1)
             .and_then(|i| list.get(i as usize))
-            .copied()
+            .map(|&i| i as usize)
             .ok_or_else(|| {
                 Error::InvalidArgument(format!(
                     "statement `{}` at {} was issued {} time(s) in the captured graph, so it has no occurrence {}",
@@ -261,11 +521,11 @@ impl GraphCore {
     /// Whether `range` lies inside memory the captured pipeline uses.
     fn covers(&self, range: &DeviceRange) -> bool {
         let end = range.ptr.saturating_add(range.bytes as u64);
-        let after = self
-            .memory
-            .partition_point(|&(d, start, _)| (d, start) <= (range.device, range.ptr));
+        let memory = self.memory();
+        let after =
+            memory.partition_point(|&(d, start, _)| (d, start) <= (range.device, range.ptr));
         after > 0 && {
-            let (d, start, stop) = self.memory[after - 1];
+            let (d, start, stop) = memory[after - 1];
             d == range.device && start <= range.ptr && end <= stop
         }
     }
@@ -331,7 +591,7 @@ pub fn capture<P: Pipeline>(origin: &Stream, pipeline: P) -> Result<Graph<P>> {
 
 /// `ranges` (sorted by device, then address) merged into disjoint `(device, start, end)`
 /// intervals.
-fn merged_intervals(ranges: &BTreeSet<DeviceRange>) -> Vec<(i32, u64, u64)> {
+fn merged_intervals(ranges: &[DeviceRange]) -> Vec<(i32, u64, u64)> {
     let mut out: Vec<(i32, u64, u64)> = Vec::new();
     for r in ranges {
         let end = r.ptr.saturating_add(r.bytes as u64);
@@ -383,21 +643,22 @@ impl<P> Graph<P> {
         self.pipeline
     }
 
-    /// The number of operations (graph nodes) captured.
+    /// The number of operations (graph nodes) captured; a device block counts as one (its
+    /// bodies' operations are in its body graphs).
     pub fn len(&self) -> usize {
-        self.core.ops.len()
+        self.core.outer().count()
     }
 
     /// Whether the pipeline issued no operation.
     pub fn is_empty(&self) -> bool {
-        self.core.ops.is_empty()
+        self.core.outer().next().is_none()
     }
 
-    /// The operations captured, in issue order.
+    /// The operations captured, in issue order; a device block is one operation (the
+    /// operations of its bodies are not listed).
     pub fn ops(&self) -> Vec<OpRef> {
         self.core
-            .ops
-            .iter()
+            .outer()
             .map(|op| OpRef {
                 statement: op.statement,
                 occurrence: op.occurrence,
@@ -455,6 +716,7 @@ impl<P> Graph<P> {
             .map_err(|e| Error::driver("cuGraphInstantiateWithFlags", e))?;
         Ok(GraphExec {
             exec,
+            args: std::cell::RefCell::new(None),
             base: self.core,
             latest: None,
             pipeline: self.pipeline,
@@ -464,6 +726,8 @@ impl<P> Graph<P> {
             launches: Cell::new(0),
             updates: 0,
             reinstantiations: 0,
+            args_updates: 0,
+            nodes_set: Cell::new(0),
         })
     }
 }
@@ -496,9 +760,7 @@ mod tests {
     #[test]
     fn memory_merges_into_disjoint_intervals_per_device() {
         let r = |device, ptr, bytes| DeviceRange { device, ptr, bytes };
-        let set: BTreeSet<_> = [r(0, 100, 50), r(0, 120, 100), r(0, 400, 8), r(1, 100, 10)]
-            .into_iter()
-            .collect();
+        let set = [r(0, 100, 50), r(0, 120, 100), r(0, 400, 8), r(1, 100, 10)];
         assert_eq!(
             merged_intervals(&set),
             [(0, 100, 220), (0, 400, 408), (1, 100, 110)]

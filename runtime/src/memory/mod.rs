@@ -49,10 +49,12 @@ use crate::operand::{BufferAccess, DeviceRange, FillPattern};
 use crate::program::AccessMode;
 
 mod device;
+mod flag;
 mod interop;
 mod pinned;
 
 pub use device::{DeviceBuffer, DeviceView, DeviceViewMut};
+pub use flag::DeviceFlag;
 pub use pinned::{PinnedBuffer, PinnedMut, PinnedRef, PinnedView, PinnedViewMut};
 
 /// Device memory holding elements of type `Self::Elem`: a buffer or a sub-range of one.

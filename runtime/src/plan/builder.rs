@@ -56,6 +56,8 @@ enum PendingKind {
     Record(usize),
     Wait(usize),
     WaitStream(usize),
+    While(String, usize),
+    If(String, usize, usize),
 }
 
 impl ProgramBuilder {
@@ -132,6 +134,27 @@ impl ProgramBuilder {
         self.push(stream, PendingKind::WaitStream(other), Vec::new())
     }
 
+    /// `while FLAG { … }` on `stream`, a device loop whose body is the statements with ids
+    /// `this + 1 .. end` (add them next; `end` is one past the body's last). `flag` names the
+    /// flag buffer (read by the block).
+    pub fn while_block(&mut self, stream: usize, flag: &str, end: usize) -> usize {
+        self.push(
+            stream,
+            PendingKind::While(flag.to_owned(), end),
+            vec![(flag.to_owned(), AccessMode::Read)],
+        )
+    }
+
+    /// `if FLAG { … } else { … }` on `stream`, a device branch: `then` is the statements with
+    /// ids `this + 1 .. otherwise`, `else` those of `otherwise .. end` (empty when equal).
+    pub fn if_block(&mut self, stream: usize, flag: &str, otherwise: usize, end: usize) -> usize {
+        self.push(
+            stream,
+            PendingKind::If(flag.to_owned(), otherwise, end),
+            vec![(flag.to_owned(), AccessMode::Read)],
+        )
+    }
+
     /// The number of statements so far.
     pub fn len(&self) -> usize {
         self.statements.len()
@@ -183,6 +206,8 @@ impl ProgramBuilder {
                     &PendingKind::Record(event) => StatementKind::Record { event },
                     &PendingKind::Wait(event) => StatementKind::Wait { event },
                     &PendingKind::WaitStream(stream) => StatementKind::WaitStream { stream },
+                    &PendingKind::While(_, end) => StatementKind::While { end },
+                    &PendingKind::If(_, otherwise, end) => StatementKind::If { otherwise, end },
                 },
                 text: leak(&self.text(id, p)),
                 accesses: Box::leak(
@@ -239,6 +264,8 @@ impl ProgramBuilder {
             &PendingKind::Record(e) => format!("record {}", name(&self.events, e)),
             &PendingKind::Wait(e) => format!("wait {}", name(&self.events, e)),
             &PendingKind::WaitStream(s) => format!("wait_stream {}", name(&self.streams, s)),
+            PendingKind::While(flag, _) => format!("while {flag}"),
+            PendingKind::If(flag, _, _) => format!("if {flag}"),
         }
     }
 }

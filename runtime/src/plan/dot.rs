@@ -5,43 +5,53 @@ use std::fmt::Write as _;
 use super::{Plan, Via};
 
 /// One cluster per stream with its operations in issue order; program-order edges solid,
-/// edges made by waits dashed and labelled; the final join as a point on the origin.
+/// edges made by waits dashed and labelled; the final join as a point on the origin. The
+/// bodies of device blocks are clusters of their own (drawn the same way, recursively), with
+/// a dotted edge from the block to each operation its body starts with.
 pub(super) fn render(plan: &Plan) -> String {
     let program = plan.program();
     let mut out = String::new();
     let _ = writeln!(out, "digraph {} {{", quote(program.name));
     out.push_str("  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n");
+    body(plan, "", "  ", &mut out);
+    out.push_str("}\n");
+    out
+}
+
+/// The streams, edges and nested bodies of `plan`, its nodes named `{prefix}n{i}`.
+fn body(plan: &Plan, prefix: &str, indent: &str, out: &mut String) {
+    let program = plan.program();
     let stream_count = program
         .streams
         .len()
         .max(plan.ops().iter().map(|o| o.stream + 1).max().unwrap_or(0));
     for s in 0..stream_count {
         let name = program.streams.get(s).map_or("?", |d| d.name);
-        let _ = writeln!(out, "  subgraph cluster_{s} {{");
-        let _ = writeln!(out, "    label={};", quote(&format!("stream {name}")));
+        let _ = writeln!(out, "{indent}subgraph cluster_{prefix}{s} {{");
+        let _ = writeln!(out, "{indent}  label={};", quote(&format!("stream {name}")));
         for (i, op) in plan.ops().iter().enumerate().filter(|(_, o)| o.stream == s) {
             let loc = op.statement.location;
             let _ = writeln!(
                 out,
-                "    n{i} [label={}];",
+                "{indent}  {prefix}n{i} [label={}];",
                 quote(&format!("{}\n{}:{}", op.label, loc.file, loc.line))
             );
         }
         if s == 0 && !plan.final_frontier().is_empty() {
-            out.push_str("    join [label=\"join\", shape=point];\n");
+            let _ = writeln!(out, "{indent}  {prefix}join [label=\"join\", shape=point];");
         }
-        out.push_str("  }\n");
+        let _ = writeln!(out, "{indent}}}");
     }
     for (&(a, b), via) in &plan.edges {
         match *via {
             Via::Stream => {
-                let _ = writeln!(out, "  n{a} -> n{b};");
+                let _ = writeln!(out, "{indent}{prefix}n{a} -> {prefix}n{b};");
             }
             Via::Event { event, .. } => {
                 let name = program.events.get(event).map_or("?", |e| e.name);
                 let _ = writeln!(
                     out,
-                    "  n{a} -> n{b} [style=dashed, color=blue, label={}];",
+                    "{indent}{prefix}n{a} -> {prefix}n{b} [style=dashed, color=blue, label={}];",
                     quote(&format!("wait {name}"))
                 );
             }
@@ -49,17 +59,49 @@ pub(super) fn render(plan: &Plan) -> String {
                 let name = program.streams.get(stream).map_or("?", |s| s.name);
                 let _ = writeln!(
                     out,
-                    "  n{a} -> n{b} [style=dashed, color=darkgreen, label={}];",
+                    "{indent}{prefix}n{a} -> {prefix}n{b} [style=dashed, color=darkgreen, label={}];",
                     quote(&format!("wait_stream {name}"))
                 );
             }
         }
     }
     for &f in plan.final_frontier() {
-        let _ = writeln!(out, "  n{f} -> join [style=dotted];");
+        let _ = writeln!(out, "{indent}{prefix}n{f} -> {prefix}join [style=dotted];");
     }
-    out.push_str("}\n");
-    out
+    for (k, nested) in plan.bodies().iter().enumerate() {
+        let inner = format!("{prefix}b{k}_");
+        let block = plan
+            .ops()
+            .get(nested.block)
+            .map_or("?", |op| op.label.as_str());
+        let which = match (
+            nested.branch,
+            plan.ops().get(nested.block).map(|o| o.statement.kind),
+        ) {
+            (_, Some(crate::program::StatementKind::While { .. })) => "body",
+            (0, _) => "then",
+            _ => "else",
+        };
+        let _ = writeln!(out, "{indent}subgraph cluster_{inner}body {{");
+        let _ = writeln!(
+            out,
+            "{indent}  label={};",
+            quote(&format!("{which} of {block}"))
+        );
+        let _ = writeln!(out, "{indent}  style=dashed;");
+        body(&nested.plan, &inner, &format!("{indent}  "), out);
+        let _ = writeln!(out, "{indent}}}");
+        for i in 0..nested.plan.len() {
+            if nested.plan.predecessors(i).is_empty() {
+                let _ = writeln!(
+                    out,
+                    "{indent}{prefix}n{} -> {inner}n{i} [style=dotted, label={}];",
+                    nested.block,
+                    quote(which)
+                );
+            }
+        }
+    }
 }
 
 /// `s` as a DOT string literal (shared with the captured graph's pictures).

@@ -117,6 +117,19 @@ pub struct PlanOp {
     pub label: String,
 }
 
+/// The nested plan of one body of a device `while` or `if` block (DESIGN.md §6): in the
+/// enclosing plan the block is one operation on its stream; its body is planned as a pipeline
+/// of its own, forked from that stream at the body's start and joined at its end.
+#[derive(Debug)]
+pub struct PlanBody {
+    /// The block's operation index in the enclosing plan.
+    pub block: usize,
+    /// 0 for a `while` body or an `if`'s `then`, 1 for an `if`'s `else`.
+    pub branch: usize,
+    /// The body's plan (its operation indices are its own).
+    pub plan: Plan,
+}
+
 /// Why an edge exists: how its source operation came into the frontier of the target's stream.
 #[derive(Debug, Clone, Copy)]
 pub enum Via {
@@ -158,6 +171,8 @@ pub struct Plan {
     successors: Adjacency,
     predecessors: Adjacency,
     reach: Reach,
+    /// The nested plans of the device blocks' bodies, in issue order.
+    bodies: Vec<PlanBody>,
 }
 
 /// Neighbour lists of every operation in one array: operation `i`'s are
@@ -220,7 +235,22 @@ impl Plan {
             successors,
             predecessors,
             reach,
+            bodies: Vec::new(),
         }
+    }
+
+    /// The nested plans of the bodies of the device `while`/`if` blocks of this plan (not of
+    /// blocks nested in those: each body plan lists its own), in issue order.
+    pub fn bodies(&self) -> &[PlanBody] {
+        &self.bodies
+    }
+
+    /// The nested plan of body `branch` of the block that is operation `block`.
+    pub fn body(&self, block: usize, branch: usize) -> Option<&Plan> {
+        self.bodies
+            .iter()
+            .find(|b| b.block == block && b.branch == branch)
+            .map(|b| &b.plan)
     }
 
     /// The program this plan models.
@@ -340,8 +370,15 @@ impl Plan {
     ///
     /// Each buffer's accesses are compared per stream through the vector clocks, so the time
     /// grows with the accesses times the streams, plus the races found.
+    ///
+    /// The races inside the bodies of device blocks follow, each body's with operation
+    /// indices of its own plan ([`Plan::bodies`]).
     pub fn races(&self) -> Vec<Race> {
-        race::find(self)
+        let mut races = race::find(self);
+        for body in &self.bodies {
+            races.extend(body.plan.races());
+        }
+        races
     }
 
     /// Fails with [`Error::Race`] listing every race [`races`](Self::races) finds.

@@ -5,12 +5,13 @@ use std::collections::BTreeMap;
 use crate::error::{Error, Result};
 use crate::ffi::memory::MemoryRef;
 use crate::ffi::KernelArg;
-use crate::issue::Issuer;
+use crate::issue::{Body, Issuer};
+use crate::memory::{DeviceFlag, DeviceMemory};
 use crate::module::Kernel;
 use crate::operand::{BufferAccess, DeviceRange, FillPattern, HostFn, LaunchConfig, Memory};
 use crate::program::{AccessMode, Program, Statement, StatementKind};
 
-use super::{Plan, PlanOp, Via};
+use super::{Plan, PlanBody, PlanOp, Via};
 
 /// A frontier or a snapshot: operations, each with the way it arrived.
 type Frontier = BTreeMap<usize, Via>;
@@ -30,6 +31,10 @@ pub struct Planner {
     frontiers: Vec<Frontier>,
     snapshots: Vec<Frontier>,
     occurrences: Vec<u32>,
+    /// The nested plans of the device blocks planned so far.
+    bodies: Vec<PlanBody>,
+    /// Inside a block's body: the statement ids the body may issue.
+    scope: Option<std::ops::Range<usize>>,
 }
 
 impl Planner {
@@ -42,6 +47,8 @@ impl Planner {
             frontiers: vec![Frontier::new(); program.streams.len()],
             snapshots: vec![Frontier::new(); program.events.len()],
             occurrences: vec![0; program.statements.len()],
+            bodies: Vec::new(),
+            scope: None,
         }
     }
 
@@ -81,7 +88,64 @@ impl Planner {
             .collect();
         joined.sort_unstable();
         joined.dedup();
-        Plan::new(self.program, self.ops, self.edges, joined)
+        let mut plan = Plan::new(self.program, self.ops, self.edges, joined);
+        plan.bodies = self.bodies;
+        plan
+    }
+
+    /// Plans one body of block `stmt` (branch 0: the `while` body or `then`; 1: `else`) as a
+    /// nested pipeline on the block's stream: every stream starts from the fork at the body's
+    /// start, events recorded outside are not visible, and the body issues only its own
+    /// statements.
+    fn plan_body(
+        &mut self,
+        stmt: &'static Statement,
+        branch: usize,
+        body: &mut Body<'_>,
+    ) -> Result<Plan> {
+        let Some(ranges) = stmt.kind.bodies(stmt.id) else {
+            return Err(Error::InvalidArgument(format!(
+                "a {:?} statement was issued as a device block",
+                stmt.kind
+            ))
+            .in_statement(stmt));
+        };
+        let mut nested = Planner::new(self.program);
+        nested.occurrences = std::mem::take(&mut self.occurrences);
+        nested.scope = Some(ranges[branch].clone());
+        let issued = body(&mut nested);
+        self.occurrences = std::mem::take(&mut nested.occurrences);
+        issued?;
+        Ok(nested.finish())
+    }
+
+    /// The block itself: one operation on its stream that reads the flag and touches what
+    /// every operation of its bodies touches.
+    fn block(
+        &mut self,
+        stmt: &'static Statement,
+        stream: usize,
+        flag: &DeviceFlag,
+        bodies: Vec<Plan>,
+    ) {
+        let mut accesses = vec![BufferAccess {
+            range: flag.range(),
+            mode: AccessMode::Read,
+        }];
+        for plan in &bodies {
+            for op in plan.ops() {
+                accesses.extend(op.accesses.iter().copied());
+            }
+        }
+        let block = self.ops.len();
+        self.operation(stmt, stream, accesses);
+        for (branch, plan) in bodies.into_iter().enumerate() {
+            self.bodies.push(PlanBody {
+                block,
+                branch,
+                plan,
+            });
+        }
     }
 
     /// Checks that `stmt` belongs to the program, is issued as `expected` and names a
@@ -101,6 +165,14 @@ impl Planner {
                 "the statement was issued as a `{expected}` but is a {:?}; issue each statement through the issuer method of its kind",
                 stmt.kind
             ));
+        }
+        if let Some(scope) = &self.scope {
+            if !scope.contains(&stmt.id) {
+                return fail(format!(
+                    "the statement was issued inside the body of a device block that does not hold it (the body holds statements {}..{}); issue a block's statements only in its body",
+                    scope.start, scope.end
+                ));
+            }
         }
         self.stream_index(stmt, stmt.stream, "stream")
     }
@@ -141,6 +213,9 @@ impl Planner {
         };
         let name = match stmt.kind {
             StatementKind::Launch { kernel } => format!("launch {kernel}"),
+            StatementKind::While { .. } | StatementKind::If { .. } => {
+                shorten(stmt.text.split('{').next().unwrap_or(stmt.text).trim(), 40)
+            }
             _ => shorten(stmt.text, 40),
         };
         self.ops.push(PlanOp {
@@ -274,6 +349,46 @@ impl Issuer for Planner {
             &self.snapshots[event],
             Via::Event { event, wait: stmt },
         );
+        Ok(())
+    }
+
+    fn while_loop(
+        &mut self,
+        stmt: &'static Statement,
+        flag: &DeviceFlag,
+        _limit: Option<u32>,
+        body: &mut Body<'_>,
+    ) -> Result<()> {
+        let stream = self.check(
+            stmt,
+            "while",
+            matches!(stmt.kind, StatementKind::While { .. }),
+        )?;
+        let plan = self.plan_body(stmt, 0, body)?;
+        self.block(stmt, stream, flag, vec![plan]);
+        Ok(())
+    }
+
+    fn if_else(
+        &mut self,
+        stmt: &'static Statement,
+        flag: &DeviceFlag,
+        then: &mut Body<'_>,
+        otherwise: &mut Body<'_>,
+    ) -> Result<()> {
+        let StatementKind::If {
+            otherwise: start,
+            end,
+        } = stmt.kind
+        else {
+            return self.check(stmt, "if", false).map(drop);
+        };
+        let stream = self.check(stmt, "if", true)?;
+        let mut plans = vec![self.plan_body(stmt, 0, then)?];
+        if start < end {
+            plans.push(self.plan_body(stmt, 1, otherwise)?);
+        }
+        self.block(stmt, stream, flag, plans);
         Ok(())
     }
 

@@ -7,7 +7,10 @@
 //! and `wait_stream`s; its statements are grouped into `for` loops (their bodies issued two or
 //! three times, each issue a new occurrence of the same statement) and `if`s (whose condition
 //! is fixed per program, so the statements of an `if` not taken are never issued), nested up to
-//! two deep. It can be replayed into any [`Issuer`]: the model tests replay it into a
+//! two deep. With [`RandomOptions::device_blocks`] its statements may also form device `while`
+//! loops (their flag always set, bounded by a random `limit` of 0–3) and device `if`/`else`s
+//! (their flag fixed per program), whose bodies hold no host functions and no host copies. It
+//! can be replayed into any [`Issuer`]: the model tests replay it into a
 //! [`Planner`] with plan-only kernels and memory ([`RandomProgram::plan`]), a GPU test replays
 //! the same calls into eager and capturing issuers with real ones and compares the captured
 //! graph's edges with [`Plan::edges`] and the memory an eager run and the graph's replays
@@ -40,12 +43,13 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::ffi::memory::MemoryRef;
-use crate::issue::{__private as issue, Issuer};
+use crate::ffi::KernelArg;
+use crate::issue::{__private as issue, Body, Issuer};
 use crate::memory::{
-    __private as gen, CopySource, CopyTarget, DeviceBuffer, DeviceView, PinnedBuffer,
+    __private as gen, CopySource, CopyTarget, DeviceBuffer, DeviceFlag, DeviceView, PinnedBuffer,
 };
 use crate::module::Kernel;
-use crate::operand::{Dim3, LaunchConfig};
+use crate::operand::{Dim3, FillPattern, HostFn, LaunchConfig};
 use crate::program::{AccessMode, Program, Statement, StatementKind};
 
 use super::{Plan, Planner, ProgramBuilder};
@@ -90,6 +94,9 @@ pub struct RandomOptions {
     pub conditionals: bool,
     /// Whether a `wait` may name an event not recorded earlier (a no-op by the rules).
     pub waits_on_unrecorded: bool,
+    /// Whether blocks of statements may form device `while` loops and device `if`/`else`s
+    /// (conditional nodes when captured). Off by default.
+    pub device_blocks: bool,
 }
 
 impl Default for RandomOptions {
@@ -114,6 +121,7 @@ impl Default for RandomOptions {
             loops: true,
             conditionals: true,
             waits_on_unrecorded: true,
+            device_blocks: false,
         }
     }
 }
@@ -151,7 +159,7 @@ impl Place {
 /// One issue call of a [`RandomProgram`], in issue order.
 ///
 /// Every operation carries `value`, its index in issue order: its node number in the plan.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub enum Call {
     /// `launch kernels[kernel](buffers[buffer], value)` with the whole buffer read or written.
     Launch {
@@ -204,6 +212,24 @@ pub enum Call {
     Wait(&'static Statement),
     /// `wait_stream OTHER`.
     WaitStream(&'static Statement),
+    /// A device block: `while flags[flag], limit = limit { then }` (with `limit`) or
+    /// `if flags[flag] { then } else { otherwise }` (without). `then` and `otherwise` are the
+    /// ranges of [`RandomProgram::calls`] that issue its bodies, right after this call; their
+    /// operations are numbered from 0 in each body (each body has a plan of its own).
+    Block {
+        /// The statement.
+        statement: &'static Statement,
+        /// Index into [`RandomMemory::flags`] (and [`RandomProgram::flags`]).
+        flag: usize,
+        /// The iteration limit of a `while`; `None` for an `if`.
+        limit: Option<u32>,
+        /// The `while` body or `then`.
+        then: Range<usize>,
+        /// The `else` body (empty for a `while`).
+        otherwise: Range<usize>,
+        /// This operation's index in issue order in its (possibly nested) plan.
+        value: u32,
+    },
 }
 
 impl Call {
@@ -213,7 +239,8 @@ impl Call {
             Call::Launch { statement, .. }
             | Call::Fill { statement, .. }
             | Call::Copy { statement, .. }
-            | Call::Host { statement, .. } => statement,
+            | Call::Host { statement, .. }
+            | Call::Block { statement, .. } => statement,
             Call::Record(s) | Call::Wait(s) | Call::WaitStream(s) => s,
         }
     }
@@ -224,7 +251,8 @@ impl Call {
             Call::Launch { value, .. }
             | Call::Fill { value, .. }
             | Call::Copy { value, .. }
-            | Call::Host { value, .. } => Some(value),
+            | Call::Host { value, .. }
+            | Call::Block { value, .. } => Some(value),
             Call::Record(_) | Call::Wait(_) | Call::WaitStream(_) => None,
         }
     }
@@ -250,6 +278,27 @@ pub enum Block {
         /// The body.
         body: Vec<Block>,
     },
+    /// A device `while FLAG, limit = limit { body }` whose flag stays set: the body runs
+    /// `limit` times. Statement `header` is the block itself.
+    DeviceWhile {
+        /// The block statement.
+        header: usize,
+        /// How often the body runs (0 to 3).
+        limit: u32,
+        /// The body.
+        body: Vec<Block>,
+    },
+    /// A device `if FLAG { then } else { otherwise }` with the flag fixed for the program.
+    DeviceIf {
+        /// The block statement.
+        header: usize,
+        /// Whether `then` runs (else `otherwise`).
+        taken: bool,
+        /// The `then` body.
+        then: Vec<Block>,
+        /// The `else` body (possibly empty).
+        otherwise: Vec<Block>,
+    },
 }
 
 impl Block {
@@ -261,6 +310,21 @@ impl Block {
                 let start = body.first().map_or(0, |b| b.statements().start);
                 let end = body.last().map_or(start, |b| b.statements().end);
                 start..end
+            }
+            Block::DeviceWhile { header, body, .. } => {
+                *header..body.last().map_or(header + 1, |b| b.statements().end)
+            }
+            Block::DeviceIf {
+                header,
+                then,
+                otherwise,
+                ..
+            } => {
+                let end = otherwise
+                    .last()
+                    .or(then.last())
+                    .map_or(header + 1, |b| b.statements().end);
+                *header..end
             }
         }
     }
@@ -278,6 +342,65 @@ impl Block {
                 if *taken {
                     body.iter().for_each(|b| b.issue_order(out));
                 }
+            }
+            // A block's bodies are issued once each (a capture and a plan issue them once,
+            // whatever the device later decides).
+            Block::DeviceWhile { header, body, .. } => {
+                out.push(*header);
+                body.iter().for_each(|b| b.issue_order(out));
+            }
+            Block::DeviceIf {
+                header,
+                then,
+                otherwise,
+                ..
+            } => {
+                out.push(*header);
+                then.iter().for_each(|b| b.issue_order(out));
+                otherwise.iter().for_each(|b| b.issue_order(out));
+            }
+        }
+    }
+
+    /// Marks the statements inside device block bodies, and numbers the blocks' flags.
+    fn device_bodies(&self, inside: bool, in_body: &mut [bool], flags: &mut Vec<(usize, u32)>) {
+        let mark = |r: Range<usize>, in_body: &mut [bool]| {
+            for i in r {
+                if let Some(b) = in_body.get_mut(i) {
+                    *b = true;
+                }
+            }
+        };
+        match self {
+            Block::Run(r) => {
+                if inside {
+                    mark(r.clone(), in_body);
+                }
+            }
+            Block::For { body, .. } | Block::If { body, .. } => body
+                .iter()
+                .for_each(|b| b.device_bodies(inside, in_body, flags)),
+            Block::DeviceWhile { header, body, .. } => {
+                if inside {
+                    mark(*header..header + 1, in_body);
+                }
+                flags.push((*header, 1));
+                body.iter()
+                    .for_each(|b| b.device_bodies(true, in_body, flags));
+            }
+            Block::DeviceIf {
+                header,
+                taken,
+                then,
+                otherwise,
+            } => {
+                if inside {
+                    mark(*header..header + 1, in_body);
+                }
+                flags.push((*header, u32::from(*taken)));
+                then.iter()
+                    .chain(otherwise)
+                    .for_each(|b| b.device_bodies(true, in_body, flags));
             }
         }
     }
@@ -297,6 +420,9 @@ pub struct RandomMemory<'a> {
     pub pinned: &'a [PinnedBuffer<u32>],
     /// What every host function runs, given its operation's index (nothing by default).
     pub host: RandomHostFn,
+    /// The flags of device blocks: at least [`RandomProgram::flags`]`.len()`, set to those
+    /// values before a run (see [`RandomProgram::set_flags`]).
+    pub flags: &'a [DeviceFlag],
 }
 
 impl<'a> RandomMemory<'a> {
@@ -306,7 +432,13 @@ impl<'a> RandomMemory<'a> {
             buffers,
             pinned,
             host: Arc::new(|_| {}),
+            flags: &[],
         }
+    }
+
+    /// The same memory, with `flags` for the device blocks.
+    pub fn with_flags(self, flags: &'a [DeviceFlag]) -> Self {
+        RandomMemory { flags, ..self }
     }
 
     /// The same memory, with host functions that run `f(operation index)`.
@@ -343,11 +475,16 @@ pub struct RandomProgram {
     /// The program (leaked, as every program is `'static`).
     pub program: &'static Program,
     /// The program's control structure: every statement belongs to exactly one
-    /// [`Block::Run`], in source order.
+    /// [`Block::Run`], in source order, except device blocks' own statements (their
+    /// `header`s).
     pub blocks: Vec<Block>,
     /// The issue calls, in order: statements inside loops appear once per iteration,
-    /// statements inside `if`s not taken never.
+    /// statements inside `if`s not taken never; a device block's call is followed by the calls
+    /// of its bodies (once each).
     pub calls: Vec<Call>,
+    /// The value each device block's flag holds (by flag index): 1 for a `while` (its limit
+    /// ends it), whether it is taken for an `if`.
+    flag_values: Vec<u32>,
 }
 
 /// What one statement does, as generated.
@@ -369,6 +506,8 @@ enum Work {
     },
     Host,
     Order,
+    /// A device block.
+    Block,
 }
 
 /// The sizes a program was generated for, after clamping.
@@ -444,6 +583,24 @@ impl RandomProgram {
         for &id in &order {
             issued[id] = true;
         }
+        let mut in_body = vec![false; statement_count];
+        let mut headers: Vec<(usize, u32)> = Vec::new();
+        blocks
+            .iter()
+            .for_each(|b| b.device_bodies(false, &mut in_body, &mut headers));
+        let mut header_of = vec![None; statement_count];
+        for (flag, &(h, _)) in headers.iter().enumerate() {
+            header_of[h] = Some(flag);
+        }
+        let mut extents = vec![None; statement_count];
+        blocks.iter().for_each(|b| block_extents(b, &mut extents));
+        // Inside device bodies: no host functions, no host copies.
+        let body_options = RandomOptions {
+            host_fns: false,
+            host_copies: false,
+            ..options.clone()
+        };
+        let body_shape = Shape { pinned: 0, ..shape };
 
         let mut b = ProgramBuilder::new(&format!("Random{seed:#x}"));
         b.file(&format!("<random program {seed:#x}>"));
@@ -458,8 +615,16 @@ impl RandomProgram {
         // statements that are issued.
         let mut work: Vec<Work> = Vec::with_capacity(statement_count);
         let mut recorded = vec![false; event_count];
-        for &issued in &issued {
+        for (id, &issued) in issued.iter().enumerate() {
             let stream = rng.below(stream_count);
+            if let (Some(flag), Some((otherwise, end))) = (header_of[id], extents[id]) {
+                match otherwise {
+                    None => b.while_block(stream, &format!("f{flag}"), end),
+                    Some(o) => b.if_block(stream, &format!("f{flag}"), o, end),
+                };
+                work.push(Work::Block);
+                continue;
+            }
             let roll = rng.below(100);
             let event = (event_count > 0).then(|| rng.below(event_count));
             let other = (stream + 1 + rng.below(stream_count.max(2) - 1)) % stream_count;
@@ -482,7 +647,11 @@ impl RandomProgram {
                 }
                 _ => {}
             }
-            let w = operation(&mut rng, &options, shape);
+            let w = if in_body[id] {
+                operation(&mut rng, &body_options, body_shape)
+            } else {
+                operation(&mut rng, &options, shape)
+            };
             let name = |p: Place| {
                 if p.pinned {
                     format!("h{}", p.buffer)
@@ -502,8 +671,8 @@ impl RandomProgram {
                 ),
                 Work::Fill { buffer, .. } => b.fill(stream, &format!("b{buffer}")),
                 Work::Copy { dst, src } => b.copy(stream, &name(dst), &name(src)),
-                // `operation` makes no `Order`.
-                Work::Host | Work::Order => b.host(stream),
+                // `operation` makes no `Order` nor `Block`.
+                Work::Host | Work::Order | Work::Block => b.host(stream),
             };
             work.push(w);
         }
@@ -511,59 +680,49 @@ impl RandomProgram {
 
         let mut calls = Vec::with_capacity(order.len());
         let mut ops = 0u32;
-        for id in order {
-            let statement = &program.statements[id];
-            let value = ops;
-            let call = match (statement.kind, work[id]) {
-                (
-                    StatementKind::Launch { .. },
-                    Work::Launch {
-                        kernel,
-                        buffer,
-                        mode,
-                    },
-                ) => Call::Launch {
-                    statement,
-                    kernel,
-                    buffer,
-                    mode,
-                    value,
-                },
-                (StatementKind::Fill, Work::Fill { buffer, start, end }) => Call::Fill {
-                    statement,
-                    buffer,
-                    start,
-                    end,
-                    value,
-                },
-                (StatementKind::Copy, Work::Copy { dst, src }) => Call::Copy {
-                    statement,
-                    dst,
-                    src,
-                    value,
-                },
-                (StatementKind::Host, _) => Call::Host { statement, value },
-                (StatementKind::Record { .. }, _) => Call::Record(statement),
-                (StatementKind::Wait { .. }, _) => Call::Wait(statement),
-                _ => Call::WaitStream(statement),
-            };
-            if call.value().is_some() {
-                ops += 1;
-            }
-            calls.push(call);
-        }
+        emit(&blocks, program, &work, &headers, &mut calls, &mut ops);
         RandomProgram {
             seed,
             options,
             program,
             blocks,
             calls,
+            flag_values: headers.iter().map(|&(_, v)| v).collect(),
         }
     }
 
-    /// The number of operations (launches, fills, copies and host functions) the calls issue.
+    /// The values of the device blocks' flags, by flag index: what
+    /// [`RandomMemory::flags`] must hold before each run.
+    pub fn flags(&self) -> &[u32] {
+        &self.flag_values
+    }
+
+    /// Sets `flags` (at least [`flags`](Self::flags)`.len()` of them) to their values.
+    pub fn set_flags(&self, flags: &mut [DeviceFlag]) -> Result<()> {
+        if flags.len() < self.flag_values.len() {
+            return Err(self.missing("device flag", flags.len(), self.flag_values.len()));
+        }
+        for (flag, &v) in flags.iter_mut().zip(&self.flag_values) {
+            flag.set(v)?;
+        }
+        Ok(())
+    }
+
+    /// The number of operations (launches, fills, copies, host functions and device blocks)
+    /// the calls issue, not counting those inside device blocks' bodies: the plan's length.
     pub fn operation_count(&self) -> usize {
-        self.calls.iter().filter(|c| c.value().is_some()).count()
+        let mut count = 0;
+        let mut i = 0;
+        while let Some(call) = self.calls.get(i) {
+            count += usize::from(call.value().is_some());
+            i = match call {
+                Call::Block {
+                    then, otherwise, ..
+                } => then.end.max(otherwise.end).max(i + 1),
+                _ => i + 1,
+            };
+        }
+        count
     }
 
     /// The statements never issued (those inside `if`s not taken), in source order.
@@ -658,7 +817,8 @@ impl RandomProgram {
 
     /// Issues every call into `issuer` as [`replay`](Self::replay) does, except launches:
     /// `launch(issuer, call)` issues each [`Call::Launch`], as the test likes (its accesses
-    /// should be the call's buffer and mode, for the plan to match).
+    /// should be the call's buffer and mode, for the plan to match). Inside device blocks'
+    /// bodies the issuer is the one the block hands its body, hence `&mut dyn Issuer`.
     pub fn replay_with<I, L>(
         &self,
         issuer: &mut I,
@@ -667,10 +827,24 @@ impl RandomProgram {
     ) -> Result<()>
     where
         I: Issuer + ?Sized,
-        L: FnMut(&mut I, &Call) -> Result<()>,
+        L: FnMut(&mut dyn Issuer, &Call) -> Result<()>,
     {
         self.check_memory(memory)?;
-        for call in &self.calls {
+        let mut forward = Forward(issuer);
+        self.replay_calls(&mut forward, 0..self.calls.len(), memory, &mut launch)
+    }
+
+    fn replay_calls(
+        &self,
+        issuer: &mut dyn Issuer,
+        range: Range<usize>,
+        memory: &RandomMemory<'_>,
+        launch: &mut dyn FnMut(&mut dyn Issuer, &Call) -> Result<()>,
+    ) -> Result<()> {
+        let mut i = range.start;
+        while i < range.end {
+            let call = &self.calls[i];
+            i += 1;
             match *call {
                 Call::Launch { .. } => launch(issuer, call)?,
                 Call::Fill {
@@ -708,6 +882,41 @@ impl RandomProgram {
                 Call::Record(s) => issuer.record(s)?,
                 Call::Wait(s) => issuer.wait(s)?,
                 Call::WaitStream(s) => issuer.wait_stream(s)?,
+                Call::Block {
+                    statement,
+                    flag,
+                    limit,
+                    ref then,
+                    ref otherwise,
+                    ..
+                } => {
+                    let f = memory.flags.get(flag).ok_or_else(|| {
+                        self.missing("device flag", memory.flags.len(), flag + 1)
+                            .in_statement(statement)
+                    })?;
+                    let (then, otherwise) = (then.clone(), otherwise.clone());
+                    i = i.max(then.end).max(otherwise.end);
+                    let mut first = |inner: &mut dyn Issuer| {
+                        self.replay_calls(inner, then.clone(), memory, &mut *launch)
+                    };
+                    match limit {
+                        Some(_) => issuer.while_loop(statement, f, limit, &mut first)?,
+                        None => {
+                            // Both closures borrow `launch`; run them through one cell.
+                            let launch = std::cell::RefCell::new(&mut *launch);
+                            let mut a = |inner: &mut dyn Issuer| {
+                                let mut l = launch.borrow_mut();
+                                self.replay_calls(inner, then.clone(), memory, &mut **l)
+                            };
+                            let mut b = |inner: &mut dyn Issuer| {
+                                let mut l = launch.borrow_mut();
+                                self.replay_calls(inner, otherwise.clone(), memory, &mut **l)
+                            };
+                            let (a, b): (&mut Body<'_>, &mut Body<'_>) = (&mut a, &mut b);
+                            issuer.if_else(statement, f, a, b)?
+                        }
+                    }
+                }
             }
         }
         Ok(())
@@ -724,11 +933,14 @@ impl RandomProgram {
         let pinned: Vec<PinnedBuffer<u32>> = (0..self.pinned())
             .map(|_| PinnedBuffer::for_planning(self.pinned_len()))
             .collect::<Result<_>>()?;
+        let flags: Vec<DeviceFlag> = (0..self.flag_values.len())
+            .map(|_| DeviceFlag::for_planning())
+            .collect::<Result<_>>()?;
         let mut planner = Planner::new(self.program);
         self.replay(
             &mut planner,
             &kernels,
-            &RandomMemory::new(&buffers, &pinned),
+            &RandomMemory::new(&buffers, &pinned).with_flags(&flags),
             Self::launch_config(),
         )?;
         Ok(planner.finish())
@@ -830,6 +1042,7 @@ fn structure(
         let len = rng.between(1, (range.end - at).min(12));
         let part = at..at + len;
         let nest = depth < RandomProgram::MAX_NESTING;
+        let device = nest && options.device_blocks && len >= 2;
         let block = match rng.below(5) {
             0 if nest && options.loops => Block::For {
                 times: rng.between(2, 3),
@@ -839,6 +1052,20 @@ fn structure(
                 taken: rng.below(2) == 0,
                 body: structure(rng, options, part, depth + 1),
             },
+            2 if device => Block::DeviceWhile {
+                header: part.start,
+                limit: rng.below(4) as u32,
+                body: structure(rng, options, part.start + 1..part.end, depth + 1),
+            },
+            3 if device => {
+                let mid = rng.between(part.start + 1, part.end);
+                Block::DeviceIf {
+                    header: part.start,
+                    taken: rng.below(2) == 0,
+                    then: structure(rng, options, part.start + 1..mid, depth + 1),
+                    otherwise: structure(rng, options, mid..part.end, depth + 1),
+                }
+            }
             _ => Block::Run(part),
         };
         // Consecutive runs are one run.
@@ -849,6 +1076,217 @@ fn structure(
         at += len;
     }
     blocks
+}
+
+/// For each device block header: `(None, end)` for a `while`, `(Some(otherwise), end)` for an
+/// `if`.
+fn block_extents(block: &Block, out: &mut [Option<(Option<usize>, usize)>]) {
+    match block {
+        Block::Run(_) => {}
+        Block::For { body, .. } | Block::If { body, .. } => {
+            body.iter().for_each(|b| block_extents(b, out))
+        }
+        Block::DeviceWhile { header, body, .. } => {
+            out[*header] = Some((None, block.statements().end));
+            body.iter().for_each(|b| block_extents(b, out));
+        }
+        Block::DeviceIf {
+            header,
+            then,
+            otherwise,
+            ..
+        } => {
+            let end = block.statements().end;
+            let mid = otherwise.first().map_or(end, |b| b.statements().start);
+            out[*header] = Some((Some(mid), end));
+            then.iter()
+                .chain(otherwise)
+                .for_each(|b| block_extents(b, out));
+        }
+    }
+}
+
+/// The calls of `blocks` in issue order, operations numbered from `*ops` (each device body
+/// numbers its own from 0).
+fn emit(
+    blocks: &[Block],
+    program: &'static Program,
+    work: &[Work],
+    headers: &[(usize, u32)],
+    calls: &mut Vec<Call>,
+    ops: &mut u32,
+) {
+    for block in blocks {
+        match block {
+            Block::Run(r) => {
+                for id in r.clone() {
+                    let call = call_of(program, id, work[id], *ops);
+                    if call.value().is_some() {
+                        *ops += 1;
+                    }
+                    calls.push(call);
+                }
+            }
+            Block::For { times, body } => {
+                for _ in 0..*times {
+                    emit(body, program, work, headers, calls, ops);
+                }
+            }
+            Block::If { taken, body } => {
+                if *taken {
+                    emit(body, program, work, headers, calls, ops);
+                }
+            }
+            Block::DeviceWhile {
+                header,
+                limit,
+                body,
+            } => {
+                let at = calls.len();
+                let statement = &program.statements[*header];
+                let flag = headers.iter().position(|&(h, _)| h == *header).unwrap_or(0);
+                calls.push(Call::Record(statement));
+                let mut inner = 0;
+                emit(body, program, work, headers, calls, &mut inner);
+                let end = calls.len();
+                calls[at] = Call::Block {
+                    statement,
+                    flag,
+                    limit: Some(*limit),
+                    then: at + 1..end,
+                    otherwise: end..end,
+                    value: *ops,
+                };
+                *ops += 1;
+            }
+            Block::DeviceIf {
+                header,
+                then,
+                otherwise,
+                ..
+            } => {
+                let at = calls.len();
+                let statement = &program.statements[*header];
+                let flag = headers.iter().position(|&(h, _)| h == *header).unwrap_or(0);
+                calls.push(Call::Record(statement));
+                let mut inner = 0;
+                emit(then, program, work, headers, calls, &mut inner);
+                let mid = calls.len();
+                let mut inner = 0;
+                emit(otherwise, program, work, headers, calls, &mut inner);
+                let end = calls.len();
+                calls[at] = Call::Block {
+                    statement,
+                    flag,
+                    limit: None,
+                    then: at + 1..mid,
+                    otherwise: mid..end,
+                    value: *ops,
+                };
+                *ops += 1;
+            }
+        }
+    }
+}
+
+/// The call of statement `id`, which generated as `work`, numbered `value` if an operation.
+fn call_of(program: &'static Program, id: usize, work: Work, value: u32) -> Call {
+    let statement = &program.statements[id];
+    match (statement.kind, work) {
+        (
+            StatementKind::Launch { .. },
+            Work::Launch {
+                kernel,
+                buffer,
+                mode,
+            },
+        ) => Call::Launch {
+            statement,
+            kernel,
+            buffer,
+            mode,
+            value,
+        },
+        (StatementKind::Fill, Work::Fill { buffer, start, end }) => Call::Fill {
+            statement,
+            buffer,
+            start,
+            end,
+            value,
+        },
+        (StatementKind::Copy, Work::Copy { dst, src }) => Call::Copy {
+            statement,
+            dst,
+            src,
+            value,
+        },
+        (StatementKind::Host, _) => Call::Host { statement, value },
+        (StatementKind::Record { .. }, _) => Call::Record(statement),
+        (StatementKind::Wait { .. }, _) => Call::Wait(statement),
+        _ => Call::WaitStream(statement),
+    }
+}
+
+/// Forwards every issuer call to a possibly unsized issuer, so that it can be handed on as
+/// `&mut dyn Issuer`.
+struct Forward<'a, I: Issuer + ?Sized>(&'a mut I);
+
+impl<I: Issuer + ?Sized> Issuer for Forward<'_, I> {
+    fn launch(
+        &mut self,
+        stmt: &'static Statement,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Result<()> {
+        self.0.launch(stmt, kernel, config, args)
+    }
+    fn copy(
+        &mut self,
+        stmt: &'static Statement,
+        dst: MemoryRef<'_>,
+        src: MemoryRef<'_>,
+    ) -> Result<()> {
+        self.0.copy(stmt, dst, src)
+    }
+    fn fill(
+        &mut self,
+        stmt: &'static Statement,
+        dst: MemoryRef<'_>,
+        pattern: FillPattern,
+    ) -> Result<()> {
+        self.0.fill(stmt, dst, pattern)
+    }
+    fn host(&mut self, stmt: &'static Statement, f: HostFn) -> Result<()> {
+        self.0.host(stmt, f)
+    }
+    fn record(&mut self, stmt: &'static Statement) -> Result<()> {
+        self.0.record(stmt)
+    }
+    fn wait(&mut self, stmt: &'static Statement) -> Result<()> {
+        self.0.wait(stmt)
+    }
+    fn wait_stream(&mut self, stmt: &'static Statement) -> Result<()> {
+        self.0.wait_stream(stmt)
+    }
+    fn while_loop(
+        &mut self,
+        stmt: &'static Statement,
+        flag: &DeviceFlag,
+        limit: Option<u32>,
+        body: &mut Body<'_>,
+    ) -> Result<()> {
+        self.0.while_loop(stmt, flag, limit, body)
+    }
+    fn if_else(
+        &mut self,
+        stmt: &'static Statement,
+        flag: &DeviceFlag,
+        then: &mut Body<'_>,
+        otherwise: &mut Body<'_>,
+    ) -> Result<()> {
+        self.0.if_else(stmt, flag, then, otherwise)
+    }
 }
 
 /// A random element range of `len` elements: the whole of it, or (when `sub`) half the time

@@ -1,0 +1,540 @@
+//! Device `while` / `if` blocks in a capture: CUDA conditional nodes (CUDA 12.4+).
+//!
+//! A block is captured as (DESIGN.md §6): a tiny built-in kernel that copies the block's
+//! [`crate::DeviceFlag`] into a conditional handle, then a conditional node (`WHILE`, or `IF`
+//! with an optional else body) whose body graphs are captured on streams of their own with
+//! `cuStreamBeginCaptureToGraph`; an `if` with an `else` is two `IF` nodes after one kernel
+//! that sets their handles to "flag non-zero" and "flag zero" (an `IF` node with an else
+//! graph, run inside a `WHILE` body with its else taken, did not complete on driver 580); at the end of a `while` body a second built-in kernel reads
+//! the flag again (and counts iterations for `limit`). User kernels never see the handle.
+//!
+//! The built-in kernels are compiled with NVRTC to PTX once per context and cached; the driver
+//! resolves `cudaGraphSetConditional` when it loads the PTX.
+
+use std::ffi::CString;
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::sys;
+use cudarc::driver::{CudaContext, CudaStream, DriverError};
+
+use super::ensure_current;
+use super::graph::{capture_tip, CaptureModeRaw, CaptureStatus, NodeHandle, OwnedGraph};
+use super::launch::{
+    launch_kernel, load_module, module_function, CodeOwner, KernelArg, LoadedFunction,
+};
+use super::memory::Holder;
+use super::{nvrtc_compile_ptx, CompileFailure, ModuleImage};
+use crate::error::{CaptureFault, Error, Result};
+use crate::operand::{Dim3, LaunchConfig};
+
+/// The built-in kernels. `begin` runs before the conditional node, `next` at the end of each
+/// `while` iteration; both set the handle to "flag non-zero and (unbounded or under the
+/// limit)". `begin` resets the iteration counter.
+const SOURCE: &str = r#"
+typedef unsigned long long streamgraph_handle;
+#ifdef STREAMGRAPH_DEVICE_RUNTIME_HEADER
+#include <cuda_device_runtime_api.h>
+#else
+extern "C" __device__ void cudaGraphSetConditional(streamgraph_handle handle, unsigned int value);
+#endif
+
+extern "C" __global__ void streamgraph_cond_begin(streamgraph_handle handle,
+        const volatile unsigned int* flag, unsigned int* counter,
+        unsigned int limit, unsigned int bounded) {
+    unsigned int go = *flag != 0u;
+    if (bounded) {
+        *counter = 0u;
+        if (limit == 0u) go = 0u;
+    }
+    cudaGraphSetConditional(handle, go);
+}
+
+extern "C" __global__ void streamgraph_cond_branch(streamgraph_handle then_handle,
+        streamgraph_handle else_handle, const volatile unsigned int* flag) {
+    unsigned int go = *flag != 0u;
+    cudaGraphSetConditional(then_handle, go);
+    cudaGraphSetConditional(else_handle, go ? 0u : 1u);
+}
+
+extern "C" __global__ void streamgraph_cond_nop() {}
+
+extern "C" __global__ void streamgraph_cond_next(streamgraph_handle handle,
+        const volatile unsigned int* flag, unsigned int* counter,
+        unsigned int limit, unsigned int bounded) {
+    unsigned int go = *flag != 0u;
+    if (bounded) {
+        unsigned int c = *counter + 1u;
+        *counter = c;
+        if (c >= limit) go = 0u;
+    }
+    cudaGraphSetConditional(handle, go);
+}
+"#;
+
+/// The built-in kernels of one context.
+#[derive(Debug)]
+pub(crate) struct CondKernels {
+    begin: LoadedFunction,
+    branch: LoadedFunction,
+    next: LoadedFunction,
+    nop: LoadedFunction,
+}
+
+impl CondKernels {
+    /// The module holding them (a graph that launches them keeps it).
+    pub(crate) fn module(&self) -> &CodeOwner {
+        self.begin.module()
+    }
+}
+
+/// The contexts' built-in kernels, compiled once each.
+static KERNELS: Mutex<Vec<(usize, Arc<CondKernels>)>> = Mutex::new(Vec::new());
+
+/// The built-in kernels of `ctx`, compiled and loaded on first use.
+///
+/// Errors: [`Error::NoNvrtc`] without NVRTC, [`Error::Compile`] when no way of declaring
+/// `cudaGraphSetConditional` compiles (the log of each attempt is kept).
+pub(crate) fn kernels(ctx: &Arc<CudaContext>) -> Result<Arc<CondKernels>> {
+    let key = ctx.cu_ctx() as usize;
+    {
+        let cache = KERNELS.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, k)) = cache.iter().find(|(c, _)| *c == key) {
+            return Ok(k.clone());
+        }
+    }
+    let built = Arc::new(build(ctx)?);
+    let mut cache = KERNELS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, k)) = cache.iter().find(|(c, _)| *c == key) {
+        return Ok(k.clone());
+    }
+    cache.push((key, built.clone()));
+    Ok(built)
+}
+
+/// Where the CUDA headers may be, for the fallback that includes the device runtime's header.
+fn include_dirs() -> Vec<String> {
+    let mut dirs = Vec::new();
+    for var in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {
+        if let Ok(v) = std::env::var(var) {
+            dirs.push(format!("{}/include", v.trim_end_matches('/')));
+        }
+    }
+    dirs.push("/usr/local/cuda/include".into());
+    dirs
+}
+
+fn build(ctx: &Arc<CudaContext>) -> Result<CondKernels> {
+    if !super::nvrtc_present() {
+        return Err(Error::NoNvrtc {
+            searched: super::searched_names("nvrtc"),
+        });
+    }
+    ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+    let (major, minor) = ctx
+        .compute_capability()
+        .map_err(|e| Error::driver("cuDeviceGetAttribute", e))?;
+    let c = |s: String| {
+        CString::new(s).map_err(|_| Error::InvalidArgument("an NVRTC option holds a NUL".into()))
+    };
+    let arch = c(format!("--gpu-architecture=compute_{major}{minor}"))?;
+    // Own declaration first (no headers needed), then the device runtime's header.
+    let mut attempts: Vec<Vec<CString>> = vec![
+        vec![arch.clone(), c("--relocatable-device-code=true".into())?],
+        vec![arch.clone()],
+    ];
+    for dir in include_dirs() {
+        if std::path::Path::new(&dir)
+            .join("cuda_device_runtime_api.h")
+            .exists()
+        {
+            attempts.push(vec![
+                arch.clone(),
+                c(format!("--include-path={dir}"))?,
+                c("--define-macro=STREAMGRAPH_DEVICE_RUNTIME_HEADER".into())?,
+            ]);
+        }
+    }
+    let name = c("streamgraph_conditional".into())?;
+    let source = c(SOURCE.into())?;
+    let mut logs = Vec::new();
+    for options in attempts {
+        let ptx = match nvrtc_compile_ptx(&name, &source, &options) {
+            Ok(ptx) => ptx,
+            Err(CompileFailure::Log(log)) | Err(CompileFailure::Call(_, log)) => {
+                logs.push(format!("{options:?}: {log}"));
+                continue;
+            }
+        };
+        let module = match load_module(ctx, ModuleImage::Ptx(&ptx)) {
+            Ok(m) => m,
+            Err(e) => {
+                logs.push(format!("{options:?}: cuModuleLoadData failed: {e:?}"));
+                continue;
+            }
+        };
+        let function = |n: &str| -> Result<LoadedFunction> {
+            module_function(&module, n)
+                .map_err(|e| Error::driver("cuModuleGetFunction", e))?
+                .ok_or_else(|| Error::KernelNotFound {
+                    module: "streamgraph_conditional".into(),
+                    name: n.into(),
+                })
+        };
+        return Ok(CondKernels {
+            begin: function("streamgraph_cond_begin")?,
+            branch: function("streamgraph_cond_branch")?,
+            next: function("streamgraph_cond_next")?,
+            nop: function("streamgraph_cond_nop")?,
+        });
+    }
+    Err(Error::Compile {
+        module: "streamgraph_conditional (built-in kernels of device `while`/`if` blocks)".into(),
+        log: logs.join("\n"),
+    })
+}
+
+/// A conditional node's body graph. The node owns it (it is destroyed with the graph); it is
+/// only meaningful while the graph it belongs to lives, which [`OwnedGraph`] checks by
+/// identity before it reads one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BodyGraph {
+    pub(super) raw: sys::CUgraph,
+    /// The outermost graph of the capture, as an identity.
+    pub(super) root: usize,
+}
+
+// SAFETY: an opaque driver handle that Rust never dereferences; it is only passed to the
+// driver through `OwnedGraph`, which checks that it belongs to that (live) graph.
+unsafe impl Send for BodyGraph {}
+// SAFETY: as above.
+unsafe impl Sync for BodyGraph {}
+
+/// Which conditional node a block is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CondKind {
+    /// `while`.
+    While,
+    /// `if`, with or without an `else` body.
+    If {
+        /// Whether there is an `else` body (the node gets two body graphs).
+        otherwise: bool,
+    },
+}
+
+/// The device words a block's built-in kernels use: the flag's value and counter addresses,
+/// and the iteration limit.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CondFlag {
+    pub(crate) value: u64,
+    pub(crate) counter: u64,
+    pub(crate) limit: Option<u32>,
+}
+
+/// A conditional node just added to a capture.
+#[derive(Debug)]
+pub(crate) struct Conditional {
+    /// The built-in kernel node before it.
+    pub(crate) begin: NodeHandle,
+    /// The conditional node.
+    pub(crate) node: NodeHandle,
+    /// The second `IF` node of an `if` with an `else` (its body is the `else`).
+    pub(crate) second: Option<NodeHandle>,
+    /// Its body graphs (one, or two for an `if` with `else`).
+    pub(crate) bodies: Vec<BodyGraph>,
+    /// The conditional handle, for the kernel at the end of each `while` iteration.
+    pub(crate) handle: u64,
+}
+
+fn one_thread() -> LaunchConfig {
+    LaunchConfig {
+        grid: Dim3::from(1),
+        block: Dim3::from(1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// Launches built-in kernel `func` with `(handle, flag, counter, limit, bounded)`.
+fn launch_builtin(
+    func: &LoadedFunction,
+    stream: &CudaStream,
+    handle: u64,
+    flag: &CondFlag,
+) -> Result<(), DriverError> {
+    let (limit, bounded) = match flag.limit {
+        Some(n) => (n, 1u32),
+        None => (0u32, 0u32),
+    };
+    let args = [
+        KernelArg::by_ref(&handle, None, Holder::FOREIGN),
+        KernelArg::by_ref(&flag.value, None, Holder::FOREIGN),
+        KernelArg::by_ref(&flag.counter, None, Holder::FOREIGN),
+        KernelArg::by_ref(&limit, None, Holder::FOREIGN),
+        KernelArg::by_ref(&bounded, None, Holder::FOREIGN),
+    ];
+    // The built-in kernels take (u64, pointer, pointer, u32, u32): exactly these values.
+    launch_kernel(func, stream, &one_thread(), &args)
+}
+
+fn tip_node(stream: &CudaStream) -> Result<NodeHandle> {
+    let tip = capture_tip(stream).map_err(|e| Error::driver("cuStreamGetCaptureInfo", e))?;
+    match tip.status {
+        CaptureStatus::Active => {}
+        CaptureStatus::Invalidated => return Err(Error::capture(CaptureFault::Invalidated)),
+        CaptureStatus::None => return Err(Error::capture(CaptureFault::Unjoined)),
+    }
+    tip.single.ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "after the built-in kernel the capturing stream depends on {} nodes instead of one; the stream was used by other code during the capture",
+            tip.count
+        ))
+    })
+}
+
+/// Adds a block at the tip of the capturing `stream`: the built-in `begin` kernel, then a
+/// conditional node of `kind` after it, which becomes the stream's only dependency. `parent`
+/// is the body graph the stream captures into, when the block is nested in another.
+///
+/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
+pub(crate) fn add_conditional(
+    stream: &CudaStream,
+    kernels: &CondKernels,
+    kind: CondKind,
+    flag: &CondFlag,
+    parent: Option<BodyGraph>,
+) -> Result<Conditional> {
+    let ctx = stream.context();
+    ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    let mut graph: sys::CUgraph = std::ptr::null_mut();
+    let mut deps: *const sys::CUgraphNode = std::ptr::null();
+    let mut count: usize = 0;
+    // SAFETY: `stream` owns its live handle; every out-pointer is valid for the call; the
+    // outputs not wanted (id, edge data) are null, which the driver allows.
+    unsafe {
+        sys::cuStreamGetCaptureInfo_v3(
+            stream.cu_stream(),
+            &mut status,
+            std::ptr::null_mut(),
+            &mut graph,
+            &mut deps,
+            std::ptr::null_mut(),
+            &mut count,
+        )
+    }
+    .result()
+    .map_err(|e| Error::driver("cuStreamGetCaptureInfo", e))?;
+    match CaptureStatus::from(status) {
+        CaptureStatus::Active if !graph.is_null() => {}
+        CaptureStatus::Invalidated => return Err(Error::capture(CaptureFault::Invalidated)),
+        _ => return Err(Error::capture(CaptureFault::Unjoined)),
+    }
+    let create = || -> Result<sys::CUgraphConditionalHandle> {
+        let mut handle: sys::CUgraphConditionalHandle = 0;
+        // SAFETY: `graph` is the graph `stream` is capturing into (alive while the capture
+        // runs); `ctx` is the stream's live context; `handle` is a valid out-pointer.
+        unsafe { sys::cuGraphConditionalHandleCreate(&mut handle, graph, ctx.cu_ctx(), 0, 0) }
+            .result()
+            .map_err(|e| Error::driver("cuGraphConditionalHandleCreate", e))?;
+        Ok(handle)
+    };
+    let handle = create()?;
+    let (type_, handles) = match kind {
+        CondKind::While => {
+            launch_builtin(&kernels.begin, stream, handle, flag)
+                .map_err(|e| Error::driver("cuLaunchKernel", e))?;
+            (
+                sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_WHILE,
+                vec![handle],
+            )
+        }
+        CondKind::If { otherwise: false } => {
+            launch_builtin(&kernels.begin, stream, handle, flag)
+                .map_err(|e| Error::driver("cuLaunchKernel", e))?;
+            (
+                sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_IF,
+                vec![handle],
+            )
+        }
+        CondKind::If { otherwise: true } => {
+            let other = create()?;
+            let args = [
+                KernelArg::by_ref(&handle, None, Holder::FOREIGN),
+                KernelArg::by_ref(&other, None, Holder::FOREIGN),
+                KernelArg::by_ref(&flag.value, None, Holder::FOREIGN),
+            ];
+            // The branch kernel takes (u64, u64, pointer): exactly these values.
+            launch_kernel(&kernels.branch, stream, &one_thread(), &args)
+                .map_err(|e| Error::driver("cuLaunchKernel", e))?;
+            (
+                sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_IF,
+                vec![handle, other],
+            )
+        }
+    };
+    let begin = tip_node(stream)?;
+    let root = parent.map_or(graph as usize, |p| p.root);
+    let mut nodes = Vec::with_capacity(handles.len());
+    let mut bodies = Vec::with_capacity(handles.len());
+    for &h in &handles {
+        // SAFETY: `CUgraphNodeParams` is a plain C struct (integers, raw pointers and a union
+        // of such), for which all-zero bytes are a valid value, the documented way to
+        // initialise it.
+        let mut params: sys::CUgraphNodeParams = unsafe { std::mem::zeroed() };
+        params.type_ = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_CONDITIONAL;
+        params.__bindgen_anon_1.conditional = sys::CUDA_CONDITIONAL_NODE_PARAMS {
+            handle: h,
+            type_,
+            size: 1,
+            phGraph_out: std::ptr::null_mut(),
+            ctx: ctx.cu_ctx(),
+        };
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        let dep = begin.raw();
+        // SAFETY: `graph` is live (capturing); `dep` is a node of it (the kernel just
+        // captured into it); `params` is initialised for a conditional node of this context;
+        // the driver writes the node and the body graph array it owns into `node` and
+        // `params`.
+        unsafe { sys::cuGraphAddNode_v2(&mut node, graph, &dep, std::ptr::null(), 1, &mut params) }
+            .result()
+            .map_err(|e| Error::driver("cuGraphAddNode", e))?;
+        // SAFETY: the union member written above is the one the driver filled in.
+        let out = unsafe { params.__bindgen_anon_1.conditional.phGraph_out };
+        if out.is_null() {
+            return Err(Error::InvalidArgument(
+                "the driver returned no body graph for a conditional node".into(),
+            ));
+        }
+        // SAFETY: the driver returned an array of `size` (= 1) body graphs at `out`, owned by
+        // the node (alive with `graph`); it is read at once.
+        let raw = unsafe { *out };
+        bodies.push(BodyGraph { raw, root });
+        nodes.push(node);
+    }
+    let count = nodes.len();
+    // SAFETY: `stream` is capturing into `graph`, of which `nodes` (the new nodes) are nodes;
+    // the array holds `count` of them.
+    unsafe {
+        sys::cuStreamUpdateCaptureDependencies_v2(
+            stream.cu_stream(),
+            nodes.as_mut_ptr(),
+            std::ptr::null(),
+            count,
+            sys::CUstreamUpdateCaptureDependencies_flags::CU_STREAM_SET_CAPTURE_DEPENDENCIES as u32,
+        )
+    }
+    .result()
+    .map_err(|e| Error::driver("cuStreamUpdateCaptureDependencies", e))?;
+    let mut handles_of = nodes
+        .into_iter()
+        .map(|n| NodeHandle::new(n, std::ptr::null_mut()));
+    let node = handles_of.next().ok_or_else(|| {
+        Error::InvalidArgument("no conditional node was added for a device block".into())
+    })?;
+    Ok(Conditional {
+        begin,
+        node,
+        second: handles_of.next(),
+        bodies,
+        handle,
+    })
+}
+
+/// Starts capturing `stream` (not capturing yet) into `body`, with no dependencies.
+///
+/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
+pub(crate) fn begin_body_capture(
+    stream: &CudaStream,
+    body: BodyGraph,
+    mode: CaptureModeRaw,
+) -> Result<()> {
+    ensure_current(stream.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+    // SAFETY: `body` is the body graph of a conditional node added to the capture under way
+    // (alive with it); `stream` owns its live handle; no dependencies are passed.
+    unsafe {
+        sys::cuStreamBeginCaptureToGraph(
+            stream.cu_stream(),
+            body.raw,
+            std::ptr::null(),
+            std::ptr::null(),
+            0,
+            mode.raw(),
+        )
+    }
+    .result()
+    .map_err(|e| Error::driver("cuStreamBeginCaptureToGraph", e))
+}
+
+/// Launches the `next` kernel of a `while` at the tip of the body capture on `stream`; returns
+/// its node.
+pub(crate) fn launch_next(
+    stream: &CudaStream,
+    kernels: &CondKernels,
+    handle: u64,
+    flag: &CondFlag,
+) -> Result<NodeHandle> {
+    launch_builtin(&kernels.next, stream, handle, flag)
+        .map_err(|e| Error::driver("cuLaunchKernel", e))?;
+    tip_node(stream)
+}
+
+/// Ends the body capture on `stream`. The body graph stays its node's: nothing is destroyed
+/// here, whatever the outcome.
+///
+/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
+pub(crate) fn end_body_capture(stream: &CudaStream) -> Result<(), DriverError> {
+    ensure_current(stream.context())?;
+    let mut graph: sys::CUgraph = std::ptr::null_mut();
+    // SAFETY: `stream` owns its live handle; `graph` is a valid out-pointer. The graph handed
+    // back is the body graph the capture was begun into, which its node owns.
+    unsafe { sys::cuStreamEndCapture(stream.cu_stream(), &mut graph) }.result()
+}
+
+/// Launches an empty built-in kernel at the tip of the body capture on `stream`, for a body
+/// that issued no work (a conditional node is not given an empty body: one that ran such a
+/// body, next to other conditional nodes in a `WHILE` body, did not complete on driver 580,
+/// nor did one whose body was a single empty node); returns its node.
+pub(crate) fn launch_nop(stream: &CudaStream, kernels: &CondKernels) -> Result<NodeHandle> {
+    // The nop kernel takes no arguments.
+    launch_kernel(&kernels.nop, stream, &one_thread(), &[])
+        .map_err(|e| Error::driver("cuLaunchKernel", e))?;
+    tip_node(stream)
+}
+
+impl OwnedGraph {
+    /// The nodes of `body`, a body graph of a conditional node of this graph.
+    pub(crate) fn body_nodes(&self, body: BodyGraph) -> Result<Vec<NodeHandle>, DriverError> {
+        self.check_body(body)?;
+        // SAFETY: `body` belongs to this graph (checked), which is alive while `self` is.
+        unsafe { self.nodes_in(body.raw) }
+    }
+
+    /// The edges of `body`, a body graph of a conditional node of this graph.
+    pub(crate) fn body_edges(
+        &self,
+        body: BodyGraph,
+    ) -> Result<Vec<(NodeHandle, NodeHandle)>, DriverError> {
+        self.check_body(body)?;
+        // SAFETY: as in `body_nodes`.
+        unsafe { self.edges_in(body.raw) }
+    }
+
+    fn check_body(&self, body: BodyGraph) -> Result<(), DriverError> {
+        if body.root == self.raw() as usize {
+            Ok(())
+        } else {
+            Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE))
+        }
+    }
+}
+
+impl CaptureModeRaw {
+    fn raw(self) -> sys::CUstreamCaptureMode {
+        match self {
+            CaptureModeRaw::ThreadLocal => {
+                sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+            }
+            CaptureModeRaw::Global => sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
+            CaptureModeRaw::Relaxed => sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED,
+        }
+    }
+}

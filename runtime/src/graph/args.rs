@@ -1,0 +1,345 @@
+//! Argument updates in place ([`GraphExec::update_args`](super::GraphExec::update_args)): the
+//! pipeline is walked again, each operation's values are compared with what the executable
+//! graph's node holds, and only the launches whose values changed get new parameters.
+//!
+//! One walk ([`Updater`]), which issues no work: each launch whose values differ from its
+//! node's gets new parameters at once, and what its new buffer arguments touch is collected
+//! to be kept alive. When the walk finds a change that parameters cannot express (other
+//! statements, another kernel, a changed copy or fill, a changed launch taking pinned memory)
+//! it stops, and the pipeline is captured anew and applied as `update` does — which also
+//! overwrites whatever the walk had set before it stopped.
+
+use crate::error::Error;
+use crate::exec::book::{encode, Issued, LaunchShape, OPAQUE};
+use crate::ffi::graph::{Keep, OwnedExec};
+use crate::ffi::memory::{HolderKind, MemoryRef};
+use crate::ffi::KernelArg;
+use crate::issue::{Body, Issuer};
+use crate::memory::DeviceFlag;
+use crate::module::Kernel;
+use crate::operand::{FillPattern, HostFn, LaunchConfig};
+use crate::program::{AccessMode, Statement};
+
+use super::GraphCore;
+
+/// What an executable graph's launch nodes run now: their shapes and argument values.
+#[derive(Debug)]
+pub(super) struct ArgState {
+    /// Per operation: the launch's shape (`None` for other operations).
+    shapes: Vec<Option<LaunchShape>>,
+    /// Per operation: where its values lie in `bytes`; [`OPAQUE`] as length when unknown.
+    spans: Vec<(u32, u32)>,
+    bytes: Vec<u8>,
+}
+
+impl ArgState {
+    /// The state of a freshly captured graph.
+    pub(super) fn of(core: &GraphCore) -> ArgState {
+        ArgState {
+            shapes: core.ops.iter().map(|op| op.launch).collect(),
+            spans: core.ops.iter().map(|op| op.values).collect(),
+            bytes: core.values.clone(),
+        }
+    }
+
+    /// The shape of operation `i` as its node runs it now.
+    pub(super) fn shape(&self, i: usize) -> Option<LaunchShape> {
+        self.shapes.get(i).copied().flatten()
+    }
+
+    /// Operation `i` got values from elsewhere (`set_kernel_args`): they are unknown now.
+    pub(super) fn forget(&mut self, i: usize) {
+        if let Some(span) = self.spans.get_mut(i) {
+            span.1 = OPAQUE;
+        }
+    }
+
+    fn values(&self, i: usize) -> Option<&[u8]> {
+        let &(start, len) = self.spans.get(i)?;
+        if len == OPAQUE {
+            return None;
+        }
+        self.bytes
+            .get(start as usize..start as usize + len as usize)
+    }
+
+    /// Operation `i` runs `config` with `values` now (`None`: values that cannot be compared).
+    fn set(&mut self, i: usize, config: LaunchConfig, values: Option<&[u8]>) {
+        if let Some(Some(shape)) = self.shapes.get_mut(i) {
+            shape.config = config;
+        }
+        let Some(span) = self.spans.get_mut(i) else {
+            return;
+        };
+        match values {
+            None => span.1 = OPAQUE,
+            Some(v) if span.1 != OPAQUE && span.1 as usize == v.len() => {
+                let start = span.0 as usize;
+                self.bytes[start..start + v.len()].copy_from_slice(v);
+            }
+            Some(v) => {
+                *span = (self.bytes.len() as u32, v.len() as u32);
+                self.bytes.extend_from_slice(v);
+            }
+        }
+    }
+}
+
+/// Walks a pipeline against an executable graph: compares each operation's values with what
+/// its node runs and gives the changed launches new parameters on the way.
+pub(super) struct Updater<'s> {
+    /// The graph whose statement sequence and operations the walk must match.
+    core: &'s GraphCore,
+    /// The graph the executable graph was instantiated from: its node handles.
+    base: &'s GraphCore,
+    exec: &'s OwnedExec,
+    state: &'s mut ArgState,
+    seq: usize,
+    op: usize,
+    scratch: Vec<u8>,
+    /// Launches given new parameters.
+    pub(super) set: u64,
+    /// What the new parameters touch.
+    pub(super) keep: Keep,
+    recapture: bool,
+}
+
+impl<'s> Updater<'s> {
+    pub(super) fn new(
+        core: &'s GraphCore,
+        base: &'s GraphCore,
+        exec: &'s OwnedExec,
+        state: &'s mut ArgState,
+    ) -> Updater<'s> {
+        Updater {
+            core,
+            base,
+            exec,
+            state,
+            seq: 0,
+            op: 0,
+            scratch: Vec::new(),
+            set: 0,
+            keep: Keep::default(),
+            recapture: false,
+        }
+    }
+
+    /// Whether the pipeline must be captured anew after the walk that returned `walked` (it
+    /// issued other statements, a launch runs another kernel, a copy or fill changed, or a
+    /// changed launch takes pinned memory); `Err` for an error of the walk itself.
+    pub(super) fn needs_capture(&self, walked: Result<(), Error>) -> Result<bool, Error> {
+        if self.recapture {
+            return Ok(true);
+        }
+        walked?;
+        Ok(self.seq != self.core.sequence.len() || self.op != self.core.ops.len())
+    }
+
+    /// Stops the walk: the pipeline must be captured anew.
+    fn stop(&mut self, why: &'static str) -> Error {
+        self.recapture = true;
+        Error::InvalidArgument(why.into())
+    }
+
+    /// The next statement of the captured sequence must be `stmt`.
+    fn step(&mut self, stmt: &'static Statement) -> Result<(), Error> {
+        match self.core.sequence.get(self.seq) {
+            Some(&id) if id as usize == stmt.id => {
+                self.seq += 1;
+                Ok(())
+            }
+            _ => Err(self.stop("the pipeline issued other statements")),
+        }
+    }
+
+    /// The next operation, which must be `stmt`'s.
+    fn next_op(&mut self, stmt: &'static Statement) -> Result<usize, Error> {
+        self.step(stmt)?;
+        let i = self.op;
+        match self.core.ops.get(i) {
+            Some(op) if op.statement.id == stmt.id => {
+                self.op += 1;
+                Ok(i)
+            }
+            _ => Err(self.stop("the pipeline issued other operations")),
+        }
+    }
+
+    /// Encodes `issued` into the scratch buffer; `false` when it cannot be compared.
+    fn encode(&mut self, issued: &Issued<'_, '_>) -> bool {
+        self.scratch.clear();
+        encode(issued, &mut self.scratch)
+    }
+
+    /// Gives launch `i` new parameters.
+    fn set_launch(
+        &mut self,
+        i: usize,
+        stmt: &'static Statement,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &[KernelArg<'_>],
+        comparable: bool,
+    ) -> Result<(), Error> {
+        let Some(node) = self.base.node(i)? else {
+            return Err(Error::InvalidArgument(format!(
+                "launch `{}` at {} has no graph node",
+                stmt.text, stmt.location
+            )));
+        };
+        let Some(func) = kernel.loaded() else {
+            return Err(Error::PlanningOnly { what: "kernel" });
+        };
+        // Keep first: a failed call may still have changed the node.
+        if let Some(module) = kernel.cuda_module() {
+            self.keep.hold_module(module);
+        }
+        for a in args {
+            if let Some(access) = a.access() {
+                self.keep.hold(a.holder(), access.mode == AccessMode::Write);
+            }
+        }
+        self.state.forget(i);
+        self.exec
+            .set_kernel_args(node, func, &config, args)
+            .map_err(|e| Error::driver("cuGraphExecKernelNodeSetParams", e))?;
+        self.state
+            .set(i, config, comparable.then_some(&self.scratch[..]));
+        self.set += 1;
+        Ok(())
+    }
+}
+
+impl Issuer for Updater<'_> {
+    fn launch(
+        &mut self,
+        stmt: &'static Statement,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Result<(), Error> {
+        let i = self.next_op(stmt)?;
+        let Some(shape) = self.state.shape(i) else {
+            return Err(self.stop("a launch was captured as another operation"));
+        };
+        if kernel.handle() != shape.func || args.len() != shape.args {
+            return Err(self.stop("a launch runs another kernel"));
+        }
+        let comparable = self.encode(&Issued::Launch(kernel, config, args));
+        if comparable && shape.config == config && self.state.values(i) == Some(&self.scratch[..]) {
+            return Ok(());
+        }
+        // New parameters for the node: what its pointers address must be kept alive by the
+        // executable graph, which holds device memory but not pinned memory this way (nor
+        // cudarc slices, which no graph may use: the capture refuses them with its error).
+        if args
+            .iter()
+            .any(|a| matches!(a.holder(), HolderKind::Pinned(_) | HolderKind::Cudarc(_)))
+        {
+            return Err(self.stop("a changed launch takes pinned memory or a cudarc slice"));
+        }
+        self.set_launch(i, stmt, kernel, config, args, comparable)
+    }
+
+    fn copy(
+        &mut self,
+        stmt: &'static Statement,
+        dst: MemoryRef<'_>,
+        src: MemoryRef<'_>,
+    ) -> Result<(), Error> {
+        let i = self.next_op(stmt)?;
+        if self.encode(&Issued::Copy(dst, src)) && self.state.values(i) == Some(&self.scratch[..]) {
+            Ok(())
+        } else {
+            Err(self.stop("a copy changed"))
+        }
+    }
+
+    fn fill(
+        &mut self,
+        stmt: &'static Statement,
+        dst: MemoryRef<'_>,
+        pattern: FillPattern,
+    ) -> Result<(), Error> {
+        let i = self.next_op(stmt)?;
+        if self.encode(&Issued::Fill(dst, pattern))
+            && self.state.values(i) == Some(&self.scratch[..])
+        {
+            Ok(())
+        } else {
+            Err(self.stop("a fill changed"))
+        }
+    }
+
+    fn host(&mut self, stmt: &'static Statement, _f: HostFn) -> Result<(), Error> {
+        // Host functions are not compared: the graph keeps those it captured.
+        self.next_op(stmt).map(drop)
+    }
+
+    fn record(&mut self, stmt: &'static Statement) -> Result<(), Error> {
+        self.step(stmt)
+    }
+
+    fn wait(&mut self, stmt: &'static Statement) -> Result<(), Error> {
+        self.step(stmt)
+    }
+
+    fn wait_stream(&mut self, stmt: &'static Statement) -> Result<(), Error> {
+        self.step(stmt)
+    }
+
+    fn while_loop(
+        &mut self,
+        _stmt: &'static Statement,
+        _flag: &DeviceFlag,
+        _limit: Option<u32>,
+        _body: &mut Body<'_>,
+    ) -> Result<(), Error> {
+        // A block's flag, limit and body graphs are no kernel node's parameters.
+        Err(self.stop("the pipeline has a device block"))
+    }
+
+    fn if_else(
+        &mut self,
+        _stmt: &'static Statement,
+        _flag: &DeviceFlag,
+        _then: &mut Body<'_>,
+        _otherwise: &mut Body<'_>,
+    ) -> Result<(), Error> {
+        Err(self.stop("the pipeline has a device block"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_replaced_in_place_or_appended_and_forgotten() {
+        let config = LaunchConfig {
+            grid: 1u32.into(),
+            block: 1u32.into(),
+            shared_mem_bytes: 0,
+        };
+        let mut state = ArgState {
+            shapes: vec![None, None],
+            spans: vec![(0, 2), (2, 0)],
+            bytes: vec![1, 2],
+        };
+        assert_eq!(state.values(0), Some(&[1u8, 2][..]));
+        assert_eq!(state.values(1), Some(&[][..]));
+        state.set(0, config, Some(&[3, 4]));
+        assert_eq!(state.values(0), Some(&[3u8, 4][..]));
+        assert_eq!(state.bytes.len(), 2, "same length: in place");
+        state.set(0, config, Some(&[5, 6, 7]));
+        assert_eq!(state.values(0), Some(&[5u8, 6, 7][..]));
+        state.forget(0);
+        assert_eq!(state.values(0), None);
+        state.set(1, config, None);
+        assert_eq!(state.values(1), None);
+        state.set(1, config, Some(&[9]));
+        assert_eq!(state.values(1), Some(&[9u8][..]));
+        assert_eq!(state.values(2), None);
+    }
+}

@@ -1,0 +1,164 @@
+//! [`DeviceFlag`]: the small device value that decides a device `while` or `if` block.
+
+use std::fmt;
+
+use super::{device_ref, CopySource, CopyTarget, DeviceBuffer, DeviceMemory, DeviceMemoryMut};
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::ffi::memory::{read_device, Holder, MemoryRef};
+use crate::operand::DeviceRange;
+use crate::stream::Stream;
+
+/// A flag in device memory that kernels write and device `while` / `if` blocks read: non-zero
+/// means "run the body (again)".
+///
+/// A kernel receives it as an `unsigned int*` (`&mut flag` in a `launch`, a write; `&flag`, a
+/// read), exactly like a one-element `DeviceBuffer<u32>`; `fill flag = 1u32` sets it in stream
+/// order. The host sets and reads it with [`DeviceFlag::set`] and [`DeviceFlag::get`].
+///
+/// Next to the value the flag holds a second word that only streamgraph's built-in kernel of a
+/// captured `while … , limit = N` uses (to count iterations); kernels never see it.
+///
+/// ```no_run
+/// use streamgraph_runtime::{Device, DeviceFlag};
+///
+/// let device = Device::new(None)?;
+/// let mut flag = DeviceFlag::new(&device, 1)?;
+/// assert_eq!(flag.get()?, 1);
+/// flag.set(0)?;
+/// assert_eq!(flag.get()?, 0);
+/// # Ok::<(), streamgraph_runtime::Error>(())
+/// ```
+pub struct DeviceFlag {
+    /// Word 0: the value; word 1: the built-in kernel's iteration counter.
+    words: DeviceBuffer<u32>,
+}
+
+impl fmt::Debug for DeviceFlag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceFlag")
+            .field("ptr", &format_args!("{:#x}", self.words.device_ptr()))
+            .finish()
+    }
+}
+
+impl DeviceFlag {
+    /// A flag on `device` holding `value` (waits for the copy).
+    pub fn new(device: &Device, value: u32) -> Result<DeviceFlag> {
+        Ok(DeviceFlag {
+            words: DeviceBuffer::from_host(device, &[value, 0])?,
+        })
+    }
+
+    /// A flag that can only be planned (see [`DeviceBuffer::for_planning`]).
+    pub fn for_planning() -> Result<DeviceFlag> {
+        Ok(DeviceFlag {
+            words: DeviceBuffer::for_planning(2)?,
+        })
+    }
+
+    /// The device the flag lives on ([`Error::PlanningOnly`] for a plan-only flag).
+    pub fn device(&self) -> Result<Device> {
+        self.words.device()
+    }
+
+    /// Sets the flag to `value` and waits for the copy (see the memory docs on which stream
+    /// the synchronous conveniences use).
+    pub fn set(&mut self, value: u32) -> Result<()> {
+        self.words.copy_from_host(&[value, 0])
+    }
+
+    /// Queues setting the flag to `value` on `stream`.
+    pub fn set_on(&mut self, stream: &Stream, value: u32) -> Result<()> {
+        self.words.copy_from_host_on(stream, &[value, 0])
+    }
+
+    /// The flag's value, read back (waits for the copy).
+    pub fn get(&self) -> Result<u32> {
+        first(self.words.slice(0..1).to_vec()?)
+    }
+
+    /// The flag's value, read back in `stream`'s order (after the work queued on it).
+    pub fn get_on(&self, stream: &Stream) -> Result<u32> {
+        first(read_device::<u32>(stream.as_cudarc(), &device_ref(self))?)
+    }
+
+    /// The device address of the value (word 0).
+    pub fn device_ptr(&self) -> u64 {
+        self.words.device_ptr()
+    }
+
+    /// The device address of the built-in kernel's iteration counter (word 1).
+    pub(crate) fn counter_ptr(&self) -> u64 {
+        self.words.device_ptr().saturating_add(4)
+    }
+
+    /// Whether the flag is plan-only.
+    pub(crate) fn is_planning(&self) -> bool {
+        self.range().device == DeviceRange::PLANNING
+    }
+
+    /// Both words (what a captured block's built-in kernels touch), for the graph to keep.
+    pub(crate) fn whole(&self) -> MemoryRef<'_> {
+        device_ref(&self.words)
+    }
+}
+
+fn first(values: Vec<u32>) -> Result<u32> {
+    values
+        .first()
+        .copied()
+        .ok_or_else(|| Error::InvalidArgument("a device flag read back no value".into()))
+}
+
+// SAFETY: the range is word 0 of the flag's own allocation, which the flag owns and hands out
+// as its holder.
+unsafe impl DeviceMemory for DeviceFlag {
+    type Elem = u32;
+    fn range(&self) -> DeviceRange {
+        DeviceRange {
+            bytes: 4,
+            ..self.words.range()
+        }
+    }
+    fn holder(&self) -> Holder<'_> {
+        self.words.holder()
+    }
+    fn len(&self) -> usize {
+        1
+    }
+}
+
+// SAFETY: `&mut DeviceFlag` or ownership is needed to write through it.
+unsafe impl DeviceMemoryMut for DeviceFlag {}
+
+// SAFETY: word 0 of the flag's allocation, as for `DeviceMemory`.
+unsafe impl CopySource<u32> for DeviceFlag {
+    fn copy_source(&self) -> MemoryRef<'_> {
+        device_ref(self)
+    }
+}
+
+// SAFETY: as above.
+unsafe impl CopyTarget<u32> for DeviceFlag {
+    fn copy_target(&self) -> MemoryRef<'_> {
+        device_ref(self)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_planning_flag_names_one_word() {
+        let flag = DeviceFlag::for_planning().unwrap();
+        assert!(flag.is_planning());
+        assert_eq!(flag.range().bytes, 4);
+        assert_eq!(flag.len(), 1);
+        assert_eq!(flag.counter_ptr(), flag.device_ptr() + 4);
+        assert!(matches!(flag.device(), Err(Error::PlanningOnly { .. })));
+        assert!(matches!(flag.get(), Err(Error::PlanningOnly { .. })));
+    }
+}

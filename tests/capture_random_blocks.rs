@@ -1,0 +1,227 @@
+//! Random programs with device `while`/`if` blocks (`RandomOptions::device_blocks`): their plans
+//! nest a plan per body; on the GPU each runs eagerly and captured (outer and body graphs
+//! verified against the plans) and three replays add exactly what the eager run added.
+//!
+//! In a binary of its own: a device fault would poison the context of every later test in the
+//! same process.
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+mod common;
+
+use streamgraph::{
+    Capture, DeviceBuffer, DeviceFlag, Error, Kernel, Module, Pipeline, StatementKind, Stream,
+};
+
+use streamgraph::testing::{Call, RandomMemory, RandomOptions, RandomProgram};
+use streamgraph::{Issuer, StreamOptions};
+
+/// Random programs with device blocks and only launches and ordering statements, so that an
+/// accumulating kernel makes every run's result independent of how unordered work interleaves.
+fn block_options() -> RandomOptions {
+    RandomOptions {
+        streams: (1, 4),
+        events: (0, 3),
+        max_statements: 40,
+        buffers: 3,
+        buffer_len: 4,
+        fills: false,
+        copies: false,
+        host_copies: false,
+        host_fns: false,
+        sub_ranges: false,
+        device_blocks: true,
+        ..RandomOptions::default()
+    }
+}
+
+#[test]
+fn random_programs_have_device_blocks_with_nested_plans() {
+    let mut with_blocks = 0;
+    let mut nested = 0;
+    for seed in 0..300u64 {
+        let r = RandomProgram::with_options(seed, block_options());
+        let plan = r.plan().unwrap();
+        assert_eq!(plan.len(), r.operation_count(), "seed {seed}");
+        let blocks: Vec<_> = r
+            .program
+            .statements
+            .iter()
+            .filter(|s| s.kind.is_block())
+            .collect();
+        with_blocks += usize::from(!blocks.is_empty());
+        for b in &blocks {
+            let [then, otherwise] = b.kind.bodies(b.id).unwrap();
+            nested += then
+                .clone()
+                .chain(otherwise.clone())
+                .filter(|&i| r.program.statements[i].kind.is_block())
+                .count();
+            for i in then.chain(otherwise) {
+                assert_ne!(
+                    r.program.statements[i].kind,
+                    StatementKind::Host,
+                    "seed {seed}"
+                );
+            }
+        }
+        // One nested plan per body of every block the outer plan issued.
+        let outer_blocks = plan
+            .ops()
+            .iter()
+            .filter(|op| op.statement.kind.is_block())
+            .count();
+        assert!(plan.bodies().len() >= outer_blocks, "seed {seed}");
+    }
+    assert!(
+        with_blocks > 100,
+        "{with_blocks} of 300 programs have device blocks"
+    );
+    assert!(nested > 10, "{nested} nested blocks");
+    // Without the option, programs are what they were.
+    let plain = RandomProgram::new(7);
+    assert!(plain.program.statements.iter().all(|s| !s.kind.is_block()));
+}
+
+/// A random program as a pipeline over real memory.
+struct RandomPipeline<'a> {
+    random: &'a RandomProgram,
+    kernel: &'a Kernel,
+    memory: RandomMemory<'a>,
+}
+
+impl Pipeline for RandomPipeline<'_> {
+    fn program(&self) -> &'static streamgraph::Program {
+        self.random.program
+    }
+    fn stream_options(&self) -> Vec<StreamOptions> {
+        vec![StreamOptions::default(); self.random.program.streams.len()]
+    }
+    fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
+        let kernels = vec![self.kernel.clone(); self.random.kernels()];
+        self.random.replay(
+            issuer,
+            &kernels,
+            &self.memory,
+            RandomProgram::launch_config(),
+        )
+    }
+}
+
+/// What one eager run adds to each buffer: every launch adds `value + 1` to each element,
+/// a `while` body runs `limit` times, an `if` runs the branch its flag picks.
+fn expected_sums(r: &RandomProgram, range: std::ops::Range<usize>, out: &mut [u64]) {
+    let mut i = range.start;
+    while i < range.end {
+        match &r.calls[i] {
+            Call::Launch { buffer, value, .. } => out[*buffer] += u64::from(*value) + 1,
+            Call::Block {
+                flag,
+                limit,
+                then,
+                otherwise,
+                ..
+            } => {
+                match limit {
+                    Some(l) => {
+                        for _ in 0..*l {
+                            expected_sums(r, then.clone(), out);
+                        }
+                    }
+                    None if r.flags()[*flag] != 0 => expected_sums(r, then.clone(), out),
+                    None => expected_sums(r, otherwise.clone(), out),
+                }
+                i = then.end.max(otherwise.end);
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn random_device_blocks_run_eagerly_as_captured() {
+    let _serial = common::serial();
+    let device = streamgraph::Device::new(None).unwrap();
+    let origin = Stream::new(&device, 0).unwrap();
+    let module = Module::from_cuda_source(
+        &device,
+        "accumulate",
+        r#"extern "C" __global__ void acc(unsigned* b, unsigned v) {
+            for (unsigned i = 0; i < 4u; ++i) atomicAdd(&b[i], v + 1u);
+        }"#,
+    )
+    .unwrap();
+    // SAFETY: `replay` launches it with (buffer of u32, u32), the C signature above.
+    let kernel = unsafe { module.kernel("acc").unwrap() };
+    let mut programs = 0;
+    let mut blocks = 0;
+    let first: u64 = std::env::var("STREAMGRAPH_TEST_FIRST_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let started = std::time::Instant::now();
+    for seed in first..5000u64 {
+        if programs == 300 {
+            break;
+        }
+        let r = RandomProgram::with_options(seed, block_options());
+        if !r.program.statements.iter().any(|s| s.kind.is_block()) {
+            continue;
+        }
+        programs += 1;
+        blocks += r.flags().len();
+        if std::env::var_os("STREAMGRAPH_TEST_TRACE").is_some() {
+            eprintln!("seed {seed} at {:?}", started.elapsed());
+        }
+        let buffers: Vec<DeviceBuffer<u32>> = (0..r.buffers())
+            .map(|_| DeviceBuffer::zeros(&device, r.buffer_len()).unwrap())
+            .collect();
+        let mut flags: Vec<DeviceFlag> = (0..r.flags().len())
+            .map(|_| DeviceFlag::new(&device, 0).unwrap())
+            .collect();
+        r.set_flags(&mut flags).unwrap();
+        let mut expected = vec![0u64; r.buffers()];
+        expected_sums(&r, 0..r.calls.len(), &mut expected);
+        let pipeline = RandomPipeline {
+            random: &r,
+            kernel: &kernel,
+            memory: RandomMemory::new(&buffers, &[]).with_flags(&flags),
+        };
+        let sums = |times: u64| -> Vec<Vec<u32>> {
+            expected
+                .iter()
+                .map(|&e| vec![(e * times) as u32; r.buffer_len()])
+                .collect()
+        };
+        let read = || -> Vec<Vec<u32>> { buffers.iter().map(|b| b.to_vec().unwrap()).collect() };
+        streamgraph::Eager::new(&origin)
+            .run(&pipeline)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        origin.synchronize().unwrap();
+        if std::env::var_os("STREAMGRAPH_TEST_TRACE").is_some() {
+            eprintln!("  eager done");
+        }
+        assert_eq!(read(), sums(1), "seed {seed}: eager");
+        let graph = Capture::new(&origin)
+            .capture(pipeline)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        graph
+            .verify()
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let exec = graph.instantiate().unwrap();
+        if std::env::var_os("STREAMGRAPH_TEST_TRACE").is_some() {
+            eprintln!("  captured and verified");
+        }
+        // The graph adds to what the eager run left.
+        exec.replay(&origin, 3)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        origin
+            .synchronize()
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        assert_eq!(read(), sums(4), "seed {seed}: eager + 3 replays");
+    }
+    assert!(programs >= 300, "{programs} programs with device blocks");
+    assert!(blocks >= 300, "{blocks} blocks");
+}

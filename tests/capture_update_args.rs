@@ -1,0 +1,201 @@
+//! `GraphExec::update_args` on the GPU: only the launches whose values changed get new
+//! parameters, the replay computes the new values, new buffers are kept alive by the
+//! executable graph, and changes an argument update cannot express (a fill's value, other
+//! statements) fall back to a capture and `cuGraphExecUpdate`.
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+mod common;
+
+use std::sync::OnceLock;
+
+use common::Kernels;
+use streamgraph::__private::{arg_write, fill};
+use streamgraph::{
+    capture, DeviceBuffer, Error, Issuer, KernelArg, LaunchConfig, Pipeline, Program,
+    ProgramBuilder, Stream, StreamOptions,
+};
+
+/// `fill out = base`, then `out[i] = values[i]` for every `i`, one launch each, on one stream.
+struct Stamps<'a> {
+    k: &'a Kernels,
+    out: &'a mut DeviceBuffer<u32>,
+    base: u32,
+    values: Vec<u32>,
+}
+
+fn program() -> &'static Program {
+    static PROGRAM: OnceLock<&'static Program> = OnceLock::new();
+    PROGRAM.get_or_init(|| {
+        let mut b = ProgramBuilder::new("Stamps");
+        let s = b.stream("main");
+        b.fill(s, "out");
+        b.launch(s, "write_value", &[("out", streamgraph::AccessMode::Write)]);
+        b.build()
+    })
+}
+
+impl Pipeline for Stamps<'_> {
+    fn program(&self) -> &'static Program {
+        program()
+    }
+
+    fn stream_options(&self) -> Vec<StreamOptions> {
+        vec![StreamOptions::default()]
+    }
+
+    fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
+        let st = &program().statements;
+        fill(issuer, &st[0], &*self.out, self.base)?;
+        let config = LaunchConfig {
+            grid: 1u32.into(),
+            block: 1u32.into(),
+            shared_mem_bytes: 0,
+        };
+        for (i, value) in self.values.iter().enumerate() {
+            let slot = self.out.slice(i..i + 1);
+            issuer.launch(
+                &st[1],
+                &self.k.write_value,
+                config,
+                &[arg_write(&slot), KernelArg::value(value)],
+            )?;
+        }
+        Ok(())
+    }
+}
+
+const N: usize = 100;
+
+fn setup() -> (Kernels, Stream) {
+    let k = Kernels::new();
+    let origin = Stream::new(&k.device, 0).unwrap();
+    (k, origin)
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn only_changed_launches_get_new_parameters() {
+    let (k, origin) = setup();
+    let mut out = DeviceBuffer::<u32>::zeros(&k.device, N).unwrap();
+    let values: Vec<u32> = (0..N as u32).map(|i| 1000 + i).collect();
+    let pipeline = Stamps {
+        k: &k,
+        out: &mut out,
+        base: 7,
+        values: values.clone(),
+    };
+    let mut exec = capture(&origin, pipeline).unwrap().instantiate().unwrap();
+    exec.launch(&origin).unwrap();
+
+    // Nothing changed: nothing is set, nothing captured.
+    exec.update_args_with(|_| {}).unwrap();
+    let stats = exec.stats();
+    assert_eq!(
+        (stats.nodes_set, stats.updates, stats.args_updates),
+        (0, 0, 0)
+    );
+
+    // 1 %, then 10 %, then every launch changes: exactly those nodes are set.
+    let mut expected = values;
+    for (round, step) in [(1u32, 100usize), (2, 10), (3, 1)] {
+        let before = exec.stats();
+        exec.update_args_with(|p| {
+            for i in (0..N).step_by(step) {
+                p.values[i] = round * 10_000 + i as u32;
+            }
+        })
+        .unwrap();
+        for i in (0..N).step_by(step) {
+            expected[i] = round * 10_000 + i as u32;
+        }
+        let after = exec.stats();
+        assert_eq!(after.nodes_set - before.nodes_set, N.div_ceil(step) as u64);
+        assert_eq!(after.updates, 0, "no capture and exec update");
+        assert_eq!(after.reinstantiations, 0);
+        exec.launch(&origin).unwrap();
+        origin.synchronize().unwrap();
+        assert_eq!(exec.pipeline().out.to_vec().unwrap(), expected);
+    }
+    exec.verify().unwrap();
+
+    // `set_kernel_args` values are unknown to the comparison: the next update sets them again.
+    let op = streamgraph::OpRef {
+        statement: &program().statements[1],
+        occurrence: 1,
+    };
+    let slot = exec.pipeline().out.slice(0..1);
+    exec.set_kernel_args(
+        op,
+        &k.write_value,
+        &[KernelArg::read(&slot), KernelArg::value(&5u32)],
+    )
+    .unwrap();
+    let before = exec.stats().nodes_set;
+    exec.update_args_with(|_| {}).unwrap();
+    assert_eq!(exec.stats().nodes_set - before, 1);
+    exec.launch(&origin).unwrap();
+    origin.synchronize().unwrap();
+    assert_eq!(exec.pipeline().out.to_vec().unwrap(), expected);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn new_buffers_are_kept_and_other_changes_capture_anew() {
+    let (k, origin) = setup();
+    let mut a = DeviceBuffer::<u32>::zeros(&k.device, N).unwrap();
+    let mut b = DeviceBuffer::<u32>::zeros(&k.device, N).unwrap();
+    let values: Vec<u32> = (0..N as u32).collect();
+    let mut exec = capture(
+        &origin,
+        Stamps {
+            k: &k,
+            out: &mut a,
+            base: 7,
+            values: values.clone(),
+        },
+    )
+    .unwrap()
+    .instantiate()
+    .unwrap();
+    exec.launch(&origin).unwrap();
+
+    // Another buffer: every launch points elsewhere, but the fill (a memset of `a`) changed
+    // too, so this is a capture and an exec update.
+    let previous = exec
+        .update_args(Stamps {
+            k: &k,
+            out: &mut b,
+            base: 7,
+            values: values.clone(),
+        })
+        .unwrap();
+    assert_eq!(exec.stats().updates, 1, "a changed fill captures anew");
+    drop(previous);
+    exec.launch(&origin).unwrap();
+    origin.synchronize().unwrap();
+    assert_eq!(exec.pipeline().out.to_vec().unwrap(), values);
+
+    // A new fill value alone also captures anew; new launch values alone do not.
+    exec.update_args_with(|p| p.base = 9).unwrap();
+    assert_eq!(exec.stats().updates, 2);
+    exec.update_args_with(|p| p.values[3] = 333).unwrap();
+    assert_eq!(exec.stats().updates, 2);
+    assert_eq!(exec.stats().args_updates, 1);
+    exec.launch(&origin).unwrap();
+    origin.synchronize().unwrap();
+    let mut expected = values;
+    expected[3] = 333;
+    assert_eq!(exec.pipeline().out.to_vec().unwrap(), expected);
+
+    // One launch fewer: other statements, so a capture, which the driver refuses (the
+    // topology changed); the graph keeps running the previous values.
+    let err = exec
+        .update_args_with(|p| {
+            p.values.pop();
+        })
+        .unwrap_err();
+    assert!(matches!(err, Error::UpdateRejected { .. }), "{err}");
+    exec.launch(&origin).unwrap();
+    origin.synchronize().unwrap();
+    assert_eq!(exec.pipeline().out.to_vec().unwrap(), expected);
+}
