@@ -11,14 +11,27 @@ use syn::visit_mut::VisitMut;
 use syn::{GenericParam, Lifetime, LifetimeParam};
 
 use crate::model::{Arg, BufferExpr, Errors, Kind, Mode, Node, Param, ParamKind, Program, Warning};
-use crate::syntax::Input;
+use crate::syntax::{Header, Input};
 use crate::validate::{line_column, validate};
 
 /// The whole macro on `proc_macro2` tokens.
+///
+/// When the body does not parse but the header does, the type is still generated from the
+/// header (with an empty body), so that the user's uses of it and of the parameter types stay
+/// sane: no `unused import` warnings or unknown-type errors next to the syntax error.
 pub fn pipeline(input: TokenStream) -> TokenStream {
-    let input: Input = match syn::parse2(input) {
+    let input: Input = match syn::parse2(input.clone()) {
         Ok(input) => input,
-        Err(e) => return e.to_compile_error(),
+        Err(e) => {
+            let error = e.to_compile_error();
+            let Ok(header) = syn::parse2::<Header>(input) else {
+                return error;
+            };
+            let mut errors = Errors::default();
+            let code = expand(&Program::from_syntax(header.into_input(), &mut errors));
+            // Resolving a header records no error; a duplicate parameter waits for the fix.
+            return quote!(#code #error);
+        }
     };
     let mut errors = Errors::default();
     let program = Program::from_syntax(input, &mut errors);
@@ -121,10 +134,7 @@ pub fn expand(program: &Program) -> TokenStream {
         .filter(|(p, _)| p.kind == ParamKind::Value)
         .map(|(p, ty)| {
             quote_spanned! {p.ty.span()=>
-                {
-                    fn __assert_copy<__T: ::core::marker::Copy>() {}
-                    __assert_copy::<#ty>();
-                }
+                <#ty as ::streamgraph::ValueParameter>::check();
             }
         });
     let options = program.streams.iter().map(|s| {
@@ -374,10 +384,104 @@ fn buffer(program: &Program, b: &BufferExpr) -> TokenStream {
     }
 }
 
+/// `&EXPR`, with parentheses only where precedence needs them: without them the borrow spans
+/// exactly the user's expression (a `(` `)` pair carries one span, its first token's), so a type
+/// error on it underlines all of `k.scale` rather than `k`.
+fn borrow(expr: &syn::Expr) -> TokenStream {
+    use syn::Expr;
+    let tight = matches!(
+        expr,
+        Expr::Path(_)
+            | Expr::Field(_)
+            | Expr::MethodCall(_)
+            | Expr::Call(_)
+            | Expr::Index(_)
+            | Expr::Lit(_)
+            | Expr::Paren(_)
+            | Expr::Tuple(_)
+            | Expr::Array(_)
+            | Expr::Struct(_)
+            | Expr::Macro(_)
+    );
+    let span = expr.span();
+    if tight {
+        quote_spanned!(span=> &#expr)
+    } else {
+        quote_spanned!(span=> &(#expr))
+    }
+}
+
+/// `FUNCTION(device_memory(BUFFER, DeviceMemory::len))`, every token on the user's buffer
+/// expression: memory that is not device memory is reported once, there, as the
+/// `DeviceMemory` trait words it.
+fn buffer_arg(program: &Program, b: &BufferExpr, function: TokenStream) -> TokenStream {
+    let expr = &b.expr;
+    let span = expr.span();
+    let last = last_span(expr);
+    let checked = device_memory(program, b);
+    let mut outer = proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, checked);
+    outer.set_span(last);
+    let function = respan(function, span);
+    quote_spanned!(span=> #function #outer)
+}
+
+/// `device_memory(BUFFER, DeviceMemory::len)`, every token on the user's buffer expression; a
+/// call that takes it reports memory that is not device memory at the same place, and rustc
+/// shows that error once, in the `DeviceMemory` trait's words.
+fn device_memory(program: &Program, b: &BufferExpr) -> TokenStream {
+    let expr = &b.expr;
+    let span = expr.span();
+    let memory = buffer(program, b);
+    let check = quote_spanned!(span=> ::streamgraph::DeviceMemory::len);
+    let mut args = proc_macro2::Group::new(
+        proc_macro2::Delimiter::Parenthesis,
+        quote_spanned!(span=> #memory, #check),
+    );
+    args.set_span(last_span(expr));
+    quote_spanned!(span=> ::streamgraph::__private::device_memory #args)
+}
+
+/// `tokens`, every one spanned at `span`.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut t| {
+            t.set_span(span);
+            t
+        })
+        .collect()
+}
+
+/// The span of the last token of `expr` (a group's whole span).
+fn last_span(expr: &syn::Expr) -> Span {
+    expr.to_token_stream()
+        .into_iter()
+        .last()
+        .map_or_else(|| expr.span(), |t| t.span())
+}
+
+/// `(&EXPR)` as the argument list of a generated call spanned on `EXPR`'s first token: the `)`
+/// carries `EXPR`'s last token's span, so that the call spans exactly the user's expression and
+/// rustc underlines it once, without a second label for the call.
+fn call_args(expr: &syn::Expr) -> TokenStream {
+    let last = last_span(expr);
+    let mut group = proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, borrow(expr));
+    group.set_span(last);
+    group.into_token_stream()
+}
+
 fn statement(program: &Program, i: usize) -> TokenStream {
     let stmt = &program.statements[i];
     let p = quote!(::streamgraph::__private);
+    let host_memory = stmt.accesses.iter().any(|a| {
+        program
+            .param(&a.buffer)
+            .is_some_and(|p| p.is_pageable_host())
+    });
     let call = match &stmt.kind {
+        // Host memory in a launch, fill or copy is already reported; the type errors of the
+        // impossible call would only add noise.
+        _ if host_memory => quote!(::core::result::Result::<(), #p::Error>::Ok(())),
         Kind::Launch {
             kernel,
             grid,
@@ -389,42 +493,35 @@ fn statement(program: &Program, i: usize) -> TokenStream {
                 .as_ref()
                 .map_or_else(|| quote!(0), ToTokens::to_token_stream);
             let args = args.iter().map(|a| match a {
-                Arg::Write(b) => {
-                    let b = buffer(program, b);
-                    quote!(#p::arg_write(#b))
+                Arg::Write(b) => buffer_arg(program, b, quote!(#p::arg_write)),
+                Arg::Read(b) => buffer_arg(program, b, quote!(#p::arg_read)),
+                Arg::Value(e) => {
+                    let args = call_args(e);
+                    quote_spanned!(e.span()=> ::streamgraph::KernelValue::kernel_arg #args)
                 }
-                Arg::Read(b) => {
-                    let b = buffer(program, b);
-                    quote!(#p::arg_read(#b))
-                }
-                Arg::Value(e) => quote_spanned!(e.span()=> #p::arg_value(&(#e))),
             });
             let grid = quote_spanned!(grid.span()=> #p::Dim3::from(#grid));
             let block = quote_spanned!(block.span()=> #p::Dim3::from(#block));
+            let kernel_args = call_args(kernel);
+            let kernel =
+                quote_spanned!(kernel.span()=> ::streamgraph::LaunchKernel::as_kernel #kernel_args);
             quote! {
                 __issuer.launch(
                     __stmt,
-                    &(#kernel),
+                    #kernel,
                     #p::LaunchConfig { grid: #grid, block: #block, shared_mem_bytes: #shared },
                     &[#(#args),*],
                 )
             }
         }
         Kind::Copy { dst, src } => {
-            let pageable = [dst, src]
-                .iter()
-                .any(|b| program.param(&b.root).is_some_and(|p| p.is_pageable_host()));
-            if pageable {
-                // Already reported; type errors of the impossible copy would only add noise.
-                quote!(::core::result::Result::<(), #p::Error>::Ok(()))
-            } else {
-                let (dst, src) = (buffer(program, dst), buffer(program, src));
-                quote!(#p::copy(__issuer, __stmt, #dst, #src))
-            }
+            let (dst, src) = (buffer(program, dst), buffer(program, src));
+            quote!(#p::copy(__issuer, __stmt, #dst, #src))
         }
         Kind::Fill { dst, value } => {
-            let dst = buffer(program, dst);
-            quote!(#p::fill(__issuer, __stmt, #dst, #value))
+            let dst = device_memory(program, dst);
+            let pattern = quote_spanned!(value.span()=> ::streamgraph::FillValue::pattern);
+            quote!(#p::fill_with(__issuer, __stmt, #dst, #value, #pattern))
         }
         Kind::Host { func } => quote!(#p::host(__issuer, __stmt, #func)),
         Kind::Record { .. } => quote!(__issuer.record(__stmt)),
@@ -477,18 +574,21 @@ mod tests {
             out.contains("let n = :: core :: clone :: Clone :: clone (& self . n) ;"),
             "{out}"
         );
-        assert!(out.contains("__assert_copy :: < u32 > ()"), "{out}");
         assert!(
-            out.contains(":: streamgraph :: __private :: arg_write (x)"),
+            out.contains("< u32 as :: streamgraph :: ValueParameter > :: check ()"),
             "{out}"
         );
         assert!(
-            out.contains(":: streamgraph :: __private :: arg_value (& (n))"),
+            out.contains(":: streamgraph :: __private :: arg_write (:: streamgraph :: __private :: device_memory (x , :: streamgraph :: DeviceMemory :: len))"),
+            "{out}"
+        );
+        assert!(
+            out.contains(":: streamgraph :: KernelValue :: kernel_arg (& n)"),
             "{out}"
         );
         assert!(out.contains("__issuer . record (__stmt)"), "{out}");
         assert!(out.contains("for i in 0 .. n"), "{out}");
-        assert!(out.contains(":: streamgraph :: __private :: fill (__issuer , __stmt , & (x . slice (i .. i + 1)) , 0.0f32)"), "{out}");
+        assert!(out.contains(":: streamgraph :: __private :: fill_with (__issuer , __stmt , :: streamgraph :: __private :: device_memory (& (x . slice (i .. i + 1)) , :: streamgraph :: DeviceMemory :: len) , 0.0f32 , :: streamgraph :: FillValue :: pattern)"), "{out}");
         assert!(
             out.contains("text : \"main: launch k.f<<<n, 256>>>(&mut x, n)\""),
             "{out}"
@@ -652,7 +752,9 @@ mod tests {
             assert!(out.contains("struct P"), "{keyword}");
             assert!(!out.contains("static_race_check_incomplete"), "{keyword}");
             let out = expand_str(nested(limit + 1, keyword.clone()));
-            assert!(!out.contains("struct P"), "{keyword}");
+            // The type is generated from the header alone, next to the error.
+            assert!(out.contains("struct P"), "{keyword}");
+            assert!(!out.contains("fill"), "{keyword}");
             let message = format!("nesting deeper than {limit} levels of `for` and `if`");
             assert_eq!(out.matches("compile_error").count(), 1, "{keyword}");
             assert!(out.contains(&message), "{keyword}: {out}");
@@ -666,6 +768,23 @@ mod tests {
             }
         };
         assert!(expand_str(input).contains("nesting deeper than"));
+    }
+
+    #[test]
+    fn a_body_that_does_not_parse_still_gives_the_type() {
+        let out = expand_str(quote! {
+            pipeline P(x: &mut DeviceBuffer<f32>, k: &Kernel) {
+                stream main;
+                main.record_event(ready);
+            }
+        });
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+        assert!(out.contains("write `main: record ready;`"), "{out}");
+        assert!(
+            out.contains("pub x : & 'sg mut DeviceBuffer < f32 >"),
+            "{out}"
+        );
+        assert!(out.contains("pub k : & 'sg Kernel"), "{out}");
     }
 
     #[test]

@@ -87,9 +87,14 @@ mod validate;
 ///
 /// # Compile-time checks
 ///
-/// Unknown and duplicate names; waits on events no earlier statement records; `wait_stream` on
-/// the stream itself; malformed launch configurations; copies from or to pageable host memory
-/// (use `PinnedBuffer`; slices and `Vec`s *of* buffers are parameters like any other); writes through parameters not declared `&mut`; and data races: two
+/// Unknown names (with the closest declared name as a suggestion) and duplicate names; waits
+/// on events no earlier statement records; `wait_stream` on the stream itself; malformed launch
+/// configurations; statements without their `STREAM:`, written as method calls
+/// (`side.wait_event(ready)`) or declaring a nested pipeline; a buffer parameter passed to a
+/// kernel by value (write `&mut x` or `&x`); host memory (`Vec`, slices) in launches and fills
+/// (use `DeviceBuffer::from_host`); copies from or to pageable host memory (use
+/// `PinnedBuffer`; slices and `Vec`s *of* buffers are parameters like any other); writes
+/// through parameters not declared `&mut`; and data races: two
 /// statements on different streams touching the same whole buffer, one of them writing, with
 /// no record/wait or `wait_stream` path ordering them. A race is reported only when it is
 /// certain on every path through the pipeline's `if`s and loops, counting each loop as running
@@ -99,7 +104,12 @@ mod validate;
 /// When branches and loops give some pairs of statements more orderings than the check follows,
 /// a warning (a deprecation note on the pipeline's name, `static_race_check_incomplete`) says
 /// so and the plan checks those pairs at run time. `for` and `if` nest at most 128 levels deep
-/// (each `else if` is one level more).
+/// (each `else if` is one level more). While a statement has an unknown name, the race check
+/// waits for the fix rather than report races of its placeholder.
+///
+/// Type errors land on the user's tokens and speak of the traits a pipeline needs: a kernel
+/// must be a `LaunchKernel`, a launch argument passed
+/// by value a `KernelValue`, a parameter declared without `&` a `ValueParameter` (`Copy`).
 #[proc_macro]
 pub fn pipeline(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
     expand::pipeline(input.into()).into()

@@ -10,7 +10,7 @@ use quote::{quote_spanned, ToTokens};
 use syn::{Attribute, Expr, Generics, Ident, Pat, Type, Visibility};
 
 use crate::syntax::{self, Else, Input, Item, Op, StreamOpt};
-use crate::text::text_of;
+use crate::text::{closest, text_of};
 
 /// Errors collected while resolving and validating, reported together; and warnings.
 #[derive(Default)]
@@ -45,6 +45,11 @@ impl Errors {
             name,
             message: message.to_string(),
         });
+    }
+
+    /// How many errors are recorded so far.
+    pub fn count(&self) -> usize {
+        self.errors.len()
     }
 
     /// Every error, in the order found.
@@ -192,6 +197,10 @@ pub struct Statement {
     /// The statement's first token (its stream name) and its `;`, for spans and locations.
     pub first: Span,
     pub last: Span,
+    /// Resolving it recorded an error (an unknown name, a malformed launch): its stream, events
+    /// or buffers are placeholders, so cross-statement rules skip it rather than report
+    /// follow-on errors.
+    pub unresolved: bool,
 }
 
 impl Statement {
@@ -405,6 +414,7 @@ impl Program {
 
     fn resolve_device_block(&mut self, b: syntax::BlockStmt, errors: &mut Errors) -> Node {
         let id = self.statements.len();
+        let errors_before = errors.count();
         let stream = self.stream_index(&b.stream, errors);
         let (looping, word) = match &b.keyword {
             syntax::BlockKeyword::While => (true, "while"),
@@ -416,14 +426,20 @@ impl Program {
         };
         match &flag_param {
             Some(name) if self.param(name).is_some() => {}
-            Some(name) => errors.spanned(
-                name,
-                format!(
-                    "`{name}` is not a parameter of this pipeline; the flag of a device `{word}` \
-                     is a parameter of type `&mut DeviceFlag` (or `&DeviceFlag`), e.g. \
-                     `{name}: &mut DeviceFlag`"
-                ),
-            ),
+            Some(name) => {
+                let params: Vec<String> = self.params.iter().map(|p| p.name.to_string()).collect();
+                let similar = closest(&name.to_string(), params.iter().map(String::as_str))
+                    .map(|s| format!("did you mean `{s}`? "))
+                    .unwrap_or_default();
+                errors.spanned(
+                    name,
+                    format!(
+                        "`{name}` is not a parameter of this pipeline; {similar}the flag of a \
+                         device `{word}` is a parameter of type `&mut DeviceFlag` (or \
+                         `&DeviceFlag`), e.g. `{name}: &mut DeviceFlag`"
+                    ),
+                )
+            }
             None => errors.spanned(
                 &b.flag,
                 format!(
@@ -474,6 +490,7 @@ impl Program {
             },
             accesses,
             last,
+            unresolved: errors.count() > errors_before,
         });
         let body = self.resolve_block(b.body, errors);
         let start = self.statements.len();
@@ -535,6 +552,7 @@ impl Program {
 
     fn resolve_op(&mut self, stmt: syntax::OpStmt, errors: &mut Errors) -> usize {
         let id = self.statements.len();
+        let errors_before = errors.count();
         let stream = self.stream_index(&stmt.stream, errors);
         let mut accesses = Vec::new();
         let (kind, op_text) = match stmt.op {
@@ -585,7 +603,7 @@ impl Program {
                                 (None, _) => Arg::Value(Expr::Reference(r)),
                             }
                         }
-                        other => Arg::Value(other),
+                        other => self.value_arg(other, errors),
                     });
                 }
                 let text = format!(
@@ -685,6 +703,7 @@ impl Program {
             kind,
             accesses,
             last: stmt.semi.span,
+            unresolved: errors.count() > errors_before,
         });
         id
     }
@@ -710,8 +729,39 @@ impl Program {
             },
             accesses: Vec::new(),
             last,
+            unresolved: true,
         });
         id
+    }
+
+    /// A launch argument written without `&`/`&mut`: passed by value, unless it names a
+    /// reference parameter, which cannot be (a buffer missing its `&mut`/`&`, most often). That
+    /// is an error, and the argument is kept as a read so that no type error follows it.
+    fn value_arg(&self, expr: Expr, errors: &mut Errors) -> Arg {
+        let param = match &expr {
+            Expr::Path(path) if path.qself.is_none() => {
+                path.path.get_ident().and_then(|name| self.param(name))
+            }
+            _ => None,
+        };
+        let Some(param) = param.filter(|p| p.kind != ParamKind::Value) else {
+            return Arg::Value(expr);
+        };
+        let name = &param.name;
+        errors.spanned(
+            &expr,
+            format!(
+                "buffer `{name}` is passed by value: write `&mut {name}` if the kernel writes \
+                 it, or `&{name}` if it only reads it (parameter `{name}` is `{}`; a value \
+                 passed by value is a parameter declared without `&`, such as `n: u32`)",
+                crate::text::type_text(&param.ty)
+            ),
+        );
+        Arg::Read(BufferExpr {
+            root: name.clone(),
+            expr,
+            whole: true,
+        })
     }
 
     /// Reads a buffer expression: a parameter name optionally followed by method calls and
@@ -754,13 +804,19 @@ impl Program {
             return None;
         };
         if self.param(&root).is_none() {
-            errors.spanned(
-                &root,
-                format!(
+            let name = root.to_string();
+            let params: Vec<String> = self.params.iter().map(|p| p.name.to_string()).collect();
+            let message = match closest(&name, params.iter().map(String::as_str)) {
+                Some(similar) => format!(
+                    "`{root}` is not a parameter of this pipeline: did you mean `{similar}`? \
+                     (buffers in `&`, `&mut`, `copy` and `fill` must be parameters)"
+                ),
+                None => format!(
                     "`{root}` is not a parameter of this pipeline; buffers in `&`, `&mut`, `copy` \
                      and `fill` must be parameters, e.g. `{root}: &mut DeviceBuffer<f32>`"
                 ),
-            );
+            };
+            errors.spanned(&root, message);
             return None;
         }
         Some(BufferExpr { expr, root, whole })
@@ -776,8 +832,16 @@ fn arg_text(arg: &Arg) -> String {
 }
 
 fn unknown<'a>(what: &str, name: &Ident, declared: impl Iterator<Item = &'a Ident>) -> String {
-    let declared: Vec<String> = declared.map(|d| format!("`{d}`")).collect();
-    if declared.is_empty() {
+    let names: Vec<String> = declared.map(ToString::to_string).collect();
+    let declared: Vec<String> = names.iter().map(|d| format!("`{d}`")).collect();
+    let name_text = name.to_string();
+    if let Some(similar) = closest(&name_text, names.iter().map(String::as_str)) {
+        format!(
+            "unknown {what} `{name}`: did you mean `{similar}`? (declared {what}s are {}; a new \
+             one is declared with `{what} {name};`)",
+            declared.join(", ")
+        )
+    } else if declared.is_empty() {
         format!("unknown {what} `{name}`: no {what} is declared; declare it with `{what} {name};`")
     } else {
         format!(
@@ -859,11 +923,39 @@ mod tests {
         });
         assert_eq!(p.statements.len(), 3);
         assert_eq!(errors.len(), 5, "{errors:?}");
-        assert!(errors[0].starts_with("unknown stream `mian`: declared streams are `main`"));
+        assert!(errors[0].starts_with("unknown stream `mian`: did you mean `main`?"));
         assert!(errors[1].starts_with("unknown event `e`: no event is declared"));
         assert!(errors[2].starts_with("unknown stream `other`"));
         assert!(errors[3].contains("no block size"));
         assert!(errors[4].contains("`z` is not a parameter"));
+        assert!(p.statements.iter().all(|s| s.unresolved));
+    }
+
+    #[test]
+    fn typos_get_the_closest_declared_name() {
+        let (p, errors) = resolve(parse_quote! {
+            pipeline P(input: &mut B, k: &K) {
+                stream main;
+                stream side;
+                event ready;
+                sied: record redy;
+                main: launch k<<<1, 1>>>(&mut inptu);
+                main: fill output = 0.0f32;
+                main: launch k<<<1, 1>>>(input);
+            }
+        });
+        assert_eq!(errors.len(), 5, "{errors:#?}");
+        assert!(errors[0].starts_with("unknown stream `sied`: did you mean `side`?"));
+        assert!(errors[1].starts_with("unknown event `redy`: did you mean `ready`?"));
+        assert!(errors[2]
+            .starts_with("`inptu` is not a parameter of this pipeline: did you mean `input`?"));
+        assert!(errors[3].starts_with("`output` is not a parameter of this pipeline; buffers"));
+        assert!(errors[4].starts_with("buffer `input` is passed by value: write `&mut input`"));
+        assert!(matches!(
+            &p.statements[3].kind,
+            Kind::Launch { args, .. } if matches!(args[..], [Arg::Read(_)])
+        ));
+        assert!(p.statements[3].accesses.is_empty());
     }
 
     #[test]

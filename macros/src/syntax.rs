@@ -216,6 +216,55 @@ impl Parse for Input {
     }
 }
 
+/// The header of a `pipeline!` input, everything before the body; the body is skipped. What
+/// the expansion falls back to when the body does not parse.
+pub struct Header {
+    pub attrs: Vec<Attribute>,
+    pub vis: Visibility,
+    pub pipeline_token: kw::pipeline,
+    pub name: Ident,
+    pub generics: Generics,
+    pub params: Punctuated<Param, Token![,]>,
+}
+
+impl Parse for Header {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let attrs = input.call(Attribute::parse_outer)?;
+        let vis = input.parse()?;
+        let pipeline_token = input.parse()?;
+        let name = input.parse()?;
+        let mut generics: Generics = input.parse()?;
+        let content;
+        parenthesized!(content in input);
+        let params = content.parse_terminated(Param::parse, Token![,])?;
+        generics.where_clause = input.parse()?;
+        input.parse::<TokenStream>()?;
+        Ok(Header {
+            attrs,
+            vis,
+            pipeline_token,
+            name,
+            generics,
+            params,
+        })
+    }
+}
+
+impl Header {
+    /// The input with an empty body.
+    pub fn into_input(self) -> Input {
+        Input {
+            attrs: self.attrs,
+            vis: self.vis,
+            pipeline_token: self.pipeline_token,
+            name: self.name,
+            generics: self.generics,
+            params: self.params,
+            items: Vec::new(),
+        }
+    }
+}
+
 impl Parse for Param {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let name = input.parse()?;
@@ -329,6 +378,7 @@ fn parse_stmt(input: ParseStream<'_>, depth: usize) -> syn::Result<Stmt> {
     } else if lookahead.peek(Token![if]) {
         parse_if(input, depth).map(Stmt::If)
     } else if lookahead.peek(Ident) {
+        misplaced_statement(input)?;
         let stream: Ident = input.parse()?;
         input.parse::<Token![:]>()?;
         if input.peek(Token![while]) || input.peek(Token![if]) {
@@ -412,6 +462,127 @@ fn parse_if(input: ParseStream<'_>, depth: usize) -> syn::Result<IfStmt> {
     })
 }
 
+/// The operations of [`Op`], as written after `STREAM:`.
+const OPERATIONS: [&str; 7] = [
+    "launch",
+    "copy",
+    "fill",
+    "host",
+    "record",
+    "wait",
+    "wait_stream",
+];
+
+/// Dedicated errors for statements that start with an identifier but are not `STREAM: OP;`:
+/// a nested pipeline, a method-call statement (`side.wait_event(ready)`), an operation without
+/// its stream, a stream name without `:`. Looks ahead only; `Ok` when none applies.
+fn misplaced_statement(input: ParseStream<'_>) -> syn::Result<()> {
+    let nested = |at: &dyn quote::ToTokens, name: Option<&Ident>| {
+        let name = name.map_or_else(|| "it".to_owned(), |n| format!("`{n}`"));
+        syn::Error::new_spanned(
+            at,
+            format!(
+                "a pipeline cannot be declared inside another pipeline: declare {name} in its own \
+                 `pipeline!` next to this one and run the two one after the other, or write its \
+                 streams and statements in this pipeline"
+            ),
+        )
+    };
+    if let Ok(mac) = input.fork().parse::<syn::Macro>() {
+        if mac
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "pipeline")
+        {
+            let name = syn::parse2::<NestedHeader>(mac.tokens.clone()).ok();
+            return Err(nested(&mac, name.as_ref().map(|h| &h.name)));
+        }
+    }
+    if input.peek(kw::pipeline) && input.peek2(Ident) {
+        let fork = input.fork();
+        let header: NestedHeader = fork.parse()?;
+        return Err(nested(&header, Some(&header.name)));
+    }
+    let fork = input.fork();
+    let first: Ident = fork.parse()?;
+    if fork.peek(Token![.]) {
+        if let Ok(Expr::MethodCall(call)) = input.fork().parse::<Expr>() {
+            return Err(method_call_statement(&call));
+        }
+    }
+    if fork.peek(Token![:]) && !fork.peek(Token![::]) {
+        return Ok(());
+    }
+    let op = first.to_string();
+    if OPERATIONS.contains(&op.as_str()) {
+        return Err(syn::Error::new_spanned(
+            &first,
+            format!(
+                "this `{op}` names no stream: every statement is issued on a stream, written \
+                 `STREAM: {op} …;` (e.g. `main: {op} …;` for a stream declared `stream main;`)"
+            ),
+        ));
+    }
+    Err(syn::Error::new(
+        fork.span(),
+        format!(
+            "expected `:` after `{first}`: statements are written `STREAM: OP;`, e.g. \
+             `{first}: launch k<<<grid, block>>>(&mut x);` for a stream `{first}`"
+        ),
+    ))
+}
+
+/// `pipeline NAME`, the start of a nested pipeline declaration (the rest is skipped).
+struct NestedHeader {
+    pipeline: kw::pipeline,
+    name: Ident,
+}
+
+impl Parse for NestedHeader {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        input.call(Attribute::parse_outer)?;
+        input.parse::<Visibility>()?;
+        let pipeline = input.parse()?;
+        let name = input.parse()?;
+        input.parse::<TokenStream>()?;
+        Ok(NestedHeader { pipeline, name })
+    }
+}
+
+impl quote::ToTokens for NestedHeader {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        self.pipeline.to_tokens(tokens);
+        self.name.to_tokens(tokens);
+    }
+}
+
+/// The error for a statement written as a method call on a stream, as in PyTorch
+/// (`side.wait_event(ready)`), with the statement to write instead.
+fn method_call_statement(call: &syn::ExprMethodCall) -> syn::Error {
+    let receiver = crate::text::text_of(&call.receiver);
+    let args: Vec<String> = call.args.iter().map(crate::text::text_of).collect();
+    let arg = args.first().map_or("…", String::as_str);
+    let method = call.method.to_string();
+    let instead = match method.as_str() {
+        "wait_event" | "wait" => Some(format!("{receiver}: wait {arg};")),
+        "record_event" | "record" => Some(format!("{receiver}: record {arg};")),
+        "wait_stream" => Some(format!("{receiver}: wait_stream {arg};")),
+        "launch" => Some(format!("{receiver}: launch KERNEL<<<GRID, BLOCK>>>(ARGS);")),
+        "copy" | "copy_" => Some(format!("{receiver}: copy DST <- SRC;")),
+        "fill" | "fill_" => Some(format!("{receiver}: fill BUF = VALUE;")),
+        _ => None,
+    };
+    let message = match instead {
+        Some(instead) => format!("statements are not method calls on streams: write `{instead}`"),
+        None => format!(
+            "statements are not method calls: write `STREAM: OP;`, where OP is one of {}",
+            OPERATIONS.map(|o| format!("`{o}`")).join(", ")
+        ),
+    };
+    syn::Error::new_spanned(call, message)
+}
+
 impl Parse for Stmt {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         parse_stmt(input, 0)
@@ -470,7 +641,21 @@ impl Parse for Op {
                 event: input.parse()?,
             })
         } else {
-            Err(lookahead.error())
+            let error = lookahead.error();
+            let Ok(word) = input.fork().parse::<Ident>() else {
+                return Err(error);
+            };
+            let word_text = word.to_string();
+            match crate::text::closest(&word_text, OPERATIONS) {
+                Some(op) => Err(syn::Error::new_spanned(
+                    &word,
+                    format!(
+                        "unknown operation `{word}`: did you mean `{op}`? (the operations are {})",
+                        OPERATIONS.map(|o| format!("`{o}`")).join(", ")
+                    ),
+                )),
+                None => Err(error),
+            }
         }
     }
 }
@@ -617,9 +802,72 @@ mod tests {
     #[test]
     fn unknown_operation_lists_the_alternatives() {
         let err = syn::parse2::<Input>(quote::quote! {
-            pipeline P() { stream s; s: lunch k<<<1, 1>>>(); }
+            pipeline P() { stream s; s: frobnicate k<<<1, 1>>>(); }
         })
         .unwrap_err();
         assert!(err.to_string().contains("expected one of"), "{err}");
+        let err = syn::parse2::<Input>(quote::quote! {
+            pipeline P() { stream s; s: lunch k<<<1, 1>>>(); }
+        })
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("unknown operation `lunch`: did you mean `launch`?"),
+            "{err}"
+        );
+    }
+
+    fn parse_error(body: proc_macro2::TokenStream) -> String {
+        syn::parse2::<Input>(
+            quote::quote!(pipeline P(x: &mut B) { stream main; stream side; #body }),
+        )
+        .unwrap_err()
+        .to_string()
+    }
+
+    #[test]
+    fn misplaced_statements_get_their_own_messages() {
+        let cases = [
+            (
+                quote::quote!(side.wait_event(ready);),
+                "statements are not method calls on streams: write `side: wait ready;`",
+            ),
+            (
+                quote::quote!(side.wait_stream(main);),
+                "write `side: wait_stream main;`",
+            ),
+            (
+                quote::quote!(main.record_event(ready);),
+                "write `main: record ready;`",
+            ),
+            (
+                quote::quote!(main.synchronize();),
+                "statements are not method calls: write `STREAM: OP;`",
+            ),
+            (
+                quote::quote!(launch k<<<1, 1>>>(&mut x);),
+                "this `launch` names no stream",
+            ),
+            (
+                quote::quote!(for i in 0..2 { record ready; }),
+                "this `record` names no stream",
+            ),
+            (
+                quote::quote!(main launch k<<<1, 1>>>(&mut x);),
+                "expected `:` after `main`",
+            ),
+            (
+                quote::quote!(pipeline Inner(y: &B) { stream s; }),
+                "a pipeline cannot be declared inside another pipeline: declare `Inner`",
+            ),
+            (
+                quote::quote!(streamgraph::pipeline! { pipeline Inner() { stream s; } }),
+                "a pipeline cannot be declared inside another pipeline: declare `Inner`",
+            ),
+        ];
+        for (body, expected) in cases {
+            let err = parse_error(body.clone());
+            assert!(err.contains(expected), "{body}: {err}");
+        }
     }
 }

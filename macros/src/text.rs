@@ -33,6 +33,46 @@ pub fn type_text(ty: &syn::Type) -> String {
     out
 }
 
+/// The candidate closest to `name` by edit distance, if close enough to be a likely typo:
+/// one edit for names of three to five characters, a third of the name's length beyond; none for
+/// shorter names (any other short name is as close as a typo). Ties go to the first candidate.
+pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let limit = match name.chars().count() {
+        0..=2 => return None,
+        n => (n / 3).max(1),
+    };
+    candidates
+        .into_iter()
+        .filter(|c| *c != name)
+        .map(|c| (edit_distance(name, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance between `a` and `b`, counted in characters, where swapping two adjacent
+/// characters counts as one edit (`mian` is one edit from `main`).
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    // rows[i][j]: distance between a[..i] and b[..j]; three rows suffice for transpositions.
+    let mut before: Vec<usize> = vec![0; b.len() + 1];
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut cur = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut d = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d = d.min(before[j - 2] + 1);
+            }
+            cur[j] = d;
+        }
+        before = std::mem::replace(&mut prev, cur);
+    }
+    prev[b.len()]
+}
+
 #[derive(Clone, Copy, PartialEq)]
 enum Prev {
     Start,
@@ -122,6 +162,26 @@ fn write_stream(out: &mut String, tokens: TokenStream) {
 mod tests {
     use super::*;
     use quote::quote;
+
+    #[test]
+    fn edit_distances_count_transpositions_as_one() {
+        assert_eq!(edit_distance("main", "main"), 0);
+        assert_eq!(edit_distance("mian", "main"), 1);
+        assert_eq!(edit_distance("redy", "ready"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn suggestions_are_close_and_the_closest() {
+        let names = ["main", "side", "copy_stream"];
+        assert_eq!(closest("mian", names), Some("main"));
+        assert_eq!(closest("sied", names), Some("side"));
+        assert_eq!(closest("copy_steam", names), Some("copy_stream"));
+        assert_eq!(closest("other", names), None);
+        assert_eq!(closest("x", ["y"]), None);
+        assert_eq!(closest("ab", ["abc"]), None);
+    }
 
     #[test]
     fn types_read_like_rust() {

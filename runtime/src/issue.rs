@@ -34,6 +34,61 @@ pub trait Pipeline {
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error>;
 }
 
+/// What `launch KERNEL<<<…>>>(…)` in [`pipeline!`](crate::Pipeline) accepts as `KERNEL`: a
+/// [`Kernel`], or a reference to one.
+///
+/// ```
+/// use streamgraph_runtime::{Kernel, LaunchKernel};
+///
+/// let k = Kernel::for_planning("scale");
+/// assert_eq!((&&k).as_kernel().name(), "scale");
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a kernel",
+    label = "`launch` expects a `Kernel` here",
+    note = "a kernel comes from a loaded module (`Module::from_ptx`, then \
+            `module.kernel(\"name\")`); pass it as a pipeline parameter such as `k: &Kernel` and \
+            write `launch k<<<…>>>(…)`"
+)]
+pub trait LaunchKernel {
+    /// The kernel.
+    fn as_kernel(&self) -> &Kernel;
+}
+
+impl LaunchKernel for Kernel {
+    fn as_kernel(&self) -> &Kernel {
+        self
+    }
+}
+
+impl<K: LaunchKernel + ?Sized> LaunchKernel for &K {
+    fn as_kernel(&self) -> &Kernel {
+        (**self).as_kernel()
+    }
+}
+
+impl<K: LaunchKernel + ?Sized> LaunchKernel for &mut K {
+    fn as_kernel(&self) -> &Kernel {
+        (**self).as_kernel()
+    }
+}
+
+/// What a `pipeline!` parameter declared without `&` must be: `Copy`, since every run binds a
+/// copy of it. Implemented for every `Copy` type; `pipeline!` checks it on each such parameter.
+#[diagnostic::on_unimplemented(
+    message = "pipeline parameter of type `{Self}` is not `Copy`",
+    label = "a parameter that is not a reference must be `Copy`",
+    note = "declare it as a reference, `&{Self}`; host data that kernels use goes into a device \
+            buffer first, `DeviceBuffer::from_host(&device, &data)`, passed as \
+            `&DeviceBuffer<T>`"
+)]
+pub trait ValueParameter {
+    /// Compiles for `Copy` types only; does nothing.
+    fn check() {}
+}
+
+impl<T: Copy> ValueParameter for T {}
+
 /// How a declared stream is created: `stream side(priority = -1, device = 0)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct StreamOptions {
@@ -159,7 +214,24 @@ pub mod __private {
         D: DeviceMemory + ?Sized,
         D::Elem: FillValue,
     {
-        issuer.fill(stmt, device_ref(dst), value.pattern())
+        fill_with(issuer, stmt, dst, value, D::Elem::pattern)
+    }
+
+    /// `fill BUF = VALUE`, as generated code issues it: `pattern` is `FillValue::pattern` at
+    /// the call site, so that an element type that cannot be filled is reported there, in the
+    /// user's terms, rather than as a bound of this function.
+    pub fn fill_with<I, D>(
+        issuer: &mut I,
+        stmt: &'static Statement,
+        dst: &D,
+        value: D::Elem,
+        pattern: fn(D::Elem) -> FillPattern,
+    ) -> Result<(), Error>
+    where
+        I: Issuer + ?Sized,
+        D: DeviceMemory + ?Sized,
+    {
+        issuer.fill(stmt, device_ref(dst), pattern(value))
     }
 
     /// `while FLAG[, limit = N] { BODY }`: the flag must be a [`DeviceFlag`].

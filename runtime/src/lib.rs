@@ -34,11 +34,11 @@ pub use graph::{
     capture, CaptureOutcome, Graph, GraphExec, GraphExecHandle, GraphHandle, GraphStats,
     VerifyReport,
 };
-pub use issue::{Body, Issuer, Pipeline, StreamOptions};
+pub use issue::{Body, Issuer, LaunchKernel, Pipeline, StreamOptions, ValueParameter};
 pub use memory::{
     CopySource, CopyTarget, DeviceBuffer, DeviceFlag, DeviceMemory, DeviceMemoryMut, DeviceRepr,
-    DeviceView, DeviceViewMut, FillValue, PinnedBuffer, PinnedMut, PinnedRef, PinnedView,
-    PinnedViewMut, Pod, Zeroable,
+    DeviceView, DeviceViewMut, FillValue, KernelValue, PinnedBuffer, PinnedMut, PinnedRef,
+    PinnedView, PinnedViewMut, Pod, Zeroable,
 };
 pub use module::{Kernel, Module};
 pub use operand::{BufferAccess, DeviceRange, Dim3, FillPattern, HostFn, LaunchConfig, Memory};

@@ -23,6 +23,7 @@ pub fn validate(program: &Program, errors: &mut Errors) {
     waits_follow_records(program, errors);
     wait_stream_names_another_stream(program, errors);
     copies_avoid_pageable_memory(program, errors);
+    kernels_and_fills_use_device_memory(program, errors);
     writes_go_through_mut_parameters(program, errors);
     bodies_hold_only_device_work(program, errors);
     block_events_stay_in_their_body(program, errors);
@@ -179,8 +180,9 @@ fn waits_follow_records(program: &Program, errors: &mut Errors) {
         for node in nodes {
             match node {
                 Node::Stmt(i) => {
-                    if let Kind::Record { event, .. } = program.statements[*i].kind {
-                        out.insert(event);
+                    let stmt = &program.statements[*i];
+                    if let (Kind::Record { event, .. }, false) = (&stmt.kind, stmt.unresolved) {
+                        out.insert(*event);
                     }
                 }
                 Node::For { body, .. } => records(body, program, out),
@@ -208,6 +210,9 @@ fn waits_follow_records(program: &Program, errors: &mut Errors) {
             match node {
                 Node::Stmt(i) => {
                     let stmt = &program.statements[*i];
+                    if stmt.unresolved {
+                        continue;
+                    }
                     match &stmt.kind {
                         Kind::Record { event, .. } => {
                             recorded.insert(*event);
@@ -258,7 +263,7 @@ fn waits_follow_records(program: &Program, errors: &mut Errors) {
 
 /// `wait_stream` names a stream other than the one it is issued on.
 fn wait_stream_names_another_stream(program: &Program, errors: &mut Errors) {
-    for stmt in &program.statements {
+    for stmt in program.statements.iter().filter(|s| !s.unresolved) {
         if let Kind::WaitStream { stream, name } = &stmt.kind {
             if *stream == stmt.stream && *name == stmt.stream_name {
                 errors.spanned(
@@ -298,6 +303,37 @@ fn copies_avoid_pageable_memory(program: &Program, errors: &mut Errors) {
     }
 }
 
+/// A launch's `&x`/`&mut x` arguments and a `fill` target are device memory, never host memory
+/// such as a `Vec` or a slice.
+fn kernels_and_fills_use_device_memory(program: &Program, errors: &mut Errors) {
+    for stmt in &program.statements {
+        if !matches!(stmt.kind, Kind::Launch { .. } | Kind::Fill { .. }) {
+            continue;
+        }
+        for access in &stmt.accesses {
+            let Some(param) = program
+                .param(&access.buffer)
+                .filter(|p| p.is_pageable_host())
+            else {
+                continue;
+            };
+            errors.spanned(
+                &access.at,
+                format!(
+                    "`{}` passes `{}` to the device, but parameter `{}` is host memory (`{}`), \
+                     which kernels and fills cannot reach: copy the data to the device first, \
+                     with `DeviceBuffer::from_host(&device, &data)`, and declare the parameter \
+                     as a `&DeviceBuffer<T>` (`&mut` if the pipeline writes it)",
+                    stmt.text,
+                    access.buffer,
+                    param.name,
+                    crate::text::type_text(&param.ty)
+                ),
+            );
+        }
+    }
+}
+
 /// A statement writes a buffer only through a parameter declared `&mut`.
 ///
 /// Writes are `&mut x` arguments, copy destinations and fill targets.
@@ -333,8 +369,11 @@ fn writes_go_through_mut_parameters(program: &Program, errors: &mut Errors) {
 /// At most [`MAX_RACE_DIAGNOSTICS`] races are reported, one per pair of statements and buffer,
 /// in source order; one more error counts the rest. When the analysis could not decide every
 /// pair, a warning says so: those pairs are left to the run-time plan.
+///
+/// Not checked while a statement is unresolved (an unknown stream, event or buffer): its
+/// placeholders would order or race the wrong statements, and the name error comes first.
 fn no_static_races(program: &Program, errors: &mut Errors) {
-    if program.streams.len() < 2 {
+    if program.streams.len() < 2 || program.statements.iter().any(|s| s.unresolved) {
         return;
     }
     let buffers: Vec<&Ident> = program.params.iter().map(|p| &p.name).collect();

@@ -66,6 +66,12 @@ pub use pinned::{PinnedBuffer, PinnedMut, PinnedRef, PinnedView, PinnedViewMut};
 /// [`DeviceMemory::holder`] hands out the runtime's own allocation, for as long as any graph
 /// that captured an operation on it can launch; and that the range holds whole elements of
 /// `Elem`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not device memory",
+    label = "a kernel buffer argument or `fill` target must be device memory",
+    note = "pass a `DeviceBuffer<T>`, a view of one (`x.slice(0..n)`) or a cudarc `CudaSlice<T>`; \
+            host data becomes a device buffer with `DeviceBuffer::from_host(&device, &data)`"
+)]
 pub unsafe trait DeviceMemory {
     /// The element type.
     type Elem: Pod;
@@ -102,6 +108,12 @@ pub unsafe trait DeviceMemoryMut: DeviceMemory {}
 ///
 /// The [`MemoryRef`] returned names memory holding elements of `T` that is live for the
 /// borrow of `self` (and as [`MemoryRef::from_raw`] requires for graphs).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the source of a copy of `{T}` elements",
+    label = "not device or host memory of `{T}`",
+    note = "a copy reads a `DeviceBuffer<T>`, a `PinnedBuffer<T>` or a view of either, with the \
+            same element type as the destination"
+)]
 pub unsafe trait CopySource<T> {
     /// The memory, borrowed from `self`.
     fn copy_source(&self) -> MemoryRef<'_>;
@@ -113,12 +125,24 @@ pub unsafe trait CopySource<T> {
 ///
 /// As for [`CopySource`]; host memory it names is page-locked and guarded against Rust
 /// references while copies write it (as [`MemoryRef::from_raw`] requires).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the destination of a copy of `{T}` elements",
+    label = "not writable device or page-locked host memory of `{T}`",
+    note = "a copy writes a `DeviceBuffer<T>`, a `PinnedBuffer<T>` or a mutable view of either \
+            (`x.slice_mut(0..n)`), borrowed `&mut`, with the same element type as the source"
+)]
 pub unsafe trait CopyTarget<T> {
     /// The memory, borrowed from `self`.
     fn copy_target(&self) -> MemoryRef<'_>;
 }
 
 /// An element type a `fill` can write with a memset (1, 2 or 4 bytes wide).
+#[diagnostic::on_unimplemented(
+    message = "`fill` cannot write elements of type `{Self}`",
+    label = "a fill writes elements of 1, 2 or 4 bytes",
+    note = "fill buffers of `u8`, `i8`, `u16`, `i16`, `u32`, `i32` or `f32`; write other types \
+            with a kernel or a copy"
+)]
 pub trait FillValue: Pod {
     /// The value's bit pattern.
     fn pattern(self) -> FillPattern;
@@ -171,9 +195,45 @@ pub mod __private {
         buffer_arg(m, AccessMode::Write)
     }
 
+    /// `memory`, which must be device memory: generated code passes `DeviceMemory::len` as
+    /// `check` at the user's buffer expression, so that memory that is not device memory is
+    /// reported there, in the user's terms (the same error at the same place from the call
+    /// taking the result is not repeated).
+    pub fn device_memory<M: ?Sized>(memory: &M, check: fn(&M) -> usize) -> &M {
+        let _ = check;
+        memory
+    }
+
     /// A by-value kernel argument (scalar or `#[repr(C)]` struct).
     pub fn arg_value<T: DeviceRepr>(v: &T) -> KernelArg<'_> {
         KernelArg::by_ref(v, None, Holder::FOREIGN)
+    }
+}
+
+/// A launch argument passed by value in `pipeline!` (written without `&`/`&mut`): a scalar or
+/// `#[repr(C)]` struct, that is any [`DeviceRepr`] type.
+///
+/// ```
+/// use streamgraph_runtime::KernelValue;
+///
+/// let n = 256u32;
+/// let _arg = n.kernel_arg(); // what `launch k<<<…>>>(n)` passes
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be passed to a kernel by value",
+    label = "passed by value: a scalar or `#[repr(C)]` struct is expected here",
+    note = "pass a buffer as `&mut x` if the kernel writes it, or `&x` if it only reads it",
+    note = "a value passed by value implements `DeviceRepr` (the integer and float types do; \
+            implement it for your own `#[repr(C)]` structs)"
+)]
+pub trait KernelValue {
+    /// The argument, pointing at `self`.
+    fn kernel_arg(&self) -> KernelArg<'_>;
+}
+
+impl<T: DeviceRepr> KernelValue for T {
+    fn kernel_arg(&self) -> KernelArg<'_> {
+        __private::arg_value(self)
     }
 }
 
