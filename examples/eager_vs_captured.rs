@@ -1,6 +1,8 @@
-//! The testing pattern to copy into your own tests: run one pipeline eagerly and captured,
-//! replay the graph several times, compare the results **bitwise**, and `verify()` that the
-//! captured graph's dependencies are exactly the pipeline's happens-before plan.
+//! The testing pattern to copy into your own tests, in one call of `streamgraph::testing::compare`
+//! (the `testing` feature): run one pipeline eagerly and captured, `verify()` that the captured
+//! graph's dependencies are exactly the pipeline's happens-before plan, replay the graph
+//! several times, and compare the results **bitwise** with as many eager runs. A difference
+//! is an `Error::OutputMismatch` naming the output and the first differing index.
 //!
 //! The pipeline: `main` scales `x`; `side` waits for it and accumulates `x` into `acc`;
 //! `main` waits for `side` and squares `x`. Running it `RUNS` times accumulates, so a replay
@@ -8,13 +10,12 @@
 //!
 //! Without a GPU the example prints the plan and its DOT picture instead.
 //!
-//! Run with `cargo run --example eager_vs_captured`.
+//! Run with `cargo run --example eager_vs_captured` (in your own crate, enable streamgraph's
+//! `testing` feature in `[dev-dependencies]`).
 
 use std::process::ExitCode;
 
-use streamgraph::{
-    capture, pipeline, Device, DeviceBuffer, Eager, Error, Kernel, Module, Plan, Stream,
-};
+use streamgraph::{pipeline, testing, Device, DeviceBuffer, Error, Kernel, Module, Plan, Stream};
 
 const SOURCE: &str = r#"
 extern "C" __global__ void scale(float* x, float k, unsigned n) {
@@ -71,7 +72,7 @@ fn main() -> ExitCode {
             println!("no GPU here: the pipeline's plan instead\n");
             match plan() {
                 Ok(plan) => {
-                    println!("{} operations, edges {:?}", plan.len(), plan.edges());
+                    print!("{plan}");
                     println!("\n{}", plan.to_dot());
                     ExitCode::SUCCESS
                 }
@@ -115,39 +116,37 @@ fn run() -> Result<(), Error> {
     let origin = Stream::new(&device, 0)?;
     let input: Vec<f32> = (0..N).map(|i| (i % 97) as f32 * 0.25).collect();
 
-    // 1. Eagerly, RUNS times.
-    let mut x = DeviceBuffer::from_host(&device, &input)?;
-    let mut acc = DeviceBuffer::<f32>::zeros(&device, N as usize)?;
-    let mut eager = Eager::new(&origin);
-    for _ in 0..RUNS {
-        eager.run(&Accumulate::new(&mut x, &mut acc, &k, 1.5, N))?;
+    /// What the pipeline borrows: the comparison builds a pipeline from it for each run and
+    /// reads the outputs from it between runs.
+    struct State {
+        x: DeviceBuffer<f32>,
+        acc: DeviceBuffer<f32>,
     }
-    origin.synchronize()?;
-    let (eager_x, eager_acc) = (x.to_vec()?, acc.to_vec()?);
+    let mut state = State {
+        x: DeviceBuffer::from_host(&device, &input)?,
+        acc: DeviceBuffer::zeros(&device, N as usize)?,
+    };
 
-    // 2. Captured once, verified, replayed RUNS times from the same initial state.
-    let mut gx = DeviceBuffer::from_host(&device, &input)?;
-    let mut gacc = DeviceBuffer::<f32>::zeros(&device, N as usize)?;
-    let graph = capture(&origin, Accumulate::new(&mut gx, &mut gacc, &k, 1.5, N))?;
-    let report = graph.verify()?;
-    println!(
-        "verified: {} nodes, {} edges equal the plan's",
-        report.operations, report.edges
-    );
+    // RUNS eager runs against RUNS replays of one verified graph (and one against one), each
+    // side from the same initial state; `x` and `acc` compared bitwise.
+    let report = testing::compare(&origin, &mut state, |s, run| {
+        run.pipeline(Accumulate::new(&mut s.x, &mut s.acc, &k, 1.5, N))
+    })
+    .reset(|s| {
+        s.x.copy_from_host(&input)?;
+        s.acc.copy_from_host(&vec![0.0; N as usize])
+    })
+    .output("x", |s| s.x.to_vec())
+    .output("acc", |s| s.acc.to_vec())
+    .replays(RUNS)
+    .run()?;
+    println!("{report}");
+
+    // The captured graph beside its plan, for the curious.
+    let graph = streamgraph::capture(
+        &origin,
+        Accumulate::new(&mut state.x, &mut state.acc, &k, 1.5, N),
+    )?;
     println!("{}", graph.to_dot_beside_plan()?);
-    let exec = graph.instantiate()?;
-    exec.replay(&origin, RUNS)?;
-    origin.synchronize()?;
-    exec.into_pipeline(); // gives the buffers back
-    let (graph_x, graph_acc) = (gx.to_vec()?, gacc.to_vec()?);
-
-    // 3. Bitwise equal.
-    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<u32>>();
-    if bits(&eager_x) != bits(&graph_x) || bits(&eager_acc) != bits(&graph_acc) {
-        return Err(Error::InvalidArgument(
-            "the replayed graph computed other bits than the eager runs".into(),
-        ));
-    }
-    println!("{RUNS} eager runs and {RUNS} replays give bitwise-equal results");
     Ok(())
 }

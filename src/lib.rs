@@ -30,7 +30,7 @@
 //!
 //! ## 2. Declare a pipeline
 //!
-//! ```no_run
+//! ```
 //! use streamgraph::{pipeline, DeviceBuffer, Kernel};
 //!
 //! pub struct Kernels { pub scale: Kernel, pub axpy: Kernel }
@@ -101,7 +101,81 @@
 //! ```
 //!
 //! Without a GPU, [`Kernel::for_planning`], [`DeviceBuffer::for_planning`] and
-//! [`PinnedBuffer::for_planning`] make handles that can be planned but not run.
+//! [`PinnedBuffer::for_planning`] make handles that can be planned but not run; this runs
+//! anywhere:
+//!
+//! ```
+//! use streamgraph::{pipeline, DeviceBuffer, Kernel, Plan};
+//!
+//! pub struct Kernels { pub scale: Kernel, pub axpy: Kernel }
+//!
+//! pipeline! {
+//!     pub pipeline Diamond(x: &mut DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>, k: &Kernels, n: u32) {
+//!         stream main;
+//!         stream side(priority = -1);
+//!         event ready;
+//!
+//!         main: launch k.scale<<<n.div_ceil(256), 256>>>(&mut x, 2.0f32, n);
+//!         main: record ready;
+//!         side: wait ready;
+//!         side: launch k.axpy<<<n.div_ceil(256), 256>>>(&mut y, &x, 0.5f32, n);
+//!     }
+//! }
+//!
+//! let k = Kernels { scale: Kernel::for_planning("scale"), axpy: Kernel::for_planning("axpy") };
+//! let mut x = DeviceBuffer::<f32>::for_planning(1024)?;
+//! let mut y = DeviceBuffer::<f32>::for_planning(1024)?;
+//! let plan = Plan::build(&Diamond::new(&mut x, &mut y, &k, 1024))?;
+//! assert_eq!(plan.edges().into_iter().collect::<Vec<_>>(), [(0, 1)]); // through `ready`
+//! plan.check_races()?;
+//! print!("{plan}"); // the op table: index, stream, statement, grid, location, memory
+//! # Ok::<(), streamgraph::Error>(())
+//! ```
+//!
+//! ## 4. Test it: eager runs against graph replays
+//!
+//! With the `testing` feature, [`testing::compare`](crate::testing) runs a pipeline eagerly,
+//! captures it, verifies the graph against the plan, replays it and compares chosen outputs
+//! bitwise (or within a tolerance), reporting the first differing element as
+//! [`Error::OutputMismatch`]:
+//!
+//! ```no_run
+//! use streamgraph::{pipeline, testing, Device, DeviceBuffer, Kernel, Module, Stream};
+//!
+//! pipeline! {
+//!     pub pipeline Scale(x: &mut DeviceBuffer<f32>, k: &Kernel, n: u32) {
+//!         stream main;
+//!         main: launch k<<<n.div_ceil(256), 256>>>(&mut x, 2.0f32, n);
+//!     }
+//! }
+//!
+//! let device = Device::new(None)?;
+//! let stream = Stream::new(&device, 0)?;
+//! let module = Module::from_cuda_source(&device, "scale", r#"
+//!     extern "C" __global__ void scale(float* x, float k, unsigned n) {
+//!         unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+//!         if (i < n) x[i] *= k;
+//!     }"#)?;
+//! // SAFETY: every launch passes (float*, float, unsigned).
+//! let k = unsafe { module.kernel("scale")? };
+//! let input: Vec<f32> = (0..1000).map(|i| i as f32).collect();
+//! let mut x = DeviceBuffer::from_host(&device, &input)?;
+//!
+//! let report = testing::compare(&stream, &mut x, |x, run| run.pipeline(Scale::new(x, &k, 1000)))
+//!     .reset(|x| x.copy_from_host(&input)) // `x` is scaled in place: each side starts afresh
+//!     .output("x", |x| x.to_vec())
+//!     .replays(3)                          // 3 eager runs against 3 replays of one graph
+//!     .run()?;
+//! println!("{report}");
+//! # Ok::<(), streamgraph::Error>(())
+//! ```
+//!
+//! ## Observability
+//!
+//! The `tracing` feature opens a span per pipeline run, capture or plan and per statement
+//! issued (pipeline name, statement text, source location, stream); the `nvtx` feature opens
+//! NVTX ranges with the same names for Nsight Systems, loading the NVTX library at run time
+//! (no ranges, and no error, without it). Both compile to nothing when off.
 //!
 //! ## Checks
 //!
@@ -134,3 +208,8 @@ pub use streamgraph_runtime::*;
 
 #[doc(inline)]
 pub use streamgraph_macros::pipeline;
+
+/// The README's examples, compiled (and, where they need no GPU, run) as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -1,4 +1,4 @@
-//! Device `while` / `if` blocks (DESIGN.md §6): the static program, the plan with nested body
+//! Device `while` / `if` blocks (README "Loops and branches on the device"): the static program, the plan with nested body
 //! plans, errors without a GPU; and on the GPU, eager runs against captured device loops
 //! (CUDA conditional nodes), limits, nesting, `if`/`else` both ways, updates inside bodies and
 //! faults inside bodies.

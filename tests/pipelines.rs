@@ -1,6 +1,7 @@
 //! `pipeline!` pipelines on the GPU: run eagerly, their results equal a host computation; run
-//! eagerly and captured, the same number of eager runs and graph replays from the same initial
-//! state leave bitwise-equal results, and every captured graph equals its plan (`verify`).
+//! eagerly and captured (`testing::compare`), the same number of eager runs and graph replays
+//! from the same initial state leave bitwise-equal results, and every captured graph equals its
+//! plan (`verify`).
 //!
 //! The kernels read, spin, then write `x * 31 + k`, so a missing dependency loses an update or
 //! reorders two: a wrong value, not only a different schedule.
@@ -12,7 +13,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use streamgraph::{
-    capture, pipeline, Capture, Device, DeviceBuffer, Eager, Kernel, Module, PinnedBuffer, Stream,
+    capture, pipeline, testing, Capture, Device, DeviceBuffer, Eager, Kernel, Module, PinnedBuffer,
+    Stream,
 };
 
 const SOURCE: &str = r#"
@@ -103,23 +105,18 @@ fn ping_pong_replays_like_eager_runs() {
     let _serial = common::serial();
     let (device, origin, k) = setup();
     let mut x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
-    let mut eager = Eager::new(&origin);
-    for _ in 0..RUNS {
-        eager.run(&PingPong::new(&mut x, &k, 4)).unwrap();
-    }
-    origin.synchronize().unwrap();
-    let eager_x = x.to_vec().unwrap();
-
-    let mut y = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
-    let graph = capture(&origin, PingPong::new(&mut y, &k, 4)).unwrap();
-    let report = graph.verify().unwrap();
-    assert_eq!(report.operations, 8);
-    let exec = graph.instantiate().unwrap();
-    exec.replay(&origin, RUNS).unwrap();
-    origin.synchronize().unwrap();
-    assert_eq!(exec.stats().launches, RUNS as u64);
-    exec.into_pipeline();
-    assert_eq!(y.to_vec().unwrap(), eager_x);
+    let report = testing::compare(&origin, &mut x, |x, run| {
+        run.pipeline(PingPong::new(x, &k, 4))
+    })
+    .reset(|x| x.copy_from_host(&[0]))
+    .output("x", |x| x.to_vec())
+    .replays(RUNS)
+    .run()
+    .unwrap();
+    assert_eq!((report.verified.operations, report.runs), (8, RUNS));
+    // The last side compared: RUNS replays from 0, as many steps as RUNS eager runs.
+    let want = (0..4 * RUNS).fold(0, |x, _| step(step(x, 1), 10));
+    assert_eq!(x.to_vec().unwrap(), [want]);
 }
 
 pipeline! {
@@ -222,66 +219,61 @@ fn fan_out_replays_like_eager_runs_and_keeps_its_host_function() {
     let fresh = || DeviceBuffer::<u32>::zeros(&device, n as usize).unwrap();
     let pinned = || PinnedBuffer::<u32>::zeros(&device, n as usize).unwrap();
 
-    let (mut input, mut left, mut right) = (fresh(), fresh(), fresh());
-    let (mut eager_left, mut eager_right) = (pinned(), pinned());
-    let eager_runs = Arc::new(AtomicUsize::new(0));
-    let mut eager = Eager::new(&origin);
-    for _ in 0..RUNS {
-        let p = Fan::new(
+    /// What `Fan` borrows mutably, read between runs.
+    struct State {
+        input: DeviceBuffer<u32>,
+        left: DeviceBuffer<u32>,
+        right: DeviceBuffer<u32>,
+        host_left: PinnedBuffer<u32>,
+        host_right: PinnedBuffer<u32>,
+    }
+    let mut state = State {
+        input: fresh(),
+        left: fresh(),
+        right: fresh(),
+        host_left: pinned(),
+        host_right: pinned(),
+    };
+    let runs = Arc::new(AtomicUsize::new(0));
+    let zeros = vec![0u32; n as usize];
+    let report = testing::compare(&origin, &mut state, |s, run| {
+        run.pipeline(Fan::new(
             &host_in,
-            &mut input,
-            &mut left,
-            &mut right,
-            &mut eager_left,
-            &mut eager_right,
+            &mut s.input,
+            &mut s.left,
+            &mut s.right,
+            &mut s.host_left,
+            &mut s.host_right,
             &k,
             n,
-            &eager_runs,
-        );
-        eager.run(&p).unwrap();
-    }
-    origin.synchronize().unwrap();
+            &runs,
+        ))
+    })
+    // Every side starts from zeroed results, so each must compute them itself.
+    .reset(|s| {
+        for b in [&mut s.input, &mut s.left, &mut s.right] {
+            b.copy_from_host(&zeros)?;
+        }
+        s.host_left.as_mut_slice()?.fill(0);
+        s.host_right.as_mut_slice()?.fill(0);
+        Ok(())
+    })
+    .output("host_left", |s| s.host_left.to_vec())
+    .output("host_right", |s| s.host_right.to_vec())
+    .replays(RUNS)
+    .run()
+    .unwrap();
+    println!("{report}");
+    assert_eq!(report.verified.operations, 6);
 
-    let (mut input, mut left, mut right) = (fresh(), fresh(), fresh());
-    let (mut graph_left, mut graph_right) = (pinned(), pinned());
-    let graph_runs = Arc::new(AtomicUsize::new(0));
-    let p = Fan::new(
-        &host_in,
-        &mut input,
-        &mut left,
-        &mut right,
-        &mut graph_left,
-        &mut graph_right,
-        &k,
-        n,
-        &graph_runs,
-    );
-    let graph = Capture::new(&origin).check(true).capture(p).unwrap();
-    assert_eq!(graph.len(), 6);
-    graph.verify().unwrap();
-    println!("{}", graph.to_dot().unwrap());
-    println!("{}", graph.to_dot_beside_plan().unwrap());
-    let exec = graph.instantiate().unwrap();
-    exec.upload(&origin).unwrap();
-    exec.replay(&origin, RUNS).unwrap();
-    origin.synchronize().unwrap();
-    exec.into_pipeline();
-
-    assert_eq!(
-        &*graph_left.as_slice().unwrap(),
-        &*eager_left.as_slice().unwrap()
-    );
-    assert_eq!(
-        &*graph_right.as_slice().unwrap(),
-        &*eager_right.as_slice().unwrap()
-    );
     let want: Vec<u32> = values.iter().map(|v| v * 3 + 1).collect();
-    assert_eq!(&*graph_left.as_slice().unwrap(), &want[..]);
-    assert_eq!(eager_runs.load(Ordering::SeqCst), RUNS);
+    assert_eq!(state.host_left.to_vec().unwrap(), want);
+    let want: Vec<u32> = values.iter().map(|v| v * 5 + 2).collect();
+    assert_eq!(state.host_right.to_vec().unwrap(), want);
     assert_eq!(
-        graph_runs.load(Ordering::SeqCst),
-        RUNS,
-        "the host function runs on every replay"
+        runs.load(Ordering::SeqCst),
+        RUNS + 1 + RUNS,
+        "the host function runs on every eager run and every replay"
     );
 }
 
@@ -451,18 +443,21 @@ fn a_chain_replays_like_eager_runs_on_any_stream() {
     let _serial = common::serial();
     let (device, origin, k) = setup();
     let mut x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
-    let mut eager = Eager::new(&origin);
-    for _ in 0..RUNS {
-        eager.run(&Chain::new(&mut x, &k, 50)).unwrap();
-    }
-    origin.synchronize().unwrap();
+    testing::compare(&origin, &mut x, |x, run| {
+        run.pipeline(Chain::new(x, &k, 50))
+    })
+    .reset(|x| x.copy_from_host(&[0]))
+    .output("x", |x| x.to_vec())
+    .replays(RUNS)
+    .run()
+    .unwrap();
     let eager_x = x.to_vec().unwrap();
 
+    // Any stream of the device: replay on another one.
     let mut y = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
     let graph = capture(&origin, Chain::new(&mut y, &k, 50)).unwrap();
     graph.verify().unwrap();
     let exec = graph.instantiate().unwrap();
-    // Any stream of the device: replay on another one.
     let other = Stream::new(&device, 0).unwrap();
     exec.replay(&other, RUNS).unwrap();
     other.synchronize().unwrap();

@@ -26,14 +26,14 @@ fn dot_of_a_diamond() {
   node [shape=box, fontname="monospace"];
   subgraph cluster_0 {
     label="stream main";
-    n0 [label="launch k.scale #1\nsrc/diamond.rs:1"];
-    n2 [label="launch k.norm #1\nsrc/diamond.rs:5"];
+    n0 [label="launch k.scale #1\n(&mut x)\n<<<1, 32>>>\nsrc/diamond.rs:1"];
+    n2 [label="launch k.norm #1\n(&x)\n<<<1, 32>>>\nsrc/diamond.rs:5"];
     n3 [label="host f6 #1\nsrc/diamond.rs:7"];
     join [label="join", shape=point];
   }
   subgraph cluster_1 {
     label="stream side";
-    n1 [label="launch k.axpy #1\nsrc/diamond.rs:4"];
+    n1 [label="launch k.axpy #1\n(&mut y, &x)\n<<<1, 32>>>\nsrc/diamond.rs:4"];
   }
   n0 -> n1 [style=dashed, color=blue, label="wait ready"];
   n0 -> n2;

@@ -1,4 +1,4 @@
-//! The happens-before model: exact edge sets of hand-made programs (DESIGN.md §2).
+//! The happens-before model: exact edge sets of hand-made programs (README "The model").
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
 mod plan_support;

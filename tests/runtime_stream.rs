@@ -1,4 +1,4 @@
-//! The stream contract (DESIGN.md §1) on a real GPU: priorities, `query`, `wait_event`,
+//! The stream contract (the crate docs' "The stream contract") on a real GPU: priorities, `query`, `wait_event`,
 //! `wait_stream` and the current-stream scope. Spin kernels make missing ordering visible.
 // Tests fail loudly on purpose: an unwrap names the failing call.
 #![allow(clippy::unwrap_used)]

@@ -63,6 +63,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/interop.rs"),
     source!("tests/macro_program.rs"),
     source!("tests/multi_device.rs"),
+    source!("tests/observe.rs"),
     source!("tests/pinned_views.rs"),
     source!("tests/pipelines.rs"),
     source!("tests/plan_dot.rs"),

@@ -19,8 +19,14 @@ mod validate;
 
 /// Declares a multi-stream CUDA pipeline type.
 ///
-/// ```ignore
-/// streamgraph::pipeline! {
+/// ```
+/// # extern crate streamgraph_runtime as streamgraph;
+/// # use streamgraph_macros::pipeline;
+/// use streamgraph::{DeviceBuffer, Kernel, Plan, Pipeline};
+///
+/// pub struct Kernels { pub scale: Kernel, pub axpy: Kernel }
+///
+/// pipeline! {
 ///     /// Scale `x` while `y` is updated on a side stream; join at the end.
 ///     pub pipeline Diamond(x: &mut DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>, k: &Kernels, n: u32) {
 ///         stream main;                       // the first stream is the origin
@@ -34,7 +40,25 @@ mod validate;
 ///         main: wait_stream side;
 ///     }
 /// }
+///
+/// # fn main() -> streamgraph::Result<()> {
+/// // Planned without a GPU, on stand-in kernels and buffers:
+/// let k = Kernels { scale: Kernel::for_planning("scale"), axpy: Kernel::for_planning("axpy") };
+/// let mut x = DeviceBuffer::<f32>::for_planning(1024)?;
+/// let mut y = DeviceBuffer::<f32>::for_planning(1024)?;
+/// let diamond = Diamond::new(&mut x, &mut y, &k, 1024);
+/// assert_eq!(diamond.n, 1024);                         // parameters are public fields
+/// assert_eq!(Diamond::PROGRAM.statements.len(), 5);    // the static description
+/// assert_eq!(diamond.stream_options()[1].priority, -1);
+/// let plan = Plan::build(&diamond)?;
+/// assert_eq!(plan.len(), 2);
+/// plan.check_races()?;
+/// # Ok(())
+/// # }
 /// ```
+///
+/// The same value runs eagerly (`Eager::run(&diamond)`) or is captured into a CUDA graph
+/// (`capture(&stream, diamond)`); see the `streamgraph` crate's documentation.
 ///
 /// # Statements
 ///

@@ -30,6 +30,23 @@ use crate::error::{Error, Result};
 use crate::ffi;
 
 /// A CUDA device and its primary context. Cheap to clone (an `Arc` inside).
+///
+/// ```
+/// # extern crate streamgraph_runtime as streamgraph;
+/// use streamgraph::{Device, Error};
+/// # fn main() -> streamgraph::Result<()> {
+/// // Runs anywhere: without a driver, `Device::new` is an `Error::NoDriver`, not a panic.
+/// match Device::new(None) {
+///     Ok(device) => {
+///         let (free, total) = device.memory_info()?;
+///         println!("{}: {free} of {total} bytes free", device.name()?);
+///     }
+///     Err(Error::NoDriver { .. } | Error::NoDevice) => println!("no GPU here"),
+///     Err(e) => return Err(e),
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Device {
     ctx: Arc<CudaContext>,

@@ -8,6 +8,18 @@ use crate::program::{AccessMode, Location, OpRef, Statement};
 
 /// Everything that can go wrong in the runtime. Messages say what went wrong, where (the
 /// pipeline statement and its source location when there is one) and what to do.
+///
+/// ```
+/// # extern crate streamgraph_runtime as streamgraph;
+/// use streamgraph::{DeviceBuffer, Error};
+/// # fn main() -> streamgraph::Result<()> {
+/// // Sizes from users are checked: a typed error, not an overflow or a huge allocation.
+/// let err = DeviceBuffer::<f64>::for_planning(usize::MAX).unwrap_err();
+/// assert!(matches!(err, Error::InvalidArgument(_)));
+/// println!("{err}"); // what went wrong and what to do
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -142,6 +154,10 @@ pub enum Error {
         /// The borrow in the way.
         holder: &'static str,
     },
+    /// An output of a pipeline differs between its eager runs and its captured graph's
+    /// replays (`testing::compare`, the `testing` feature).
+    #[error("{0}")]
+    OutputMismatch(Box<Mismatch>),
     /// An executable graph refused an update with a newly captured graph.
     #[error("{}", describe_rejection(.reason, *.statement))]
     UpdateRejected {
@@ -150,6 +166,60 @@ pub enum Error {
         /// The statement whose node the driver named, when it named one.
         statement: Option<&'static Statement>,
     },
+}
+
+/// Where an output of a pipeline first differs between eager runs and graph replays (see
+/// [`Error::OutputMismatch`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    /// The pipeline's name.
+    pub pipeline: &'static str,
+    /// The output's name, as given to the comparison.
+    pub output: String,
+    /// How many times the pipeline ran on each side before the outputs were read.
+    pub runs: usize,
+    /// The first index whose elements differ; `None` when the lengths differ.
+    pub index: Option<usize>,
+    /// The eager run's element there (or length), as `Debug` prints it.
+    pub eager: String,
+    /// The replayed graph's element there (or length), as `Debug` prints it.
+    pub replayed: String,
+    /// How many elements differ in all.
+    pub differing: usize,
+    /// The output's length.
+    pub len: usize,
+    /// How elements were compared: `bitwise`, or the tolerance.
+    pub compared: String,
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let runs = |what: &str| match self.runs {
+            1 => format!("1 {what}"),
+            n => format!("{n} {what}s"),
+        };
+        write!(
+            f,
+            "pipeline `{}`: output `{}` after {} differs from {}",
+            self.pipeline,
+            self.output,
+            runs("graph replay"),
+            runs("eager run")
+        )?;
+        match self.index {
+            Some(i) => write!(
+                f,
+                " at index {i}: eager {}, replayed {} ({} of {} element(s) differ, compared {})",
+                self.eager, self.replayed, self.differing, self.len, self.compared
+            )?,
+            None => write!(
+                f,
+                " in length: eager {}, replayed {}",
+                self.eager, self.replayed
+            )?,
+        }
+        f.write_str("; the captured graph orders or issues something differently from the eager run (run with `STREAMGRAPH_CHECKS=1` to check races), or the output depends on state the comparison does not reset")
+    }
 }
 
 impl Error {

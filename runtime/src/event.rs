@@ -30,6 +30,24 @@ use crate::ffi;
 use crate::stream::Stream;
 
 /// A CUDA event. Cheap to clone (an `Arc` inside); clones are the same event.
+///
+/// ```no_run
+/// # extern crate streamgraph_runtime as streamgraph;
+/// use streamgraph::{Device, DeviceBuffer, Event, Stream};
+/// # fn main() -> streamgraph::Result<()> {
+/// let device = Device::new(None)?;
+/// let (a, b) = (Stream::new(&device, 0)?, Stream::new(&device, 0)?);
+/// let (start, end) = (Event::with_timing(&device)?, Event::with_timing(&device)?);
+/// let mut x = DeviceBuffer::<u32>::zeros(&device, 1 << 20)?;
+/// start.record(&a)?;
+/// a.fill(&mut x, 7)?;
+/// end.record(&a)?;
+/// b.wait_event(&end)?; // work queued on `b` from now on follows the fill
+/// end.synchronize()?;
+/// println!("the fill took {:.3} ms", start.elapsed_time(&end)?);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Event {
     inner: Arc<EventInner>,

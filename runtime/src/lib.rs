@@ -5,7 +5,7 @@
 //! `pipeline!` macro.
 #![warn(missing_docs)]
 
-// Private modules, one floor each (DESIGN.md §4); every public item has one path: the root.
+// Private modules, one floor each (README "Layout"; tests/floors.rs checks them); every public item has one path: the root.
 mod device;
 mod error;
 mod event;
@@ -19,11 +19,12 @@ mod operand;
 mod plan;
 mod program;
 mod stream;
+mod trace;
 
 /// The cudarc version streamgraph is built on, for interop with its types.
 pub use cudarc;
 pub use device::Device;
-pub use error::{CaptureFault, Error, OpEdge, OpInfo, Result, UpdateRejection};
+pub use error::{CaptureFault, Error, Mismatch, OpEdge, OpInfo, Result, UpdateRejection};
 pub use event::Event;
 pub use exec::capture::{Capture, CaptureMode};
 pub use exec::eager::{Eager, EagerStats};
@@ -48,16 +49,9 @@ pub use program::{
 };
 pub use stream::{clamp_priority, current_stream, Stream, StreamGuard};
 
-/// Support for tests of programs that use streamgraph (the `testing` feature): seeded random
-/// programs, and the edge comparison and pictures behind [`Graph::verify`] on edge sets given
-/// by hand.
+// Support for tests of programs that use streamgraph (documented in the module).
 #[cfg(feature = "testing")]
-pub mod testing {
-    pub use crate::graph::{captured_dot, side_by_side_dot, verify_edges};
-    pub use crate::plan::random::{
-        Block, Call, Place, RandomHostFn, RandomMemory, RandomOptions, RandomProgram,
-    };
-}
+pub mod testing;
 
 /// Items used by code that `pipeline!` generates. Not part of the public API.
 #[doc(hidden)]

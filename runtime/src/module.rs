@@ -40,6 +40,23 @@ use crate::operand::{DeviceRange, LaunchConfig};
 use crate::stream::{current_stream, Stream};
 
 /// A loaded CUDA module (compiled code) on one device. Cheap to clone.
+///
+/// ```no_run
+/// # extern crate streamgraph_runtime as streamgraph;
+/// use streamgraph::{Device, Kernel, Module};
+/// # fn main() -> streamgraph::Result<()> {
+/// let device = Device::new(None)?;
+/// let module = Module::from_cuda_source(&device, "saxpy", r#"
+///     extern "C" __global__ void saxpy(float* y, const float* x, float a, unsigned n) {
+///         unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+///         if (i < n) y[i] += a * x[i];
+///     }"#)?; // compiled by NVRTC for this device; `Module::from_ptx` loads PTX
+/// // SAFETY: every launch of `saxpy` passes (float*, const float*, float, unsigned).
+/// let saxpy: Kernel = unsafe { module.kernel("saxpy")? };
+/// assert_eq!(saxpy.name(), "saxpy");
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Module {
     inner: Arc<ModuleInner>,
@@ -196,6 +213,33 @@ fn c_string(text: &str, what: &str) -> Result<CString> {
 }
 
 /// A kernel of a loaded [`Module`], ready to launch. Cheap to clone; `Send + Sync`.
+///
+/// ```no_run
+/// # extern crate streamgraph_runtime as streamgraph;
+/// use streamgraph::{Device, DeviceBuffer, Dim3, Kernel, KernelArg, LaunchConfig, Module, Stream};
+/// # fn main() -> streamgraph::Result<()> {
+/// let device = Device::new(None)?;
+/// let stream = Stream::new(&device, 0)?;
+/// let module = Module::from_cuda_source(&device, "fill", r#"
+///     extern "C" __global__ void iota(unsigned* x, unsigned n) {
+///         unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+///         if (i < n) x[i] = i;
+///     }"#)?;
+/// // SAFETY: every launch of `iota` passes (unsigned*, unsigned).
+/// let iota: Kernel = unsafe { module.kernel("iota")? };
+///
+/// // Launched by hand (a pipeline's `launch` statement does this for you):
+/// let n = 1000u32;
+/// let mut x = DeviceBuffer::<u32>::zeros(&device, n as usize)?;
+/// let config = LaunchConfig { grid: Dim3::from(n.div_ceil(256)), block: Dim3::from(256), shared_mem_bytes: 0 };
+/// iota.launch_on(&stream, config, &[KernelArg::write(&mut x), KernelArg::value(&n)])?;
+/// assert_eq!(x.to_vec_on(&stream)?[999], 999);
+///
+/// // Without a GPU, a stand-in with a name, for plans:
+/// let planned = Kernel::for_planning("iota");
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Kernel {
     /// The function with its module; `None` for a plan-only kernel.

@@ -1,6 +1,6 @@
 //! Streams: ordered queues of GPU work, and the current-stream scope.
 //!
-//! [`Stream`] keeps the contract of `torch.cuda.Stream` (DESIGN.md §1) in Rust idiom:
+//! [`Stream`] keeps the contract of `torch.cuda.Stream` (the crate docs' "The stream contract") in Rust idiom:
 //!
 //! | call | meaning |
 //! | --- | --- |
@@ -59,6 +59,24 @@ pub fn clamp_priority(requested: i32, (least, greatest): (i32, i32)) -> i32 {
 
 /// A CUDA stream. Cheap to clone (an `Arc` inside); clones are the same stream, and equality
 /// compares the driver handle.
+///
+/// ```no_run
+/// # extern crate streamgraph_runtime as streamgraph;
+/// use streamgraph::{Device, DeviceBuffer, Stream};
+/// # fn main() -> streamgraph::Result<()> {
+/// let device = Device::new(None)?;
+/// let copy = Stream::new(&device, 0)?;
+/// let compute = Stream::new(&device, -1)?; // clamped into the device's priority range
+/// let mut x = DeviceBuffer::<f32>::zeros(&device, 1024)?;
+/// copy.fill(&mut x, 1.0)?;                 // queued on `copy`; returns at once
+/// compute.wait_stream(&copy)?;             // later work on `compute` follows the fill
+/// assert_eq!(x.to_vec_on(&compute)?, vec![1.0; 1024]);
+/// // Stream-less operations inside the scope use `compute`.
+/// let y = compute.scope(|| x.to_vec())?;
+/// assert_eq!(y.len(), 1024);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Stream {
     inner: Arc<CudaStream>,

@@ -10,7 +10,7 @@
 //!    [`Planner`] with plan-only buffers and kernel, then [`Plan::races`](streamgraph_runtime::Plan::races).
 //!
 //! Waits on events never recorded earlier are generated on purpose. The race analysis takes
-//! them as input and treats them as an empty snapshot (DESIGN.md §2), as the plan does; the
+//! them as input and treats them as an empty snapshot (README "The model"), as the plan does; the
 //! macro rejects them with a separate diagnostic (`waits_follow_records`) while still running
 //! the race check, so the front end is asked for both and the diagnostic is checked to name
 //! exactly those waits. `wait_stream` always names another stream, since waiting for oneself

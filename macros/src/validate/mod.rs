@@ -2,7 +2,7 @@
 //!
 //! The data-race rule is built on [`race`], a pure analysis over a tiny model of the program
 //! (streams, events, operations with their buffer accesses, records, waits, `wait_stream`s,
-//! loops and branches) that follows DESIGN.md §2 exactly.
+//! loops and branches) that follows the happens-before model (README "The model") exactly.
 
 pub mod race;
 
@@ -363,7 +363,7 @@ fn writes_go_through_mut_parameters(program: &Program, errors: &mut Errors) {
 /// Conflicting whole-buffer accesses on different streams are ordered by happens-before.
 ///
 /// Conflicting: two statements touch the same whole buffer, at least one writing. Ordered: by a
-/// happens-before path (DESIGN.md §2) on every path through the program. Sub-ranges and
+/// happens-before path (README "The model") on every path through the program. Sub-ranges and
 /// uncertain cases are left to the run-time plan.
 ///
 /// At most [`MAX_RACE_DIAGNOSTICS`] races are reported, one per pair of statements and buffer,
@@ -377,7 +377,7 @@ fn no_static_races(program: &Program, errors: &mut Errors) {
         return;
     }
     let buffers: Vec<&Ident> = program.params.iter().map(|p| &p.name).collect();
-    // The pipeline, then every device block's body as a pipeline of its own (DESIGN.md §6):
+    // The pipeline, then every device block's body as a pipeline of its own (README "Loops and branches on the device"):
     // in its enclosing code a block is one operation on its stream.
     let mut scopes: Vec<&[Node]> = vec![&program.body];
     let mut i = 0;

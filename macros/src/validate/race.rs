@@ -1,6 +1,6 @@
 //! The static race analysis: a pure function over a tiny model of a program.
 //!
-//! Straight-line programs follow DESIGN.md §2 exactly (frontiers per stream, snapshots per
+//! Straight-line programs follow the happens-before model (README "The model") exactly (frontiers per stream, snapshots per
 //! event; at the start every stream's frontier is empty, as after the fork from the
 //! origin). `straight_line_races`, the direct transcription the tests compare with, reports
 //! every unordered conflicting pair.
@@ -63,7 +63,7 @@ pub struct Touch {
     pub whole: bool,
 }
 
-/// A command of the model (DESIGN.md §2).
+/// A command of the model (README "The model").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cmd {
     /// `op(stream)`: statement `stmt`, touching `touches`.

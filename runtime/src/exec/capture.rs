@@ -2,7 +2,7 @@
 //!
 //! [`Capture`] issues a pipeline through the same path as [`crate::Eager`] — the same side
 //! streams, events, fork, statements and join — while the origin stream is capturing, so the
-//! captured graph's dependencies are exactly the happens-before model of DESIGN.md §2 (the
+//! captured graph's dependencies are exactly the happens-before model of [`crate::Plan`] (the
 //! driver's own rules). Once the capture has ended it checks that the graph holds as many
 //! nodes as the statements made, and the graph reads its nodes back when it first needs them
 //! (`cuGraphGetNodes`, which lists them in the order the operations created them), so the
@@ -136,6 +136,43 @@ pub(crate) struct CaptureSettings {
 }
 
 /// Captures pipelines into CUDA graphs on an origin stream and the side streams it creates.
+///
+/// ```no_run
+/// # extern crate streamgraph_runtime as streamgraph;
+/// # use streamgraph_macros::pipeline;
+/// use streamgraph::{Capture, CaptureMode, Device, DeviceBuffer, Kernel, Stream};
+///
+/// pipeline! {
+///     /// Doubles `x`.
+///     pub pipeline Scale(x: &mut DeviceBuffer<f32>, k: &Kernel, n: u32) {
+///         stream main;
+///         main: launch k<<<n.div_ceil(256), 256>>>(&mut x, 2.0f32, n);
+///     }
+/// }
+/// # fn load_scale(device: &Device) -> streamgraph::Result<Kernel> {
+/// #     let m = streamgraph::Module::from_cuda_source(device, "scale", r#"
+/// #         extern "C" __global__ void scale(float* x, float k, unsigned n) {
+/// #             unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+/// #             if (i < n) x[i] *= k;
+/// #         }"#)?;
+/// #     // SAFETY: `Scale` passes (float*, float, unsigned).
+/// #     unsafe { m.kernel("scale") }
+/// # }
+/// # fn main() -> streamgraph::Result<()> {
+/// let device = Device::new(None)?;
+/// let stream = Stream::new(&device, 0)?;
+/// let k = load_scale(&device)?;
+/// let mut x = DeviceBuffer::from_host(&device, &[1.0f32; 1000])?;
+///
+/// let mut capture = Capture::new(&stream)
+///     .mode(CaptureMode::ThreadLocal)
+///     .check(true)               // compare each graph with the plan, edge for edge
+///     .fallback_to_eager(false);
+/// let graph = capture.capture(Scale::new(&mut x, &k, 1000))?;
+/// assert_eq!(graph.len(), 1); // one node: the launch
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct Capture {
     eager: Eager,

@@ -1,6 +1,6 @@
 //! Eager execution: a pipeline's statements issued one by one on real CUDA streams.
 //!
-//! [`Eager`] runs a [`Pipeline`] as one operation on its origin stream (DESIGN.md §2): every
+//! [`Eager`] runs a [`Pipeline`] as one operation on its origin stream (the model of [`crate::Plan`]): every
 //! other declared stream first waits for the origin's work so far (fork), the program is
 //! issued, and the origin then waits for every other stream (join). `record`, `wait` and
 //! `wait_stream` follow the happens-before model exactly:
@@ -55,6 +55,7 @@ use crate::module::Kernel;
 use crate::operand::{FillPattern, HostFn, LaunchConfig, Memory};
 use crate::program::{Program, Statement, StatementKind};
 use crate::stream::{copy_async, fill_async, Stream};
+use crate::trace;
 
 /// The payload of a panic raised while a pipeline was issued.
 pub(crate) type Panic = Box<dyn Any + Send + 'static>;
@@ -77,6 +78,43 @@ pub struct EagerStats {
 }
 
 /// Runs pipelines eagerly on an origin stream and side streams it creates.
+///
+/// ```no_run
+/// # extern crate streamgraph_runtime as streamgraph;
+/// # use streamgraph_macros::pipeline;
+/// use streamgraph::{Device, DeviceBuffer, Eager, Kernel, Stream};
+///
+/// pipeline! {
+///     /// Doubles `x`.
+///     pub pipeline Scale(x: &mut DeviceBuffer<f32>, k: &Kernel, n: u32) {
+///         stream main;
+///         main: launch k<<<n.div_ceil(256), 256>>>(&mut x, 2.0f32, n);
+///     }
+/// }
+/// # fn load_scale(device: &Device) -> streamgraph::Result<Kernel> {
+/// #     let m = streamgraph::Module::from_cuda_source(device, "scale", r#"
+/// #         extern "C" __global__ void scale(float* x, float k, unsigned n) {
+/// #             unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+/// #             if (i < n) x[i] *= k;
+/// #         }"#)?;
+/// #     // SAFETY: `Scale` passes (float*, float, unsigned).
+/// #     unsafe { m.kernel("scale") }
+/// # }
+/// # fn main() -> streamgraph::Result<()> {
+/// let device = Device::new(None)?;
+/// let stream = Stream::new(&device, 0)?;
+/// let k = load_scale(&device)?; // `Module::from_cuda_source` + `Module::kernel`
+/// let mut x = DeviceBuffer::from_host(&device, &[1.0f32; 1000])?;
+///
+/// let mut eager = Eager::new(&stream); // side streams fork from `stream` and join back
+/// eager.check(true);                   // refuse races on real address ranges before each run
+/// eager.run(&Scale::new(&mut x, &k, 1000))?;
+/// eager.run(&Scale::new(&mut x, &k, 1000))?; // side streams and events are reused
+/// assert_eq!(x.to_vec_on(&stream)?, vec![4.0; 1000]);
+/// println!("{:?}", eager.stats());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct Eager {
     origin: Stream,
@@ -248,6 +286,11 @@ impl Eager {
         self.tails.clear();
         self.tails.resize(streams, None);
         let multi = streams > 1;
+        let mode = match self.book {
+            Some(_) => trace::Mode::Capture,
+            None => trace::Mode::Run,
+        };
+        let _traced = trace::pipeline(pipeline.program(), mode);
         if multi {
             if let Some(fork) = &self.fork {
                 if let Err(e) = record_on(&mut self.stats, fork, &self.origin) {
@@ -422,6 +465,13 @@ impl Eager {
             }
         }
         Ok(())
+    }
+
+    /// The observability hook of one statement (nothing without the `tracing` and `nvtx`
+    /// features): a span and a range that end when the returned scope is dropped.
+    #[inline]
+    fn traced(&self, stmt: &'static Statement) -> trace::Scope {
+        trace::statement(self.prepared.as_ref().map(|(p, _)| *p), stmt)
     }
 
     /// Starts the frame of a body of a block on stream `root`: every other stream forks from
@@ -771,6 +821,7 @@ impl Issuer for Eager {
         config: LaunchConfig,
         args: &[KernelArg<'_>],
     ) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
         if stmt.stream != self.root {
             self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         }
@@ -789,6 +840,7 @@ impl Issuer for Eager {
         dst: MemoryRef<'_>,
         src: MemoryRef<'_>,
     ) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
         self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let issue = || -> Result<()> {
             if dst.elem_size() != src.elem_size() {
@@ -825,6 +877,7 @@ impl Issuer for Eager {
         dst: MemoryRef<'_>,
         pattern: FillPattern,
     ) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
         self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let stream = self.stream(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         fill_async(stream, &dst, pattern).map_err(|e| e.in_statement(stmt))?;
@@ -834,6 +887,7 @@ impl Issuer for Eager {
     }
 
     fn host(&mut self, stmt: &'static Statement, f: HostFn) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
         self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let stream =
             stream_of(&self.origin, &self.sides, stmt.stream).map_err(|e| e.in_statement(stmt))?;
@@ -849,18 +903,21 @@ impl Issuer for Eager {
     }
 
     fn record(&mut self, stmt: &'static Statement) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
         self.do_record(stmt).map_err(|e| e.in_statement(stmt))?;
         self.booked_ordering(stmt);
         Ok(())
     }
 
     fn wait(&mut self, stmt: &'static Statement) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
         self.do_wait(stmt).map_err(|e| e.in_statement(stmt))?;
         self.booked_ordering(stmt);
         Ok(())
     }
 
     fn wait_stream(&mut self, stmt: &'static Statement) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
         self.do_wait_stream(stmt)
             .map_err(|e| e.in_statement(stmt))?;
         self.booked_ordering(stmt);
@@ -874,6 +931,7 @@ impl Issuer for Eager {
         limit: Option<u32>,
         body: &mut Body<'_>,
     ) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
         if !matches!(stmt.kind, StatementKind::While { .. }) {
             return Err(block_kind_error(stmt, "while"));
         }
@@ -887,6 +945,7 @@ impl Issuer for Eager {
         then: &mut Body<'_>,
         otherwise: &mut Body<'_>,
     ) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
         let StatementKind::If {
             otherwise: start,
             end,

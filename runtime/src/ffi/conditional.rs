@@ -1,6 +1,6 @@
 //! Device `while` / `if` blocks in a capture: CUDA conditional nodes (CUDA 12.4+).
 //!
-//! A block is captured as (DESIGN.md §6): a tiny built-in kernel that copies the block's
+//! A block is captured as (README "Loops and branches on the device"): a tiny built-in kernel that copies the block's
 //! [`crate::DeviceFlag`] into a conditional handle, then a conditional node (`WHILE`, or `IF`
 //! with an optional else body) whose body graphs are captured on streams of their own with
 //! `cuStreamBeginCaptureToGraph`; an `if` with an `else` is two `IF` nodes after one kernel

@@ -25,6 +25,8 @@ mod host_fn;
 mod launch;
 pub(crate) mod memory;
 mod nvrtc;
+#[cfg(feature = "nvtx")]
+pub(crate) mod nvtx;
 pub(crate) mod pinned;
 
 pub(crate) use host_fn::launch_host_fn_once;

@@ -37,6 +37,46 @@ pub struct GraphStats {
 /// It keeps everything its launches touch — memory, kernels' modules, host functions — until
 /// they have finished, whatever happens to the pipeline value: dropping it waits for the
 /// streams it was launched on.
+///
+/// ```no_run
+/// # extern crate streamgraph_runtime as streamgraph;
+/// # use streamgraph_macros::pipeline;
+/// use streamgraph::{capture, Device, DeviceBuffer, Kernel, Stream};
+///
+/// pipeline! {
+///     /// Doubles `x`.
+///     pub pipeline Scale(x: &mut DeviceBuffer<f32>, k: &Kernel, n: u32) {
+///         stream main;
+///         main: launch k<<<n.div_ceil(256), 256>>>(&mut x, 2.0f32, n);
+///     }
+/// }
+/// # fn load_scale(device: &Device) -> streamgraph::Result<Kernel> {
+/// #     let m = streamgraph::Module::from_cuda_source(device, "scale", r#"
+/// #         extern "C" __global__ void scale(float* x, float k, unsigned n) {
+/// #             unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+/// #             if (i < n) x[i] *= k;
+/// #         }"#)?;
+/// #     // SAFETY: `Scale` passes (float*, float, unsigned).
+/// #     unsafe { m.kernel("scale") }
+/// # }
+/// # fn main() -> streamgraph::Result<()> {
+/// let device = Device::new(None)?;
+/// let stream = Stream::new(&device, 0)?;
+/// let k = load_scale(&device)?;
+/// let mut x = DeviceBuffer::from_host(&device, &[1.0f32; 1000])?;
+///
+/// let mut exec = capture(&stream, Scale::new(&mut x, &k, 1000))?.instantiate()?;
+/// exec.replay(&stream, 10)?;          // ten launches of the whole graph
+/// exec.update_with(|p| p.n = 500)?;   // new arguments, applied in place (cuGraphExecUpdate)
+/// exec.launch(&stream)?;
+/// stream.synchronize()?;
+/// let pipeline = exec.into_pipeline(); // the pipeline value, and with it the borrow of `x`
+/// drop(pipeline);
+/// let x = x.to_vec()?;
+/// assert_eq!((x[0], x[999]), (2048.0, 1024.0));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct GraphExec<P> {
     pub(super) exec: OwnedExec,

@@ -462,9 +462,16 @@ impl GraphCore {
                     StatementKind::Launch { kernel } => format!("launch {kernel}"),
                     _ => op.statement.text.to_string(),
                 };
+                // A launch's arguments as written tell two launches of one kernel apart.
+                let arguments = crate::plan::dot::arguments_of(op.statement)
+                    .map(|a| format!("\n{a}"))
+                    .unwrap_or_default();
                 let loc = op.statement.location;
                 (
-                    format!("{name} #{}\n{}:{}", op.occurrence, loc.file, loc.line),
+                    format!(
+                        "{name} #{}{arguments}\n{}:{}",
+                        op.occurrence, loc.file, loc.line
+                    ),
                     op.stream,
                 )
             })
@@ -613,6 +620,46 @@ fn merged_intervals(ranges: &[DeviceRange]) -> Vec<(i32, u64, u64)> {
 ///
 /// The driver does not synchronise calls on one graph, so [`Graph`] and [`GraphExec`] are
 /// `Send` when `P` is (one thread at a time may own them) but never `Sync`.
+///
+/// ```no_run
+/// # extern crate streamgraph_runtime as streamgraph;
+/// # use streamgraph_macros::pipeline;
+/// use streamgraph::{capture, Device, DeviceBuffer, Kernel, Stream};
+///
+/// pipeline! {
+///     /// Doubles `x`.
+///     pub pipeline Scale(x: &mut DeviceBuffer<f32>, k: &Kernel, n: u32) {
+///         stream main;
+///         main: launch k<<<n.div_ceil(256), 256>>>(&mut x, 2.0f32, n);
+///     }
+/// }
+/// # fn load_scale(device: &Device) -> streamgraph::Result<Kernel> {
+/// #     let m = streamgraph::Module::from_cuda_source(device, "scale", r#"
+/// #         extern "C" __global__ void scale(float* x, float k, unsigned n) {
+/// #             unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+/// #             if (i < n) x[i] *= k;
+/// #         }"#)?;
+/// #     // SAFETY: `Scale` passes (float*, float, unsigned).
+/// #     unsafe { m.kernel("scale") }
+/// # }
+/// # fn main() -> streamgraph::Result<()> {
+/// let device = Device::new(None)?;
+/// let stream = Stream::new(&device, 0)?;
+/// let k = load_scale(&device)?;
+/// let mut x = DeviceBuffer::from_host(&device, &[1.0f32; 1000])?;
+///
+/// let graph = capture(&stream, Scale::new(&mut x, &k, 1000))?;
+/// let report = graph.verify()?;      // the captured edges are exactly the plan's
+/// assert_eq!(report.operations, 1);
+/// println!("{}", graph.to_dot()?);   // the driver's graph, nodes named by statement
+/// let exec = graph.instantiate()?;
+/// exec.replay(&stream, 3)?;
+/// stream.synchronize()?;
+/// drop(exec);                        // gives `x` back
+/// assert_eq!(x.to_vec()?, vec![8.0; 1000]);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct Graph<P> {
     core: GraphCore,

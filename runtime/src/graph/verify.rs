@@ -143,13 +143,7 @@ pub fn side_by_side_dot(plan: &Plan, captured: &BTreeSet<(usize, usize)>) -> Str
 fn plan_labels(plan: &Plan) -> Vec<(String, usize)> {
     plan.ops()
         .iter()
-        .map(|op| {
-            let loc = op.statement.location;
-            (
-                format!("{}\n{}:{}", op.label, loc.file, loc.line),
-                op.stream,
-            )
-        })
+        .map(|op| (crate::plan::dot::node_label(op), op.stream))
         .collect()
 }
 

@@ -20,6 +20,23 @@ use crate::stream::{current_stream_on, Stream};
 ///
 /// `Send + Sync`: Rust code never dereferences device memory; the driver frees it from any
 /// thread.
+///
+/// ```no_run
+/// # extern crate streamgraph_runtime as streamgraph;
+/// use streamgraph::{Device, DeviceBuffer};
+/// # fn main() -> streamgraph::Result<()> {
+/// let device = Device::new(None)?;
+/// let mut x = DeviceBuffer::from_host(&device, &[1.0f32, 2.0, 3.0, 4.0])?;
+/// x.copy_from_host(&[5.0, 6.0, 7.0, 8.0])?;
+/// assert_eq!(x.slice(1..3).to_vec()?, [6.0, 7.0]); // a view of elements 1 and 2
+/// assert_eq!(x.to_vec()?, [5.0, 6.0, 7.0, 8.0]);
+///
+/// // Without a GPU: a plan-only buffer of the same length, for `Plan::build`.
+/// let planned = DeviceBuffer::<f32>::for_planning(4)?;
+/// assert_eq!(planned.len(), 4);
+/// # Ok(())
+/// # }
+/// ```
 pub struct DeviceBuffer<T> {
     alloc: Arc<DeviceAlloc>,
     len: usize,

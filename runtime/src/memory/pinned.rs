@@ -21,6 +21,22 @@ use crate::operand::DeviceRange;
 /// [`Error::PinnedBusy`], so a DMA engine never writes memory Rust is reading.
 ///
 /// `Send` when `T: Send` and `Sync` when `T: Sync`: it owns its elements like a `Box<[T]>`.
+///
+/// ```no_run
+/// # extern crate streamgraph_runtime as streamgraph;
+/// use streamgraph::{Device, DeviceBuffer, PinnedBuffer, Stream};
+/// # fn main() -> streamgraph::Result<()> {
+/// let device = Device::new(None)?;
+/// let stream = Stream::new(&device, 0)?;
+/// let host = PinnedBuffer::from_slice(&device, &[1u32, 2, 3])?;
+/// let mut on_device = DeviceBuffer::<u32>::zeros(&device, 3)?;
+/// let mut back = PinnedBuffer::<u32>::zeros(&device, 3)?;
+/// stream.copy(&mut on_device, &host)?; // asynchronous: DMA from pinned memory
+/// stream.copy(&mut back, &on_device)?;
+/// assert_eq!(&*back.as_slice()?, &[1, 2, 3]); // the guard waits for the copy into `back`
+/// # Ok(())
+/// # }
+/// ```
 pub struct PinnedBuffer<T> {
     alloc: Arc<PinnedAlloc>,
     len: usize,

@@ -1,8 +1,10 @@
-//! Graphviz DOT of a plan.
+//! Pictures of a plan: Graphviz DOT, and the op table of its `Display`.
 
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 
-use super::{Plan, Via};
+use super::{Plan, PlanOp, Via};
+use crate::operand::{BufferAccess, DeviceRange, Dim3, LaunchConfig};
+use crate::program::{AccessMode, Statement, StatementKind};
 
 /// One cluster per stream with its operations in issue order; program-order edges solid,
 /// edges made by waits dashed and labelled; the final join as a point on the origin. The
@@ -30,11 +32,10 @@ fn body(plan: &Plan, prefix: &str, indent: &str, out: &mut String) {
         let _ = writeln!(out, "{indent}subgraph cluster_{prefix}{s} {{");
         let _ = writeln!(out, "{indent}  label={};", quote(&format!("stream {name}")));
         for (i, op) in plan.ops().iter().enumerate().filter(|(_, o)| o.stream == s) {
-            let loc = op.statement.location;
             let _ = writeln!(
                 out,
                 "{indent}  {prefix}n{i} [label={}];",
-                quote(&format!("{}\n{}:{}", op.label, loc.file, loc.line))
+                quote(&node_label(op))
             );
         }
         if s == 0 && !plan.final_frontier().is_empty() {
@@ -101,6 +102,136 @@ fn body(plan: &Plan, prefix: &str, indent: &str, out: &mut String) {
                 );
             }
         }
+    }
+}
+
+/// A node's label: the operation, a launch's arguments as written and its grid and block as
+/// issued, and `file:line`, one per line.
+pub(crate) fn node_label(op: &PlanOp) -> String {
+    let mut label = op.label.clone();
+    if let Some(args) = op.arguments() {
+        label.push('\n');
+        label.push_str(args);
+    }
+    if let Some(config) = op.config {
+        let _ = write!(label, "\n{}", Shape(config));
+    }
+    let loc = op.statement.location;
+    let _ = write!(label, "\n{}:{}", loc.file, loc.line);
+    label
+}
+
+/// A launch statement's arguments as written, like `(&mut x, 2.0f32, n)`: its text after the
+/// launch configuration. `None` for other statements.
+pub(crate) fn arguments_of(stmt: &'static Statement) -> Option<&'static str> {
+    let StatementKind::Launch { kernel } = stmt.kind else {
+        return None;
+    };
+    let text = stmt.text;
+    let after = match text.rfind(">>>") {
+        Some(i) => &text[i + 3..],
+        None => &text[text.find(kernel).map_or(0, |i| i + kernel.len())..],
+    };
+    let after = after.trim();
+    after.starts_with('(').then_some(after)
+}
+
+/// `<<<grid, block>>>` (and the dynamic shared memory when there is some).
+struct Shape(LaunchConfig);
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = self.0;
+        write!(f, "<<<{}, {}", Dims(c.grid), Dims(c.block))?;
+        if c.shared_mem_bytes > 0 {
+            write!(f, ", {}", c.shared_mem_bytes)?;
+        }
+        f.write_str(">>>")
+    }
+}
+
+/// `x`, `(x, y)` or `(x, y, z)`, as short as the dimensions allow.
+struct Dims(Dim3);
+
+impl fmt::Display for Dims {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Dim3 { x, y: 1, z: 1 } => write!(f, "{x}"),
+            Dim3 { x, y, z: 1 } => write!(f, "({x}, {y})"),
+            Dim3 { x, y, z } => write!(f, "({x}, {y}, {z})"),
+        }
+    }
+}
+
+/// `writes device 0 [0x7000..+1024]`.
+struct Access(BufferAccess);
+
+impl fmt::Display for Access {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let BufferAccess { range, mode } = self.0;
+        let verb = match mode {
+            AccessMode::Read => "reads",
+            AccessMode::Write => "writes",
+        };
+        let DeviceRange { device, ptr, bytes } = range;
+        match device {
+            DeviceRange::HOST => write!(f, "{verb} host")?,
+            DeviceRange::PLANNING => write!(f, "{verb} plan-only")?,
+            d => write!(f, "{verb} device {d}")?,
+        }
+        write!(f, " [{ptr:#x}+{bytes}]")
+    }
+}
+
+/// The op table: a header line, then one line per operation — index, stream, statement text
+/// (with the occurrence when the statement was issued more than once), a launch's grid and
+/// block, source location, and the memory it touches.
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let program = self.program();
+        writeln!(
+            f,
+            "plan of `{}`: {} operation(s) on {} stream(s), {} edge(s)",
+            program.name,
+            self.len(),
+            program.streams.len(),
+            self.edges.len()
+        )?;
+        let stream_name = |s: usize| program.streams.get(s).map_or("?", |d| d.name);
+        let index_width = self.len().saturating_sub(1).to_string().len();
+        let stream_width = self
+            .ops()
+            .iter()
+            .map(|o| stream_name(o.stream).len())
+            .max()
+            .unwrap_or(0);
+        let mut issued = vec![0u32; program.statements.len()];
+        for op in self.ops() {
+            if let Some(n) = issued.get_mut(op.statement.id) {
+                *n = (*n).max(op.occurrence);
+            }
+        }
+        for (i, op) in self.ops().iter().enumerate() {
+            write!(
+                f,
+                "{i:>index_width$}  {:<stream_width$}  {}",
+                stream_name(op.stream),
+                op.statement.text
+            )?;
+            if issued.get(op.statement.id).is_some_and(|&n| n > 1) {
+                write!(f, " #{}", op.occurrence)?;
+            }
+            if let Some(config) = op.config {
+                write!(f, "  {}", Shape(config))?;
+            }
+            write!(f, "  at {}", op.statement.location)?;
+            for (k, access) in op.accesses.iter().enumerate() {
+                f.write_str(if k == 0 { "  " } else { ", " })?;
+                write!(f, "{}", Access(*access))?;
+            }
+            writeln!(f)?;
+        }
+        Ok(())
     }
 }
 

@@ -33,38 +33,29 @@
 //! Graphviz [DOT](Plan::to_dot).
 //!
 //! ```
-//! use streamgraph_runtime::__private::{arg_read, arg_write};
-//! use streamgraph_runtime::{Planner, ProgramBuilder};
-//! use streamgraph_runtime::AccessMode::{Read, Write};
-//! use streamgraph_runtime::{DeviceBuffer, Dim3, Issuer, Kernel, LaunchConfig};
+//! # extern crate streamgraph_runtime as streamgraph;
+//! # use streamgraph_macros::pipeline;
+//! use streamgraph::{DeviceBuffer, Kernel, Plan};
 //!
-//! # fn main() -> Result<(), streamgraph_runtime::Error> {
-//! // main: launch scale(&mut x); record ready
-//! // side: wait ready; launch axpy(&mut y, &x)
-//! // main: wait_stream side; launch sum(&x, &y)
-//! let mut b = ProgramBuilder::new("Diamond");
-//! let (main, side) = (b.stream("main"), b.stream("side"));
-//! let ready = b.event("ready");
-//! b.launch(main, "scale", &[("x", Write)]);
-//! b.record(main, ready);
-//! b.wait(side, ready);
-//! b.launch(side, "axpy", &[("y", Write), ("x", Read)]);
-//! b.wait_stream(main, side);
-//! b.launch(main, "sum", &[("x", Read), ("y", Read)]);
-//! let program = b.build();
-//! let s = &program.statements;
+//! pipeline! {
+//!     pipeline Diamond(x: &mut DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>, k: &Kernel, n: u32) {
+//!         stream main;
+//!         stream side;
+//!         event ready;
 //!
-//! let (x, y) = (DeviceBuffer::<f32>::for_planning(256)?, DeviceBuffer::<f32>::for_planning(256)?);
+//!         main: launch k<<<1, 256>>>(&mut x, n);     // scale
+//!         main: record ready;
+//!         side: wait ready;
+//!         side: launch k<<<1, 256>>>(&mut y, &x, n); // axpy
+//!         main: wait_stream side;
+//!         main: launch k<<<1, 256>>>(&x, &y, n);     // sum
+//!     }
+//! }
+//!
+//! # fn main() -> streamgraph::Result<()> {
 //! let k = Kernel::for_planning("k");
-//! let cfg = LaunchConfig { grid: Dim3::from(1), block: Dim3::from(256), shared_mem_bytes: 0 };
-//! let mut planner = Planner::new(program);
-//! planner.launch(&s[0], &k, cfg, &[arg_write(&x)])?;
-//! planner.record(&s[1])?;
-//! planner.wait(&s[2])?;
-//! planner.launch(&s[3], &k, cfg, &[arg_write(&y), arg_read(&x)])?;
-//! planner.wait_stream(&s[4])?;
-//! planner.launch(&s[5], &k, cfg, &[arg_read(&x), arg_read(&y)])?;
-//! let plan = planner.finish();
+//! let (mut x, mut y) = (DeviceBuffer::<f32>::for_planning(256)?, DeviceBuffer::<f32>::for_planning(256)?);
+//! let plan = Plan::build(&Diamond::new(&mut x, &mut y, &k, 256))?;
 //!
 //! // scale → axpy (through `ready`), scale → sum (program order), axpy → sum (wait_stream).
 //! assert_eq!(plan.edges().into_iter().collect::<Vec<_>>(), [(0, 1), (0, 2), (1, 2)]);
@@ -76,6 +67,8 @@
 //! # }
 //! ```
 //!
+//! Tools that issue statements themselves drive a [`Planner`] directly (it is an [`Issuer`](crate::Issuer)).
+//!
 //! A pipeline type made by `pipeline!` is planned in one call: [`Plan::build`].
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -84,7 +77,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::error::{Error, Result};
 use crate::issue::Pipeline;
-use crate::operand::BufferAccess;
+use crate::operand::{BufferAccess, LaunchConfig};
 use crate::program::{Program, Statement};
 
 mod builder;
@@ -113,11 +106,21 @@ pub struct PlanOp {
     /// source (read; host memory on [`DeviceRange::HOST`](crate::DeviceRange::HOST)), a
     /// fill's target. Host functions touch none.
     pub accesses: Vec<BufferAccess>,
+    /// A launch's grid, block and shared memory as issued; `None` for other operations.
+    pub config: Option<LaunchConfig>,
     /// A short name for pictures and messages, like `launch k.scale #2`.
     pub label: String,
 }
 
-/// The nested plan of one body of a device `while` or `if` block (DESIGN.md §6): in the
+impl PlanOp {
+    /// A launch's arguments as written, like `(&mut x, 2.0f32, n)`: the statement's text
+    /// after the launch configuration. `None` for other operations.
+    pub fn arguments(&self) -> Option<&'static str> {
+        dot::arguments_of(self.statement)
+    }
+}
+
+/// The nested plan of one body of a device `while` or `if` block (README "Loops and branches on the device"): in the
 /// enclosing plan the block is one operation on its stream; its body is planned as a pipeline
 /// of its own, forked from that stream at the body's start and joined at its end.
 #[derive(Debug)]
@@ -162,6 +165,43 @@ pub enum Via {
 ///
 /// Operations are numbered in issue order; every edge goes from a lower to a higher number,
 /// so issue order is a topological order.
+///
+/// A plan needs no GPU: kernels and buffers made with [`Kernel::for_planning`](crate::Kernel::for_planning)
+/// and [`DeviceBuffer::for_planning`](crate::DeviceBuffer::for_planning) stand in for real ones.
+///
+/// ```
+/// # extern crate streamgraph_runtime as streamgraph;
+/// # use streamgraph_macros::pipeline;
+/// use streamgraph::{DeviceBuffer, Kernel, Plan};
+///
+/// pipeline! {
+///     pipeline Diamond(x: &mut DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>, k: &Kernel, n: u32) {
+///         stream main;
+///         stream side;
+///         event ready;
+///
+///         main: launch k<<<n.div_ceil(256), 256>>>(&mut x, n);
+///         main: record ready;
+///         side: wait ready;
+///         side: launch k<<<n.div_ceil(256), 256>>>(&mut y, &x, n);
+///     }
+/// }
+///
+/// # fn main() -> streamgraph::Result<()> {
+/// let k = Kernel::for_planning("k");
+/// let mut x = DeviceBuffer::<f32>::for_planning(1024)?;
+/// let mut y = DeviceBuffer::<f32>::for_planning(1024)?;
+/// let plan = Plan::build(&Diamond::new(&mut x, &mut y, &k, 1024))?;
+///
+/// assert_eq!(plan.len(), 2);                       // two launches
+/// assert_eq!(plan.edges().into_iter().collect::<Vec<_>>(), [(0, 1)]); // through `ready`
+/// assert!(plan.happens_before(0, 1));
+/// plan.check_races()?;                             // on the buffers' address ranges
+/// print!("{plan}");                                // the op table, one line per operation
+/// println!("{}", plan.to_dot());                   // Graphviz
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct Plan {
     program: &'static Program,
@@ -209,6 +249,7 @@ impl Adjacency {
 impl Plan {
     /// Builds the model of `pipeline` by issuing it through the GPU-free [`Planner`].
     pub fn build<P: Pipeline + ?Sized>(pipeline: &P) -> Result<Plan, Error> {
+        let _traced = crate::trace::pipeline(pipeline.program(), crate::trace::Mode::Plan);
         let mut planner = Planner::new(pipeline.program());
         pipeline.issue(&mut planner)?;
         Ok(planner.finish())
@@ -391,8 +432,10 @@ impl Plan {
         }
     }
 
-    /// The model in Graphviz DOT: one cluster per stream, nodes labelled with the operation
-    /// and its `file:line`, waits drawn as dashed edges labelled with the event or stream.
+    /// The model in Graphviz DOT: one cluster per stream, nodes labelled with the operation,
+    /// a launch's arguments as written and its grid and block as issued (so two launches of
+    /// one kernel are told apart), and its `file:line`; waits drawn as dashed edges labelled
+    /// with the event or stream.
     pub fn to_dot(&self) -> String {
         dot::render(self)
     }

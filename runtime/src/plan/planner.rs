@@ -10,6 +10,7 @@ use crate::memory::{DeviceFlag, DeviceMemory};
 use crate::module::Kernel;
 use crate::operand::{BufferAccess, DeviceRange, FillPattern, HostFn, LaunchConfig, Memory};
 use crate::program::{AccessMode, Program, Statement, StatementKind};
+use crate::trace;
 
 use super::{Plan, PlanBody, PlanOp, Via};
 
@@ -138,7 +139,7 @@ impl Planner {
             }
         }
         let block = self.ops.len();
-        self.operation(stmt, stream, accesses);
+        self.operation(stmt, stream, accesses, None);
         for (branch, plan) in bodies.into_iter().enumerate() {
             self.bodies.push(PlanBody {
                 block,
@@ -204,7 +205,13 @@ impl Planner {
     }
 
     /// `op(s)`: a new node after every node of `F(s)`, which becomes `{n}`.
-    fn operation(&mut self, stmt: &'static Statement, stream: usize, accesses: Vec<BufferAccess>) {
+    fn operation(
+        &mut self,
+        stmt: &'static Statement,
+        stream: usize,
+        accesses: Vec<BufferAccess>,
+        config: Option<LaunchConfig>,
+    ) {
         let n = self.ops.len();
         let occurrence = {
             let count = &mut self.occurrences[stmt.id];
@@ -223,6 +230,7 @@ impl Planner {
             occurrence,
             stream,
             accesses,
+            config,
             label: format!("{name} #{occurrence}"),
         });
         let frontier = std::mem::take(&mut self.frontiers[stream]);
@@ -268,9 +276,10 @@ impl Issuer for Planner {
         &mut self,
         stmt: &'static Statement,
         _kernel: &Kernel,
-        _config: LaunchConfig,
+        config: LaunchConfig,
         args: &[KernelArg<'_>],
     ) -> Result<()> {
+        let _traced = trace::statement(Some(self.program), stmt);
         let stream = self.check(
             stmt,
             "launch",
@@ -280,6 +289,7 @@ impl Issuer for Planner {
             stmt,
             stream,
             args.iter().filter_map(KernelArg::access).collect(),
+            Some(config),
         );
         Ok(())
     }
@@ -290,6 +300,7 @@ impl Issuer for Planner {
         dst: MemoryRef<'_>,
         src: MemoryRef<'_>,
     ) -> Result<()> {
+        let _traced = trace::statement(Some(self.program), stmt);
         let stream = self.check(stmt, "copy", stmt.kind == StatementKind::Copy)?;
         if dst.memory().bytes() != src.memory().bytes() {
             return Err(Error::InvalidArgument(format!(
@@ -303,7 +314,7 @@ impl Issuer for Planner {
             memory_access(&dst.memory(), AccessMode::Write),
             memory_access(&src.memory(), AccessMode::Read),
         ];
-        self.operation(stmt, stream, accesses);
+        self.operation(stmt, stream, accesses, None);
         Ok(())
     }
 
@@ -313,22 +324,26 @@ impl Issuer for Planner {
         dst: MemoryRef<'_>,
         _pattern: FillPattern,
     ) -> Result<()> {
+        let _traced = trace::statement(Some(self.program), stmt);
         let stream = self.check(stmt, "fill", stmt.kind == StatementKind::Fill)?;
         self.operation(
             stmt,
             stream,
             vec![memory_access(&dst.memory(), AccessMode::Write)],
+            None,
         );
         Ok(())
     }
 
     fn host(&mut self, stmt: &'static Statement, _f: HostFn) -> Result<()> {
+        let _traced = trace::statement(Some(self.program), stmt);
         let stream = self.check(stmt, "host", stmt.kind == StatementKind::Host)?;
-        self.operation(stmt, stream, Vec::new());
+        self.operation(stmt, stream, Vec::new(), None);
         Ok(())
     }
 
     fn record(&mut self, stmt: &'static Statement) -> Result<()> {
+        let _traced = trace::statement(Some(self.program), stmt);
         let StatementKind::Record { event } = stmt.kind else {
             return self.check(stmt, "record", false).map(drop);
         };
@@ -339,6 +354,7 @@ impl Issuer for Planner {
     }
 
     fn wait(&mut self, stmt: &'static Statement) -> Result<()> {
+        let _traced = trace::statement(Some(self.program), stmt);
         let StatementKind::Wait { event } = stmt.kind else {
             return self.check(stmt, "wait", false).map(drop);
         };
@@ -359,6 +375,7 @@ impl Issuer for Planner {
         _limit: Option<u32>,
         body: &mut Body<'_>,
     ) -> Result<()> {
+        let _traced = trace::statement(Some(self.program), stmt);
         let stream = self.check(
             stmt,
             "while",
@@ -376,6 +393,7 @@ impl Issuer for Planner {
         then: &mut Body<'_>,
         otherwise: &mut Body<'_>,
     ) -> Result<()> {
+        let _traced = trace::statement(Some(self.program), stmt);
         let StatementKind::If {
             otherwise: start,
             end,
@@ -393,6 +411,7 @@ impl Issuer for Planner {
     }
 
     fn wait_stream(&mut self, stmt: &'static Statement) -> Result<()> {
+        let _traced = trace::statement(Some(self.program), stmt);
         let StatementKind::WaitStream { stream: other } = stmt.kind else {
             return self.check(stmt, "wait_stream", false).map(drop);
         };

@@ -1,0 +1,82 @@
+//! NVTX ranges (the `nvtx` feature), through the NVTX library loaded at run time.
+//!
+//! The library is looked for once, on the first range: `libnvToolsExt` (CUDA 10–12) and then
+//! `libnvtx3interop` (CUDA 12.8 and later). When none loads, or it lacks the range functions,
+//! every call here does nothing: no panic, no error, no ranges.
+
+use std::ffi::{c_char, c_int, CString};
+use std::sync::OnceLock;
+
+/// `int nvtxRangePushA(const char*)`.
+type RangePush = unsafe extern "C" fn(*const c_char) -> c_int;
+/// `int nvtxRangePop(void)`.
+type RangePop = unsafe extern "C" fn() -> c_int;
+
+/// The loaded library and its two range functions.
+struct Nvtx {
+    push: RangePush,
+    pop: RangePop,
+    /// Kept loaded for the life of the process: the function pointers point into it.
+    _library: libloading::Library,
+}
+
+/// The library names tried, in order.
+const LIBRARIES: &[&str] = &[
+    "libnvToolsExt.so.1",
+    "libnvToolsExt.so",
+    "libnvtx3interop.so.1",
+    "libnvtx3interop.so",
+    "nvToolsExt64_1.dll",
+    "nvtx3interop.dll",
+];
+
+static NVTX: OnceLock<Option<Nvtx>> = OnceLock::new();
+
+fn load() -> Option<Nvtx> {
+    LIBRARIES.iter().find_map(|name| {
+        // SAFETY: loading a library runs its initialisers; the NVTX libraries' only set up
+        // their own tables (they are built to be loaded into any CUDA process).
+        let library = unsafe { libloading::Library::new(*name) }.ok()?;
+        // SAFETY: `nvtxRangePushA` has the C signature `int (const char*)` in every NVTX
+        // version (the function type `RangePush`).
+        let push = *unsafe { library.get::<RangePush>(b"nvtxRangePushA\0") }.ok()?;
+        // SAFETY: `nvtxRangePop` has the C signature `int (void)` in every NVTX version.
+        let pop = *unsafe { library.get::<RangePop>(b"nvtxRangePop\0") }.ok()?;
+        Some(Nvtx {
+            push,
+            pop,
+            _library: library,
+        })
+    })
+}
+
+fn nvtx() -> Option<&'static Nvtx> {
+    NVTX.get_or_init(load).as_ref()
+}
+
+/// Whether an NVTX library was loaded (loads it on the first call).
+pub(crate) fn available() -> bool {
+    nvtx().is_some()
+}
+
+/// Opens a range named `name()` (called only when the library is loaded); returns whether a
+/// range was opened, i.e. whether [`pop`] must close it.
+#[inline]
+pub(crate) fn push_with(name: impl FnOnce() -> String) -> bool {
+    let Some(nvtx) = nvtx() else {
+        return false;
+    };
+    let name = CString::new(name().replace('\0', " ")).unwrap_or_default();
+    // SAFETY: `name` is a NUL-terminated string that lives across the call; NVTX copies it.
+    unsafe { (nvtx.push)(name.as_ptr()) };
+    true
+}
+
+/// Closes the innermost range this thread opened with [`push_with`].
+#[inline]
+pub(crate) fn pop() {
+    if let Some(nvtx) = nvtx() {
+        // SAFETY: `nvtxRangePop` takes no argument; called only after a successful push.
+        unsafe { (nvtx.pop)() };
+    }
+}
