@@ -323,6 +323,57 @@ fn graphs_keep_the_memory_and_modules_they_use() {
     replays_leave_fresh_memory_alone(&k, &stream, |s| exec.replay(s, 3));
 }
 
+/// A panic in `issue` half-way through `update_args` leaves the launches it set before the
+/// panic running their new arguments: the executable graph keeps that memory allocated.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_panic_in_update_args_keeps_the_memory_already_set() {
+    let k = Kernels::new();
+    let stream = Stream::new(&k.device, 0).unwrap();
+    let mut b = ProgramBuilder::new("HalfUpdated");
+    let main = b.stream("main");
+    b.launch(main, "k", &[("x", AccessMode::Write)]);
+    b.launch(main, "k", &[("y", AccessMode::Write)]);
+    let program = b.build();
+    let x = Rc::new(RefCell::new(Some(
+        DeviceBuffer::<u32>::zeros(&k.device, 1 << 20).unwrap(),
+    )));
+    let y = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let panics = Rc::new(std::cell::Cell::new(false));
+    let (xx, pp, kernel) = (x.clone(), panics.clone(), k.write_value.clone());
+    let p = Hand {
+        program,
+        body: move |program: &'static Program, issuer: &mut dyn Issuer| {
+            let value = 0x5a5a_5a5au32;
+            let x = xx.borrow();
+            issuer.launch(
+                &program.statements[0],
+                &kernel,
+                single(),
+                &[arg_write(x.as_ref().unwrap()), arg_value(&value)],
+            )?;
+            if pp.get() {
+                panic!("a pipeline panicked half-way through an update");
+            }
+            issuer.launch(
+                &program.statements[1],
+                &kernel,
+                single(),
+                &[arg_write(&y), arg_value(&value)],
+            )
+        },
+    };
+    let mut exec = capture(&stream, p).unwrap().instantiate().unwrap();
+    // New memory for the first launch, then a panic before the walk ends.
+    *x.borrow_mut() = Some(DeviceBuffer::<u32>::zeros(&k.device, 1 << 20).unwrap());
+    panics.set(true);
+    let outcome = catch_unwind(AssertUnwindSafe(|| exec.update_args_with(|_| {})));
+    assert!(outcome.is_err(), "the panic goes on");
+    x.borrow_mut().take();
+    // Fresh allocations may land where the new buffer was, were it freed.
+    replays_leave_fresh_memory_alone(&k, &stream, |s| exec.replay(s, 3));
+}
+
 /// Allocates fresh buffers (which may land where freed memory was), runs `replays`, and checks
 /// that nothing wrote the fresh buffers.
 fn replays_leave_fresh_memory_alone(

@@ -1,6 +1,7 @@
 //! The executable form of a captured graph: [`GraphExec`] launches, replays and updates it.
 
 use std::cell::{Cell, RefCell};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 use super::args::{ArgState, Updater};
 use super::{GraphCore, OpRef, VerifyReport};
@@ -387,8 +388,17 @@ impl<P: Pipeline> GraphExec<P> {
                 .get_mut()
                 .get_or_insert_with(|| ArgState::of(core));
             let mut updater = Updater::new(core, &self.base, &self.exec, state);
-            let walked = self.pipeline.issue(&mut updater);
-            (updater.needs_capture(walked), updater.keep, updater.set)
+            let pipeline = &self.pipeline;
+            match catch_unwind(AssertUnwindSafe(|| pipeline.issue(&mut updater))) {
+                Ok(walked) => (updater.needs_capture(walked), updater.keep, updater.set),
+                Err(panic) => {
+                    // Nodes set before the panic run the new arguments from the next launch
+                    // on: their memory must stay allocated however the panic is handled.
+                    let keep = updater.keep;
+                    self.exec.hold_more(keep);
+                    resume_unwind(panic)
+                }
+            }
         };
         // Hold what the new parameters touch before anything can launch them, even after an
         // error (a node may have been changed).
