@@ -18,7 +18,9 @@ use crate::validate::{line_column, validate};
 ///
 /// When the body does not parse but the header does, the type is still generated from the
 /// header (with an empty body), so that the user's uses of it and of the parameter types stay
-/// sane: no `unused import` warnings or unknown-type errors next to the syntax error.
+/// sane: no `unused import` warnings or unknown-type errors next to the syntax errors. The
+/// parser recovers at statement boundaries, so every statement that does not parse is
+/// reported; the checks of later stages wait until all of them do.
 pub fn pipeline(input: TokenStream) -> TokenStream {
     let input: Input = match syn::parse2(input.clone()) {
         Ok(input) => input,

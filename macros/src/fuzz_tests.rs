@@ -109,6 +109,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/ui/launch_missing_block.rs"),
     source!("tests/ui/launch_missing_close.rs"),
     source!("tests/ui/launch_too_many_items.rs"),
+    source!("tests/ui/many_parse_errors.rs"),
     source!("tests/ui/memory_ref_fields.rs"),
     source!("tests/ui/memory_ref_from_raw.rs"),
     source!("tests/ui/method_call_record_event.rs"),
