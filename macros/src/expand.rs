@@ -41,21 +41,25 @@ pub fn pipeline(input: TokenStream) -> TokenStream {
     let code = expand(&program);
     let (errors, warnings) = errors.into_parts();
     let errors = errors.into_iter().map(|e| e.to_compile_error());
-    let warnings = warnings.iter().map(warning);
+    let warnings = warnings.iter().map(|w| warning(&program.name, w));
     quote!(#code #(#errors)* #(#warnings)*)
 }
 
 /// A warning on stable Rust: the use of a deprecated item, spanned on the user's tokens so that
-/// the lint is not silenced as coming from an external macro.
+/// the lint is not silenced as coming from an external macro. The item lies in a constant named
+/// as the pipeline (the pipeline's braced struct leaves that name free among values), so that
+/// the message names the pipeline.
 ///
 /// ```text
-/// warning: use of deprecated unit struct `NAME`: MESSAGE
+/// warning: use of deprecated unit struct `PIPELINE::NAME`: MESSAGE
 /// ```
-fn warning(w: &Warning) -> TokenStream {
+fn warning(pipeline: &syn::Ident, w: &Warning) -> TokenStream {
     let name = syn::Ident::new(w.name, w.span);
     let note = &w.message;
     quote_spanned! {w.span=>
-        const _: () = {
+        #[doc(hidden)]
+        #[allow(dead_code, non_upper_case_globals)]
+        const #pipeline: () = {
             #[deprecated(note = #note)]
             #[allow(non_camel_case_types)]
             struct #name;
