@@ -537,6 +537,47 @@ pipeline! {
     }
 }
 
+pipeline! {
+    /// Two loops on one flag, one inside the other: each counts its own iterations.
+    pipeline SharedFlag(x: &mut DeviceBuffer<u32>, flag: &mut DeviceFlag, k: &K) {
+        stream main;
+        main: fill x = 0u32;
+        main: fill flag = 1u32;
+        main: while flag, limit = 2u32 {
+            main: while flag, limit = 3u32 {
+                main: launch k.add<<<1, 1>>>(&mut x, 1u32);
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn nested_loops_on_one_flag_count_apart() {
+    let _serial = common::serial();
+    let (device, origin, k) = gpu();
+    let mut x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut flag = DeviceFlag::new(&device, 0).unwrap();
+    streamgraph::Eager::new(&origin)
+        .run(&SharedFlag::new(&mut x, &mut flag, &k))
+        .unwrap();
+    origin.synchronize().unwrap();
+    assert_eq!(read(&x), 6, "eager: 2 × 3 iterations");
+    let graph = Capture::new(&origin)
+        .check(true)
+        .capture(SharedFlag::new(&mut x, &mut flag, &k))
+        .unwrap();
+    graph.verify().unwrap();
+    let exec = graph.instantiate().unwrap();
+    for _ in 0..2 {
+        exec.launch(&origin).unwrap();
+        origin.synchronize().unwrap();
+        // A count kept in the flag would be reset by the inner loop's start and end the
+        // outer loop after one iteration (3).
+        assert_eq!(read(exec.pipeline().x), 6, "captured: 2 × 3 iterations");
+    }
+}
+
 /// Waits for `origin` at most 5 s.
 fn finishes(origin: &Stream) -> bool {
     let start = std::time::Instant::now();
