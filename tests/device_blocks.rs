@@ -6,9 +6,10 @@
 
 mod common;
 
+use streamgraph::__private::arg_write;
 use streamgraph::{
-    capture, pipeline, AccessMode, Capture, DeviceBuffer, DeviceFlag, Error, Kernel, Module, Plan,
-    StatementKind, Stream,
+    capture, pipeline, AccessMode, Capture, DeviceBuffer, DeviceFlag, Error, Kernel, KernelArg,
+    Module, OpRef, Pipeline, Plan, StatementKind, Stream,
 };
 
 /// CUDA C of the kernels the blocks run.
@@ -453,6 +454,50 @@ fn updates_reach_kernels_inside_a_body() {
     origin.synchronize().unwrap();
     assert_eq!(read(exec.pipeline().x), 18);
     assert_eq!(exec.stats().reinstantiations, 0);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn set_kernel_args_reaches_a_launch_inside_a_loop_body() {
+    let _serial = common::serial();
+    let (device, origin, k) = gpu();
+    let mut x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut flag = DeviceFlag::new(&device, 0).unwrap();
+    let graph = capture(&origin, Limited::new(&mut x, &mut flag, &k, 4, 1)).unwrap();
+    let program = graph.pipeline().program();
+    // fill x, fill flag, while, launch: the launch is the body's only statement.
+    let launch = &program.statements[3];
+    assert!(matches!(launch.kind, StatementKind::Launch { .. }));
+    let exec = graph.instantiate().unwrap();
+    exec.launch(&origin).unwrap();
+    origin.synchronize().unwrap();
+    assert_eq!(read(exec.pipeline().x), 4);
+
+    // New arguments of the launch in the body: the same buffer (a view of the memory the
+    // graph already writes), a new increment. They take effect on the next launch, in every
+    // iteration.
+    let view = exec.pipeline().x.as_view();
+    let by = 5u32;
+    exec.set_kernel_args(
+        OpRef::new(launch),
+        &k.add,
+        &[arg_write(&view), KernelArg::value(&by)],
+    )
+    .unwrap();
+    exec.launch(&origin).unwrap();
+    origin.synchronize().unwrap();
+    assert_eq!(read(exec.pipeline().x), 4 * 5);
+    assert_eq!(exec.stats().reinstantiations, 0);
+
+    // The loop's own statement takes no kernel arguments.
+    let e = exec
+        .set_kernel_args(
+            OpRef::new(&program.statements[2]),
+            &k.add,
+            &[arg_write(&view), KernelArg::value(&by)],
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("is not a launch"), "{e}");
 }
 
 #[test]
