@@ -623,6 +623,63 @@ fn nested_loops_on_one_flag_count_apart() {
     }
 }
 
+pipeline! {
+    /// A branch inside a loop (for the picture of a captured graph).
+    pipeline LoopBranch(x: &mut DeviceBuffer<u32>, y: &mut DeviceBuffer<u32>, flag: &mut DeviceFlag,
+                        pick: &DeviceFlag, k: &K) {
+        stream main;
+        stream side;
+        main: fill x = 0u32;
+        main: fill y = 0u32;
+        main: fill flag = 1u32;
+        main: while flag, limit = 2u32 {
+            main: launch k.add<<<1, 1>>>(&mut x, 1u32);
+            side: if pick {
+                side: launch k.add<<<1, 1>>>(&mut y, 10u32);
+            } else {
+                side: launch k.add<<<1, 1>>>(&mut y, 100u32);
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_picture_of_a_captured_graph_draws_bodies_as_clusters() {
+    let _serial = common::serial();
+    let (device, origin, k) = gpu();
+    let mut x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut flag = DeviceFlag::new(&device, 0).unwrap();
+    let pick = DeviceFlag::new(&device, 1).unwrap();
+    let graph = Capture::new(&origin)
+        .check(true)
+        .capture(LoopBranch::new(&mut x, &mut y, &mut flag, &pick, &k))
+        .unwrap();
+    let dot = graph.to_dot().unwrap();
+    // The loop's body is a cluster inside the graph, the branch's two bodies clusters inside it.
+    assert!(dot.contains("subgraph cluster_cb0_body {"), "{dot}");
+    assert!(dot.contains("label=\"body of main: while flag"), "{dot}");
+    assert!(dot.contains("subgraph cluster_cb0_b0_body {"), "{dot}");
+    assert!(dot.contains("label=\"then of side: if pick"), "{dot}");
+    assert!(dot.contains("subgraph cluster_cb0_b1_body {"), "{dot}");
+    assert!(dot.contains("label=\"else of side: if pick"), "{dot}");
+    // Each body's launches are drawn in it, with their arguments.
+    assert!(dot.contains("cb0_0 [label=\"launch add #1\\n(&mut x, 1u32)"), "{dot}");
+    assert!(dot.contains("cb0_b0_0 [label=\"launch add #1\\n(&mut y, 10u32)"), "{dot}");
+    assert!(dot.contains("cb0_b1_0 [label=\"launch add #1\\n(&mut y, 100u32)"), "{dot}");
+    // The loop (operation 3 of the graph) leads into its body, the branch into its bodies.
+    assert!(dot.contains("c3 -> cb0_0 [style=dotted, label=\"body\"];"), "{dot}");
+    assert!(dot.contains("cb0_1 -> cb0_b0_0 [style=dotted, label=\"then\"];"), "{dot}");
+    assert!(dot.contains("cb0_1 -> cb0_b1_0 [style=dotted, label=\"else\"];"), "{dot}");
+    assert_eq!(dot.matches('{').count(), dot.matches('}').count(), "{dot}");
+    // And the graph runs: two iterations, the `then` branch each time.
+    let exec = graph.instantiate().unwrap();
+    exec.launch(&origin).unwrap();
+    origin.synchronize().unwrap();
+    assert_eq!((read(exec.pipeline().x), read(exec.pipeline().y)), (2, 20));
+}
+
 /// Waits for `origin` at most 5 s.
 fn finishes(origin: &Stream) -> bool {
     let start = std::time::Instant::now();
