@@ -206,7 +206,12 @@ fn run_program(r: &RandomProgram, device: &streamgraph::Device, origin: &Stream,
         origin
             .synchronize()
             .unwrap_or_else(|e| panic!("seed {seed}: replay {}: {e}", times - 1));
-        assert_eq!(read(), sums(times), "seed {seed}: eager + {} replays", times - 1);
+        assert_eq!(
+            read(),
+            sums(times),
+            "seed {seed}: eager + {} replays",
+            times - 1
+        );
     }
 }
 

@@ -648,16 +648,15 @@ impl Eager {
                 "the built-in kernels of device blocks were not loaded before the capture".into(),
             )
         })?;
-        let counters = match (kind, &self.counters) {
-            (CondKind::While, Some(c)) if stmt.id < c.len() => Some(c),
-            (CondKind::While, _) => {
-                return Err(Error::InvalidArgument(
+        let counters =
+            match (kind, &self.counters) {
+                (CondKind::While, Some(c)) if stmt.id < c.len() => Some(c),
+                (CondKind::While, _) => return Err(Error::InvalidArgument(
                     "the iteration counters of device loops were not allocated before the capture"
                         .into(),
-                ))
-            }
-            _ => None,
-        };
+                )),
+                _ => None,
+            };
         let cflag = CondFlag {
             value: flag.device_ptr(),
             // Word `stmt.id` of the capture's counters (checked in bounds above); an `if`

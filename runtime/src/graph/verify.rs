@@ -291,13 +291,28 @@ mod dot_tests {
         assert!(out.contains("label=\"else of s1: if g #1\";"), "{out}");
         // Streams inside a body are clusters of their own, nodes named by their part.
         assert!(out.contains("subgraph cluster_cb0_0 {"), "{out}");
-        assert!(out.contains("cb0_b0_0 [label=\"launch yes #1\\nf.rs:1\"];"), "{out}");
+        assert!(
+            out.contains("cb0_b0_0 [label=\"launch yes #1\\nf.rs:1\"];"),
+            "{out}"
+        );
         // The block leads to the operations its bodies start with.
         assert!(out.contains("c0 -> c1;"), "{out}");
-        assert!(out.contains("c1 -> cb0_0 [style=dotted, label=\"body\"];"), "{out}");
-        assert!(out.contains("c1 -> cb0_1 [style=dotted, label=\"body\"];"), "{out}");
-        assert!(out.contains("cb0_1 -> cb0_b0_0 [style=dotted, label=\"then\"];"), "{out}");
-        assert!(out.contains("cb0_1 -> cb0_b1_0 [style=dotted, label=\"else\"];"), "{out}");
+        assert!(
+            out.contains("c1 -> cb0_0 [style=dotted, label=\"body\"];"),
+            "{out}"
+        );
+        assert!(
+            out.contains("c1 -> cb0_1 [style=dotted, label=\"body\"];"),
+            "{out}"
+        );
+        assert!(
+            out.contains("cb0_1 -> cb0_b0_0 [style=dotted, label=\"then\"];"),
+            "{out}"
+        );
+        assert!(
+            out.contains("cb0_1 -> cb0_b1_0 [style=dotted, label=\"else\"];"),
+            "{out}"
+        );
         // Braces balance.
         assert_eq!(out.matches('{').count(), out.matches('}').count(), "{out}");
     }

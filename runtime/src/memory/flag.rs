@@ -89,7 +89,6 @@ impl DeviceFlag {
         self.words.device_ptr()
     }
 
-
     /// Whether the flag is plan-only.
     pub(crate) fn is_planning(&self) -> bool {
         self.range().device == DeviceRange::PLANNING
