@@ -24,14 +24,14 @@ if [ -z "$bin" ]; then
   if [ -x .gpu/bin/bench-harness ]; then
     bin=.gpu/bin/bench-harness
   elif [ -x .gpu/bin/test-harness ]; then
-    # gpu-bundle files a `harness = false` bench built by `--benches` under test-.
+    # A `harness = false` bench built with `--benches` may be bundled under test-.
     bin=.gpu/bin/test-harness
   else
     bin=$(ls .gpu/bin/bench-* 2>/dev/null | head -n 1)
   fi
 fi
 if [ -z "$bin" ] || [ ! -x "$bin" ]; then
-  echo "run-all: no bench-harness binary: pass its path or build .gpu/ with shared/tools/gpu-bundle" >&2
+  echo "run-all: no bench-harness binary: pass its path (cargo bench --bench harness --no-run prints it)" >&2
   exit 1
 fi
 

@@ -15,6 +15,8 @@
 //!
 //! Run with `cargo run --release --example converge`.
 
+mod common;
+
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -91,24 +93,7 @@ pipeline! {
 }
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e @ (Error::NoDriver { .. } | Error::NoDevice | Error::NoNvrtc { .. })) => {
-            println!("{e}");
-            println!("no GPU here: the pipeline's plan instead\n");
-            match show_plan() {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    common::run_or(run, "no GPU here: the pipeline's plan instead", show_plan)
 }
 
 /// `h² f` for `f = 1`, and the tolerance: the initial residual (`h²`) reduced 1,000 times.

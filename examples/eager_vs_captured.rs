@@ -13,6 +13,8 @@
 //! Run with `cargo run --example eager_vs_captured` (in your own crate, enable streamgraph's
 //! `testing` feature in `[dev-dependencies]`).
 
+mod common;
+
 use std::process::ExitCode;
 
 use streamgraph::{pipeline, testing, Device, DeviceBuffer, Error, Kernel, Module, Plan, Stream};
@@ -65,28 +67,12 @@ const N: u32 = 1 << 16;
 const RUNS: usize = 5;
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e @ (Error::NoDriver { .. } | Error::NoDevice | Error::NoNvrtc { .. })) => {
-            println!("{e}");
-            println!("no GPU here: the pipeline's plan instead\n");
-            match plan() {
-                Ok(plan) => {
-                    print!("{plan}");
-                    println!("\n{}", plan.to_dot());
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    common::run_or(run, "no GPU here: the pipeline's plan instead", || {
+        let plan = plan()?;
+        print!("{plan}");
+        println!("\n{}", plan.to_dot());
+        Ok(())
+    })
 }
 
 /// The pipeline's plan, built on plan-only kernels and buffers (no GPU needed).

@@ -13,6 +13,8 @@
 //!
 //! Run with `cargo run --release --example overlap [CHUNKS] [ELEMENTS_PER_CHUNK] [ITERS]`.
 
+mod common;
+
 use std::process::ExitCode;
 
 use streamgraph::{
@@ -138,32 +140,20 @@ const SAMPLES: usize = 15;
 
 fn main() -> ExitCode {
     let shape = shape();
-    match run(&shape) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e @ (Error::NoDriver { .. } | Error::NoDevice | Error::NoNvrtc { .. })) => {
-            println!("{e}");
-            println!("no GPU here: the overlapped pipeline's plan instead\n");
-            match plan(&shape) {
-                Ok(plan) => {
-                    println!(
-                        "two pairs of chunks: {} operations, edges {:?}",
-                        plan.len(),
-                        plan.edges()
-                    );
-                    println!("\n{}", plan.to_dot());
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    common::run_or(
+        || run(&shape),
+        "no GPU here: the overlapped pipeline's plan instead",
+        || {
+            let plan = plan(&shape)?;
+            println!(
+                "two pairs of chunks: {} operations, edges {:?}",
+                plan.len(),
+                plan.edges()
+            );
+            println!("\n{}", plan.to_dot());
+            Ok(())
+        },
+    )
 }
 
 /// The overlapped pipeline's plan for two pairs of chunks, on plan-only memory.

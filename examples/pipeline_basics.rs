@@ -11,6 +11,8 @@
 //!
 //! Run with `cargo run --example pipeline_basics`.
 
+mod common;
+
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -115,24 +117,11 @@ const N: u32 = 1 << 20;
 const SCALE: f32 = 3.0;
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e @ (Error::NoDriver { .. } | Error::NoDevice | Error::NoNvrtc { .. })) => {
-            println!("{e}");
-            println!("no GPU here: building the pipeline's plan instead\n");
-            match show_plan() {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    common::run_or(
+        run,
+        "no GPU here: building the pipeline's plan instead",
+        show_plan,
+    )
 }
 
 fn input() -> Vec<f32> {

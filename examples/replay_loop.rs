@@ -12,6 +12,8 @@
 //!
 //! Run with `cargo run --release --example replay_loop`.
 
+mod common;
+
 use std::process::ExitCode;
 
 use streamgraph::{
@@ -108,24 +110,7 @@ fn initial() -> Vec<f32> {
 }
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e @ (Error::NoDriver { .. } | Error::NoDevice | Error::NoNvrtc { .. })) => {
-            println!("{e}");
-            println!("no GPU here: the pipeline's plan instead\n");
-            match show_plan() {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    common::run_or(run, "no GPU here: the pipeline's plan instead", show_plan)
 }
 
 fn run() -> Result<(), Error> {

@@ -4,6 +4,8 @@
 //!
 //! Run with `cargo run --example streams`. Without a CUDA driver it says so and exits 0.
 
+mod common;
+
 use std::process::ExitCode;
 
 use streamgraph::{
@@ -25,18 +27,7 @@ extern "C" __global__ void affine(unsigned* y, const unsigned* x, unsigned a, un
 const N: u32 = 1 << 20;
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e @ (Error::NoDriver { .. } | Error::NoDevice | Error::NoNvrtc { .. })) => {
-            println!("{e}");
-            println!("(nothing to run without a GPU)");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    common::run_or(run, "(nothing to run without a GPU)", || Ok(()))
 }
 
 fn run() -> Result<(), Error> {

@@ -6,9 +6,10 @@
 
 mod common;
 
+use streamgraph::__private::arg_write;
 use streamgraph::{
-    capture, pipeline, AccessMode, Capture, DeviceBuffer, DeviceFlag, Error, Kernel, Module, Plan,
-    StatementKind, Stream,
+    capture, pipeline, AccessMode, Capture, DeviceBuffer, DeviceFlag, Error, Kernel, KernelArg,
+    Module, OpRef, Pipeline, Plan, StatementKind, Stream,
 };
 
 /// CUDA C of the kernels the blocks run.
@@ -457,6 +458,50 @@ fn updates_reach_kernels_inside_a_body() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn set_kernel_args_reaches_a_launch_inside_a_loop_body() {
+    let _serial = common::serial();
+    let (device, origin, k) = gpu();
+    let mut x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut flag = DeviceFlag::new(&device, 0).unwrap();
+    let graph = capture(&origin, Limited::new(&mut x, &mut flag, &k, 4, 1)).unwrap();
+    let program = graph.pipeline().program();
+    // fill x, fill flag, while, launch: the launch is the body's only statement.
+    let launch = &program.statements[3];
+    assert!(matches!(launch.kind, StatementKind::Launch { .. }));
+    let exec = graph.instantiate().unwrap();
+    exec.launch(&origin).unwrap();
+    origin.synchronize().unwrap();
+    assert_eq!(read(exec.pipeline().x), 4);
+
+    // New arguments of the launch in the body: the same buffer (a view of the memory the
+    // graph already writes), a new increment. They take effect on the next launch, in every
+    // iteration.
+    let view = exec.pipeline().x.as_view();
+    let by = 5u32;
+    exec.set_kernel_args(
+        OpRef::new(launch),
+        &k.add,
+        &[arg_write(&view), KernelArg::value(&by)],
+    )
+    .unwrap();
+    exec.launch(&origin).unwrap();
+    origin.synchronize().unwrap();
+    assert_eq!(read(exec.pipeline().x), 4 * 5);
+    assert_eq!(exec.stats().reinstantiations, 0);
+
+    // The loop's own statement takes no kernel arguments.
+    let e = exec
+        .set_kernel_args(
+            OpRef::new(&program.statements[2]),
+            &k.add,
+            &[arg_write(&view), KernelArg::value(&by)],
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("is not a launch"), "{e}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn a_fault_in_a_body_is_an_error_naming_the_statement() {
     let _serial = common::serial();
     let (device, origin, k) = gpu();
@@ -535,6 +580,122 @@ pipeline! {
             }
         }
     }
+}
+
+pipeline! {
+    /// Two loops on one flag, one inside the other: each counts its own iterations.
+    pipeline SharedFlag(x: &mut DeviceBuffer<u32>, flag: &mut DeviceFlag, k: &K) {
+        stream main;
+        main: fill x = 0u32;
+        main: fill flag = 1u32;
+        main: while flag, limit = 2u32 {
+            main: while flag, limit = 3u32 {
+                main: launch k.add<<<1, 1>>>(&mut x, 1u32);
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn nested_loops_on_one_flag_count_apart() {
+    let _serial = common::serial();
+    let (device, origin, k) = gpu();
+    let mut x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut flag = DeviceFlag::new(&device, 0).unwrap();
+    streamgraph::Eager::new(&origin)
+        .run(&SharedFlag::new(&mut x, &mut flag, &k))
+        .unwrap();
+    origin.synchronize().unwrap();
+    assert_eq!(read(&x), 6, "eager: 2 × 3 iterations");
+    let graph = Capture::new(&origin)
+        .check(true)
+        .capture(SharedFlag::new(&mut x, &mut flag, &k))
+        .unwrap();
+    graph.verify().unwrap();
+    let exec = graph.instantiate().unwrap();
+    for _ in 0..2 {
+        exec.launch(&origin).unwrap();
+        origin.synchronize().unwrap();
+        // A count kept in the flag would be reset by the inner loop's start and end the
+        // outer loop after one iteration (3).
+        assert_eq!(read(exec.pipeline().x), 6, "captured: 2 × 3 iterations");
+    }
+}
+
+pipeline! {
+    /// A branch inside a loop (for the picture of a captured graph).
+    pipeline LoopBranch(x: &mut DeviceBuffer<u32>, y: &mut DeviceBuffer<u32>, flag: &mut DeviceFlag,
+                        pick: &DeviceFlag, k: &K) {
+        stream main;
+        stream side;
+        main: fill x = 0u32;
+        main: fill y = 0u32;
+        main: fill flag = 1u32;
+        main: while flag, limit = 2u32 {
+            main: launch k.add<<<1, 1>>>(&mut x, 1u32);
+            side: if pick {
+                side: launch k.add<<<1, 1>>>(&mut y, 10u32);
+            } else {
+                side: launch k.add<<<1, 1>>>(&mut y, 100u32);
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_picture_of_a_captured_graph_draws_bodies_as_clusters() {
+    let _serial = common::serial();
+    let (device, origin, k) = gpu();
+    let mut x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut flag = DeviceFlag::new(&device, 0).unwrap();
+    let pick = DeviceFlag::new(&device, 1).unwrap();
+    let graph = Capture::new(&origin)
+        .check(true)
+        .capture(LoopBranch::new(&mut x, &mut y, &mut flag, &pick, &k))
+        .unwrap();
+    let dot = graph.to_dot().unwrap();
+    // The loop's body is a cluster inside the graph, the branch's two bodies clusters inside it.
+    assert!(dot.contains("subgraph cluster_cb0_body {"), "{dot}");
+    assert!(dot.contains("label=\"body of main: while flag"), "{dot}");
+    assert!(dot.contains("subgraph cluster_cb0_b0_body {"), "{dot}");
+    assert!(dot.contains("label=\"then of side: if pick"), "{dot}");
+    assert!(dot.contains("subgraph cluster_cb0_b1_body {"), "{dot}");
+    assert!(dot.contains("label=\"else of side: if pick"), "{dot}");
+    // Each body's launches are drawn in it, with their arguments.
+    assert!(
+        dot.contains("cb0_0 [label=\"launch add #1\\n(&mut x, 1u32)"),
+        "{dot}"
+    );
+    assert!(
+        dot.contains("cb0_b0_0 [label=\"launch add #1\\n(&mut y, 10u32)"),
+        "{dot}"
+    );
+    assert!(
+        dot.contains("cb0_b1_0 [label=\"launch add #1\\n(&mut y, 100u32)"),
+        "{dot}"
+    );
+    // The loop (operation 3 of the graph) leads into its body, the branch into its bodies.
+    assert!(
+        dot.contains("c3 -> cb0_0 [style=dotted, label=\"body\"];"),
+        "{dot}"
+    );
+    assert!(
+        dot.contains("cb0_1 -> cb0_b0_0 [style=dotted, label=\"then\"];"),
+        "{dot}"
+    );
+    assert!(
+        dot.contains("cb0_1 -> cb0_b1_0 [style=dotted, label=\"else\"];"),
+        "{dot}"
+    );
+    assert_eq!(dot.matches('{').count(), dot.matches('}').count(), "{dot}");
+    // And the graph runs: two iterations, the `then` branch each time.
+    let exec = graph.instantiate().unwrap();
+    exec.launch(&origin).unwrap();
+    origin.synchronize().unwrap();
+    assert_eq!((read(exec.pipeline().x), read(exec.pipeline().y)), (2, 20));
 }
 
 /// Waits for `origin` at most 5 s.

@@ -223,6 +223,28 @@ impl fmt::Display for Mismatch {
 }
 
 impl Error {
+    /// Whether this is what a machine without CUDA gives: no driver, no device or no NVRTC
+    /// ([`Error::NoDriver`], [`Error::NoDevice`], [`Error::NoNvrtc`]). Programs that can do
+    /// something useful without a GPU (plan, print, skip) test for it.
+    ///
+    /// ```
+    /// # extern crate streamgraph_runtime as streamgraph;
+    /// use streamgraph::{Device, Error};
+    ///
+    /// match Device::new(None) {
+    ///     Ok(device) => println!("running on device {}", device.ordinal()),
+    ///     Err(e) if e.is_unavailable() => println!("no GPU here ({e}): planning only"),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            Error::NoDriver { .. } | Error::NoDevice | Error::NoNvrtc { .. }
+        )
+    }
+
     /// A capture fault without pipeline context yet (the capture adds it).
     pub(crate) fn capture(fault: CaptureFault) -> Error {
         Error::Capture {

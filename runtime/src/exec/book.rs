@@ -16,7 +16,7 @@ use crate::ffi::conditional::{BodyGraph, Conditional};
 use crate::ffi::graph::{self as gffi, CaptureModeRaw, CaptureStatus, Keep, NodeHandle};
 use crate::ffi::memory::MemoryRef;
 use crate::ffi::KernelArg;
-use crate::memory::DeviceFlag;
+use crate::memory::{device_ref, DeviceBuffer, DeviceFlag};
 use crate::module::Kernel;
 use crate::operand::{DeviceRange, FillPattern, HostFn, LaunchConfig, Memory};
 use crate::program::{AccessMode, Program, Statement};
@@ -301,6 +301,7 @@ impl NodeBook {
         stmt: &'static Statement,
         added: &Conditional,
         flag: &DeviceFlag,
+        counters: Option<&DeviceBuffer<u32>>,
         module: &crate::ffi::CodeOwner,
     ) -> Result<usize> {
         self.last = Some(stmt);
@@ -323,8 +324,11 @@ impl NodeBook {
                 self.memory.push(r);
             }
         }
-        // The built-in kernels write the flag's counter word.
-        self.keep.hold(whole.holder(), true);
+        // The built-in kernels read the flag and write the capture's counter of a `while`.
+        self.keep.hold(whole.holder(), false);
+        if let Some(counters) = counters {
+            self.keep.hold(device_ref(counters).holder(), true);
+        }
         self.keep.hold_module(module);
         let part = self.part();
         let index = self.ops.len();

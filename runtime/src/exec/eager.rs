@@ -50,7 +50,7 @@ use crate::ffi::conditional::{self as cond, CondFlag, CondKernels, CondKind};
 use crate::ffi::memory::MemoryRef;
 use crate::ffi::KernelArg;
 use crate::issue::{Body, Issuer, Pipeline, StreamOptions};
-use crate::memory::DeviceFlag;
+use crate::memory::{DeviceBuffer, DeviceFlag};
 use crate::module::Kernel;
 use crate::operand::{FillPattern, HostFn, LaunchConfig, Memory};
 use crate::program::{Program, Statement, StatementKind};
@@ -153,6 +153,11 @@ pub struct Eager {
     body_events: Vec<Vec<EventSlot>>,
     /// The built-in kernels of captured device blocks, loaded before a capture that needs them.
     cond_kernels: Option<std::sync::Arc<CondKernels>>,
+    /// The iteration counters of the capture under way, one word per statement (a `while`
+    /// statement's `limit` counts in its own word): allocated before each capture of a pipeline
+    /// with `while` blocks and kept by its graph, so that no two loops (nested, or in two
+    /// graphs of one pipeline, or sharing a flag) share a count.
+    counters: Option<DeviceBuffer<u32>>,
 }
 
 /// What a body's frame replaced, restored when the body ends.
@@ -196,6 +201,7 @@ impl Eager {
             spares: Vec::new(),
             body_events: Vec::new(),
             cond_kernels: None,
+            counters: None,
         }
     }
 
@@ -257,11 +263,27 @@ impl Eager {
 
     /// Loads the built-in kernels of captured device blocks when `program` has blocks (before
     /// a capture begins: module loads are not for capturing threads).
+    ///
+    /// Also allocates the iteration counters of this capture when `program` has `while` blocks
+    /// (one word per statement; the graph keeps them).
     pub(crate) fn prepare_blocks(&mut self, program: &'static Program) -> Result<()> {
-        if self.cond_kernels.is_some() || !program.statements.iter().any(|s| s.kind.is_block()) {
+        self.counters = None;
+        if !program.statements.iter().any(|s| s.kind.is_block()) {
             return Ok(());
         }
-        self.cond_kernels = Some(cond::kernels(self.origin.ctx())?);
+        if self.cond_kernels.is_none() {
+            self.cond_kernels = Some(cond::kernels(self.origin.ctx())?);
+        }
+        if program
+            .statements
+            .iter()
+            .any(|s| matches!(s.kind, StatementKind::While { .. }))
+        {
+            self.counters = Some(DeviceBuffer::zeros(
+                &self.origin.device(),
+                program.statements.len(),
+            )?);
+        }
         Ok(())
     }
 
@@ -626,9 +648,20 @@ impl Eager {
                 "the built-in kernels of device blocks were not loaded before the capture".into(),
             )
         })?;
+        let counters =
+            match (kind, &self.counters) {
+                (CondKind::While, Some(c)) if stmt.id < c.len() => Some(c),
+                (CondKind::While, _) => return Err(Error::InvalidArgument(
+                    "the iteration counters of device loops were not allocated before the capture"
+                        .into(),
+                )),
+                _ => None,
+            };
         let cflag = CondFlag {
             value: flag.device_ptr(),
-            counter: flag.counter_ptr(),
+            // Word `stmt.id` of the capture's counters (checked in bounds above); an `if`
+            // never counts.
+            counter: counters.map_or(0, |c| c.device_ptr() + 4 * stmt.id as u64),
             limit,
         };
         let stream = stream_of(&self.origin, &self.sides, stmt.stream)?.clone();
@@ -638,7 +671,7 @@ impl Eager {
         };
         let node = cond::add_conditional(stream.as_cudarc(), &kernels, kind, &cflag, parent)?;
         let block = match self.book.as_mut() {
-            Some(book) => book.note_block(stmt, &node, flag, kernels.module())?,
+            Some(book) => book.note_block(stmt, &node, flag, counters, kernels.module())?,
             None => return Err(Error::InvalidArgument("no capture is under way".into())),
         };
         let spares = self.spares.get(self.depth).cloned().ok_or_else(|| {

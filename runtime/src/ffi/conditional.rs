@@ -221,8 +221,9 @@ pub(crate) enum CondKind {
     },
 }
 
-/// The device words a block's built-in kernels use: the flag's value and counter addresses,
-/// and the iteration limit.
+/// The device words a block's built-in kernels use: the flag's value address, the address of
+/// the iteration counter (a word the capture allocated for this `while` statement, never the
+/// flag's: loops sharing a flag must not share a count), and the iteration limit.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CondFlag {
     pub(crate) value: u64,

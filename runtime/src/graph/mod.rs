@@ -65,7 +65,7 @@ pub use exec::{GraphExec, GraphStats};
 pub(crate) use verify::check_edges;
 #[cfg(feature = "testing")]
 pub use verify::{captured_dot, verify_edges};
-use verify::{render_body, EdgeSet};
+use verify::{render_part, DotBody, DotPart, EdgeSet};
 pub use verify::{side_by_side_dot, VerifyReport};
 
 /// A captured graph without its pipeline value: the driver graph (which keeps what its nodes
@@ -454,10 +454,23 @@ impl GraphCore {
     }
 
     fn to_dot(&self) -> Result<String> {
-        let (edges, _) = self.captured_edges()?;
-        let labels: Vec<(String, usize)> = self
-            .outer()
-            .map(|op| {
+        let top = self.dot_part(0)?;
+        let mut out = String::new();
+        let _ = writeln!(out, "digraph {} {{", quote(self.program.name));
+        out.push_str("  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n");
+        render_part(&mut out, self.program, &top, "c");
+        out.push_str("}\n");
+        Ok(out)
+    }
+
+    /// Graph part `part` (0: the graph; `k + 1`: body graph `k`) for the DOT picture, with
+    /// the body graphs of its blocks, recursively.
+    fn dot_part(&self, part: usize) -> Result<DotPart> {
+        let members = self.blocks.parts.get(part).cloned().unwrap_or_default();
+        let labels = members
+            .iter()
+            .map(|&i| {
+                let op = &self.ops[i];
                 let name = match op.statement.kind {
                     StatementKind::Launch { kernel } => format!("launch {kernel}"),
                     _ => op.statement.text.to_string(),
@@ -476,12 +489,28 @@ impl GraphCore {
                 )
             })
             .collect();
-        let mut out = String::new();
-        let _ = writeln!(out, "digraph {} {{", quote(self.program.name));
-        out.push_str("  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n");
-        render_body(&mut out, self.program, &labels, &edges, &edges, "c");
-        out.push_str("}\n");
-        Ok(out)
+        let edges = self.part_edges(part)?.edges;
+        let mut bodies = Vec::new();
+        for (k, body) in self.blocks.bodies.iter().enumerate() {
+            let Some(block) = members.iter().position(|&i| i == body.block) else {
+                continue;
+            };
+            let which = match (body.branch, self.ops[body.block].statement.kind) {
+                (_, StatementKind::While { .. }) => "body",
+                (0, _) => "then",
+                _ => "else",
+            };
+            bodies.push(DotBody {
+                block,
+                which,
+                part: self.dot_part(k + 1)?,
+            });
+        }
+        Ok(DotPart {
+            labels,
+            edges,
+            bodies,
+        })
     }
 
     /// The statement whose node is `node`.
@@ -728,7 +757,10 @@ impl<P> Graph<P> {
         self.core.raw.as_raw()
     }
 
-    /// The graph in Graphviz DOT, nodes named by their statements, one cluster per stream.
+    /// The graph in Graphviz DOT, nodes named by their statements, one cluster per stream. The
+    /// body graphs of device blocks are dashed clusters of their own (recursively, a block
+    /// inside a body inside its body's cluster), with a dotted edge from the block to each
+    /// operation its body starts with; the built-in kernels are not drawn.
     ///
     /// Reads the graph back with [`cuGraphGetEdges`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
     pub fn to_dot(&self) -> Result<String> {

@@ -177,3 +177,143 @@ pub(super) fn render_body(
 
 /// Edges by operation index.
 pub(super) type EdgeSet = BTreeSet<(usize, usize)>;
+
+/// One graph part of a captured graph for [`render_part`]: its operations' labels and
+/// streams, its edges by local index, and the body graphs of its device blocks.
+#[derive(Debug, Default)]
+pub(super) struct DotPart {
+    pub(super) labels: Vec<(String, usize)>,
+    pub(super) edges: EdgeSet,
+    pub(super) bodies: Vec<DotBody>,
+}
+
+/// A body graph of a device block of a [`DotPart`].
+#[derive(Debug)]
+pub(super) struct DotBody {
+    /// The block's local index in the enclosing part.
+    pub(super) block: usize,
+    /// `body` (a `while`), `then` or `else`.
+    pub(super) which: &'static str,
+    pub(super) part: DotPart,
+}
+
+/// Draws `part` (nodes named `{prefix}{i}`, clustered by stream) and, recursively, each body
+/// graph of its device blocks as a dashed cluster of its own (`cluster_{prefix}b{k}_body`,
+/// nodes named `{prefix}b{k}_{i}`), with a dotted edge from the block to each operation its
+/// body starts with, as [`Plan::to_dot`](crate::Plan::to_dot) draws nested plans.
+pub(super) fn render_part(out: &mut String, program: &Program, part: &DotPart, prefix: &str) {
+    render_body(out, program, &part.labels, &part.edges, &part.edges, prefix);
+    for (k, body) in part.bodies.iter().enumerate() {
+        let inner = format!("{prefix}b{k}_");
+        let block = part
+            .labels
+            .get(body.block)
+            .map_or("?", |(l, _)| l.lines().next().unwrap_or("?"));
+        let _ = writeln!(out, "  subgraph cluster_{inner}body {{");
+        let _ = writeln!(
+            out,
+            "    label={};",
+            quote(&format!("{} of {block}", body.which))
+        );
+        out.push_str("    style=dashed;\n");
+        render_part(out, program, &body.part, &inner);
+        out.push_str("  }\n");
+        for i in 0..body.part.labels.len() {
+            if !body.part.edges.iter().any(|&(_, b)| b == i) {
+                let _ = writeln!(
+                    out,
+                    "  {prefix}{} -> {inner}{i} [style=dotted, label={}];",
+                    body.block,
+                    quote(body.which)
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod dot_tests {
+    use super::*;
+    use crate::plan::ProgramBuilder;
+
+    /// A `while` on `s0` whose body holds a launch and an `if`/`else` with a launch in each
+    /// branch, after a launch on `s1`.
+    #[test]
+    fn bodies_are_nested_clusters() {
+        let mut b = ProgramBuilder::new("Nest");
+        let s0 = b.stream("s0");
+        let s1 = b.stream("s1");
+        b.launch(s1, "first", &[]);
+        let program = b.build();
+        let leaf = |name: &str, stream| DotPart {
+            labels: vec![(format!("launch {name} #1\nf.rs:1"), stream)],
+            ..DotPart::default()
+        };
+        let inner_if = DotPart {
+            labels: vec![
+                ("launch body #1\nf.rs:3".into(), s0),
+                ("s1: if g #1\nf.rs:4".into(), s1),
+            ],
+            edges: BTreeSet::new(),
+            bodies: vec![
+                DotBody {
+                    block: 1,
+                    which: "then",
+                    part: leaf("yes", s1),
+                },
+                DotBody {
+                    block: 1,
+                    which: "else",
+                    part: leaf("no", s0),
+                },
+            ],
+        };
+        let top = DotPart {
+            labels: vec![
+                ("launch first #1\nf.rs:1".into(), s1),
+                ("s0: while f #1\nf.rs:2".into(), s0),
+            ],
+            edges: [(0, 1)].into_iter().collect(),
+            bodies: vec![DotBody {
+                block: 1,
+                which: "body",
+                part: inner_if,
+            }],
+        };
+        let mut out = String::new();
+        render_part(&mut out, program, &top, "c");
+        // The outer graph, its body and the body's two branches, each a cluster.
+        assert!(out.contains("subgraph cluster_cb0_body {"), "{out}");
+        assert!(out.contains("label=\"body of s0: while f #1\";"), "{out}");
+        assert!(out.contains("subgraph cluster_cb0_b0_body {"), "{out}");
+        assert!(out.contains("label=\"then of s1: if g #1\";"), "{out}");
+        assert!(out.contains("subgraph cluster_cb0_b1_body {"), "{out}");
+        assert!(out.contains("label=\"else of s1: if g #1\";"), "{out}");
+        // Streams inside a body are clusters of their own, nodes named by their part.
+        assert!(out.contains("subgraph cluster_cb0_0 {"), "{out}");
+        assert!(
+            out.contains("cb0_b0_0 [label=\"launch yes #1\\nf.rs:1\"];"),
+            "{out}"
+        );
+        // The block leads to the operations its bodies start with.
+        assert!(out.contains("c0 -> c1;"), "{out}");
+        assert!(
+            out.contains("c1 -> cb0_0 [style=dotted, label=\"body\"];"),
+            "{out}"
+        );
+        assert!(
+            out.contains("c1 -> cb0_1 [style=dotted, label=\"body\"];"),
+            "{out}"
+        );
+        assert!(
+            out.contains("cb0_1 -> cb0_b0_0 [style=dotted, label=\"then\"];"),
+            "{out}"
+        );
+        assert!(
+            out.contains("cb0_1 -> cb0_b1_0 [style=dotted, label=\"else\"];"),
+            "{out}"
+        );
+        // Braces balance.
+        assert_eq!(out.matches('{').count(), out.matches('}').count(), "{out}");
+    }
+}

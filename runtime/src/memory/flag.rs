@@ -16,8 +16,9 @@ use crate::stream::Stream;
 /// read), exactly like a one-element `DeviceBuffer<u32>`; `fill flag = 1u32` sets it in stream
 /// order. The host sets and reads it with [`DeviceFlag::set`] and [`DeviceFlag::get`].
 ///
-/// Next to the value the flag holds a second word that only streamgraph's built-in kernel of a
-/// captured `while … , limit = N` uses (to count iterations); kernels never see it.
+/// A captured `while … , limit = N` counts its iterations in a word of its graph's own (one per
+/// `while` statement), not in the flag: loops that share a flag, nested or in two graphs, never
+/// share a count.
 ///
 /// ```no_run
 /// use streamgraph_runtime::{Device, DeviceFlag};
@@ -30,7 +31,7 @@ use crate::stream::Stream;
 /// # Ok::<(), streamgraph_runtime::Error>(())
 /// ```
 pub struct DeviceFlag {
-    /// Word 0: the value; word 1: the built-in kernel's iteration counter.
+    /// The value (one word).
     words: DeviceBuffer<u32>,
 }
 
@@ -46,14 +47,14 @@ impl DeviceFlag {
     /// A flag on `device` holding `value` (waits for the copy).
     pub fn new(device: &Device, value: u32) -> Result<DeviceFlag> {
         Ok(DeviceFlag {
-            words: DeviceBuffer::from_host(device, &[value, 0])?,
+            words: DeviceBuffer::from_host(device, &[value])?,
         })
     }
 
     /// A flag that can only be planned (see [`DeviceBuffer::for_planning`]).
     pub fn for_planning() -> Result<DeviceFlag> {
         Ok(DeviceFlag {
-            words: DeviceBuffer::for_planning(2)?,
+            words: DeviceBuffer::for_planning(1)?,
         })
     }
 
@@ -65,12 +66,12 @@ impl DeviceFlag {
     /// Sets the flag to `value` and waits for the copy (see the memory docs on which stream
     /// the synchronous conveniences use).
     pub fn set(&mut self, value: u32) -> Result<()> {
-        self.words.copy_from_host(&[value, 0])
+        self.words.copy_from_host(&[value])
     }
 
     /// Queues setting the flag to `value` on `stream`.
     pub fn set_on(&mut self, stream: &Stream, value: u32) -> Result<()> {
-        self.words.copy_from_host_on(stream, &[value, 0])
+        self.words.copy_from_host_on(stream, &[value])
     }
 
     /// The flag's value, read back (waits for the copy).
@@ -88,17 +89,12 @@ impl DeviceFlag {
         self.words.device_ptr()
     }
 
-    /// The device address of the built-in kernel's iteration counter (word 1).
-    pub(crate) fn counter_ptr(&self) -> u64 {
-        self.words.device_ptr().saturating_add(4)
-    }
-
     /// Whether the flag is plan-only.
     pub(crate) fn is_planning(&self) -> bool {
         self.range().device == DeviceRange::PLANNING
     }
 
-    /// Both words (what a captured block's built-in kernels touch), for the graph to keep.
+    /// The flag's memory (what a captured block's built-in kernels read), for the graph to keep.
     pub(crate) fn whole(&self) -> MemoryRef<'_> {
         device_ref(&self.words)
     }
@@ -157,7 +153,6 @@ mod tests {
         assert!(flag.is_planning());
         assert_eq!(flag.range().bytes, 4);
         assert_eq!(flag.len(), 1);
-        assert_eq!(flag.counter_ptr(), flag.device_ptr() + 4);
         assert!(matches!(flag.device(), Err(Error::PlanningOnly { .. })));
         assert!(matches!(flag.get(), Err(Error::PlanningOnly { .. })));
     }
