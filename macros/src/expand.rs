@@ -4,7 +4,7 @@
 //! errors the type is still generated, as close to the input as resolution allowed, next to
 //! one `compile_error!` per error, so that later errors and IDEs stay sane.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
@@ -18,7 +18,9 @@ use crate::validate::{line_column, validate};
 ///
 /// When the body does not parse but the header does, the type is still generated from the
 /// header (with an empty body), so that the user's uses of it and of the parameter types stay
-/// sane: no `unused import` warnings or unknown-type errors next to the syntax error.
+/// sane: no `unused import` warnings or unknown-type errors next to the syntax errors. The
+/// parser recovers at statement boundaries, so every statement that does not parse is
+/// reported; the checks of later stages wait until all of them do.
 pub fn pipeline(input: TokenStream) -> TokenStream {
     let input: Input = match syn::parse2(input.clone()) {
         Ok(input) => input,
@@ -39,21 +41,25 @@ pub fn pipeline(input: TokenStream) -> TokenStream {
     let code = expand(&program);
     let (errors, warnings) = errors.into_parts();
     let errors = errors.into_iter().map(|e| e.to_compile_error());
-    let warnings = warnings.iter().map(warning);
+    let warnings = warnings.iter().map(|w| warning(&program.name, w));
     quote!(#code #(#errors)* #(#warnings)*)
 }
 
 /// A warning on stable Rust: the use of a deprecated item, spanned on the user's tokens so that
-/// the lint is not silenced as coming from an external macro.
+/// the lint is not silenced as coming from an external macro. The item lies in a constant named
+/// as the pipeline (the pipeline's braced struct leaves that name free among values), so that
+/// the message names the pipeline.
 ///
 /// ```text
-/// warning: use of deprecated unit struct `NAME`: MESSAGE
+/// warning: use of deprecated unit struct `PIPELINE::NAME`: MESSAGE
 /// ```
-fn warning(w: &Warning) -> TokenStream {
+fn warning(pipeline: &syn::Ident, w: &Warning) -> TokenStream {
     let name = syn::Ident::new(w.name, w.span);
     let note = &w.message;
     quote_spanned! {w.span=>
-        const _: () = {
+        #[doc(hidden)]
+        #[allow(dead_code, non_upper_case_globals)]
+        const #pipeline: () = {
             #[deprecated(note = #note)]
             #[allow(non_camel_case_types)]
             struct #name;
@@ -441,6 +447,17 @@ fn device_memory(program: &Program, b: &BufferExpr) -> TokenStream {
     quote_spanned!(span=> ::streamgraph::__private::device_memory #args)
 }
 
+/// `path`, spanning all of `expr`: its first tokens carry the span of `expr`'s first token,
+/// its last one the span of `expr`'s last token, so that an error on the path underlines the
+/// user's expression, all of it.
+fn spanning(path: TokenStream, expr: &syn::Expr) -> TokenStream {
+    let mut tokens: Vec<TokenTree> = respan(path, expr.span()).into_iter().collect();
+    if let Some(last) = tokens.last_mut() {
+        last.set_span(last_span(expr));
+    }
+    tokens.into_iter().collect()
+}
+
 /// `tokens`, every one spanned at `span`.
 fn respan(tokens: TokenStream, span: Span) -> TokenStream {
     tokens
@@ -515,13 +532,35 @@ fn statement(program: &Program, i: usize) -> TokenStream {
             }
         }
         Kind::Copy { dst, src } => {
+            let target = spanning(quote!(::streamgraph::CopyTarget::copy_target_of), &dst.expr);
+            let source = spanning(quote!(::streamgraph::CopySource::copy_source_of), &src.expr);
             let (dst, src) = (buffer(program, dst), buffer(program, src));
-            quote!(#p::copy(__issuer, __stmt, #dst, #src))
+            quote!(#p::copy_with(__issuer, __stmt, #dst, #target, #src, #source))
         }
         Kind::Fill { dst, value } => {
-            let dst = device_memory(program, dst);
+            let span = dst.expr.span();
+            let memory = device_memory(program, dst);
+            let (dst_var, value_var) = (
+                syn::Ident::new("__dst", span),
+                syn::Ident::new("__value", span),
+            );
+            let p = respan(p.clone(), span);
+            let mut arg = proc_macro2::Group::new(
+                proc_macro2::Delimiter::Parenthesis,
+                dst_var.to_token_stream(),
+            );
+            arg.set_span(last_span(&dst.expr));
+            let zero = quote_spanned!(span=> #p::fill_value_of #arg);
             let pattern = quote_spanned!(value.span()=> ::streamgraph::FillValue::pattern);
-            quote!(#p::fill_with(__issuer, __stmt, #dst, #value, #pattern))
+            // A `match`, not a `let`: the temporaries of `x.slice(0..n)` live through it.
+            quote_spanned!(span=> (match #memory {
+                #dst_var => {
+                    #[allow(unused_assignments)]
+                    let mut #value_var = #zero;
+                    #value_var = #value;
+                    #p::fill_with(__issuer, __stmt, #dst_var, #value_var, #pattern)
+                }
+            }))
         }
         Kind::Host { func } => quote!(#p::host(__issuer, __stmt, #func)),
         Kind::Record { .. } => quote!(__issuer.record(__stmt)),
@@ -588,7 +627,9 @@ mod tests {
         );
         assert!(out.contains("__issuer . record (__stmt)"), "{out}");
         assert!(out.contains("for i in 0 .. n"), "{out}");
-        assert!(out.contains(":: streamgraph :: __private :: fill_with (__issuer , __stmt , :: streamgraph :: __private :: device_memory (& (x . slice (i .. i + 1)) , :: streamgraph :: DeviceMemory :: len) , 0.0f32 , :: streamgraph :: FillValue :: pattern)"), "{out}");
+        assert!(out.contains("match :: streamgraph :: __private :: device_memory (& (x . slice (i .. i + 1)) , :: streamgraph :: DeviceMemory :: len)"), "{out}");
+        assert!(out.contains("__value = 0.0f32 ;"), "{out}");
+        assert!(out.contains(":: streamgraph :: __private :: fill_with (__issuer , __stmt , __dst , __value , :: streamgraph :: FillValue :: pattern)"), "{out}");
         assert!(
             out.contains("text : \"main: launch k.f<<<n, 256>>>(&mut x, n)\""),
             "{out}"
@@ -613,12 +654,13 @@ mod tests {
             }
         });
         assert!(
-            out.contains(":: streamgraph :: __private :: copy (__issuer , __stmt , & (d . slice (0 .. n)) , h)"),
+            out.contains(":: streamgraph :: __private :: copy_with (__issuer , __stmt , & (d . slice (0 .. n)) , :: streamgraph :: CopyTarget :: copy_target_of , h , :: streamgraph :: CopySource :: copy_source_of)"),
             "{out}"
         );
         assert!(out.contains("StatementKind :: Copy"), "{out}");
         assert_eq!(
-            out.matches(":: streamgraph :: __private :: copy (").count(),
+            out.matches(":: streamgraph :: __private :: copy_with (")
+                .count(),
             1,
             "{out}"
         );

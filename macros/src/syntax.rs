@@ -29,6 +29,10 @@
 //!
 //! `for`, `if` and device blocks nest at most [`MAX_NESTING`] levels deep.
 //!
+//! A statement or declaration that does not parse is reported and skipped (up to its `;`, or
+//! its block), and parsing goes on with the next one: one invocation reports every syntax error
+//! at once.
+//!
 //! The launch configuration is parsed as a list so that a wrong number of items is reported
 //! by the model with a precise message; a missing `>>>` is a parse error.
 
@@ -201,8 +205,18 @@ impl Parse for Input {
         let body;
         braced!(body in input);
         let mut items = Vec::new();
+        let mut errors = Vec::new();
         while !body.is_empty() {
-            items.push(body.parse()?);
+            match parse_item(&body, &mut errors) {
+                Ok(item) => items.push(item),
+                Err(e) => {
+                    errors.push(e);
+                    recover(&body);
+                }
+            }
+        }
+        if let Some(e) = combine(errors) {
+            return Err(e);
         }
         Ok(Input {
             attrs,
@@ -274,38 +288,91 @@ impl Parse for Param {
     }
 }
 
-impl Parse for Item {
-    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
-        if input.peek(kw::stream) && !input.peek2(Token![:]) {
-            input.parse::<kw::stream>()?;
-            let name = input.parse()?;
-            let options = if input.peek(syn::token::Paren) {
-                let content;
-                parenthesized!(content in input);
-                content.parse_terminated(StreamOpt::parse, Token![,])?
-            } else {
-                Punctuated::new()
-            };
-            input.parse::<Token![;]>()?;
-            Ok(Item::Stream(StreamItem { name, options }))
-        } else if input.peek(kw::event) && !input.peek2(Token![:]) {
-            input.parse::<kw::event>()?;
-            let name = input.parse()?;
-            input.parse::<Token![;]>()?;
-            Ok(Item::Event(EventItem { name }))
-        } else {
-            let lookahead = input.lookahead1();
-            if lookahead.peek(Token![for])
-                || lookahead.peek(Token![if])
-                || lookahead.peek(Ident)
-                || lookahead.peek(kw::stream)
-                || lookahead.peek(kw::event)
-            {
-                input.parse().map(Item::Stmt)
-            } else {
-                Err(lookahead.error())
+/// All of `errors` as one error (each is reported), `None` when there are none.
+fn combine(errors: Vec<syn::Error>) -> Option<syn::Error> {
+    errors.into_iter().reduce(|mut all, e| {
+        all.combine(e);
+        all
+    })
+}
+
+/// Skips the rest of a statement or declaration that did not parse, so that the next one is
+/// parsed (and its errors reported) on its own: up to and including the next `;` at this level,
+/// or up to the end of the block. A statement that ends in a `{ … }` body (`for`, `if`, device
+/// blocks, a nested pipeline) ends after a body followed by what starts a statement. Always
+/// skips at least one token, so that parsing makes progress.
+fn recover(input: ParseStream<'_>) {
+    while let Ok(tt) = input.parse::<TokenTree>() {
+        match tt {
+            TokenTree::Punct(p) if p.as_char() == ';' => return,
+            TokenTree::Group(g) if g.delimiter() == proc_macro2::Delimiter::Brace => {
+                if input.peek(Token![;]) {
+                    let _ = input.parse::<Token![;]>();
+                    return;
+                }
+                if at_statement_start(input) {
+                    return;
+                }
             }
+            _ => {}
         }
+    }
+}
+
+/// Whether the input starts like a statement or declaration: the end of the block, `for`,
+/// `if`, `stream NAME`, `event NAME` or `NAME:`.
+fn at_statement_start(input: ParseStream<'_>) -> bool {
+    input.is_empty()
+        || input.peek(Token![for])
+        || input.peek(Token![if])
+        || ((input.peek(kw::stream) || input.peek(kw::event)) && input.peek2(Ident))
+        || (input.peek(Ident) && input.peek2(Token![:]) && !input.peek2(Token![::]))
+}
+
+/// One item of the body; errors inside the bodies of its blocks go to `errors` (the item is
+/// returned without the statements that did not parse).
+fn parse_item(input: ParseStream<'_>, errors: &mut Vec<syn::Error>) -> syn::Result<Item> {
+    if input.peek(kw::stream) && !input.peek2(Token![:]) {
+        input.parse().map(Item::Stream)
+    } else if input.peek(kw::event) && !input.peek2(Token![:]) {
+        input.parse().map(Item::Event)
+    } else {
+        let lookahead = input.lookahead1();
+        if lookahead.peek(Token![for])
+            || lookahead.peek(Token![if])
+            || lookahead.peek(Ident)
+            || lookahead.peek(kw::stream)
+            || lookahead.peek(kw::event)
+        {
+            parse_stmt(input, 0, errors).map(Item::Stmt)
+        } else {
+            Err(lookahead.error())
+        }
+    }
+}
+
+impl Parse for StreamItem {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        input.parse::<kw::stream>()?;
+        let name = input.parse()?;
+        let options = if input.peek(syn::token::Paren) {
+            let content;
+            parenthesized!(content in input);
+            content.parse_terminated(StreamOpt::parse, Token![,])?
+        } else {
+            Punctuated::new()
+        };
+        input.parse::<Token![;]>()?;
+        Ok(StreamItem { name, options })
+    }
+}
+
+impl Parse for EventItem {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        input.parse::<kw::event>()?;
+        let name = input.parse()?;
+        input.parse::<Token![;]>()?;
+        Ok(EventItem { name })
     }
 }
 
@@ -334,12 +401,24 @@ impl Parse for StreamOpt {
 /// error instead.
 pub const MAX_NESTING: usize = 128;
 
-fn parse_block(input: ParseStream<'_>, depth: usize) -> syn::Result<Vec<Stmt>> {
+/// A `{ STMT* }` body at `depth`; the errors of statements that do not parse go to `errors`
+/// and the rest of the body is still parsed.
+fn parse_block(
+    input: ParseStream<'_>,
+    depth: usize,
+    errors: &mut Vec<syn::Error>,
+) -> syn::Result<Vec<Stmt>> {
     let body;
     braced!(body in input);
     let mut stmts = Vec::new();
     while !body.is_empty() {
-        stmts.push(parse_stmt(&body, depth)?);
+        match parse_stmt(&body, depth, errors) {
+            Ok(stmt) => stmts.push(stmt),
+            Err(e) => {
+                errors.push(e);
+                recover(&body);
+            }
+        }
     }
     Ok(stmts)
 }
@@ -360,7 +439,11 @@ fn nesting_limit(keyword: &impl quote::ToTokens, depth: usize) -> syn::Result<()
 }
 
 /// A statement inside `depth` levels of `for` and `if`.
-fn parse_stmt(input: ParseStream<'_>, depth: usize) -> syn::Result<Stmt> {
+fn parse_stmt(
+    input: ParseStream<'_>,
+    depth: usize,
+    errors: &mut Vec<syn::Error>,
+) -> syn::Result<Stmt> {
     let lookahead = input.lookahead1();
     if lookahead.peek(Token![for]) {
         let for_token: Token![for] = input.parse()?;
@@ -368,7 +451,7 @@ fn parse_stmt(input: ParseStream<'_>, depth: usize) -> syn::Result<Stmt> {
         let pat = Pat::parse_single(input)?;
         input.parse::<Token![in]>()?;
         let expr = Expr::parse_without_eager_brace(input)?;
-        let body = parse_block(input, depth + 1)?;
+        let body = parse_block(input, depth + 1, errors)?;
         Ok(Stmt::For(ForStmt {
             for_token,
             pat,
@@ -376,13 +459,13 @@ fn parse_stmt(input: ParseStream<'_>, depth: usize) -> syn::Result<Stmt> {
             body,
         }))
     } else if lookahead.peek(Token![if]) {
-        parse_if(input, depth).map(Stmt::If)
+        parse_if(input, depth, errors).map(Stmt::If)
     } else if lookahead.peek(Ident) {
         misplaced_statement(input)?;
         let stream: Ident = input.parse()?;
         input.parse::<Token![:]>()?;
         if input.peek(Token![while]) || input.peek(Token![if]) {
-            return parse_device_block(input, stream, depth).map(Stmt::Block);
+            return parse_device_block(input, stream, depth, errors).map(Stmt::Block);
         }
         let op = input.parse()?;
         let semi = input.parse()?;
@@ -397,6 +480,7 @@ fn parse_device_block(
     input: ParseStream<'_>,
     stream: Ident,
     depth: usize,
+    errors: &mut Vec<syn::Error>,
 ) -> syn::Result<Box<BlockStmt>> {
     let keyword = if input.peek(Token![while]) {
         let k: Token![while] = input.parse()?;
@@ -415,7 +499,7 @@ fn parse_device_block(
         input.parse::<Token![=]>()?;
         limit = Some((k, Expr::parse_without_eager_brace(input)?));
     }
-    let body = parse_block(input, depth + 1)?;
+    let body = parse_block(input, depth + 1, errors)?;
     let mut otherwise = None;
     if matches!(keyword, BlockKeyword::If) && input.peek(Token![else]) {
         let e: Token![else] = input.parse()?;
@@ -426,7 +510,7 @@ fn parse_device_block(
                  inside it for a second condition",
             ));
         }
-        otherwise = Some((e, parse_block(input, depth + 1)?));
+        otherwise = Some((e, parse_block(input, depth + 1, errors)?));
     }
     Ok(Box::new(BlockStmt {
         stream,
@@ -439,17 +523,21 @@ fn parse_device_block(
 }
 
 /// An `if` inside `depth` levels of `for` and `if`.
-fn parse_if(input: ParseStream<'_>, depth: usize) -> syn::Result<IfStmt> {
+fn parse_if(
+    input: ParseStream<'_>,
+    depth: usize,
+    errors: &mut Vec<syn::Error>,
+) -> syn::Result<IfStmt> {
     let if_token: Token![if] = input.parse()?;
     nesting_limit(&if_token, depth)?;
     let cond = Expr::parse_without_eager_brace(input)?;
-    let then = parse_block(input, depth + 1)?;
+    let then = parse_block(input, depth + 1, errors)?;
     let otherwise = if input.peek(Token![else]) {
         input.parse::<Token![else]>()?;
         if input.peek(Token![if]) {
-            Some(Else::If(Box::new(parse_if(input, depth + 1)?)))
+            Some(Else::If(Box::new(parse_if(input, depth + 1, errors)?)))
         } else {
-            Some(Else::Block(parse_block(input, depth + 1)?))
+            Some(Else::Block(parse_block(input, depth + 1, errors)?))
         }
     } else {
         None
@@ -581,12 +669,6 @@ fn method_call_statement(call: &syn::ExprMethodCall) -> syn::Error {
         ),
     };
     syn::Error::new_spanned(call, message)
-}
-
-impl Parse for Stmt {
-    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
-        parse_stmt(input, 0)
-    }
 }
 
 impl Parse for Op {
@@ -823,6 +905,69 @@ mod tests {
         )
         .unwrap_err()
         .to_string()
+    }
+
+    /// The messages of all the errors of a body, in order.
+    fn parse_errors(body: proc_macro2::TokenStream) -> Vec<String> {
+        syn::parse2::<Input>(
+            quote::quote!(pipeline P(x: &mut B) { stream main; stream side; event ready; #body }),
+        )
+        .unwrap_err()
+        .into_iter()
+        .map(|e| e.to_string())
+        .collect()
+    }
+
+    #[test]
+    fn every_statement_that_does_not_parse_is_reported() {
+        let errors = parse_errors(quote::quote! {
+            main: launch k<<<1, 32>>>(&mut x);
+            main.record_event(ready);
+            side wait ready;
+            for i in 0..2 {
+                side: lunch k<<<1, 32>>>(&mut x);
+                side: fill x = 0.0f32;
+                side: copy x;
+            }
+            main: launch k<<<1, 32(&mut x);
+            main: wait_stream side;
+            stream third(priority = );
+            event;
+            if true { main: record ready; } else { side: wait ready }
+            main: host || {} main: record ready;
+        });
+        let expected = [
+            "write `main: record ready;`",
+            "expected `:` after `side`",
+            "unknown operation `lunch`: did you mean `launch`?",
+            "expected `copy DST <- SRC`",
+            "expected `>>>`",
+            "expected an expression",
+            "expected identifier",
+            "expected `;`",
+            "expected `;`",
+        ];
+        assert_eq!(errors.len(), expected.len(), "{errors:#?}");
+        for (error, expected) in errors.iter().zip(expected) {
+            assert!(error.contains(expected), "{error:?} lacks {expected:?}");
+        }
+    }
+
+    #[test]
+    fn recovery_skips_block_statements_whole() {
+        // The bodies of a `for` and a device `while` whose heads do not parse are skipped
+        // whole; the statements after them are parsed.
+        let errors = parse_errors(quote::quote! {
+            for in 0..2 { side: fill x = 1.0f32; }
+            main: while , limit = 3 { main: fill x = 1.0f32; }
+            main: if f { main: fill x = 0.0f32; } else if g { side: fill x = 0.0f32; }
+            main: record;
+        });
+        assert_eq!(errors.len(), 4, "{errors:#?}");
+        assert!(
+            errors[2].contains("a device `if` takes a plain `else"),
+            "{errors:#?}"
+        );
     }
 
     #[test]

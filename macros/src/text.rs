@@ -87,9 +87,49 @@ enum Prev {
 }
 
 fn write_stream(out: &mut String, tokens: TokenStream) {
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
     let mut prev = Prev::Start;
     let mut last_char = None;
-    for tt in tokens {
+    // Inside the `|…|` of a closure's parameters.
+    let mut closure_params = false;
+    for (i, tt) in tokens.iter().enumerate() {
+        let after_ident = |word: Option<&str>| {
+            i.checked_sub(1)
+                .and_then(|j| tokens.get(j))
+                .is_some_and(|t| matches!(t, TokenTree::Ident(id) if word.is_none_or(|w| id == w)))
+        };
+        if let TokenTree::Punct(p) = tt {
+            let c = p.as_char();
+            // `name!(…)`: a macro invocation.
+            if c == '!'
+                && after_ident(None)
+                && matches!(tokens.get(i + 1), Some(TokenTree::Group(_)))
+            {
+                out.push('!');
+                prev = Prev::Tight;
+                last_char = Some(c);
+                continue;
+            }
+            // `|…|` of a closure: at the start of an expression or after `move`.
+            if c == '|'
+                && (closure_params || matches!(prev, Prev::Start) || after_ident(Some("move")))
+            {
+                if closure_params {
+                    out.push('|');
+                    prev = Prev::Spaced;
+                } else {
+                    if prev == Prev::Operand {
+                        out.push(' ');
+                    }
+                    out.push('|');
+                    prev = Prev::Tight;
+                }
+                closure_params = !closure_params;
+                last_char = Some(c);
+                continue;
+            }
+        }
+        let tt = tt.clone();
         match tt {
             TokenTree::Ident(_) | TokenTree::Literal(_) => {
                 if matches!(prev, Prev::Operand | Prev::Spaced) {
@@ -218,6 +258,14 @@ mod tests {
             "move || { c.fetch_add(1, Ordering::SeqCst); }"
         );
         assert_eq!(text_of(&quote!(a += 1)), "a += 1");
+        assert_eq!(
+            text_of(&quote!(|| println!("done {}", n))),
+            "|| println!(\"done {}\", n)"
+        );
+        assert_eq!(text_of(&quote!(move |x, y| x | y)), "move |x, y| x | y");
+        assert_eq!(text_of(&quote!(!done)), "!done");
+        let closure: syn::Expr = syn::parse_quote!(|| println!("iteration done"));
+        assert_eq!(text_of(&closure), "|| println!(\"iteration done\")");
         assert_eq!(text_of(&quote!(x[0])), "x[0]");
     }
 }

@@ -184,8 +184,10 @@ fn unsupported_block(stmt: &'static Statement) -> Error {
 pub mod __private {
     //! Issuing calls of generated code; they erase types after the compiler (and the macro's
     //! checks) have checked them. Not public API.
+    use std::marker::PhantomData;
+
     use super::*;
-    use crate::memory::{device_ref, CopySource, CopyTarget, DeviceMemory, FillValue};
+    use crate::memory::{device_ref, CopySource, CopyTarget, DeviceMemory, FillValue, Zeroable};
 
     /// `copy DST <- SRC`: both sides must hold the same element type.
     pub fn copy<I, T, D, S>(
@@ -200,6 +202,26 @@ pub mod __private {
         S: CopySource<T> + ?Sized,
     {
         issuer.copy(stmt, dst.copy_target(), src.copy_source())
+    }
+
+    /// `copy DST <- SRC`, as generated code issues it: `target` and `source` are
+    /// `CopyTarget::copy_target_of` and `CopySource::copy_source_of` at the user's expressions,
+    /// tied to one element type `T`, so that memory that cannot take part in a copy of `T` is
+    /// reported there, in the user's terms, rather than as a bound of this function.
+    pub fn copy_with<I, T, D, S>(
+        issuer: &mut I,
+        stmt: &'static Statement,
+        dst: &D,
+        target: for<'a> fn(&'a D, PhantomData<T>) -> MemoryRef<'a>,
+        src: &S,
+        source: for<'a> fn(&'a S, PhantomData<T>) -> MemoryRef<'a>,
+    ) -> Result<(), Error>
+    where
+        I: Issuer + ?Sized,
+        D: ?Sized,
+        S: ?Sized,
+    {
+        issuer.copy(stmt, target(dst, PhantomData), source(src, PhantomData))
     }
 
     /// `fill BUF = VALUE`.
@@ -232,6 +254,14 @@ pub mod __private {
         D: DeviceMemory + ?Sized,
     {
         issuer.fill(stmt, device_ref(dst), pattern(value))
+    }
+
+    /// The value a `fill` of `dst` starts from: generated code assigns the user's value to it,
+    /// so that a value of another type than the memory's elements is reported on the value, as
+    /// a plain type mismatch.
+    pub fn fill_value_of<D: DeviceMemory + ?Sized>(dst: &D) -> D::Elem {
+        let _ = dst;
+        Zeroable::zeroed()
     }
 
     /// `while FLAG[, limit = N] { BODY }`: the flag must be a [`DeviceFlag`].

@@ -37,6 +37,7 @@
 //! # Ok::<(), streamgraph_runtime::Error>(())
 //! ```
 
+use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 
 pub use bytemuck::{Pod, Zeroable};
@@ -106,8 +107,8 @@ pub unsafe trait DeviceMemoryMut: DeviceMemory {}
 ///
 /// # Safety
 ///
-/// The [`MemoryRef`] returned names memory holding elements of `T` that is live for the
-/// borrow of `self` (and as [`MemoryRef::from_raw`] requires for graphs).
+/// The [`MemoryRef`]s its methods return name memory holding elements of `T` that is live for
+/// the borrow of `self` (and as [`MemoryRef::from_raw`] requires for graphs).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be the source of a copy of `{T}` elements",
     label = "not device or host memory of `{T}`",
@@ -117,23 +118,40 @@ pub unsafe trait DeviceMemoryMut: DeviceMemory {}
 pub unsafe trait CopySource<T> {
     /// The memory, borrowed from `self`.
     fn copy_source(&self) -> MemoryRef<'_>;
+
+    /// [`CopySource::copy_source`], for `elem`'s element type: generated code passes one marker
+    /// to both sides of a copy, so that a source of another element type than the destination
+    /// is reported on the source, as this trait words it.
+    #[doc(hidden)]
+    fn copy_source_of(&self, elem: PhantomData<T>) -> MemoryRef<'_> {
+        let _ = elem;
+        self.copy_source()
+    }
 }
 
 /// Memory a `copy` can write to: device or pinned host memory of `T`.
 ///
 /// # Safety
 ///
-/// As for [`CopySource`]; host memory it names is page-locked and guarded against Rust
+/// As for [`CopySource`] (for the [`MemoryRef`]s of its methods); host memory it names is page-locked and guarded against Rust
 /// references while copies write it (as [`MemoryRef::from_raw`] requires).
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be the destination of a copy of `{T}` elements",
-    label = "not writable device or page-locked host memory of `{T}`",
+    message = "`{Self}` cannot be the destination of a copy",
+    label = "not writable device or page-locked host memory",
     note = "a copy writes a `DeviceBuffer<T>`, a `PinnedBuffer<T>` or a mutable view of either \
             (`x.slice_mut(0..n)`), borrowed `&mut`, with the same element type as the source"
 )]
 pub unsafe trait CopyTarget<T> {
     /// The memory, borrowed from `self`.
     fn copy_target(&self) -> MemoryRef<'_>;
+
+    /// [`CopyTarget::copy_target`], for `elem`'s element type (see
+    /// [`CopySource::copy_source_of`]).
+    #[doc(hidden)]
+    fn copy_target_of(&self, elem: PhantomData<T>) -> MemoryRef<'_> {
+        let _ = elem;
+        self.copy_target()
+    }
 }
 
 /// An element type a `fill` can write with a memset (1, 2 or 4 bytes wide).
