@@ -6,12 +6,13 @@
 //! the happens-before model and issues nothing. A pipeline is therefore written once and run,
 //! captured or planned without change.
 
+use crate::comm::Communicator;
 use crate::error::Error;
 use crate::ffi::memory::MemoryRef;
 use crate::ffi::KernelArg;
 use crate::memory::DeviceFlag;
 use crate::module::Kernel;
-use crate::operand::{FillPattern, HostFn, LaunchConfig};
+use crate::operand::{ElementType, FillPattern, HostFn, LaunchConfig, ReduceOp};
 use crate::program::{Program, Statement};
 
 /// A pipeline: a program and the run-time values its statements issue.
@@ -166,6 +167,39 @@ pub trait Issuer {
         let _ = (flag, then, otherwise);
         Err(unsupported_block(stmt))
     }
+
+    /// A collective statement (`all_reduce`, `all_gather`, `reduce_scatter`, `broadcast`):
+    /// `stmt` is its first participant's statement, `parts[k]` participant `k` (on the
+    /// stream of `parts[k].statement`, with the communicator's local rank `k`), all issued
+    /// together. `op` is the reduction (ignored by `all_gather` and `broadcast`). The
+    /// default refuses the statement.
+    fn collective(
+        &mut self,
+        stmt: &'static Statement,
+        comm: &Communicator,
+        op: ReduceOp,
+        parts: &[CollectivePart<'_>],
+    ) -> Result<(), Error> {
+        let _ = (comm, op, parts);
+        Err(Error::InvalidArgument(
+            "this issuer does not run collectives; use `Eager`, `Capture` or `Planner`".into(),
+        )
+        .in_statement(stmt))
+    }
+}
+
+/// One participant of a collective statement: its statement (and so its stream) and its
+/// buffers. An in-place collective has `send` and `recv` naming the same memory.
+#[derive(Debug)]
+pub struct CollectivePart<'a> {
+    /// The participant's statement (a [`crate::StatementKind::Collective`]).
+    pub statement: &'static Statement,
+    /// The memory the participant contributes (read).
+    pub send: MemoryRef<'a>,
+    /// The memory the participant's result is written to.
+    pub recv: MemoryRef<'a>,
+    /// The element type of both.
+    pub elem: ElementType,
 }
 
 /// The body of a device `while` or `if` block: issues the body's statements through the
