@@ -222,6 +222,7 @@ pub mod __private {
 
     use super::*;
     use crate::memory::{device_ref, CopySource, CopyTarget, DeviceMemory, FillValue, Zeroable};
+    use crate::operand::CollectiveElem;
 
     /// `copy DST <- SRC`: both sides must hold the same element type.
     pub fn copy<I, T, D, S>(
@@ -324,6 +325,40 @@ pub mod __private {
         I: Issuer + ?Sized,
     {
         issuer.if_else(stmt, flag, then, otherwise)
+    }
+
+    /// A collective statement: the communicator must be a [`Communicator`].
+    pub fn collective<I>(
+        issuer: &mut I,
+        stmt: &'static Statement,
+        comm: &Communicator,
+        op: ReduceOp,
+        parts: &[CollectivePart<'_>],
+    ) -> Result<(), Error>
+    where
+        I: Issuer + ?Sized,
+    {
+        issuer.collective(stmt, comm, op, parts)
+    }
+
+    /// One participant of a collective: device memory of one element type that collectives
+    /// carry, on both sides.
+    pub fn collective_part<'a, S, R>(
+        stmt: &'static Statement,
+        send: &'a S,
+        recv: &'a R,
+    ) -> CollectivePart<'a>
+    where
+        S: DeviceMemory + ?Sized,
+        R: DeviceMemory<Elem = S::Elem> + ?Sized,
+        S::Elem: CollectiveElem,
+    {
+        CollectivePart {
+            statement: stmt,
+            send: device_ref(send),
+            recv: device_ref(recv),
+            elem: <S::Elem as CollectiveElem>::TYPE,
+        }
     }
 
     /// `limit = N` of a `while`: the number of iterations at most.
