@@ -67,7 +67,10 @@ fn a_collective_is_one_statement_per_participant() {
                 count: 2
             }
         );
-        assert_eq!(st.text, "all_reduce(comm, sum) { s0: &mut x0, s1: &mut x1 }");
+        assert_eq!(
+            st.text,
+            "all_reduce(comm, sum) { s0: &mut x0, s1: &mut x1 }"
+        );
         assert_eq!(st.accesses.len(), 1);
     }
     assert_eq!(p.statements[2].accesses[0].buffer, "x0");
@@ -204,4 +207,30 @@ fn issuers_without_collectives_refuse_them_with_a_typed_error() {
     let mut issuer = Refusing(Planner::new(TwoRanks::PROGRAM));
     let err = pipeline.issue(&mut issuer).unwrap_err().to_string();
     assert!(err.contains("does not run collectives"), "{err}");
+}
+
+#[test]
+fn buffer_lengths_are_checked_per_collective() {
+    // all_gather receives ranks × send length; reduce_scatter sends ranks × receive length.
+    let (mut a0, mut a1) = buffers(256);
+    let (mut g0, mut g1) = buffers(500);
+    let comm = Communicator::for_planning(2);
+    let err = Plan::build(&Every::new(&mut a0, &mut a1, &mut g0, &mut g1, &comm))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("participant 0 sends 256 and receives 500 element(s) over 2 rank(s)"),
+        "{err}"
+    );
+    assert!(err.contains("all_gather(comm)"), "{err}");
+    let (mut a0, mut a1) = buffers(256);
+    let (mut g0, _) = buffers(512);
+    let mut g1 = DeviceBuffer::<f32>::for_planning(256).unwrap();
+    let err = Plan::build(&Every::new(&mut a0, &mut a1, &mut g0, &mut g1, &comm))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("participant 1 sends 256 and receives 256"),
+        "{err}"
+    );
 }

@@ -10,7 +10,9 @@ use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 use syn::{GenericParam, Lifetime, LifetimeParam};
 
-use crate::model::{CollectiveOp, Arg, BufferExpr, Errors, Kind, Mode, Node, Param, ParamKind, Program, Warning};
+use crate::model::{
+    Arg, BufferExpr, CollectiveOp, Errors, Kind, Mode, Node, Param, ParamKind, Program, Warning,
+};
 use crate::syntax::{Header, Input};
 use crate::validate::{line_column, validate};
 

@@ -469,7 +469,9 @@ impl Program {
                 errors.spanned(
                     &name,
                     format!(
-                        "unknown communicator `{name}`: it is not a parameter of this pipeline;                          {similar}the communicator of `{word}` is a parameter of type                          `&Communicator`, e.g. `{name}: &Communicator`"
+                        "unknown communicator `{name}`: it is not a parameter of this pipeline; \
+                         {similar}the communicator of `{word}` is a parameter of type \
+                         `&Communicator`, e.g. `{name}: &Communicator`"
                     ),
                 );
                 None
@@ -478,7 +480,9 @@ impl Program {
                 errors.spanned(
                     &c.comm,
                     format!(
-                        "the communicator of `{word}` is a parameter name, of type                          `&Communicator`, e.g. `{word}(comm, …) {{ … }}` with a parameter                          `comm: &Communicator`"
+                        "the communicator of `{word}` is a parameter name, of type \
+                         `&Communicator`, e.g. `{word}(comm, …) {{ … }}` with a parameter \
+                         `comm: &Communicator`"
                     ),
                 );
                 None
@@ -492,7 +496,9 @@ impl Program {
                 errors.spanned(
                     &part.stream,
                     format!(
-                        "stream `{}` is listed twice in this `{word}` (participants {j} and {k}):                          each participant is one rank, on a stream of its own; list each                          stream once",
+                        "stream `{}` is listed twice in this `{word}` (participants {j} and {k}): \
+                         each participant is one rank, on a stream of its own; list each \
+                         stream once",
                         part.stream
                     ),
                 );
@@ -503,7 +509,8 @@ impl Program {
             errors.spanned(
                 &c.keyword,
                 format!(
-                    "this `{word}` lists no participant: write one `STREAM: &mut BUFFER` per                      rank of the communicator, e.g. `{word}(comm, …) {{ s0: &mut x0, s1: &mut x1 }};`"
+                    "this `{word}` lists no participant: write one `STREAM: &mut BUFFER` per \
+                     rank of the communicator, e.g. `{word}(comm, …) {{ s0: &mut x0, s1: &mut x1 }};`"
                 ),
             );
         }
@@ -518,7 +525,8 @@ impl Program {
                         None => errors.spanned(
                             stream,
                             format!(
-                                "the root of this `broadcast` must be one of its participants'                                  streams; `{stream}` is not listed"
+                                "the root of this `broadcast` must be one of its participants' \
+                                 streams; `{stream}` is not listed"
                             ),
                         ),
                     }
@@ -551,7 +559,8 @@ impl Program {
             errors.spanned(
                 &c.keyword,
                 format!(
-                    "`{word}` needs a reduction after the communicator: one of {}, e.g.                      `{word}(comm, sum) {{ … }}`",
+                    "`{word}` needs a reduction after the communicator: one of {}, e.g. \
+                     `{word}(comm, sum) {{ … }}`",
                     REDUCTIONS.map(|(r, _)| format!("`{r}`")).join(", ")
                 ),
             );
@@ -559,7 +568,8 @@ impl Program {
         if word == "broadcast" && root.is_none() && !c.options.iter().any(|(n, _)| n == "root") {
             errors.spanned(
                 &c.keyword,
-                "`broadcast` needs its root after the communicator: `broadcast(comm, root =                  STREAM) { … }`, where STREAM is the participant whose buffer is sent",
+                "`broadcast` needs its root after the communicator: `broadcast(comm, root = \
+                 STREAM) { … }`, where STREAM is the participant whose buffer is sent",
             );
         }
         // The buffers: `&mut RECV`, or `&SEND => &mut RECV`.
@@ -573,7 +583,8 @@ impl Program {
                         errors.spanned(
                             &part.recv,
                             format!(
-                                "`{word}` needs a send and a receive buffer on each stream:                                  write `{}: &SEND => &mut RECV`",
+                                "`{word}` needs a send and a receive buffer on each stream: \
+                                 write `{}: &SEND => &mut RECV`",
                                 part.stream
                             ),
                         );
@@ -701,7 +712,8 @@ impl Program {
             errors.spanned(
                 expr,
                 format!(
-                    "`{word}` writes this buffer: write `&mut {text}` (a collective reads and                      writes its receive buffer)"
+                    "`{word}` writes this buffer: write `&mut {text}` (a collective reads and \
+                     writes its receive buffer)"
                 ),
             );
             return None;

@@ -22,9 +22,9 @@ mod program;
 mod stream;
 mod trace;
 
+pub use comm::Communicator;
 /// The cudarc version streamgraph is built on, for interop with its types.
 pub use cudarc;
-pub use comm::Communicator;
 pub use device::Device;
 pub use error::{CaptureFault, Error, Mismatch, OpEdge, OpInfo, Result, UpdateRejection};
 pub use event::Event;
@@ -46,14 +46,13 @@ pub use memory::{
 };
 pub use module::{Kernel, Module};
 pub use operand::{
-    BufferAccess, CollectiveElem, DeviceRange, Dim3, ElementType, FillPattern, HostFn, LaunchConfig,
-    Memory, ReduceOp,
+    BufferAccess, CollectiveElem, DeviceRange, Dim3, ElementType, FillPattern, HostFn,
+    LaunchConfig, Memory, ReduceOp,
 };
 pub use plan::{Plan, PlanBody, PlanOp, Planner, ProgramBuilder, Race, RaceSide, Reach, Via};
 pub use program::{
     AccessMode, Collective, EventDecl, Location, OpRef, Program, Statement, StatementKind,
-    StaticAccess,
-    StreamDecl,
+    StaticAccess, StreamDecl,
 };
 pub use stream::{clamp_priority, current_stream, Stream, StreamGuard};
 

@@ -39,7 +39,9 @@ fn bodies_hold_only_device_work(program: &Program, errors: &mut Errors) {
             errors.spanned(
                 stmt.tokens(),
                 format!(
-                    "`{}` cannot be in the body of device block `{}`: a collective runs                      across streams and ranks that a device block's body (a conditional node                      of one stream's graph) cannot hold; move it before or after the block",
+                    "`{}` cannot be in the body of device block `{}`: a collective runs \
+                     across streams and ranks that a device block's body (a conditional node \
+                     of one stream's graph) cannot hold; move it before or after the block",
                     stmt.text, block.text
                 ),
             );

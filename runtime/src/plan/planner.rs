@@ -2,10 +2,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::comm::Communicator;
 use crate::error::{Error, Result};
 use crate::ffi::memory::MemoryRef;
 use crate::ffi::KernelArg;
-use crate::comm::Communicator;
 use crate::issue::{Body, CollectivePart, Issuer};
 use crate::memory::{DeviceFlag, DeviceMemory};
 use crate::module::Kernel;
@@ -255,11 +255,12 @@ impl Planner {
     }
 }
 
-/// Checks a collective's participants against its statements and communicator; returns each
-/// participant's stream.
+/// Checks a collective's participants against its statements and communicator (streams,
+/// element types, lengths); returns each participant's stream.
 fn collective_streams(
     program: &'static Program,
     stmt: &'static Statement,
+    op: Collective,
     comm: &Communicator,
     parts: &[CollectivePart<'_>],
     first: usize,
@@ -299,6 +300,47 @@ fn collective_streams(
             return fail(format!(
                 "participant {k}'s buffers are not a whole number of {:?} elements",
                 part.elem
+            ));
+        }
+        if part.elem != parts[0].elem {
+            return fail(format!(
+                "participant {k} carries {:?} elements but participant 0 carries {:?}; every rank of a collective carries one element type",
+                part.elem, parts[0].elem
+            ));
+        }
+        let (send, recv) = (
+            part.send.memory().bytes() / part.elem.size(),
+            part.recv.memory().bytes() / part.elem.size(),
+        );
+        let ranks = comm.ranks();
+        let (expected, rule) = match op {
+            Collective::AllReduce | Collective::Broadcast { .. } => {
+                (send == recv, "send and receive buffers of equal length")
+            }
+            Collective::AllGather => (
+                Some(recv) == send.checked_mul(ranks),
+                "a receive buffer of (ranks × send length) elements",
+            ),
+            Collective::ReduceScatter => (
+                Some(send) == recv.checked_mul(ranks),
+                "a send buffer of (ranks × receive length) elements",
+            ),
+        };
+        if !expected {
+            return fail(format!(
+                "participant {k} sends {send} and receives {recv} element(s) over {ranks} rank(s); `{}` needs {rule}",
+                op.keyword()
+            ));
+        }
+        if k > 0
+            && (send, recv)
+                != (
+                    parts[0].send.memory().bytes() / parts[0].elem.size(),
+                    parts[0].recv.memory().bytes() / parts[0].elem.size(),
+                )
+        {
+            return fail(format!(
+                "participant {k}'s buffers differ in length from participant 0's; every rank of a collective sends and receives the same number of elements"
             ));
         }
         streams.push(part.statement.stream);
@@ -507,7 +549,7 @@ impl Issuer for Planner {
             return self.check(stmt, "collective", false).map(drop);
         };
         self.check(stmt, "collective", stmt.id == first)?;
-        let streams = collective_streams(self.program, stmt, comm, parts, first, count)?;
+        let streams = collective_streams(self.program, stmt, op, comm, parts, first, count)?;
         for part in parts {
             self.check(
                 part.statement,
@@ -515,10 +557,7 @@ impl Issuer for Planner {
                 part.statement.kind == stmt.kind,
             )?;
         }
-        let before: Vec<Frontier> = streams
-            .iter()
-            .map(|&s| self.frontiers[s].clone())
-            .collect();
+        let before: Vec<Frontier> = streams.iter().map(|&s| self.frontiers[s].clone()).collect();
         for (k, part) in parts.iter().enumerate() {
             let accesses = vec![
                 memory_access(&part.send.memory(), AccessMode::Read),
@@ -760,7 +799,7 @@ mod tests {
         let mut b = ProgramBuilder::new("Parts");
         let (s0, s1) = (b.stream("s0"), b.stream("s1"));
         let first = b.collective(Collective::AllReduce, &[(s0, "x0"), (s1, "x1")]);
-        let twice = b.collective(Collective::AllGather, &[(s0, "x0"), (s0, "x1")]);
+        let twice = b.collective(Collective::AllReduce, &[(s0, "x0"), (s0, "x1")]);
         let program = b.build();
         let st = &program.statements;
         let two = Communicator::for_planning(2);
