@@ -23,6 +23,8 @@ mod stream;
 mod trace;
 
 pub use comm::Communicator;
+#[cfg(feature = "nccl")]
+pub use comm::UniqueId;
 /// The cudarc version streamgraph is built on, for interop with its types.
 pub use cudarc;
 pub use device::Device;
