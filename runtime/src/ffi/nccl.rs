@@ -140,6 +140,15 @@ fn red_op(op: ReduceOp) -> sys::ncclRedOp_t {
     }
 }
 
+/// One rank of a group: its communicator rank, stream, send and receive memory, elements.
+pub(crate) type GroupRank<'x, 'a> = (
+    &'x RawComm,
+    &'x cudarc::driver::CudaStream,
+    &'x MemoryRef<'a>,
+    &'x MemoryRef<'a>,
+    ElementType,
+);
+
 /// One rank's call of a collective.
 pub(crate) enum Call {
     AllReduce(ReduceOp),
@@ -155,16 +164,7 @@ pub(crate) enum Call {
 /// Each `send`/`recv` names live device memory (the [`MemoryRef`] invariant; the runtime's
 /// device memory waits for queued work before it is freed); memory held by cudarc's own
 /// types is refused, since its event tracking cannot follow a group over several streams.
-pub(crate) fn group(
-    call: &Call,
-    ranks: &[(
-        &RawComm,
-        &cudarc::driver::CudaStream,
-        MemoryRef<'_>,
-        MemoryRef<'_>,
-        ElementType,
-    )],
-) -> Result<(), Error> {
+pub(crate) fn group(call: &Call, ranks: &[GroupRank<'_, '_>]) -> Result<(), Error> {
     require()?;
     // SAFETY: opens a group on this thread; closed below on every path.
     check("ncclGroupStart", unsafe { sys::ncclGroupStart() })?;
