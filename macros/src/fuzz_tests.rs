@@ -56,6 +56,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/capture_random.rs"),
     source!("tests/capture_random_blocks.rs"),
     source!("tests/capture_update.rs"),
+    source!("tests/collectives_gpu.rs"),
     source!("tests/device_blocks.rs"),
     source!("tests/capture_update_args.rs"),
     source!("tests/faults.rs"),
