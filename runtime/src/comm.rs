@@ -41,6 +41,9 @@ pub(crate) struct Ranks {
     pub(crate) devices: Vec<i32>,
     /// The global rank of local rank 0 (the others follow it).
     pub(crate) first_rank: usize,
+    /// Held while a collective is issued on the ranks: NCCL wants the calls on one
+    /// communicator serialised.
+    pub(crate) lock: std::sync::Mutex<()>,
 }
 
 impl Communicator {
@@ -93,6 +96,7 @@ impl Communicator {
                 comms,
                 devices: ordinals,
                 first_rank: 0,
+                lock: std::sync::Mutex::new(()),
             })),
         })
     }
@@ -128,6 +132,7 @@ impl Communicator {
                 comms: vec![comm],
                 devices: vec![device.ordinal()],
                 first_rank: rank,
+                lock: std::sync::Mutex::new(()),
             })),
         })
     }

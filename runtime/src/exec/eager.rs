@@ -928,6 +928,10 @@ impl Eager {
                     part.elem,
                 ));
             }
+            let _serialised = ranks
+                .lock
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             nccl::group(&call, &entries)
         }
     }

@@ -52,12 +52,12 @@ fn check(call: &'static str, result: sys::ncclResult_t) -> Result<(), Error> {
 #[derive(Debug)]
 pub(crate) struct RawComm(sys::ncclComm_t);
 
-// SAFETY: an NCCL communicator may be used from any thread, one call at a time; the runtime
-// issues on it only through `&mut`-free calls serialised by the owner (`Communicator` is used
-// by one issuer at a time per statement, and NCCL itself is thread-safe per communicator
-// across group calls of one thread).
+// SAFETY: an NCCL communicator is not tied to the thread that made it. Calls on it are
+// serialised by its owner: `Communicator` issues on its ranks only while holding its lock
+// (`Ranks::lock`), and destroys them once, on drop.
 unsafe impl Send for RawComm {}
-// SAFETY: as above; shared references only pass the handle to NCCL calls.
+// SAFETY: shared references only reach NCCL through `group`, which the owner calls under
+// its lock (see above).
 unsafe impl Sync for RawComm {}
 
 impl Drop for RawComm {
