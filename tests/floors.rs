@@ -18,6 +18,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("event", 4),
     ("module", 4),
     ("memory", 4),
+    ("comm", 4),
     ("trace", 4),
     ("issue", 5),
     ("plan", 6),

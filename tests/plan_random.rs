@@ -206,6 +206,7 @@ fn kind_of(r: &RandomProgram, id: usize) -> &'static str {
         (StatementKind::Copy, _) => "copy (unissued)",
         (StatementKind::Host, _) => "host",
         (StatementKind::While { .. } | StatementKind::If { .. }, _) => "device block",
+        (StatementKind::Collective { .. }, _) => "collective",
         (StatementKind::Record { .. }, _) => "record",
         (StatementKind::Wait { .. }, _) => "wait",
         (StatementKind::WaitStream { .. }, _) => "wait_stream",

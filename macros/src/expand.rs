@@ -10,7 +10,9 @@ use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 use syn::{GenericParam, Lifetime, LifetimeParam};
 
-use crate::model::{Arg, BufferExpr, Errors, Kind, Mode, Node, Param, ParamKind, Program, Warning};
+use crate::model::{
+    Arg, BufferExpr, CollectiveOp, Errors, Kind, Mode, Node, Param, ParamKind, Program, Warning,
+};
 use crate::syntax::{Header, Input};
 use crate::validate::{line_column, validate};
 
@@ -250,6 +252,21 @@ fn program_const(program: &Program) -> TokenStream {
             } => quote!(While { end: #end }),
             Kind::Block { otherwise, end, .. } => {
                 quote!(If { otherwise: #otherwise, end: #end })
+            }
+            Kind::Collective {
+                op, first, count, ..
+            } => {
+                let op = match op {
+                    CollectiveOp::AllReduce => quote!(AllReduce),
+                    CollectiveOp::AllGather => quote!(AllGather),
+                    CollectiveOp::ReduceScatter => quote!(ReduceScatter),
+                    CollectiveOp::Broadcast { root } => quote!(Broadcast { root: #root }),
+                };
+                quote!(Collective {
+                    op: ::streamgraph::__private::Collective::#op,
+                    first: #first,
+                    count: #count,
+                })
             }
         };
         let accesses = s.accesses.iter().map(|a| {
@@ -568,6 +585,41 @@ fn statement(program: &Program, i: usize) -> TokenStream {
         Kind::WaitStream { .. } => quote!(__issuer.wait_stream(__stmt)),
         // Generated with its bodies by `device_block`.
         Kind::Block { .. } => quote!(::core::result::Result::<(), #p::Error>::Ok(())),
+        Kind::Collective {
+            comm,
+            reduce,
+            first,
+            count,
+            ..
+        } => {
+            let reduce = reduce.as_ref().map_or_else(
+                || quote!(Sum),
+                |r| {
+                    let name = crate::model::REDUCTIONS
+                        .iter()
+                        .find(|(w, _)| r == w)
+                        .map_or("Sum", |(_, n)| n);
+                    let name = format_ident!("{}", name);
+                    quote!(#name)
+                },
+            );
+            let parts = (*first..first + count).map(|j| {
+                let Kind::Collective { send, recv, .. } = &program.statements[j].kind else {
+                    return quote!();
+                };
+                let recv_memory = device_memory(program, recv);
+                let send_memory = send
+                    .as_ref()
+                    .map_or_else(|| recv_memory.clone(), |b| device_memory(program, b));
+                let span = recv.expr.span();
+                let part = respan(quote!(#p::collective_part), span);
+                quote_spanned!(span=> #part(&Self::PROGRAM.statements[#j], #send_memory, #recv_memory))
+            });
+            let call = respan(quote!(#p::collective), comm.span());
+            quote! {
+                #call(__issuer, __stmt, #comm, #p::ReduceOp::#reduce, &[#(#parts),*])
+            }
+        }
     };
     let stmt_var = format_ident!("__stmt");
     quote! {

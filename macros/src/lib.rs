@@ -73,6 +73,14 @@ mod validate;
 /// | `record EVENT` / `wait EVENT` | record an event / make the stream wait for it |
 /// | `wait_stream OTHER` | make the stream wait for everything issued on `OTHER` so far |
 ///
+/// Collectives name no single stream: `all_reduce(COMM, OP) { S0: &mut X0, S1: &mut X1 };`,
+/// `all_gather(COMM) { S0: &A0 => &mut G0, … };`, `reduce_scatter(COMM, OP) { S0: &G0 => &mut
+/// A0, … };`, `broadcast(COMM, root = S0) { S0: &mut X0, … };`, where `COMM` is a
+/// `&Communicator` parameter, `OP` one of `sum`, `prod`, `min`, `max`, `avg`, and the `k`-th
+/// participant `STREAM: BUFFERS` is the communicator's `k`-th local rank (README "Collectives
+/// across GPUs"). Each participant is one operation on its stream that reads its send buffer
+/// and writes its receive buffer.
+///
 /// Buffers are parameters, optionally followed by indexing (`xs[i]`: one buffer of a slice,
 /// array or `Vec` of buffers) and method calls that select a sub-range (`x.slice(0..n)`, also
 /// on a `PinnedBuffer`). `for PAT in EXPR { ... }` and `if EXPR { ... } else { ... }` around
@@ -90,7 +98,9 @@ mod validate;
 /// Unknown names (with the closest declared name as a suggestion) and duplicate names; waits
 /// on events no earlier statement records; `wait_stream` on the stream itself; malformed launch
 /// configurations; statements without their `STREAM:`, written as method calls
-/// (`side.wait_event(ready)`) or declaring a nested pipeline; a buffer parameter passed to a
+/// (`side.wait_event(ready)`) or declaring a nested pipeline; collectives with an unknown
+/// communicator, a stream listed twice, a receive buffer without `&mut`, a missing reduction
+/// or root, or inside a device block; a buffer parameter passed to a
 /// kernel by value (write `&mut x` or `&x`); host memory (`Vec`, slices) in launches and fills
 /// (use `DeviceBuffer::from_host`); copies from or to pageable host memory (use
 /// `PinnedBuffer`; slices and `Vec`s *of* buffers are parameters like any other); writes

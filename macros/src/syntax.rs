@@ -113,6 +113,92 @@ pub enum Stmt {
     If(IfStmt),
     /// Boxed: the deeply nested parse stays light on the stack.
     Block(Box<BlockStmt>),
+    /// A collective across streams.
+    Collective(Box<CollectiveStmt>),
+}
+
+/// `KEYWORD(COMM, OPTION*) { STREAM: BUFFERS, … };`: a collective (`all_reduce`,
+/// `all_gather`, `reduce_scatter`, `broadcast`) with one participant per stream.
+#[derive(Debug)]
+pub struct CollectiveStmt {
+    /// `all_reduce`, `all_gather`, `reduce_scatter` or `broadcast`.
+    pub keyword: Ident,
+    /// The communicator expression (a parameter name).
+    pub comm: Expr,
+    /// The options after the communicator: `sum` (a reduction), `root = STREAM`.
+    pub options: Vec<(Ident, Option<Ident>)>,
+    pub parts: Vec<Participant>,
+    pub semi: Token![;],
+}
+
+/// `STREAM: &mut BUF` (in place) or `STREAM: &SEND => &mut RECV`.
+#[derive(Debug)]
+pub struct Participant {
+    pub stream: Ident,
+    pub send: Option<Expr>,
+    pub recv: Expr,
+}
+
+/// The keywords of collective statements.
+pub const COLLECTIVES: [&str; 4] = ["all_reduce", "all_gather", "reduce_scatter", "broadcast"];
+
+/// Whether the input starts a collective statement: a collective keyword and `(`.
+fn at_collective(input: ParseStream<'_>) -> bool {
+    let fork = input.fork();
+    fork.parse::<Ident>()
+        .is_ok_and(|i| COLLECTIVES.contains(&i.to_string().as_str()))
+        && fork.peek(syn::token::Paren)
+}
+
+impl Parse for CollectiveStmt {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let keyword: Ident = input.parse()?;
+        let args;
+        parenthesized!(args in input);
+        let comm: Expr = args.parse()?;
+        let mut options = Vec::new();
+        while !args.is_empty() {
+            args.parse::<Token![,]>()?;
+            if args.is_empty() {
+                break;
+            }
+            let name: Ident = args.parse()?;
+            let value = if args.peek(Token![=]) {
+                args.parse::<Token![=]>()?;
+                Some(args.parse()?)
+            } else {
+                None
+            };
+            options.push((name, value));
+        }
+        let body;
+        braced!(body in input);
+        let mut parts = Vec::new();
+        while !body.is_empty() {
+            let stream: Ident = body.parse()?;
+            body.parse::<Token![:]>()?;
+            let first: Expr = body.parse()?;
+            let (send, recv) = if body.peek(Token![=>]) {
+                body.parse::<Token![=>]>()?;
+                (Some(first), body.parse()?)
+            } else {
+                (None, first)
+            };
+            parts.push(Participant { stream, send, recv });
+            if body.is_empty() {
+                break;
+            }
+            body.parse::<Token![,]>()?;
+        }
+        let semi = input.parse()?;
+        Ok(CollectiveStmt {
+            keyword,
+            comm,
+            options,
+            parts,
+            semi,
+        })
+    }
 }
 
 /// `STREAM: while FLAG (, limit = EXPR)? { STMT* }` or
@@ -327,6 +413,7 @@ fn at_statement_start(input: ParseStream<'_>) -> bool {
         || input.peek(Token![if])
         || ((input.peek(kw::stream) || input.peek(kw::event)) && input.peek2(Ident))
         || (input.peek(Ident) && input.peek2(Token![:]) && !input.peek2(Token![::]))
+        || at_collective(input)
 }
 
 /// One item of the body; errors inside the bodies of its blocks go to `errors` (the item is
@@ -460,6 +547,8 @@ fn parse_stmt(
         }))
     } else if lookahead.peek(Token![if]) {
         parse_if(input, depth, errors).map(Stmt::If)
+    } else if at_collective(input) {
+        input.parse().map(|c| Stmt::Collective(Box::new(c)))
     } else if lookahead.peek(Ident) {
         misplaced_statement(input)?;
         let stream: Ident = input.parse()?;

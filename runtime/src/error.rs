@@ -29,6 +29,22 @@ pub enum Error {
         /// The library names that were tried.
         searched: String,
     },
+    /// The NCCL library could not be loaded (collectives need it).
+    #[error("NCCL not found: looked for {searched}; install NCCL (`libnccl.so.2`) or put the directory that holds it on the library path (e.g. `site-packages/nvidia/nccl/lib` of a PyTorch environment)")]
+    NoNccl {
+        /// The library names that were tried.
+        searched: String,
+    },
+    /// An NCCL call failed.
+    #[error(
+        "NCCL call `{call}` failed: {code}; run with `NCCL_DEBUG=WARN` for NCCL's own account"
+    )]
+    Nccl {
+        /// The NCCL function.
+        call: &'static str,
+        /// The `ncclResult_t` it returned.
+        code: String,
+    },
     /// NVRTC (the run-time CUDA C compiler) could not be loaded.
     #[error("NVRTC not found: looked for {searched}; install the CUDA toolkit's NVRTC or load PTX instead")]
     NoNvrtc {

@@ -6,13 +6,14 @@
 //! the happens-before model and issues nothing. A pipeline is therefore written once and run,
 //! captured or planned without change.
 
+use crate::comm::Communicator;
 use crate::error::Error;
 use crate::ffi::memory::MemoryRef;
 use crate::ffi::KernelArg;
 use crate::memory::DeviceFlag;
 use crate::module::Kernel;
-use crate::operand::{FillPattern, HostFn, LaunchConfig};
-use crate::program::{Program, Statement};
+use crate::operand::{ElementType, FillPattern, HostFn, LaunchConfig, ReduceOp};
+use crate::program::{Collective, Program, Statement, StatementKind};
 
 /// A pipeline: a program and the run-time values its statements issue.
 ///
@@ -166,11 +167,147 @@ pub trait Issuer {
         let _ = (flag, then, otherwise);
         Err(unsupported_block(stmt))
     }
+
+    /// A collective statement (`all_reduce`, `all_gather`, `reduce_scatter`, `broadcast`):
+    /// `stmt` is its first participant's statement, `parts[k]` participant `k` (on the
+    /// stream of `parts[k].statement`, with the communicator's local rank `k`), all issued
+    /// together. `op` is the reduction (ignored by `all_gather` and `broadcast`). The
+    /// default refuses the statement.
+    fn collective(
+        &mut self,
+        stmt: &'static Statement,
+        comm: &Communicator,
+        op: ReduceOp,
+        parts: &[CollectivePart<'_>],
+    ) -> Result<(), Error> {
+        let _ = (comm, op, parts);
+        Err(Error::InvalidArgument(
+            "this issuer does not run collectives; use `Eager`, `Capture` or `Planner`".into(),
+        )
+        .in_statement(stmt))
+    }
+}
+
+/// One participant of a collective statement: its statement (and so its stream) and its
+/// buffers. An in-place collective has `send` and `recv` naming the same memory.
+#[derive(Debug)]
+pub struct CollectivePart<'a> {
+    /// The participant's statement (a [`crate::StatementKind::Collective`]).
+    pub statement: &'static Statement,
+    /// The memory the participant contributes (read).
+    pub send: MemoryRef<'a>,
+    /// The memory the participant's result is written to.
+    pub recv: MemoryRef<'a>,
+    /// The element type of both.
+    pub elem: ElementType,
 }
 
 /// The body of a device `while` or `if` block: issues the body's statements through the
 /// issuer it is given.
 pub type Body<'a> = dyn FnMut(&mut dyn Issuer) -> Result<(), Error> + 'a;
+
+/// Checks a collective's participants against its statements and communicator (streams,
+/// element types, lengths); returns each participant's stream.
+pub(crate) fn check_collective(
+    program: &'static Program,
+    stmt: &'static Statement,
+    comm: &Communicator,
+    parts: &[CollectivePart<'_>],
+) -> Result<Vec<usize>, Error> {
+    let StatementKind::Collective { op, first, count } = stmt.kind else {
+        return Err(Error::InvalidArgument(format!(
+            "the statement was issued as a collective but is a {:?}",
+            stmt.kind
+        ))
+        .in_statement(stmt));
+    };
+    if stmt.id != first {
+        return Err(Error::InvalidArgument(
+            "a collective is issued through its first participant's statement".into(),
+        )
+        .in_statement(stmt));
+    }
+    let fail = |message: String| Err(Error::InvalidArgument(message).in_statement(stmt));
+    if parts.len() != count {
+        return fail(format!(
+            "the collective was issued with {} participant(s) but its statement lists {count}",
+            parts.len()
+        ));
+    }
+    if comm.local_ranks() != count {
+        return fail(format!(
+            "the collective lists {count} participant(s) but its communicator drives {} local rank(s); list one stream per local rank, in rank order",
+            comm.local_ranks()
+        ));
+    }
+    let mut streams = Vec::with_capacity(count);
+    for (k, part) in parts.iter().enumerate() {
+        let expected = program.statements.get(first + k);
+        if !expected.is_some_and(|e| e.same(part.statement)) {
+            return fail(format!(
+                "participant {k} was issued with another statement than statement {} of the pipeline",
+                first + k
+            ));
+        }
+        if streams.contains(&part.statement.stream) {
+            return fail(format!(
+                "stream {} takes part twice; each participant needs a stream of its own",
+                part.statement.stream
+            ));
+        }
+        if part.send.memory().bytes() % part.elem.size() != 0
+            || part.recv.memory().bytes() % part.elem.size() != 0
+        {
+            return fail(format!(
+                "participant {k}'s buffers are not a whole number of {:?} elements",
+                part.elem
+            ));
+        }
+        if part.elem != parts[0].elem {
+            return fail(format!(
+                "participant {k} carries {:?} elements but participant 0 carries {:?}; every rank of a collective carries one element type",
+                part.elem, parts[0].elem
+            ));
+        }
+        let (send, recv) = (
+            part.send.memory().bytes() / part.elem.size(),
+            part.recv.memory().bytes() / part.elem.size(),
+        );
+        let ranks = comm.ranks();
+        let (expected, rule) = match op {
+            Collective::AllReduce | Collective::Broadcast { .. } => {
+                (send == recv, "send and receive buffers of equal length")
+            }
+            Collective::AllGather => (
+                Some(recv) == send.checked_mul(ranks),
+                "a receive buffer of (ranks × send length) elements",
+            ),
+            Collective::ReduceScatter => (
+                Some(send) == recv.checked_mul(ranks),
+                "a send buffer of (ranks × receive length) elements",
+            ),
+        };
+        if !expected {
+            return fail(format!(
+                "participant {k} sends {send} and receives {recv} element(s) over {ranks} rank(s); `{}` needs {rule}",
+                op.keyword()
+            ));
+        }
+        if k > 0
+            && (send, recv)
+                != (
+                    parts[0].send.memory().bytes() / parts[0].elem.size(),
+                    parts[0].recv.memory().bytes() / parts[0].elem.size(),
+                )
+        {
+            return fail(format!(
+                "participant {k}'s buffers differ in length from participant 0's; every rank of a collective sends and receives the same number of elements"
+            ));
+        }
+        streams.push(part.statement.stream);
+    }
+    Ok(streams)
+}
 
 fn unsupported_block(stmt: &'static Statement) -> Error {
     Error::InvalidArgument(
@@ -188,6 +325,7 @@ pub mod __private {
 
     use super::*;
     use crate::memory::{device_ref, CopySource, CopyTarget, DeviceMemory, FillValue, Zeroable};
+    use crate::operand::CollectiveElem;
 
     /// `copy DST <- SRC`: both sides must hold the same element type.
     pub fn copy<I, T, D, S>(
@@ -290,6 +428,40 @@ pub mod __private {
         I: Issuer + ?Sized,
     {
         issuer.if_else(stmt, flag, then, otherwise)
+    }
+
+    /// A collective statement: the communicator must be a [`Communicator`].
+    pub fn collective<I>(
+        issuer: &mut I,
+        stmt: &'static Statement,
+        comm: &Communicator,
+        op: ReduceOp,
+        parts: &[CollectivePart<'_>],
+    ) -> Result<(), Error>
+    where
+        I: Issuer + ?Sized,
+    {
+        issuer.collective(stmt, comm, op, parts)
+    }
+
+    /// One participant of a collective: device memory of one element type that collectives
+    /// carry, on both sides.
+    pub fn collective_part<'a, S, R>(
+        stmt: &'static Statement,
+        send: &'a S,
+        recv: &'a R,
+    ) -> CollectivePart<'a>
+    where
+        S: DeviceMemory + ?Sized,
+        R: DeviceMemory<Elem = S::Elem> + ?Sized,
+        S::Elem: CollectiveElem,
+    {
+        CollectivePart {
+            statement: stmt,
+            send: device_ref(send),
+            recv: device_ref(recv),
+            elem: <S::Elem as CollectiveElem>::TYPE,
+        }
     }
 
     /// `limit = N` of a `while`: the number of iterations at most.

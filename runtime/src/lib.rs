@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 // Private modules, one floor each (README "Layout"; tests/floors.rs checks them); every public item has one path: the root.
+mod comm;
 mod device;
 mod error;
 mod event;
@@ -21,6 +22,9 @@ mod program;
 mod stream;
 mod trace;
 
+pub use comm::Communicator;
+#[cfg(feature = "nccl")]
+pub use comm::UniqueId;
 /// The cudarc version streamgraph is built on, for interop with its types.
 pub use cudarc;
 pub use device::Device;
@@ -34,18 +38,23 @@ pub use graph::{
     capture, CaptureOutcome, Graph, GraphExec, GraphExecHandle, GraphHandle, GraphStats,
     VerifyReport,
 };
-pub use issue::{Body, Issuer, LaunchKernel, Pipeline, StreamOptions, ValueParameter};
+pub use issue::{
+    Body, CollectivePart, Issuer, LaunchKernel, Pipeline, StreamOptions, ValueParameter,
+};
 pub use memory::{
     CopySource, CopyTarget, DeviceBuffer, DeviceFlag, DeviceMemory, DeviceMemoryMut, DeviceRepr,
     DeviceView, DeviceViewMut, FillValue, KernelValue, PinnedBuffer, PinnedMut, PinnedRef,
     PinnedView, PinnedViewMut, Pod, Zeroable,
 };
 pub use module::{Kernel, Module};
-pub use operand::{BufferAccess, DeviceRange, Dim3, FillPattern, HostFn, LaunchConfig, Memory};
+pub use operand::{
+    BufferAccess, CollectiveElem, DeviceRange, Dim3, ElementType, FillPattern, HostFn,
+    LaunchConfig, Memory, ReduceOp,
+};
 pub use plan::{Plan, PlanBody, PlanOp, Planner, ProgramBuilder, Race, RaceSide, Reach, Via};
 pub use program::{
-    AccessMode, EventDecl, Location, OpRef, Program, Statement, StatementKind, StaticAccess,
-    StreamDecl,
+    AccessMode, Collective, EventDecl, Location, OpRef, Program, Statement, StatementKind,
+    StaticAccess, StreamDecl,
 };
 pub use stream::{clamp_priority, current_stream, Stream, StreamGuard};
 

@@ -133,3 +133,73 @@ pub enum FillPattern {
     /// 4-byte elements.
     U32(u32),
 }
+
+/// The reduction of an `all_reduce` or `reduce_scatter` (NCCL's `ncclRedOp_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ReduceOp {
+    /// Element-wise sum.
+    #[default]
+    Sum,
+    /// Element-wise product.
+    Prod,
+    /// Element-wise minimum.
+    Min,
+    /// Element-wise maximum.
+    Max,
+    /// Element-wise average (sum divided by the number of ranks).
+    Avg,
+}
+
+/// The element type of a collective's buffers (NCCL's `ncclDataType_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ElementType {
+    /// `i8`.
+    I8,
+    /// `u8`.
+    U8,
+    /// `i32`.
+    I32,
+    /// `u32`.
+    U32,
+    /// `i64`.
+    I64,
+    /// `u64`.
+    U64,
+    /// `f32`.
+    F32,
+    /// `f64`.
+    F64,
+}
+
+impl ElementType {
+    /// The size of one element in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            Self::I8 | Self::U8 => 1,
+            Self::I32 | Self::U32 | Self::F32 => 4,
+            Self::I64 | Self::U64 | Self::F64 => 8,
+        }
+    }
+}
+
+/// An element type that collectives can carry: `i8`, `u8`, `i32`, `u32`, `i64`, `u64`, `f32`,
+/// `f64`.
+#[diagnostic::on_unimplemented(
+    message = "collectives cannot carry elements of type `{Self}`",
+    label = "not an element type of NCCL",
+    note = "collectives carry `i8`, `u8`, `i32`, `u32`, `i64`, `u64`, `f32` or `f64` elements"
+)]
+pub trait CollectiveElem: Copy {
+    /// The element type.
+    const TYPE: ElementType;
+}
+
+macro_rules! collective_elem {
+    ($($t:ty => $v:ident),*) => {$(
+        impl CollectiveElem for $t {
+            const TYPE: ElementType = ElementType::$v;
+        }
+    )*};
+}
+
+collective_elem!(i8 => I8, u8 => U8, i32 => I32, u32 => U32, i64 => I64, u64 => U64, f32 => F32, f64 => F64);

@@ -154,6 +154,52 @@ pub enum StatementKind {
         /// One past the last statement id of the block.
         end: usize,
     },
+    /// One participant of a collective `all_reduce(COMM, OP) { S0: BUF0, S1: BUF1, … };`:
+    /// the statement of participant `id - first`, issued on its own stream. A collective of
+    /// `count` participants is `count` consecutive statements `first .. first + count`, one
+    /// per participating stream, issued together through [`crate::Issuer::collective`]. The
+    /// `k`-th participant uses the communicator's `k`-th local rank.
+    Collective {
+        /// Which collective.
+        op: Collective,
+        /// The statement id of the first participant.
+        first: usize,
+        /// The number of participants.
+        count: usize,
+    },
+}
+
+/// The collective of a [`StatementKind::Collective`] statement (NCCL's operations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Collective {
+    /// `all_reduce`: every participant ends with the reduction of every participant's input.
+    AllReduce,
+    /// `all_gather`: every participant ends with every participant's input, in rank order.
+    AllGather,
+    /// `reduce_scatter`: participant `k` ends with part `k` of the reduction of the inputs.
+    ReduceScatter,
+    /// `broadcast`: every participant ends with the input of participant `root`.
+    Broadcast {
+        /// The root's participant index (its position in the statement's list).
+        root: usize,
+    },
+}
+
+impl Collective {
+    /// The statement's keyword, as written in `pipeline!`.
+    pub fn keyword(&self) -> &'static str {
+        match self {
+            Self::AllReduce => "all_reduce",
+            Self::AllGather => "all_gather",
+            Self::ReduceScatter => "reduce_scatter",
+            Self::Broadcast { .. } => "broadcast",
+        }
+    }
+
+    /// Whether the collective reduces (takes a reduction operator).
+    pub fn reduces(&self) -> bool {
+        matches!(self, Self::AllReduce | Self::ReduceScatter)
+    }
 }
 
 impl StatementKind {
@@ -167,7 +213,16 @@ impl StatementKind {
                 | Self::Host
                 | Self::While { .. }
                 | Self::If { .. }
+                | Self::Collective { .. }
         )
+    }
+
+    /// For a participant of a collective: the statement ids of all its participants.
+    pub fn participants(&self) -> Option<std::ops::Range<usize>> {
+        match *self {
+            Self::Collective { first, count, .. } => Some(first..first + count),
+            _ => None,
+        }
     }
 
     /// Whether the statement is a device `while` or `if` block (a conditional node).

@@ -98,6 +98,9 @@ pub fn issue<I: Issuer + ?Sized>(
         StatementKind::While { .. } | StatementKind::If { .. } => {
             panic!("device blocks are issued with their bodies; see tests/device_blocks.rs")
         }
+        StatementKind::Collective { .. } => {
+            panic!("collectives are issued with every participant; see tests/plan_collectives.rs")
+        }
     }
 }
 

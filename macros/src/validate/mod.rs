@@ -34,6 +34,19 @@ pub fn validate(program: &Program, errors: &mut Errors) {
 /// work the device can run without the host: no `host` function.
 fn bodies_hold_only_device_work(program: &Program, errors: &mut Errors) {
     for (ctx, stmt) in contexts(program) {
+        if let (Some((block, _)), Kind::Collective { .. }) = (ctx, &stmt.kind) {
+            let block = &program.statements[block];
+            errors.spanned(
+                stmt.tokens(),
+                format!(
+                    "`{}` cannot be in the body of device block `{}`: a collective runs \
+                     across streams and ranks that a device block's body (a conditional node \
+                     of one stream's graph) cannot hold; move it before or after the block",
+                    stmt.text, block.text
+                ),
+            );
+            continue;
+        }
         let (Some((block, _)), Kind::Host { .. }) = (ctx, &stmt.kind) else {
             continue;
         };
@@ -389,7 +402,8 @@ fn no_static_races(program: &Program, errors: &mut Errors) {
     let mut complete = true;
     for nodes in scopes {
         let flow = to_flow(nodes, program, &buffers);
-        let analysis = race::certain_races(program.streams.len(), program.events.len(), &flow);
+        let events = program.events.len() + synthetic_events(program);
+        let analysis = race::certain_races(program.streams.len(), events, &flow);
         races.extend(analysis.races);
         complete &= analysis.complete;
     }
@@ -473,7 +487,11 @@ fn touches(nodes: &[Node], program: &Program, buffers: &[&Ident], out: &mut Vec<
     };
     for node in nodes {
         match node {
-            Node::Stmt(i) => add(&program.statements[*i], out),
+            Node::Stmt(i) => {
+                for j in participants(program, *i) {
+                    add(&program.statements[j], out);
+                }
+            }
             Node::For { body, .. } => touches(body, program, buffers, out),
             Node::If {
                 then, otherwise, ..
@@ -509,9 +527,15 @@ pub const MAX_RACE_DIAGNOSTICS: usize = 20;
 
 /// `nodes` in the race engine's model, buffers numbered by their index in `buffers`.
 fn to_flow(nodes: &[Node], program: &Program, buffers: &[&Ident]) -> Vec<race::Flow> {
-    nodes
-        .iter()
-        .map(|node| match node {
+    let mut flow = Vec::new();
+    for node in nodes {
+        if let Node::Stmt(i) = node {
+            if let Kind::Collective { .. } = program.statements[*i].kind {
+                collective_flow(program, *i, buffers, &mut flow);
+                continue;
+            }
+        }
+        flow.push(match node {
             Node::Stmt(i) => {
                 let stmt = &program.statements[*i];
                 race::Flow::Cmd(match &stmt.kind {
@@ -561,8 +585,82 @@ fn to_flow(nodes: &[Node], program: &Program, buffers: &[&Ident]) -> Vec<race::F
                 to_flow(then, program, buffers),
                 to_flow(otherwise.as_deref().unwrap_or_default(), program, buffers),
             ),
-        })
-        .collect()
+        });
+    }
+    flow
+}
+
+/// The statements a node `Node::Stmt(i)` issues: `i`, or every participant of the collective
+/// that `i` starts.
+fn participants(program: &Program, i: usize) -> std::ops::Range<usize> {
+    match program.statements[i].kind {
+        Kind::Collective { first, count, .. } if first == i => first..first + count,
+        _ => i..i + 1,
+    }
+}
+
+/// The events the race model needs beyond the declared ones: one per statement when the
+/// program has a collective (see [`collective_flow`]), else none.
+fn synthetic_events(program: &Program) -> usize {
+    if program
+        .statements
+        .iter()
+        .any(|s| matches!(s.kind, Kind::Collective { .. }))
+    {
+        program.statements.len()
+    } else {
+        0
+    }
+}
+
+/// A collective in the race model, exactly as the run-time plan orders it: each
+/// participant's stream frontier is snapshotted (an event of its own, numbered after the
+/// declared events by statement id), each participant is one operation on its stream
+/// touching its own buffers, then each participant's stream waits for the other
+/// participants' snapshots (for `broadcast`, the root's): what follows a participant follows
+/// the other streams' work from before the collective, but no participant waits for another.
+fn collective_flow(program: &Program, first: usize, buffers: &[&Ident], out: &mut Vec<race::Flow>) {
+    let Kind::Collective { op, count, .. } = program.statements[first].kind else {
+        return;
+    };
+    let base = program.events.len();
+    let sources: Vec<usize> = match op {
+        crate::model::CollectiveOp::Broadcast { root } => vec![root],
+        _ => (0..count).collect(),
+    };
+    let stream = |k: usize| program.statements[first + k].stream;
+    for &j in &sources {
+        out.push(race::Flow::Cmd(race::Cmd::Record {
+            stream: stream(j),
+            event: base + first + j,
+        }));
+    }
+    for k in 0..count {
+        let stmt = &program.statements[first + k];
+        out.push(race::Flow::Cmd(race::Cmd::Op {
+            stmt: stmt.id,
+            stream: stmt.stream,
+            touches: stmt
+                .accesses
+                .iter()
+                .filter_map(|a| {
+                    Some(race::Touch {
+                        buffer: buffers.iter().position(|b| **b == a.buffer)?,
+                        write: a.mode == Mode::Write,
+                        whole: a.whole,
+                    })
+                })
+                .collect(),
+        }));
+    }
+    for k in 0..count {
+        for &j in sources.iter().filter(|&&j| j != k) {
+            out.push(race::Flow::Cmd(race::Cmd::Wait {
+                stream: stream(k),
+                event: base + first + j,
+            }));
+        }
+    }
 }
 
 /// The data-race diagnostic: on both statements, with the `record`/`wait` pair that fixes it.

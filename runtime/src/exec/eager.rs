@@ -42,6 +42,7 @@
 use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
+use crate::comm::Communicator;
 use crate::device::Device;
 use crate::error::{CaptureFault, Error, Result};
 use crate::event::Event;
@@ -49,10 +50,12 @@ use crate::exec::book::{Issued, NodeBook};
 use crate::ffi::conditional::{self as cond, CondFlag, CondKernels, CondKind};
 use crate::ffi::memory::MemoryRef;
 use crate::ffi::KernelArg;
-use crate::issue::{Body, Issuer, Pipeline, StreamOptions};
+use crate::issue::{Body, CollectivePart, Issuer, Pipeline, StreamOptions};
 use crate::memory::{DeviceBuffer, DeviceFlag};
 use crate::module::Kernel;
-use crate::operand::{FillPattern, HostFn, LaunchConfig, Memory};
+use crate::operand::{FillPattern, HostFn, LaunchConfig, Memory, ReduceOp};
+#[cfg(feature = "nccl")]
+use crate::program::Collective;
 use crate::program::{Program, Statement, StatementKind};
 use crate::stream::{copy_async, fill_async, Stream};
 use crate::trace;
@@ -846,6 +849,94 @@ fn stream_of<'a>(origin: &'a Stream, sides: &'a [Stream], index: usize) -> Resul
     })
 }
 
+impl Eager {
+    /// A collective: every participant's call in one NCCL group, each on its stream.
+    fn do_collective(
+        &mut self,
+        stmt: &'static Statement,
+        comm: &Communicator,
+        op: ReduceOp,
+        parts: &[CollectivePart<'_>],
+    ) -> Result<()> {
+        let Some((program, _)) = &self.prepared else {
+            return Err(Error::InvalidArgument(
+                "a collective was issued before its pipeline was prepared".into(),
+            ));
+        };
+        let streams = crate::issue::check_collective(program, stmt, comm, parts)?;
+        if self.book.is_some() {
+            return Err(Error::InvalidArgument(
+                "collectives are not captured into graphs yet: run this pipeline with `Eager`"
+                    .into(),
+            ));
+        }
+        #[cfg(not(feature = "nccl"))]
+        {
+            let _ = (streams, op);
+            Err(Error::InvalidArgument(
+                "collectives run through NCCL: turn on streamgraph's `nccl` feature".into(),
+            ))
+        }
+        #[cfg(feature = "nccl")]
+        {
+            use crate::ffi::nccl::{self, Call};
+            let Some(ranks) = comm.nccl_ranks() else {
+                return Err(Error::InvalidArgument(
+                    "this communicator was made with `Communicator::for_planning` and cannot run collectives; make one with `Communicator::init_all` or `Communicator::from_unique_id`".into(),
+                ));
+            };
+            let StatementKind::Collective { op: kind, .. } = stmt.kind else {
+                return Err(Error::InvalidArgument("not a collective".into()));
+            };
+            let call = match kind {
+                Collective::AllReduce => Call::AllReduce(op),
+                Collective::AllGather => Call::AllGather,
+                Collective::ReduceScatter => Call::ReduceScatter(op),
+                Collective::Broadcast { root } => {
+                    if comm.local_ranks() != comm.ranks() {
+                        return Err(Error::InvalidArgument(
+                            "`broadcast` names its root by participant, which needs every rank in this process; over several processes, use `all_reduce` or `all_gather`".into(),
+                        ));
+                    }
+                    let root = comm.rank_of(root).and_then(|r| i32::try_from(r).ok());
+                    Call::Broadcast {
+                        root: root.ok_or_else(|| {
+                            Error::InvalidArgument("the root is not a participant".into())
+                        })?,
+                    }
+                }
+            };
+            for (k, &s) in streams.iter().enumerate() {
+                self.enter(s)?;
+                let device = self.stream(s)?.device().ordinal();
+                let expected = ranks.devices.get(k).copied();
+                if expected != Some(device) {
+                    return Err(Error::InvalidArgument(format!(
+                        "participant {k}'s stream is on device {device}, but the communicator's local rank {k} is on device {}; list the streams in the order of the communicator's devices",
+                        expected.map_or_else(|| "?".to_owned(), |d| d.to_string())
+                    )));
+                }
+            }
+            let mut entries = Vec::with_capacity(parts.len());
+            for (k, part) in parts.iter().enumerate() {
+                let stream = stream_of(&self.origin, &self.sides, streams[k])?;
+                entries.push((
+                    &ranks.comms[k],
+                    &**stream.as_cudarc(),
+                    &part.send,
+                    &part.recv,
+                    part.elem,
+                ));
+            }
+            let _serialised = ranks
+                .lock
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            nccl::group(&call, &entries)
+        }
+    }
+}
+
 impl Issuer for Eager {
     fn launch(
         &mut self,
@@ -947,6 +1038,18 @@ impl Issuer for Eager {
         self.do_wait(stmt).map_err(|e| e.in_statement(stmt))?;
         self.booked_ordering(stmt);
         Ok(())
+    }
+
+    fn collective(
+        &mut self,
+        stmt: &'static Statement,
+        comm: &Communicator,
+        op: ReduceOp,
+        parts: &[CollectivePart<'_>],
+    ) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
+        self.do_collective(stmt, comm, op, parts)
+            .map_err(|e| e.in_statement(stmt))
     }
 
     fn wait_stream(&mut self, stmt: &'static Statement) -> Result<(), Error> {

@@ -24,6 +24,8 @@ pub(crate) mod graph;
 mod host_fn;
 mod launch;
 pub(crate) mod memory;
+#[cfg(feature = "nccl")]
+pub(crate) mod nccl;
 mod nvrtc;
 #[cfg(feature = "nvtx")]
 pub(crate) mod nvtx;

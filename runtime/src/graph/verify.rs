@@ -58,8 +58,8 @@ pub(crate) fn check_edges(
     };
     let missing = describe(&mut model.difference(captured));
     let extra = describe(&mut captured.difference(&model));
-    let reach = plan.reach().of_edges(captured.iter());
-    let differing = plan.reach().compare(&reach, 8);
+    let reach = plan.graph_reach().of_edges(captured.iter());
+    let differing = plan.graph_reach().compare(&reach, 8);
     if !differing.is_equal() {
         let pairs: Vec<String> = differing
             .examples

@@ -1,7 +1,8 @@
 //! [`ProgramBuilder`]: a [`Program`] written by hand, for tests and tools.
 
 use crate::program::{
-    AccessMode, EventDecl, Location, Program, Statement, StatementKind, StaticAccess, StreamDecl,
+    AccessMode, Collective, EventDecl, Location, Program, Statement, StatementKind, StaticAccess,
+    StreamDecl,
 };
 
 /// Builds a `&'static` [`Program`] without the `pipeline!` macro: for tests of executors
@@ -58,6 +59,9 @@ enum PendingKind {
     WaitStream(usize),
     While(String, usize),
     If(String, usize, usize),
+    /// A collective's participant: the collective, the first participant's id, the count,
+    /// and this participant's buffer.
+    Collective(Collective, usize, usize, String),
 }
 
 impl ProgramBuilder {
@@ -155,6 +159,21 @@ impl ProgramBuilder {
         )
     }
 
+    /// A collective on `parts` (`(stream, buffer)`, in rank order; in place): one statement
+    /// per participant, consecutive; returns the first one's index. Each participant's
+    /// statement reads and writes its own buffer.
+    pub fn collective(&mut self, op: Collective, parts: &[(usize, &str)]) -> usize {
+        let first = self.statements.len();
+        for &(stream, buffer) in parts {
+            self.push(
+                stream,
+                PendingKind::Collective(op, first, parts.len(), buffer.to_owned()),
+                vec![(buffer.to_owned(), AccessMode::Write)],
+            );
+        }
+        first
+    }
+
     /// The number of statements so far.
     pub fn len(&self) -> usize {
         self.statements.len()
@@ -208,6 +227,9 @@ impl ProgramBuilder {
                     &PendingKind::WaitStream(stream) => StatementKind::WaitStream { stream },
                     &PendingKind::While(_, end) => StatementKind::While { end },
                     &PendingKind::If(_, otherwise, end) => StatementKind::If { otherwise, end },
+                    &PendingKind::Collective(op, first, count, _) => {
+                        StatementKind::Collective { op, first, count }
+                    }
                 },
                 text: leak(&self.text(id, p)),
                 accesses: Box::leak(
@@ -266,6 +288,9 @@ impl ProgramBuilder {
             &PendingKind::WaitStream(s) => format!("wait_stream {}", name(&self.streams, s)),
             PendingKind::While(flag, _) => format!("while {flag}"),
             PendingKind::If(flag, _, _) => format!("if {flag}"),
+            PendingKind::Collective(op, _, _, buffer) => {
+                format!("{}: &mut {buffer}", op.keyword())
+            }
         }
     }
 }

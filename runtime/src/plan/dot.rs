@@ -56,6 +56,12 @@ fn body(plan: &Plan, prefix: &str, indent: &str, out: &mut String) {
                     quote(&format!("wait {name}"))
                 );
             }
+            Via::Collective { .. } => {
+                let _ = writeln!(
+                    out,
+                    "{indent}{prefix}n{a} -> {prefix}n{b} [style=dotted, color=purple];"
+                );
+            }
             Via::WaitStream { stream, .. } => {
                 let name = program.streams.get(stream).map_or("?", |s| s.name);
                 let _ = writeln!(
@@ -65,6 +71,12 @@ fn body(plan: &Plan, prefix: &str, indent: &str, out: &mut String) {
                 );
             }
         }
+    }
+    for &(a, b) in plan.sync_edges() {
+        let _ = writeln!(
+            out,
+            "{indent}{prefix}n{a} -> {prefix}n{b} [style=dotted, color=purple, label=\"collective\"];"
+        );
     }
     for &f in plan.final_frontier() {
         let _ = writeln!(out, "{indent}{prefix}n{f} -> {prefix}join [style=dotted];");

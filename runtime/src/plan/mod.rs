@@ -152,6 +152,13 @@ pub enum Via {
         /// The `wait_stream` statement.
         wait: &'static Statement,
     },
+    /// A collective's completion: the source is earlier work of another participant's
+    /// stream. Never an edge of [`Plan::edges`] (a graph holds no such edge: NCCL
+    /// synchronises inside its kernels); a pair of [`Plan::sync_edges`].
+    Collective {
+        /// The participant's statement whose completion ordered the source.
+        statement: &'static Statement,
+    },
 }
 
 /// The happens-before model of one issue of a pipeline.
@@ -211,6 +218,10 @@ pub struct Plan {
     successors: Adjacency,
     predecessors: Adjacency,
     reach: Reach,
+    /// The happens-before pairs of collectives that are no graph edge ([`Plan::sync_edges`]).
+    sync: BTreeSet<(usize, usize)>,
+    /// The relation of [`Plan::edges`] alone, when collectives make it differ from `reach`.
+    graph_reach: Option<Reach>,
     /// The nested plans of the device blocks' bodies, in issue order.
     bodies: Vec<PlanBody>,
 }
@@ -276,8 +287,46 @@ impl Plan {
             successors,
             predecessors,
             reach,
+            sync: BTreeSet::new(),
+            graph_reach: None,
             bodies: Vec::new(),
         }
+    }
+
+    /// Adds the collectives' synchronisation pairs to the happens-before relation, keeping
+    /// the relation of the edges alone for [`Plan::graph_reach`].
+    pub(crate) fn synchronise(&mut self, sync: BTreeSet<(usize, usize)>) {
+        if sync.is_empty() {
+            return;
+        }
+        let streams: Vec<usize> = self.ops.iter().map(|o| o.stream).collect();
+        let reach = Reach::new(&streams, self.edges.keys().chain(sync.iter()));
+        self.graph_reach = Some(std::mem::replace(&mut self.reach, reach));
+        self.sync = sync;
+    }
+
+    /// The happens-before pairs `(a, b)` that collectives add beyond [`Plan::edges`].
+    ///
+    /// A collective is one operation per participating stream, each after its own stream's
+    /// frontier (graph edges). No participant completes before every participant has started
+    /// (for `broadcast`: before the root has started), so whatever follows a participant —
+    /// on its stream, or through an event or `wait_stream` taken after it — also follows the
+    /// work that was in the other participants' frontiers (the root's) when the collective
+    /// was issued. `a` is such work, `b` the first operation that follows the participant.
+    /// The participants themselves are not ordered after the other streams' work (a rank may
+    /// start, and touch its own buffers, before the others arrive) nor after each other.
+    ///
+    /// No CUDA graph holds these as edges (NCCL synchronises inside its kernels), so they
+    /// are kept apart: [`Plan::happens_before`], [`Plan::reach`] and the race check include
+    /// them; verifying a captured graph compares it with [`Plan::graph_reach`].
+    pub fn sync_edges(&self) -> &BTreeSet<(usize, usize)> {
+        &self.sync
+    }
+
+    /// The relation of [`Plan::edges`] alone (without [`Plan::sync_edges`]): what a
+    /// captured graph's edges must give.
+    pub fn graph_reach(&self) -> &Reach {
+        self.graph_reach.as_ref().unwrap_or(&self.reach)
     }
 
     /// The nested plans of the bodies of the device `while`/`if` blocks of this plan (not of
@@ -358,24 +407,29 @@ impl Plan {
     }
 
     /// Whether the graph on nodes `0..n` with `edges` orders operations exactly as this plan
-    /// does (node `i` standing for operation `i`): the equivalence of two programs.
+    /// does (node `i` standing for operation `i`): the equivalence of two programs. With
+    /// collectives, the plan's relation of its edges alone ([`Plan::graph_reach`]).
     pub fn same_happens_before(&self, edges: &BTreeSet<(usize, usize)>, n: usize) -> bool {
         n == self.len()
             && edges.iter().all(|&(a, b)| a < n && b < n)
             && self
-                .reach
-                .compare(&self.reach.of_edges(edges), 0)
+                .graph_reach()
+                .compare(&self.graph_reach().of_edges(edges), 0)
                 .is_equal()
     }
 
     /// The fewest edges with the same happens-before relation: `a → b` is dropped when
-    /// another path leads from `a` to `b`.
+    /// another path of edges leads from `a` to `b` (collectives' [`Plan::sync_edges`] are
+    /// not edges and not counted).
     pub fn transitive_reduction(&self) -> BTreeSet<(usize, usize)> {
         let mut kept = BTreeSet::new();
         for a in 0..self.len() {
             let succ = self.successors(a);
             for &b in succ {
-                if !succ.iter().any(|&c| c != b && self.reach.reaches(c, b)) {
+                if !succ
+                    .iter()
+                    .any(|&c| c != b && self.graph_reach().reaches(c, b))
+                {
                     kept.insert((a, b));
                 }
             }

@@ -1,15 +1,18 @@
 //! [`Planner`]: the issuer that builds the happens-before model and issues nothing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
+use crate::comm::Communicator;
 use crate::error::{Error, Result};
 use crate::ffi::memory::MemoryRef;
 use crate::ffi::KernelArg;
-use crate::issue::{Body, Issuer};
+use crate::issue::{Body, CollectivePart, Issuer};
 use crate::memory::{DeviceFlag, DeviceMemory};
 use crate::module::Kernel;
-use crate::operand::{BufferAccess, DeviceRange, FillPattern, HostFn, LaunchConfig, Memory};
-use crate::program::{AccessMode, Program, Statement, StatementKind};
+use crate::operand::{
+    BufferAccess, DeviceRange, FillPattern, HostFn, LaunchConfig, Memory, ReduceOp,
+};
+use crate::program::{AccessMode, Collective, Program, Statement, StatementKind};
 use crate::trace;
 
 use super::{Plan, PlanBody, PlanOp, Via};
@@ -36,6 +39,9 @@ pub struct Planner {
     bodies: Vec<PlanBody>,
     /// Inside a block's body: the statement ids the body may issue.
     scope: Option<std::ops::Range<usize>>,
+    /// The happens-before pairs collectives add that are no edge of a graph (see
+    /// [`Plan::sync_edges`]).
+    sync: BTreeSet<(usize, usize)>,
 }
 
 impl Planner {
@@ -50,6 +56,7 @@ impl Planner {
             occurrences: vec![0; program.statements.len()],
             bodies: Vec::new(),
             scope: None,
+            sync: BTreeSet::new(),
         }
     }
 
@@ -85,12 +92,15 @@ impl Planner {
         let mut joined: Vec<usize> = self
             .frontiers
             .iter()
-            .flat_map(|f| f.keys().copied())
+            .flat_map(|f| f.iter())
+            .filter(|(_, via)| !matches!(via, Via::Collective { .. }))
+            .map(|(&op, _)| op)
             .collect();
         joined.sort_unstable();
         joined.dedup();
         let mut plan = Plan::new(self.program, self.ops, self.edges, joined);
         plan.bodies = self.bodies;
+        plan.synchronise(self.sync);
         plan
     }
 
@@ -235,7 +245,11 @@ impl Planner {
         });
         let frontier = std::mem::take(&mut self.frontiers[stream]);
         for (p, via) in frontier {
-            self.edges.insert((p, n), via);
+            if let Via::Collective { .. } = via {
+                self.sync.insert((p, n));
+            } else {
+                self.edges.insert((p, n), via);
+            }
         }
         self.frontiers[stream].insert(n, Via::Stream);
     }
@@ -243,9 +257,24 @@ impl Planner {
 
 /// Merges `from` into `into`, marking new arrivals with `via`; an operation already present
 /// keeps the way it arrived first.
+///
+/// An operation that arrived through a collective's completion (no graph edge) keeps that
+/// way only while nothing else brings it: a member that arrives as a real edge replaces it.
 fn merge(into: &mut Frontier, from: &Frontier, via: Via) {
-    for &op in from.keys() {
-        into.entry(op).or_insert(via);
+    for (&op, &how) in from {
+        let via = match how {
+            Via::Collective { .. } => how,
+            _ => via,
+        };
+        match into.get(&op) {
+            None => {
+                into.insert(op, via);
+            }
+            Some(Via::Collective { .. }) if !matches!(via, Via::Collective { .. }) => {
+                into.insert(op, via);
+            }
+            Some(_) => {}
+        }
     }
 }
 
@@ -410,6 +439,55 @@ impl Issuer for Planner {
         Ok(())
     }
 
+    /// One operation per participant, each after its own stream's frontier (the graph's
+    /// edges), touching its own buffers (reading `send`, writing `recv`). Then each
+    /// participant's stream frontier also holds, as [`Via::Collective`], the other
+    /// participants' frontiers (for `broadcast`: the root's) from before the collective:
+    /// what follows a participant follows them ([`Plan::sync_edges`]).
+    fn collective(
+        &mut self,
+        stmt: &'static Statement,
+        comm: &Communicator,
+        _op: ReduceOp,
+        parts: &[CollectivePart<'_>],
+    ) -> Result<()> {
+        let _traced = trace::statement(Some(self.program), stmt);
+        let StatementKind::Collective { op, first, .. } = stmt.kind else {
+            return self.check(stmt, "collective", false).map(drop);
+        };
+        self.check(stmt, "collective", stmt.id == first)?;
+        let streams = crate::issue::check_collective(self.program, stmt, comm, parts)?;
+        for part in parts {
+            self.check(
+                part.statement,
+                "collective",
+                part.statement.kind == stmt.kind,
+            )?;
+        }
+        let before: Vec<Frontier> = streams.iter().map(|&s| self.frontiers[s].clone()).collect();
+        for (k, part) in parts.iter().enumerate() {
+            let accesses = vec![
+                memory_access(&part.send.memory(), AccessMode::Read),
+                memory_access(&part.recv.memory(), AccessMode::Write),
+            ];
+            self.operation(part.statement, streams[k], accesses, None);
+            let sources: Vec<usize> = match op {
+                Collective::Broadcast { root } => vec![root],
+                _ => (0..parts.len()).collect(),
+            };
+            let via = Via::Collective {
+                statement: part.statement,
+            };
+            for j in sources.into_iter().filter(|&j| j != k) {
+                if let Some(from) = before.get(j) {
+                    let from: Frontier = from.keys().map(|&p| (p, via)).collect();
+                    merge(&mut self.frontiers[streams[k]], &from, via);
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn wait_stream(&mut self, stmt: &'static Statement) -> Result<()> {
         let _traced = trace::statement(Some(self.program), stmt);
         let StatementKind::WaitStream { stream: other } = stmt.kind else {
@@ -523,5 +601,166 @@ mod tests {
             msg.contains("`copy d <- s`") && msg.contains("destination 64 bytes, source 32 bytes"),
             "{msg}"
         );
+    }
+
+    const ONE: LaunchConfig = LaunchConfig {
+        grid: crate::operand::Dim3 { x: 1, y: 1, z: 1 },
+        block: crate::operand::Dim3 { x: 1, y: 1, z: 1 },
+        shared_mem_bytes: 0,
+    };
+
+    fn part(stmt: &'static Statement, ptr: u64) -> CollectivePart<'static> {
+        CollectivePart {
+            statement: stmt,
+            send: device(ptr, 64),
+            recv: device(ptr, 64),
+            elem: crate::operand::ElementType::F32,
+        }
+    }
+
+    /// `s0: launch(x0); s1: launch(x1); all_reduce { s0: x0, s1: x1 }; s0: launch(x0);
+    /// s1: launch(x1)`, planned with `op` as the collective.
+    fn two_stream_collective(op: Collective) -> (Plan, &'static Program) {
+        let mut b = ProgramBuilder::new("Collective");
+        let (s0, s1) = (b.stream("s0"), b.stream("s1"));
+        b.launch(s0, "k", &[("x0", AccessMode::Write)]);
+        b.launch(s1, "k", &[("x1", AccessMode::Write)]);
+        let first = b.collective(op, &[(s0, "x0"), (s1, "x1")]);
+        b.launch(s0, "k", &[("x0", AccessMode::Write)]);
+        b.launch(s1, "k", &[("x1", AccessMode::Write)]);
+        let program = b.build();
+        let st = &program.statements;
+        let k = Kernel::for_planning("k");
+        let arg = |ptr| {
+            [KernelArg::buffer(
+                BufferAccess {
+                    range: DeviceRange {
+                        device: 0,
+                        ptr,
+                        bytes: 64,
+                    },
+                    mode: AccessMode::Write,
+                },
+                crate::ffi::memory::Holder::FOREIGN,
+            )]
+        };
+        let mut planner = Planner::new(program);
+        let config = ONE;
+        planner.launch(&st[0], &k, config, &arg(0x1000)).unwrap();
+        planner.launch(&st[1], &k, config, &arg(0x2000)).unwrap();
+        planner
+            .collective(
+                &st[first],
+                &Communicator::for_planning(2),
+                ReduceOp::Sum,
+                &[part(&st[first], 0x1000), part(&st[first + 1], 0x2000)],
+            )
+            .unwrap();
+        planner.launch(&st[4], &k, config, &arg(0x1000)).unwrap();
+        planner.launch(&st[5], &k, config, &arg(0x2000)).unwrap();
+        (planner.finish(), program)
+    }
+
+    #[test]
+    fn a_collective_is_one_operation_per_stream_joined_like_a_barrier() {
+        let (plan, _) = two_stream_collective(Collective::AllReduce);
+        // ops: 0 = k on s0, 1 = k on s1, 2 = all_reduce on s0, 3 = all_reduce on s1,
+        // 4 = k on s0, 5 = k on s1.
+        assert_eq!(plan.len(), 6);
+        assert_eq!(plan.stream_of(2), Some(0));
+        assert_eq!(plan.stream_of(3), Some(1));
+        // The graph's edges are stream order only: NCCL synchronises inside its kernels.
+        let edges: Vec<_> = plan.edges().into_iter().collect();
+        assert_eq!(edges, [(0, 2), (1, 3), (2, 4), (3, 5)]);
+        // Every participant's earlier work happens before each participant completes.
+        let sync: Vec<_> = plan.sync_edges().iter().copied().collect();
+        assert_eq!(sync, [(0, 5), (1, 4)]);
+        assert!(plan.happens_before(1, 4));
+        assert!(plan.happens_before(0, 5));
+        // A participant starts without waiting for the other streams' work …
+        assert!(!plan.happens_before(1, 2));
+        assert!(!plan.happens_before(0, 3));
+        // … and does not wait for another participant to finish.
+        assert!(!plan.happens_before(3, 4));
+        assert!(!plan.happens_before(2, 5));
+        // Verification of a capture compares the edges' relation only.
+        assert!(!plan.graph_reach().reaches(1, 4));
+        assert!(plan.same_happens_before(&plan.edges(), 6));
+        assert_eq!(plan.final_frontier(), [4, 5]);
+        // Each participant touches its own buffer: no race.
+        assert!(plan.races().is_empty(), "{:?}", plan.races());
+        assert!(plan.to_dot().contains("collective"));
+    }
+
+    #[test]
+    fn a_broadcast_orders_only_after_the_root() {
+        let (plan, _) = two_stream_collective(Collective::Broadcast { root: 0 });
+        let sync: Vec<_> = plan.sync_edges().iter().copied().collect();
+        assert_eq!(sync, [(0, 5)]);
+        assert!(plan.happens_before(0, 5));
+        assert!(!plan.happens_before(1, 4));
+    }
+
+    #[test]
+    fn collectives_check_their_participants() {
+        let mut b = ProgramBuilder::new("Parts");
+        let (s0, s1) = (b.stream("s0"), b.stream("s1"));
+        let first = b.collective(Collective::AllReduce, &[(s0, "x0"), (s1, "x1")]);
+        let twice = b.collective(Collective::AllReduce, &[(s0, "x0"), (s0, "x1")]);
+        let program = b.build();
+        let st = &program.statements;
+        let two = Communicator::for_planning(2);
+        let mut planner = Planner::new(program);
+        let wrong_comm = planner
+            .collective(
+                &st[first],
+                &Communicator::for_planning(3),
+                ReduceOp::Sum,
+                &[part(&st[first], 0x1000), part(&st[first + 1], 0x2000)],
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(wrong_comm.contains("3 local rank(s)"), "{wrong_comm}");
+        let missing = planner
+            .collective(&st[first], &two, ReduceOp::Sum, &[part(&st[first], 0x1000)])
+            .unwrap_err()
+            .to_string();
+        assert!(missing.contains("1 participant(s)"), "{missing}");
+        let swapped = planner
+            .collective(
+                &st[first],
+                &two,
+                ReduceOp::Sum,
+                &[part(&st[first + 1], 0x1000), part(&st[first], 0x2000)],
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(swapped.contains("participant 0"), "{swapped}");
+        let not_first = planner
+            .collective(
+                &st[first + 1],
+                &two,
+                ReduceOp::Sum,
+                &[part(&st[first], 0x1000), part(&st[first + 1], 0x2000)],
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(not_first.contains("collective"), "{not_first}");
+        let same_stream = planner
+            .collective(
+                &st[twice],
+                &two,
+                ReduceOp::Sum,
+                &[part(&st[twice], 0x1000), part(&st[twice + 1], 0x2000)],
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(same_stream.contains("takes part twice"), "{same_stream}");
+        assert!(planner.ops().is_empty());
+        let launch = planner
+            .launch(&st[first], &Kernel::for_planning("k"), ONE, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(launch.contains("issued as a `launch`"), "{launch}");
     }
 }

@@ -1287,6 +1287,15 @@ impl<I: Issuer + ?Sized> Issuer for Forward<'_, I> {
     ) -> Result<()> {
         self.0.if_else(stmt, flag, then, otherwise)
     }
+    fn collective(
+        &mut self,
+        stmt: &'static Statement,
+        comm: &crate::comm::Communicator,
+        op: crate::operand::ReduceOp,
+        parts: &[crate::issue::CollectivePart<'_>],
+    ) -> Result<()> {
+        self.0.collective(stmt, comm, op, parts)
+    }
 }
 
 /// A random element range of `len` elements: the whole of it, or (when `sub`) half the time
