@@ -279,15 +279,7 @@ pub struct Launch {
 
 impl Parse for Input {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
-        let attrs = input.call(Attribute::parse_outer)?;
-        let vis = input.parse()?;
-        let pipeline_token = input.parse()?;
-        let name = input.parse()?;
-        let mut generics: Generics = input.parse()?;
-        let content;
-        parenthesized!(content in input);
-        let params = content.parse_terminated(Param::parse, Token![,])?;
-        generics.where_clause = input.parse()?;
+        let mut parsed = Header::parse_head(input)?.into_input();
         let body;
         braced!(body in input);
         let mut items = Vec::new();
@@ -304,15 +296,8 @@ impl Parse for Input {
         if let Some(e) = combine(errors) {
             return Err(e);
         }
-        Ok(Input {
-            attrs,
-            vis,
-            pipeline_token,
-            name,
-            generics,
-            params,
-            items,
-        })
+        parsed.items = items;
+        Ok(parsed)
     }
 }
 
@@ -329,6 +314,16 @@ pub struct Header {
 
 impl Parse for Header {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let header = Header::parse_head(input)?;
+        input.parse::<TokenStream>()?;
+        Ok(header)
+    }
+}
+
+impl Header {
+    /// Everything before the body: attributes, visibility, `pipeline NAME<GENERICS>(PARAMS)`
+    /// and the where clause.
+    fn parse_head(input: ParseStream<'_>) -> syn::Result<Self> {
         let attrs = input.call(Attribute::parse_outer)?;
         let vis = input.parse()?;
         let pipeline_token = input.parse()?;
@@ -338,7 +333,6 @@ impl Parse for Header {
         parenthesized!(content in input);
         let params = content.parse_terminated(Param::parse, Token![,])?;
         generics.where_clause = input.parse()?;
-        input.parse::<TokenStream>()?;
         Ok(Header {
             attrs,
             vis,
@@ -348,9 +342,7 @@ impl Parse for Header {
             params,
         })
     }
-}
 
-impl Header {
     /// The input with an empty body.
     pub fn into_input(self) -> Input {
         Input {

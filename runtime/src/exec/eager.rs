@@ -183,6 +183,24 @@ struct EventSlot {
     origin_waited: bool,
 }
 
+impl EventSlot {
+    /// One slot per event of `program`, each with one event of `device` and no record yet.
+    fn fresh(program: &Program, device: &Device) -> Result<Vec<EventSlot>> {
+        program
+            .events
+            .iter()
+            .map(|_| {
+                Ok(EventSlot {
+                    instances: vec![Event::new(device)?],
+                    latest: None,
+                    recorded_by: Program::ORIGIN,
+                    origin_waited: false,
+                })
+            })
+            .collect()
+    }
+}
+
 impl Eager {
     /// An eager issuer whose pipelines run as one operation on `origin`.
     pub fn new(origin: &Stream) -> Eager {
@@ -379,31 +397,14 @@ impl Eager {
                 links.push(Event::new(&s.device())?);
             }
         }
-        let mut events = Vec::with_capacity(program.events.len());
-        for _ in program.events {
-            events.push(EventSlot {
-                instances: vec![Event::new(&origin_device)?],
-                latest: None,
-                recorded_by: Program::ORIGIN,
-                origin_waited: false,
-            });
-        }
+        let events = EventSlot::fresh(program, &origin_device)?;
         let depth = block_depth(program);
         let mut body_forks = Vec::with_capacity(depth);
         let mut spares = Vec::with_capacity(depth);
         let mut body_events = Vec::with_capacity(depth);
         for _ in 0..depth {
             body_forks.push(Some(Event::new(&origin_device)?));
-            let mut slots = Vec::with_capacity(program.events.len());
-            for _ in program.events {
-                slots.push(EventSlot {
-                    instances: vec![Event::new(&origin_device)?],
-                    latest: None,
-                    recorded_by: Program::ORIGIN,
-                    origin_waited: false,
-                });
-            }
-            body_events.push(slots);
+            body_events.push(EventSlot::fresh(program, &origin_device)?);
             let mut set = Vec::with_capacity(options.len());
             set.push(Stream::new(&origin_device, options[0].priority)?);
             for (s, o) in sides.iter().zip(&options[1..]) {
