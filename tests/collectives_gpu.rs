@@ -1,9 +1,9 @@
 //! Collectives on GPUs through NCCL (README "Collectives across GPUs"): a single-rank
 //! communicator through every collective on one GPU, and an all-reduce over two GPUs.
 //!
-//! Needs the `nccl` feature, a CUDA GPU and NCCL (`libnccl.so.2` on the library path). The
-//! two-GPU test says so and checks nothing on a machine with one GPU.
-#![cfg(feature = "nccl")]
+//! Needs a CUDA GPU and NCCL (`libnccl.so.2` on the library path; the tests build the runtime
+//! with its `nccl` feature). The two-GPU test says so and checks nothing on a machine with one
+//! GPU.
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
 use streamgraph::{capture, pipeline, Communicator, Device, DeviceBuffer, Eager, Stream};
