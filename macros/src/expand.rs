@@ -684,7 +684,11 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains(":: streamgraph :: KernelValue :: kernel_arg (& n)"),
+            out.contains(":: streamgraph :: __private :: value_with (& n , :: streamgraph :: KernelValue :: kernel_arg)"),
+            "{out}"
+        );
+        assert!(
+            out.contains(":: streamgraph :: __private :: kernel_with (& k . f , :: streamgraph :: LaunchKernel :: as_kernel)"),
             "{out}"
         );
         assert!(out.contains("__issuer . record (__stmt)"), "{out}");
