@@ -407,6 +407,25 @@ fn buffer(program: &Program, b: &BufferExpr) -> TokenStream {
     }
 }
 
+/// A kernel expression as the reference generated code passes on: a reference parameter's
+/// binding itself (so that a wrong parameter is reported with the type the user declared behind
+/// its `&`), a borrow of the value otherwise.
+fn kernel_ref(program: &Program, kernel: &syn::Expr) -> TokenStream {
+    let by_ref = match kernel {
+        syn::Expr::Path(p) if p.qself.is_none() => p
+            .path
+            .get_ident()
+            .and_then(|name| program.param(name))
+            .is_some_and(|p| p.kind != ParamKind::Value),
+        _ => false,
+    };
+    if by_ref {
+        quote_spanned!(kernel.span()=> #kernel)
+    } else {
+        borrow(kernel)
+    }
+}
+
 /// `&EXPR`, with parentheses only where precedence needs them: without them the borrow spans
 /// exactly the user's expression (a `(` `)` pair carries one span, its first token's), so a type
 /// error on it underlines all of `k.scale` rather than `k`.
@@ -494,16 +513,6 @@ fn last_span(expr: &syn::Expr) -> Span {
         .map_or_else(|| expr.span(), |t| t.span())
 }
 
-/// `(&EXPR)` as the argument list of a generated call spanned on `EXPR`'s first token: the `)`
-/// carries `EXPR`'s last token's span, so that the call spans exactly the user's expression and
-/// rustc underlines it once, without a second label for the call.
-fn call_args(expr: &syn::Expr) -> TokenStream {
-    let last = last_span(expr);
-    let mut group = proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, borrow(expr));
-    group.set_span(last);
-    group.into_token_stream()
-}
-
 fn statement(program: &Program, i: usize) -> TokenStream {
     let stmt = &program.statements[i];
     let p = quote!(::streamgraph::__private);
@@ -530,15 +539,16 @@ fn statement(program: &Program, i: usize) -> TokenStream {
                 Arg::Write(b) => buffer_arg(program, b, quote!(#p::arg_write)),
                 Arg::Read(b) => buffer_arg(program, b, quote!(#p::arg_read)),
                 Arg::Value(e) => {
-                    let args = call_args(e);
-                    quote_spanned!(e.span()=> ::streamgraph::KernelValue::kernel_arg #args)
+                    let kernel_arg = spanning(quote!(::streamgraph::KernelValue::kernel_arg), e);
+                    let value = borrow(e);
+                    quote!(#p::value_with(#value, #kernel_arg))
                 }
             });
             let grid = quote_spanned!(grid.span()=> #p::Dim3::from(#grid));
             let block = quote_spanned!(block.span()=> #p::Dim3::from(#block));
-            let kernel_args = call_args(kernel);
-            let kernel =
-                quote_spanned!(kernel.span()=> ::streamgraph::LaunchKernel::as_kernel #kernel_args);
+            let as_kernel = spanning(quote!(::streamgraph::LaunchKernel::as_kernel), kernel);
+            let kernel_ref = kernel_ref(program, kernel);
+            let kernel = quote!(#p::kernel_with(#kernel_ref, #as_kernel));
             quote! {
                 __issuer.launch(
                     __stmt,
@@ -674,7 +684,11 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains(":: streamgraph :: KernelValue :: kernel_arg (& n)"),
+            out.contains(":: streamgraph :: __private :: value_with (& n , :: streamgraph :: KernelValue :: kernel_arg)"),
+            "{out}"
+        );
+        assert!(
+            out.contains(":: streamgraph :: __private :: kernel_with (& k . f , :: streamgraph :: LaunchKernel :: as_kernel)"),
             "{out}"
         );
         assert!(out.contains("__issuer . record (__stmt)"), "{out}");

@@ -62,15 +62,17 @@ impl LaunchKernel for Kernel {
     }
 }
 
-impl<K: LaunchKernel + ?Sized> LaunchKernel for &K {
+// One impl per type rather than for every `&K`: a value that is not a kernel is then reported
+// as itself (`&str`), without a note deriving it from an impl for references.
+impl LaunchKernel for &Kernel {
     fn as_kernel(&self) -> &Kernel {
-        (**self).as_kernel()
+        self
     }
 }
 
-impl<K: LaunchKernel + ?Sized> LaunchKernel for &mut K {
+impl LaunchKernel for &mut Kernel {
     fn as_kernel(&self) -> &Kernel {
-        (**self).as_kernel()
+        self
     }
 }
 
@@ -340,6 +342,16 @@ pub mod __private {
         S: CopySource<T> + ?Sized,
     {
         issuer.copy(stmt, dst.copy_target(), src.copy_source())
+    }
+
+    /// The kernel of `launch KERNEL<<<…>>>(…)`, as generated code passes it: `as_kernel` is
+    /// `LaunchKernel::as_kernel` at the user's expression, so that a value that is not a kernel
+    /// is reported there, in the user's terms, rather than as a bound of this function.
+    pub fn kernel_with<K: ?Sized>(
+        kernel: &K,
+        as_kernel: for<'a> fn(&'a K) -> &'a Kernel,
+    ) -> &Kernel {
+        as_kernel(kernel)
     }
 
     /// `copy DST <- SRC`, as generated code issues it: `target` and `source` are

@@ -222,6 +222,17 @@ pub mod __private {
         memory
     }
 
+    /// A by-value launch argument, as generated code passes it: `kernel_arg` is
+    /// `KernelValue::kernel_arg` at the user's expression, so that a value that cannot be
+    /// passed by value is reported there, in the user's terms, rather than as a bound of this
+    /// function.
+    pub fn value_with<T: ?Sized>(
+        value: &T,
+        kernel_arg: for<'a> fn(&'a T) -> KernelArg<'a>,
+    ) -> KernelArg<'_> {
+        kernel_arg(value)
+    }
+
     /// A by-value kernel argument (scalar or `#[repr(C)]` struct).
     pub fn arg_value<T: DeviceRepr>(v: &T) -> KernelArg<'_> {
         KernelArg::by_ref(v, None, Holder::FOREIGN)
