@@ -472,16 +472,9 @@ fn collect_bodies<'p>(nodes: &'p [Node], out: &mut Vec<&'p [Node]>) {
 /// Every buffer access of the statements in `nodes`, nested blocks' bodies included.
 fn touches(nodes: &[Node], program: &Program, buffers: &[&Ident], out: &mut Vec<race::Touch>) {
     let add = |stmt: &Statement, out: &mut Vec<race::Touch>| {
-        for a in &stmt.accesses {
-            if let Some(buffer) = buffers.iter().position(|b| **b == a.buffer) {
-                let t = race::Touch {
-                    buffer,
-                    write: a.mode == Mode::Write,
-                    whole: a.whole,
-                };
-                if !out.contains(&t) {
-                    out.push(t);
-                }
+        for t in stmt_touches(stmt, buffers) {
+            if !out.contains(&t) {
+                out.push(t);
             }
         }
     };
@@ -554,17 +547,7 @@ fn to_flow(nodes: &[Node], program: &Program, buffers: &[&Ident]) -> Vec<race::F
                     _ => race::Cmd::Op {
                         stmt: stmt.id,
                         stream: stmt.stream,
-                        touches: stmt
-                            .accesses
-                            .iter()
-                            .filter_map(|a| {
-                                Some(race::Touch {
-                                    buffer: buffers.iter().position(|b| **b == a.buffer)?,
-                                    write: a.mode == Mode::Write,
-                                    whole: a.whole,
-                                })
-                            })
-                            .collect(),
+                        touches: stmt_touches(stmt, buffers),
                     },
                 })
             }
@@ -613,6 +596,20 @@ fn synthetic_events(program: &Program) -> usize {
     }
 }
 
+/// The buffers `stmt` touches, numbered by their index in `buffers`.
+fn stmt_touches(stmt: &Statement, buffers: &[&Ident]) -> Vec<race::Touch> {
+    stmt.accesses
+        .iter()
+        .filter_map(|a| {
+            Some(race::Touch {
+                buffer: buffers.iter().position(|b| **b == a.buffer)?,
+                write: a.mode == Mode::Write,
+                whole: a.whole,
+            })
+        })
+        .collect()
+}
+
 /// A collective in the race model, exactly as the run-time plan orders it: each
 /// participant's stream frontier is snapshotted (an event of its own, numbered after the
 /// declared events by statement id), each participant is one operation on its stream
@@ -640,17 +637,7 @@ fn collective_flow(program: &Program, first: usize, buffers: &[&Ident], out: &mu
         out.push(race::Flow::Cmd(race::Cmd::Op {
             stmt: stmt.id,
             stream: stmt.stream,
-            touches: stmt
-                .accesses
-                .iter()
-                .filter_map(|a| {
-                    Some(race::Touch {
-                        buffer: buffers.iter().position(|b| **b == a.buffer)?,
-                        write: a.mode == Mode::Write,
-                        whole: a.whole,
-                    })
-                })
-                .collect(),
+            touches: stmt_touches(stmt, buffers),
         }));
     }
     for k in 0..count {

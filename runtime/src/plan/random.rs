@@ -1141,52 +1141,66 @@ fn emit(
                 header,
                 limit,
                 body,
-            } => {
-                let at = calls.len();
-                let statement = &program.statements[*header];
-                let flag = headers.iter().position(|&(h, _)| h == *header).unwrap_or(0);
-                calls.push(Call::Record(statement));
-                let mut inner = 0;
-                emit(body, program, work, headers, calls, &mut inner);
-                let end = calls.len();
-                calls[at] = Call::Block {
-                    statement,
-                    flag,
-                    limit: Some(*limit),
-                    then: at + 1..end,
-                    otherwise: end..end,
-                    value: *ops,
-                };
-                *ops += 1;
-            }
+            } => emit_block(
+                *header,
+                Some(*limit),
+                [body, &[]],
+                program,
+                work,
+                headers,
+                calls,
+                ops,
+            ),
             Block::DeviceIf {
                 header,
                 then,
                 otherwise,
                 ..
-            } => {
-                let at = calls.len();
-                let statement = &program.statements[*header];
-                let flag = headers.iter().position(|&(h, _)| h == *header).unwrap_or(0);
-                calls.push(Call::Record(statement));
-                let mut inner = 0;
-                emit(then, program, work, headers, calls, &mut inner);
-                let mid = calls.len();
-                let mut inner = 0;
-                emit(otherwise, program, work, headers, calls, &mut inner);
-                let end = calls.len();
-                calls[at] = Call::Block {
-                    statement,
-                    flag,
-                    limit: None,
-                    then: at + 1..mid,
-                    otherwise: mid..end,
-                    value: *ops,
-                };
-                *ops += 1;
-            }
+            } => emit_block(
+                *header,
+                None,
+                [then, otherwise],
+                program,
+                work,
+                headers,
+                calls,
+                ops,
+            ),
         }
     }
+}
+
+/// A device block's call, then its bodies' calls (`then`, then `otherwise`), each body's
+/// operations numbered from 0; the block itself is operation `*ops`.
+#[allow(clippy::too_many_arguments)]
+fn emit_block(
+    header: usize,
+    limit: Option<u32>,
+    [then, otherwise]: [&[Block]; 2],
+    program: &'static Program,
+    work: &[Work],
+    headers: &[(usize, u32)],
+    calls: &mut Vec<Call>,
+    ops: &mut u32,
+) {
+    let at = calls.len();
+    let statement = &program.statements[header];
+    let flag = headers.iter().position(|&(h, _)| h == header).unwrap_or(0);
+    // A placeholder until the bodies' extents are known.
+    calls.push(Call::Record(statement));
+    emit(then, program, work, headers, calls, &mut 0);
+    let mid = calls.len();
+    emit(otherwise, program, work, headers, calls, &mut 0);
+    let end = calls.len();
+    calls[at] = Call::Block {
+        statement,
+        flag,
+        limit,
+        then: at + 1..mid,
+        otherwise: mid..end,
+        value: *ops,
+    };
+    *ops += 1;
 }
 
 /// The call of statement `id`, which generated as `work`, numbered `value` if an operation.
