@@ -666,15 +666,15 @@ fn the_picture_of_a_captured_graph_draws_bodies_as_clusters() {
     assert!(dot.contains("label=\"else of side: if pick"), "{dot}");
     // Each body's launches are drawn in it, with their arguments.
     assert!(
-        dot.contains("cb0_0 [label=\"launch add #1\\n(&mut x, 1u32)"),
+        dot.contains("cb0_0 [label=\"launch k.add #1\\n(&mut x, 1u32)"),
         "{dot}"
     );
     assert!(
-        dot.contains("cb0_b0_0 [label=\"launch add #1\\n(&mut y, 10u32)"),
+        dot.contains("cb0_b0_0 [label=\"launch k.add #1\\n(&mut y, 10u32)"),
         "{dot}"
     );
     assert!(
-        dot.contains("cb0_b1_0 [label=\"launch add #1\\n(&mut y, 100u32)"),
+        dot.contains("cb0_b1_0 [label=\"launch k.add #1\\n(&mut y, 100u32)"),
         "{dot}"
     );
     // The loop (operation 3 of the graph) leads into its body, the branch into its bodies.

@@ -129,17 +129,45 @@ impl Captured {
     }
 }
 
-/// Runs `f` with a subscriber that prints every span opened (debug level and up) into the
-/// returned text.
+thread_local! {
+    /// Where the spans opened on this thread go, while `traced` runs on it.
+    static SINK: std::cell::RefCell<Option<Captured>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Writes into this thread's `SINK`, or nowhere.
+struct ThreadSink;
+
+impl Write for ThreadSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        SINK.with(|sink| match sink.borrow_mut().as_mut() {
+            Some(out) => out.write(buf),
+            None => Ok(buf.len()),
+        })
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs `f` and returns the text of every span it opened (debug level and up) on this thread.
+///
+/// One global subscriber serves every test of this binary: a scoped one per test
+/// (`with_default`) races with other threads registering the same callsites, and a callsite
+/// registered in that window stays disabled for good.
 fn traced(f: impl FnOnce()) -> String {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_span_events(tracing_subscriber::fmt::format::FmtSpan::NEW)
+            .with_writer(|| ThreadSink)
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).unwrap();
+    });
     let out = Captured::default();
-    let writer = out.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::DEBUG)
-        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::NEW)
-        .with_writer(move || writer.clone())
-        .finish();
-    tracing::subscriber::with_default(subscriber, f);
+    SINK.with(|sink| *sink.borrow_mut() = Some(out.clone()));
+    f();
+    SINK.with(|sink| *sink.borrow_mut() = None);
     out.text()
 }
 
@@ -223,9 +251,10 @@ fn a_mismatch_names_the_output_the_runs_and_the_first_index() {
 // ---- on a GPU ----
 
 const SOURCE: &str = r#"
+// A grid-stride loop: every grid `Twice` launches covers all `n` elements.
 extern "C" __global__ void add(unsigned* x, unsigned k, unsigned n) {
-    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] += k;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        x[i] += k;
 }
 "#;
 

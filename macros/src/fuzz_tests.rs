@@ -58,6 +58,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/capture_update.rs"),
     source!("tests/collectives_gpu.rs"),
     source!("tests/device_blocks.rs"),
+    source!("tests/device_blocks_stress.rs"),
     source!("tests/capture_update_args.rs"),
     source!("tests/faults.rs"),
     source!("tests/floors.rs"),

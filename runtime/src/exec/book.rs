@@ -76,6 +76,8 @@ pub(crate) struct CapturedBody {
     /// The built-in kernel at the end of a `while` body, which follows all of the body's
     /// work, or the empty built-in kernel of a body that captured nothing.
     pub(crate) sink: Option<NodeHandle>,
+    /// The empty built-in kernel before `sink` in a `while` body that captured nothing.
+    pub(crate) filler: Option<NodeHandle>,
 }
 
 /// A node the runtime added that is no statement's and is part of a block's operation: the
@@ -372,6 +374,7 @@ impl NodeBook {
             block,
             branch,
             sink: None,
+            filler: None,
         });
         self.parts.push(self.bodies.len());
         self.bodies.len() - 1
@@ -392,6 +395,17 @@ impl NodeBook {
             .and_then(|k| self.bodies.get_mut(k))
         {
             body.sink = Some(node);
+        }
+    }
+
+    /// The empty built-in kernel before the sink of a `while` body that captured nothing.
+    pub(crate) fn note_filler(&mut self, node: NodeHandle) {
+        if let Some(body) = self
+            .part()
+            .checked_sub(1)
+            .and_then(|k| self.bodies.get_mut(k))
+        {
+            body.filler = Some(node);
         }
     }
 

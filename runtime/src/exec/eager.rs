@@ -698,8 +698,28 @@ impl Eager {
             let empty = index.is_some_and(|k| self.book.as_ref().is_some_and(|b| b.is_empty(k)));
             let next = match (&issued, kind) {
                 (Ok(Ok(())), CondKind::While) => {
-                    cond::launch_next(body_stream.as_cudarc(), &kernels, node.handle, &cflag)
-                        .map(Some)
+                    // A `while` body of the `next` kernel alone faulted now and then on driver
+                    // 580 when several ran side by side; an empty kernel before it did not.
+                    let filler = if empty {
+                        cond::launch_nop(body_stream.as_cudarc(), &kernels).map(Some)
+                    } else {
+                        Ok(None)
+                    };
+                    match filler {
+                        Ok(f) => {
+                            if let (Some(f), Some(book)) = (f, self.book.as_mut()) {
+                                book.note_filler(f);
+                            }
+                            cond::launch_next(
+                                body_stream.as_cudarc(),
+                                &kernels,
+                                node.handle,
+                                &cflag,
+                            )
+                            .map(Some)
+                        }
+                        Err(e) => Err(e),
+                    }
                 }
                 (Ok(Ok(())), CondKind::If { .. }) if empty => {
                     cond::launch_nop(body_stream.as_cudarc(), &kernels).map(Some)

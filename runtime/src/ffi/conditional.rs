@@ -493,7 +493,8 @@ pub(crate) fn end_body_capture(stream: &CudaStream) -> Result<(), DriverError> {
 /// Launches an empty built-in kernel at the tip of the body capture on `stream`, for a body
 /// that issued no work (a conditional node is not given an empty body: one that ran such a
 /// body, next to other conditional nodes in a `WHILE` body, did not complete on driver 580,
-/// nor did one whose body was a single empty node); returns its node.
+/// nor did one whose body was a single empty node; and a `WHILE` body of the `next` kernel
+/// alone faulted now and then with several such loops side by side); returns its node.
 pub(crate) fn launch_nop(stream: &CudaStream, kernels: &CondKernels) -> Result<NodeHandle> {
     // The nop kernel takes no arguments.
     launch_kernel(&kernels.nop, stream, &one_thread(), &[])

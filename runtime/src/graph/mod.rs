@@ -306,6 +306,7 @@ impl GraphCore {
         }
         let body = part.checked_sub(1).and_then(|k| self.blocks.bodies.get(k));
         let sink = body.and_then(|b| b.sink).map(|n| n.key());
+        let filler = body.and_then(|b| b.filler).map(|n| n.key());
         let (nodes, edges) = match body {
             None => (
                 self.raw
@@ -326,7 +327,9 @@ impl GraphCore {
         };
         let unknown = nodes
             .iter()
-            .filter(|n| !index.contains_key(&n.key()) && Some(n.key()) != sink)
+            .filter(|n| {
+                !index.contains_key(&n.key()) && Some(n.key()) != sink && Some(n.key()) != filler
+            })
             .count();
         // The node map came from the creation order: check that each node does what its
         // operation did (kind, and the function of a launch). Blocks' nodes are conditional.

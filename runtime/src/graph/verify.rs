@@ -158,6 +158,9 @@ pub(super) fn render_body(
 ) {
     let streams = labels.iter().map(|l| l.1 + 1).max().unwrap_or(0);
     for s in 0..streams {
+        if !labels.iter().any(|l| l.1 == s) {
+            continue; // a stream with no operation here (in a body, say) draws nothing
+        }
         let name = program.streams.get(s).map_or("?", |d| d.name);
         let _ = writeln!(out, "  subgraph cluster_{prefix}{s} {{");
         let _ = writeln!(out, "    label={};", quote(&format!("stream {name}")));
