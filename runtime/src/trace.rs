@@ -5,7 +5,7 @@
 //! statement issued ([`statement`]). Each returns a scope that ends the span or range when
 //! dropped. Without either feature both hooks and their scopes are empty and compile to
 //! nothing; with them, a hook costs a check of a static (whether a subscriber wants the span,
-//! whether the NVTX library was loaded) when no one is listening.
+//! whether a profiler listens for NVTX ranges) when no one is listening.
 //!
 //! The `tracing` spans: `pipeline` (fields `name`, `mode` = `run`, `capture` or `plan`,
 //! `location`) at level INFO and `statement` (fields `pipeline`, `statement` = the statement's

@@ -715,11 +715,26 @@ impl OwnedExec {
     /// place touch. Refuses (`false`, nothing kept) a `Keep` with pinned memory or host
     /// functions, which only a captured graph may hold: those are leaked instead, since a
     /// node may already use them.
-    pub(crate) fn hold_more(&mut self, more: Keep) -> bool {
+    /// Allocations and modules held already (by the graph's own `Keep` or an earlier set) are
+    /// not held again, so that updates that keep using the same memory add nothing.
+    pub(crate) fn hold_more(&mut self, mut more: Keep) -> bool {
         if !more.pinned.is_empty() || !more.host_fns.is_empty() {
             std::mem::forget(more);
             return false;
         }
+        let live = &self.live;
+        let sets = || std::iter::once(&live.keep).chain(&live.extra);
+        more.device.retain(|a| {
+            let key = Arc::as_ptr(a) as usize;
+            !sets().any(|k| k.device_seen.contains(&key))
+        });
+        more.device_seen = more
+            .device
+            .iter()
+            .map(|a| Arc::as_ptr(a) as usize)
+            .collect();
+        more.modules
+            .retain(|m| !sets().any(|k| k.modules.iter().any(|h| Arc::ptr_eq(h, m))));
         if !more.is_empty() {
             self.live.extra.push(Arc::new(more));
         }

@@ -1,5 +1,10 @@
 //! NVTX ranges (the `nvtx` feature), through the NVTX library loaded at run time.
 //!
+//! Ranges are only made while a tool listens: when a profiler such as Nsight Systems runs the
+//! process it names its NVTX injection library in `NVTX_INJECTION64_PATH` (the NVTX
+//! convention); without that variable no range is made and a statement pays one check of a
+//! static (naming each range costs an allocation, which would slow every eager launch).
+//!
 //! The library is looked for once, on the first range: `libnvToolsExt` (CUDA 10–12) and then
 //! `libnvtx3interop` (CUDA 12.8 and later). When none loads, or it lacks the range functions,
 //! every call here does nothing: no panic, no error, no ranges.
@@ -32,7 +37,13 @@ const LIBRARIES: &[&str] = &[
 
 static NVTX: OnceLock<Option<Nvtx>> = OnceLock::new();
 
+/// The variables through which a profiler names its NVTX injection library.
+const INJECTION: &[&str] = &["NVTX_INJECTION64_PATH", "NVTX_INJECTION32_PATH"];
+
 fn load() -> Option<Nvtx> {
+    if !INJECTION.iter().any(|v| std::env::var_os(v).is_some()) {
+        return None; // no tool listens: ranges would go nowhere
+    }
     LIBRARIES.iter().find_map(|name| {
         // SAFETY: loading a library runs its initialisers; the NVTX libraries' only set up
         // their own tables (they are built to be loaded into any CUDA process).
@@ -54,7 +65,8 @@ fn nvtx() -> Option<&'static Nvtx> {
     NVTX.get_or_init(load).as_ref()
 }
 
-/// Whether an NVTX library was loaded (loads it on the first call).
+/// Whether ranges are made: a tool listens and an NVTX library was loaded (loads it on the
+/// first call).
 pub(crate) fn available() -> bool {
     nvtx().is_some()
 }
