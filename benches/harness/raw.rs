@@ -654,7 +654,9 @@ impl Case for W5<'_> {
         self.iteration = self.iteration.wrapping_add(1);
         let base = self.iteration.wrapping_mul(2 * self.p.nodes as u32);
 
-        // Whole-graph update: capture with other values, update the executable in place.
+        // Whole-graph update: capture with other values, update the executable in place, and
+        // destroy the captured graph, as a loop that updates every iteration must (streamgraph
+        // destroys the previous update's graph in its update).
         let t0 = Instant::now();
         let (fresh, _) = capture_stamps(
             self.gpu,
@@ -670,8 +672,8 @@ impl Case for W5<'_> {
             unsafe { sys::cuGraphExecUpdate_v2(self.exec.0, fresh.0, info.as_mut_ptr()) },
             "cuGraphExecUpdate_v2",
         )?;
-        let exec_update = us_since(t0);
         drop(fresh);
+        let exec_update = us_since(t0);
 
         // Re-instantiation: capture with other values, instantiate a new executable.
         let t0 = Instant::now();
