@@ -64,6 +64,17 @@ pub(crate) struct CapturedOp {
     pub(crate) created: u32,
 }
 
+impl CapturedOp {
+    /// Whether its nodes were known as they were made (a device block's, a collective
+    /// participant's), so that the creation-order map skips the `created` nodes it made.
+    pub(crate) fn node_known(&self) -> bool {
+        matches!(
+            self.statement.kind,
+            crate::program::StatementKind::Collective { .. }
+        ) || self.statement.kind.is_block()
+    }
+}
+
 /// A body graph of a captured device block.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CapturedBody {
@@ -232,7 +243,7 @@ impl NodeBook {
         self.check_count(listed.len())?;
         let mut next = listed.iter();
         for op in self.ops.iter_mut().filter(|op| op.part == 0) {
-            if op.statement.kind.is_block() {
+            if op.node_known() {
                 // Its nodes are known already; skip them in the creation order.
                 for _ in 0..op.created {
                     next.next();
@@ -245,7 +256,7 @@ impl NodeBook {
             let cheap = self
                 .ops
                 .iter()
-                .filter(|op| op.part == 0 && !op.statement.kind.is_block())
+                .filter(|op| op.part == 0 && !op.node_known())
                 .filter_map(|op| op.node);
             if let Some((i, _)) = cheap
                 .zip(exact)
@@ -364,6 +375,74 @@ impl NodeBook {
             });
         }
         Ok(index)
+    }
+
+    /// Books the participants of a collective just captured (`parts` in participant order,
+    /// `nodes` what each added, from [`crate::ffi::graph::capture_group`]): one operation per
+    /// participant, known by its last node, the others internal to it. The graph keeps the
+    /// buffers and `comm` (the communicator's ranks) alive.
+    #[cfg(feature = "nccl")]
+    pub(crate) fn note_collective(
+        &mut self,
+        parts: &[crate::issue::CollectivePart<'_>],
+        nodes: Vec<crate::ffi::graph::ParticipantNodes>,
+        comm: std::sync::Arc<dyn std::any::Any + Send + Sync>,
+    ) -> Result<()> {
+        if self.part() != 0 {
+            return Err(Error::InvalidArgument(
+                "a collective inside a device block's body cannot be captured (NCCL's nodes are not allowed in conditional bodies); issue it outside the block".into(),
+            ));
+        }
+        self.keep.hold_other(comm);
+        for (part, added) in parts.iter().zip(nodes) {
+            let stmt = part.statement;
+            self.last = Some(stmt);
+            self.sequence.push(stmt.id as u32);
+            let occurrence = match self.occurrences.get_mut(stmt.id) {
+                Some(count) => {
+                    *count += 1;
+                    *count
+                }
+                None => {
+                    return Err(Error::InvalidArgument(format!(
+                        "statement id {} is not part of the pipeline being captured",
+                        stmt.id
+                    )))
+                }
+            };
+            for (side, write) in [(&part.send, false), (&part.recv, true)] {
+                if let Memory::Device(r) = side.memory() {
+                    if r.bytes > 0 && self.memory.last() != Some(&r) {
+                        self.memory.push(r);
+                    }
+                }
+                self.keep.hold(side.holder(), write);
+            }
+            let index = self.ops.len();
+            let created = 1 + added.inner.len() as u32;
+            self.nodes += created as usize;
+            let start = self.values.len() as u32;
+            self.ops.push(CapturedOp {
+                statement: stmt,
+                occurrence,
+                stream: stmt.stream,
+                node: Some(added.exit),
+                makes_node: true,
+                launch: None,
+                // NCCL's nodes are not updated in place.
+                values: (start, OPAQUE),
+                part: 0,
+                created,
+            });
+            for node in added.inner {
+                self.internal.push(InternalNode {
+                    part: 0,
+                    node,
+                    op: index,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Body `branch` of block `block` is captured into `graph` from now on; returns the

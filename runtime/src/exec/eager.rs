@@ -885,10 +885,13 @@ impl Eager {
             ));
         };
         let streams = crate::issue::check_collective(program, stmt, comm, parts)?;
-        if self.book.is_some() {
+        if self
+            .book
+            .as_ref()
+            .is_some_and(|b| b.current_body().is_some())
+        {
             return Err(Error::InvalidArgument(
-                "collectives are not captured into graphs yet: run this pipeline with `Eager`"
-                    .into(),
+                "a collective inside a device block's body cannot be captured (CUDA does not allow NCCL's nodes in conditional bodies); issue it before or after the block".into(),
             ));
         }
         #[cfg(not(feature = "nccl"))]
@@ -953,7 +956,16 @@ impl Eager {
                 .lock
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            nccl::group(&call, &entries)
+            let Some(book) = self.book.as_mut() else {
+                return nccl::group(&call, &entries);
+            };
+            // Captured: NCCL's calls on capturing streams add its nodes to the graph; each
+            // participant's are found and booked as its operation.
+            let capturing: Vec<&cudarc::driver::CudaStream> = entries.iter().map(|e| e.1).collect();
+            let added =
+                crate::ffi::graph::capture_group(&capturing, || nccl::group(&call, &entries))?;
+            let owner: std::sync::Arc<dyn Any + Send + Sync> = ranks.clone();
+            book.note_collective(parts, added, owner)
         }
     }
 }

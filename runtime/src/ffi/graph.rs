@@ -262,6 +262,8 @@ pub(crate) struct Keep {
     /// With whether a node writes it.
     pinned: Vec<(Arc<PinnedAlloc>, bool)>,
     modules: Vec<CodeOwner>,
+    /// Other owners the graph's nodes need alive (a collective's communicator).
+    others: Vec<Arc<dyn std::any::Any + Send + Sync>>,
     /// Whether the host functions belong to a captured graph; until then a failed capture
     /// may have launched them outside it, and they are leaked rather than freed.
     captured: bool,
@@ -313,6 +315,15 @@ impl Keep {
             && self.device.is_empty()
             && self.pinned.is_empty()
             && self.modules.is_empty()
+            && self.others.is_empty()
+    }
+
+    /// Keeps `owner` alive as long as the graph (once however often it is given).
+    #[cfg(feature = "nccl")]
+    pub(crate) fn hold_other(&mut self, owner: Arc<dyn std::any::Any + Send + Sync>) {
+        if !self.others.iter().any(|o| Arc::ptr_eq(o, &owner)) {
+            self.others.push(owner);
+        }
     }
 
     /// Keeps the module a launched kernel lives in.
@@ -889,6 +900,256 @@ fn rejection_of(result: sys::CUgraphExecUpdateResult) -> Option<UpdateRejection>
         R::CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED => UpdateRejection::AttributesChanged,
         R::CU_GRAPH_EXEC_UPDATE_ERROR => UpdateRejection::Other,
     })
+}
+
+/// The nodes one participant of a collective added to a capture.
+#[cfg(feature = "nccl")]
+#[derive(Debug)]
+pub(crate) struct ParticipantNodes {
+    /// The node its stream depends on after the collective: its last node, or an empty node
+    /// joining what it left the stream depending on (see [`capture_group`]).
+    pub(crate) exit: NodeHandle,
+    /// Its other nodes.
+    pub(crate) inner: Vec<NodeHandle>,
+}
+
+#[cfg(feature = "nccl")]
+/// The graph `stream` is capturing into, and the stream's current dependencies.
+fn capture_state(
+    stream: &CudaStream,
+) -> std::result::Result<(CaptureStatus, sys::CUgraph, Vec<sys::CUgraphNode>), DriverError> {
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    let mut graph: sys::CUgraph = std::ptr::null_mut();
+    let mut deps: *const sys::CUgraphNode = std::ptr::null();
+    let mut count: usize = 0;
+    // SAFETY: `stream` owns its live handle; every out-pointer is valid for the call; the
+    // outputs not wanted (id, edge data) are null, which the driver allows.
+    unsafe {
+        sys::cuStreamGetCaptureInfo_v3(
+            stream.cu_stream(),
+            &mut status,
+            std::ptr::null_mut(),
+            &mut graph,
+            &mut deps,
+            std::ptr::null_mut(),
+            &mut count,
+        )
+    }
+    .result()?;
+    let deps = if count == 0 || deps.is_null() {
+        Vec::new()
+    } else {
+        // SAFETY: the driver returned an array of `count` nodes at `deps`, valid until the
+        // next driver call on this stream; it is copied at once.
+        unsafe { std::slice::from_raw_parts(deps, count) }.to_vec()
+    };
+    Ok((status.into(), graph, deps))
+}
+
+#[cfg(feature = "nccl")]
+/// The nodes of `graph`, the graph a stream is capturing into.
+///
+/// # Safety
+///
+/// `graph` is the graph of a capture under way (alive until the capture ends).
+unsafe fn capturing_nodes(
+    graph: sys::CUgraph,
+) -> std::result::Result<Vec<sys::CUgraphNode>, DriverError> {
+    let mut count: usize = 0;
+    // SAFETY: `graph` is alive (the caller's promise); a null array asks for the count only.
+    unsafe { sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut count) }.result()?;
+    let mut nodes: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); count];
+    if count > 0 {
+        // SAFETY: `nodes` has room for `count` handles, the number the driver reported.
+        unsafe { sys::cuGraphGetNodes(graph, nodes.as_mut_ptr(), &mut count) }.result()?;
+        nodes.truncate(count);
+    }
+    Ok(nodes)
+}
+
+#[cfg(feature = "nccl")]
+/// The nodes `node` depends on.
+///
+/// # Safety
+///
+/// `node` is a node of the graph of a capture under way.
+unsafe fn dependencies(
+    node: sys::CUgraphNode,
+) -> std::result::Result<Vec<sys::CUgraphNode>, DriverError> {
+    let mut count: usize = 0;
+    // SAFETY: `node` is alive (the caller's promise); null arrays ask for the count only.
+    unsafe {
+        sys::cuGraphNodeGetDependencies_v2(
+            node,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            &mut count,
+        )
+    }
+    .result()?;
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    let mut deps: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); count];
+    let empty = sys::CUgraphEdgeData {
+        from_port: 0,
+        to_port: 0,
+        type_: 0,
+        reserved: [0; 5],
+    };
+    let mut data = vec![empty; count];
+    // SAFETY: both arrays have room for `count` entries, the number reported.
+    unsafe {
+        sys::cuGraphNodeGetDependencies_v2(node, deps.as_mut_ptr(), data.as_mut_ptr(), &mut count)
+    }
+    .result()?;
+    deps.truncate(count);
+    Ok(deps)
+}
+
+#[cfg(feature = "nccl")]
+/// Runs `issue`, the NCCL group of a collective whose participants are `streams` (all
+/// capturing into one graph, in participant order), and finds what it added to the capture:
+/// each new node belongs to the one participant whose stream's dependencies it leads to.
+/// A participant that is not left depending on exactly one node of its own gets an empty node
+/// joining what its stream depends on, so that every participant ends in one node.
+///
+/// Refuses (an error, the group issued) nodes that lead to no participant's stream or to
+/// several: NCCL's graph would then order participants in ways the pipeline's model does not
+/// say, and the graph could not be verified exactly.
+pub(crate) fn capture_group(
+    streams: &[&CudaStream],
+    issue: impl FnOnce() -> Result<()>,
+) -> Result<Vec<ParticipantNodes>> {
+    let Some(first) = streams.first() else {
+        return Err(Error::InvalidArgument(
+            "a collective without participants".into(),
+        ));
+    };
+    ensure_current(first.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+    let info =
+        |s: &CudaStream| capture_state(s).map_err(|e| Error::driver("cuStreamGetCaptureInfo", e));
+    let (status, graph, _) = info(first)?;
+    if status != CaptureStatus::Active || graph.is_null() {
+        return Err(Error::InvalidArgument(
+            "a collective's first participant is not capturing".into(),
+        ));
+    }
+    for s in &streams[1..] {
+        let (status, g, _) = info(s)?;
+        if status != CaptureStatus::Active || g != graph {
+            return Err(Error::InvalidArgument(
+                "a collective's participants are not capturing into one graph".into(),
+            ));
+        }
+    }
+    // SAFETY: `graph` is the graph of the capture under way on `first`.
+    let before: HashSet<usize> = unsafe { capturing_nodes(graph) }
+        .map_err(|e| Error::driver("cuGraphGetNodes", e))?
+        .into_iter()
+        .map(|n| n as usize)
+        .collect();
+    issue()?;
+    ensure_current(first.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+    // SAFETY: as above; the capture is still under way (NCCL does not end it).
+    let added: Vec<sys::CUgraphNode> = unsafe { capturing_nodes(graph) }
+        .map_err(|e| Error::driver("cuGraphGetNodes", e))?
+        .into_iter()
+        .filter(|n| !before.contains(&(*n as usize)))
+        .collect();
+    let index: std::collections::HashMap<usize, usize> = added
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| (n as usize, i))
+        .collect();
+    let mut deps = Vec::with_capacity(added.len());
+    for &n in &added {
+        // SAFETY: `n` is a node of the capture's graph, alive while the capture runs.
+        deps.push(
+            unsafe { dependencies(n) }
+                .map_err(|e| Error::driver("cuGraphNodeGetDependencies", e))?,
+        );
+    }
+    let mut owner: Vec<Option<usize>> = vec![None; added.len()];
+    let mut tips = Vec::with_capacity(streams.len());
+    for (k, s) in streams.iter().enumerate() {
+        ensure_current(s.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+        let (status, _, tip) = info(s)?;
+        if status != CaptureStatus::Active {
+            return Err(Error::capture(crate::error::CaptureFault::Invalidated));
+        }
+        let mut stack: Vec<usize> = tip
+            .iter()
+            .filter_map(|n| index.get(&(*n as usize)).copied())
+            .collect();
+        while let Some(i) = stack.pop() {
+            match owner[i] {
+                Some(o) if o == k => continue,
+                Some(o) => {
+                    return Err(Error::InvalidArgument(format!(
+                        "NCCL added graph nodes that participants {o} and {k} both depend on; this NCCL's capture of the group cannot be verified against the pipeline's model"
+                    )))
+                }
+                None => owner[i] = Some(k),
+            }
+            stack.extend(
+                deps[i]
+                    .iter()
+                    .filter_map(|d| index.get(&(*d as usize)).copied()),
+            );
+        }
+        tips.push(tip);
+    }
+    if owner.iter().any(Option::is_none) {
+        return Err(Error::InvalidArgument(
+            "NCCL added graph nodes that no participant's stream depends on; this NCCL's capture of the group cannot be verified against the pipeline's model".into(),
+        ));
+    }
+    let mut out = Vec::with_capacity(streams.len());
+    for (k, (s, tip)) in streams.iter().zip(tips).enumerate() {
+        let own: Vec<sys::CUgraphNode> = added
+            .iter()
+            .zip(&owner)
+            .filter(|(_, o)| **o == Some(k))
+            .map(|(&n, _)| n)
+            .collect();
+        let single_own = tip.len() == 1 && own.contains(&tip[0]);
+        let exit = if single_own {
+            tip[0]
+        } else {
+            ensure_current(s.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+            let mut node: sys::CUgraphNode = std::ptr::null_mut();
+            // SAFETY: `graph` is the capture's live graph; `tip` are nodes of it (the stream's
+            // dependencies just reported), `tip.len()` of them.
+            unsafe { sys::cuGraphAddEmptyNode(&mut node, graph, tip.as_ptr(), tip.len()) }
+                .result()
+                .map_err(|e| Error::driver("cuGraphAddEmptyNode", e))?;
+            let mut set = [node];
+            // SAFETY: `s` is capturing into `graph`, of which `node` is a node.
+            unsafe {
+                sys::cuStreamUpdateCaptureDependencies_v2(
+                    s.cu_stream(),
+                    set.as_mut_ptr(),
+                    std::ptr::null(),
+                    1,
+                    sys::CUstreamUpdateCaptureDependencies_flags::CU_STREAM_SET_CAPTURE_DEPENDENCIES
+                        as u32,
+                )
+            }
+            .result()
+            .map_err(|e| Error::driver("cuStreamUpdateCaptureDependencies", e))?;
+            node
+        };
+        out.push(ParticipantNodes {
+            exit: NodeHandle::new(exit, std::ptr::null_mut()),
+            inner: own
+                .into_iter()
+                .filter(|&n| n != exit)
+                .map(|n| NodeHandle::new(n, std::ptr::null_mut()))
+                .collect(),
+        });
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

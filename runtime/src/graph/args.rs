@@ -272,6 +272,17 @@ impl Issuer for Updater<'_> {
         }
     }
 
+    fn collective(
+        &mut self,
+        _stmt: &'static Statement,
+        _comm: &crate::comm::Communicator,
+        _op: crate::operand::ReduceOp,
+        _parts: &[crate::issue::CollectivePart<'_>],
+    ) -> Result<(), Error> {
+        // NCCL's nodes are NCCL's: a change reaches them only through a new capture.
+        Err(self.stop("the pipeline has a collective"))
+    }
+
     fn host(&mut self, stmt: &'static Statement, _f: HostFn) -> Result<(), Error> {
         // Host functions are not compared: the graph keeps those it captured.
         self.next_op(stmt).map(drop)

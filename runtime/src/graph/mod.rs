@@ -203,7 +203,7 @@ impl GraphCore {
                 if op.part != 0 {
                     // A body graph's node, known from the capture.
                     op.node
-                } else if op.statement.kind.is_block() {
+                } else if op.node_known() {
                     // Known from the capture; its nodes are skipped in the creation order.
                     for _ in 0..op.created {
                         next.next();
@@ -335,8 +335,8 @@ impl GraphCore {
         // operation did (kind, and the function of a launch). Blocks' nodes are conditional.
         for &i in &members {
             let op = &self.ops[i];
-            if op.statement.kind.is_block() {
-                continue;
+            if op.node_known() {
+                continue; // a block's or a collective's nodes are its own kinds
             }
             let Some(node) = map.get(i).copied().flatten() else {
                 continue;
