@@ -317,20 +317,7 @@ impl NodeBook {
         counters: Option<&DeviceBuffer<u32>>,
         module: &crate::ffi::CodeOwner,
     ) -> Result<usize> {
-        self.last = Some(stmt);
-        self.sequence.push(stmt.id as u32);
-        let occurrence = match self.occurrences.get_mut(stmt.id) {
-            Some(count) => {
-                *count += 1;
-                *count
-            }
-            None => {
-                return Err(Error::InvalidArgument(format!(
-                    "statement id {} is not part of the pipeline being captured",
-                    stmt.id
-                )))
-            }
-        };
+        let occurrence = self.issued(stmt)?;
         let whole = flag.whole();
         if let Memory::Device(r) = whole.memory() {
             if r.bytes > 0 {
@@ -396,20 +383,7 @@ impl NodeBook {
         self.keep.hold_other(comm);
         for (part, added) in parts.iter().zip(nodes) {
             let stmt = part.statement;
-            self.last = Some(stmt);
-            self.sequence.push(stmt.id as u32);
-            let occurrence = match self.occurrences.get_mut(stmt.id) {
-                Some(count) => {
-                    *count += 1;
-                    *count
-                }
-                None => {
-                    return Err(Error::InvalidArgument(format!(
-                        "statement id {} is not part of the pipeline being captured",
-                        stmt.id
-                    )))
-                }
-            };
+            let occurrence = self.issued(stmt)?;
             for (side, write) in [(&part.send, false), (&part.recv, true)] {
                 if let Memory::Device(r) = side.memory() {
                     if r.bytes > 0 && self.memory.last() != Some(&r) {
@@ -498,26 +472,13 @@ impl NodeBook {
     /// Books an operation; `true` when it made a graph node.
     #[inline]
     fn book(&mut self, stmt: &'static Statement, issued: Issued<'_, '_>) -> Result<bool> {
-        self.last = Some(stmt);
-        self.sequence.push(stmt.id as u32);
+        let occurrence = self.issued(stmt)?;
         let start = self.values.len();
         let values = if encode(&issued, &mut self.values) {
             (start as u32, (self.values.len() - start) as u32)
         } else {
             self.values.truncate(start);
             (start as u32, OPAQUE)
-        };
-        let occurrence = match self.occurrences.get_mut(stmt.id) {
-            Some(count) => {
-                *count += 1;
-                *count
-            }
-            None => {
-                return Err(Error::InvalidArgument(format!(
-                    "statement id {} is not part of the pipeline being captured",
-                    stmt.id
-                )))
-            }
         };
         let mut launch = None;
         let mut empty = false;
@@ -579,6 +540,24 @@ impl NodeBook {
             created: u32::from(!empty),
         });
         Ok(!empty)
+    }
+
+    /// Notes that `stmt` was issued (a fault after it names it; the sequence compares issues);
+    /// returns which issue of it this is, from 1.
+    #[inline]
+    fn issued(&mut self, stmt: &'static Statement) -> Result<u32> {
+        self.last = Some(stmt);
+        self.sequence.push(stmt.id as u32);
+        match self.occurrences.get_mut(stmt.id) {
+            Some(count) => {
+                *count += 1;
+                Ok(*count)
+            }
+            None => Err(Error::InvalidArgument(format!(
+                "statement id {} is not part of the pipeline being captured",
+                stmt.id
+            ))),
+        }
     }
 
     /// Notes an ordering statement (record, wait, wait_stream): a fault after it names it.

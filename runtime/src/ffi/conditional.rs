@@ -18,7 +18,9 @@ use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
 
 use super::ensure_current;
-use super::graph::{capture_tip, CaptureModeRaw, CaptureStatus, NodeHandle, OwnedGraph};
+use super::graph::{
+    capture_state, capture_tip, CaptureModeRaw, CaptureStatus, NodeHandle, OwnedGraph,
+};
 use super::launch::{
     launch_kernel, load_module, module_function, CodeOwner, KernelArg, LoadedFunction,
 };
@@ -305,26 +307,9 @@ pub(crate) fn add_conditional(
 ) -> Result<Conditional> {
     let ctx = stream.context();
     ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
-    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    let mut graph: sys::CUgraph = std::ptr::null_mut();
-    let mut deps: *const sys::CUgraphNode = std::ptr::null();
-    let mut count: usize = 0;
-    // SAFETY: `stream` owns its live handle; every out-pointer is valid for the call; the
-    // outputs not wanted (id, edge data) are null, which the driver allows.
-    unsafe {
-        sys::cuStreamGetCaptureInfo_v3(
-            stream.cu_stream(),
-            &mut status,
-            std::ptr::null_mut(),
-            &mut graph,
-            &mut deps,
-            std::ptr::null_mut(),
-            &mut count,
-        )
-    }
-    .result()
-    .map_err(|e| Error::driver("cuStreamGetCaptureInfo", e))?;
-    match CaptureStatus::from(status) {
+    let (status, graph, _) =
+        capture_state(stream).map_err(|e| Error::driver("cuStreamGetCaptureInfo", e))?;
+    match status {
         CaptureStatus::Active if !graph.is_null() => {}
         CaptureStatus::Invalidated => return Err(Error::capture(CaptureFault::Invalidated)),
         _ => return Err(Error::capture(CaptureFault::Unjoined)),

@@ -537,13 +537,7 @@ impl OwnedGraph {
         }
         let mut from: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); count];
         let mut to: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); count];
-        let empty = sys::CUgraphEdgeData {
-            from_port: 0,
-            to_port: 0,
-            type_: 0,
-            reserved: [0; 5],
-        };
-        let mut data = vec![empty; count];
+        let mut data = edge_data(count);
         // SAFETY: the three arrays have room for `count` entries, the number reported; edge
         // data is asked for so that the driver never reports a lossy query.
         unsafe {
@@ -913,9 +907,19 @@ pub(crate) struct ParticipantNodes {
     pub(crate) inner: Vec<NodeHandle>,
 }
 
-#[cfg(feature = "nccl")]
+/// `count` default edge data entries, for the driver to fill in.
+fn edge_data(count: usize) -> Vec<sys::CUgraphEdgeData> {
+    let empty = sys::CUgraphEdgeData {
+        from_port: 0,
+        to_port: 0,
+        type_: 0,
+        reserved: [0; 5],
+    };
+    vec![empty; count]
+}
+
 /// The graph `stream` is capturing into, and the stream's current dependencies.
-fn capture_state(
+pub(super) fn capture_state(
     stream: &CudaStream,
 ) -> std::result::Result<(CaptureStatus, sys::CUgraph, Vec<sys::CUgraphNode>), DriverError> {
     let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
@@ -991,13 +995,7 @@ unsafe fn dependencies(
         return Ok(Vec::new());
     }
     let mut deps: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); count];
-    let empty = sys::CUgraphEdgeData {
-        from_port: 0,
-        to_port: 0,
-        type_: 0,
-        reserved: [0; 5],
-    };
-    let mut data = vec![empty; count];
+    let mut data = edge_data(count);
     // SAFETY: both arrays have room for `count` entries, the number reported.
     unsafe {
         sys::cuGraphNodeGetDependencies_v2(node, deps.as_mut_ptr(), data.as_mut_ptr(), &mut count)
