@@ -1,5 +1,6 @@
-//! streamgraph's benchmark harness: every workload (W1–W7 and W9, see `docs/BENCHMARKS.md`) through
-//! hand-written driver calls (`raw`) and through streamgraph, in one process, alternating,
+//! streamgraph's benchmark harness: every workload (W1–W10, see `docs/BENCHMARKS.md`) through
+//! hand-written driver calls (`raw`) and through streamgraph, in one process, alternating
+//! (W10, collectives, through streamgraph only; PyTorch's column comes from a peer),
 //! after warm-up; p50 and p90 of device time (CUDA events) and host time (`Instant`).
 //!
 //! ```text
@@ -8,6 +9,8 @@
 //! Prints one table on stdout (progress on stderr) and writes every row to the JSON file
 //! (default `benches/out/harness.json`). Without a CUDA driver it says so and exits 0.
 
+#[path = "harness/collective.rs"]
+mod collective;
 #[path = "harness/gpu.rs"]
 mod gpu;
 #[path = "harness/kernels.rs"]

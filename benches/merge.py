@@ -266,6 +266,21 @@ def goals(rows):
             torch = q.get("torch", "W9", r["variant"], "end_to_end", **p)
             add(f"W9 {r['variant']} end to end / torch, {label}", sg, ratio(mine, torch), "<= 1",
                 lambda v: v <= 1)
+    # W10: a replayed small all-reduce below PyTorch's eager latency; a large one's bus
+    # bandwidth within 5 % of PyTorch's (n/a with one rank, whose bus bandwidth is 0).
+    for r in rows:
+        if (r["system"], r["workload"], r["variant"], r["metric"]) != (sg, "W10", "replay", "latency"):
+            continue
+        p = r["params"]
+        label = f"{p.get('bytes')} B, {p.get('ranks')} rank(s)"
+        if p.get("bytes", 0) <= 4096:
+            add(f"W10 replay latency / torch eager, {label}", sg,
+                ratio(r["p50"], q.get("torch", "W10", "eager", "latency", **p)), "< 1", lambda v: v < 1)
+        if p.get("bytes", 0) >= 64 << 20:
+            add(f"W10 replay bus bandwidth / torch's, {label}", sg,
+                ratio(q.get(sg, "W10", "replay", "bus_bandwidth", **p),
+                      q.get("torch", "W10", "replay", "bus_bandwidth", **p)),
+                ">= 0.95", lambda v: v >= 0.95)
     return out
 
 

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs the whole comparison on a GPU machine: bench-harness (raw driver and streamgraph), the
-# PyTorch and cuda.core peers, then one merged table with ratios, the goal checks and the plots.
+# PyTorch, cuda.core and torch.distributed (W10) peers, then one merged table with ratios, the
+# goal checks and the plots.
 #
 #   bash benches/run-all.sh [PATH/TO/bench-harness]      # default: .gpu/bin/bench-harness
 #   OUT=/some/dir bash benches/run-all.sh                 # results folder (default benches/out)
 #   QUICK=1 bash benches/run-all.sh                       # smoke run: 5 repetitions
 #
-# Everything lands in $OUT: harness.json, torch.json, cuda_core.json, merged.json, goals.json,
+# Everything lands in $OUT: harness.json, torch.json, cuda_core.json, torch_dist.json, merged.json, goals.json,
 # table.txt, *.log, *.png. Each step has a time limit (HARNESS_LIMIT, STEP_LIMIT) so a hang cannot
 # eat the device lease; the full run takes about two to three minutes on an H200.
 set -u -o pipefail
@@ -50,7 +51,7 @@ fi
 [ $rc -ne 0 ] && { echo "run-all: bench-harness exited with $rc (see $OUT/harness.log)" >&2; status=1; }
 [ -s "$OUT/harness.json" ] && inputs+=("$OUT/harness.json")
 
-for peer in torch cuda_core; do
+for peer in torch cuda_core torch_dist; do
   echo "== $peer peer" >&2
   rm -f "$OUT/$peer.json"
   timeout "$STEP_LIMIT" python3 "benches/peers/${peer}_peer.py" --json "$OUT/$peer.json" "${extra[@]}" \

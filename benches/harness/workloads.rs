@@ -1,8 +1,9 @@
-//! The workloads (W1–W7, W9): their sizes, what each measures, and the loop that runs every system
+//! The workloads (W1–W10): their sizes, what each measures, and the loop that runs every system
 //! on each of them.
 
 use serde_json::json;
 
+use crate::collective::{self, AllReduce};
 use crate::gpu::Gpu;
 use crate::overlap::{self, Overlap};
 use crate::report::Row;
@@ -84,6 +85,8 @@ pub struct Sizes {
     pub w7_nodes: Vec<usize>,
     pub w8_iterations: Vec<usize>,
     pub w9: Vec<Overlap>,
+    /// W10's all-reduce sizes, bytes per rank.
+    pub w10_bytes: Vec<usize>,
     /// Workloads to run (`W1` …); all when empty.
     pub only: Vec<String>,
 }
@@ -120,6 +123,7 @@ impl Sizes {
                     iters: W9_ITERS,
                 })
                 .collect(),
+            w10_bytes: vec![4 << 10, 1 << 20, 64 << 20],
             only: Vec::new(),
         }
     }
@@ -378,6 +382,19 @@ pub fn run_all(gpu: &Gpu, plan: &Sizes) -> Vec<Row> {
                     ("streamgraph", streamgraph::w9(gpu, p)),
                 ],
             );
+        }
+    }
+    if plan.wants("W10") {
+        let ranks = collective::ranks();
+        for &bytes in &plan.w10_bytes {
+            let p = AllReduce { bytes };
+            let params = json!({
+                "bytes": bytes,
+                "ranks": ranks,
+                "all_reduces": collective::ALL_REDUCES,
+            });
+            let s = spec("W10", params, collective::W10_METRICS, 2, reps);
+            step("W10", s, vec![("streamgraph", collective::w10(&p, ranks))]);
         }
     }
     rows

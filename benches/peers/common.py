@@ -31,7 +31,7 @@ SIZES = {
     "w9": [(64, 4, 3, 2_000), (64, 1, 3, 2_000), (64, 8, 2, 2_000)],
 }
 MIN_REPS = 30
-WARMUP = {"W1": 3, "W2": 5, "W3": 5, "W4": 5, "W5": 3, "W6": 1, "W7": 2, "W9": 2}
+WARMUP = {"W1": 3, "W2": 5, "W3": 5, "W4": 5, "W5": 3, "W6": 1, "W7": 2, "W9": 2, "W10": 2}
 
 
 class PeerError(Exception):
@@ -189,6 +189,9 @@ W9_METRICS = [("eager", "end_to_end", "us"), ("eager", "overlap", "x"),
               ("bounds", "h2d", "us"), ("bounds", "kernel", "us"), ("bounds", "d2h", "us")]
 W7_METRICS = [("capture+instantiate", "capture", "us"), ("capture+instantiate", "instantiate", "us"),
               ("capture+instantiate", "total", "us"), ("capture+instantiate", "total_per_node", "us")]
+W10_METRICS = [("eager", "latency", "us"), ("eager", "alg_bandwidth", "GB/s"),
+               ("eager", "bus_bandwidth", "GB/s"), ("replay", "latency", "us"),
+               ("replay", "alg_bandwidth", "GB/s"), ("replay", "bus_bandwidth", "GB/s")]
 W8_METRICS = [("eager", "host_per_iteration", "us"), ("eager", "device_per_iteration", "us"),
               ("host_loop", "host_per_iteration", "us"), ("host_loop", "device_per_iteration", "us"),
               ("device_loop", "host_per_iteration", "us"), ("device_loop", "device_per_iteration", "us")]
