@@ -11,9 +11,9 @@
 //! ([`crate::Capture::cross_check_nodes`]): both maps are made and must be equal; the
 //! random-program GPU suite captures every program that way.
 
-use crate::error::{CaptureFault, Error, Result};
+use crate::error::{Error, Result};
 use crate::ffi::conditional::{BodyGraph, Conditional};
-use crate::ffi::graph::{self as gffi, CaptureModeRaw, CaptureStatus, Keep, NodeHandle};
+use crate::ffi::graph::{self as gffi, CaptureModeRaw, Keep, NodeHandle};
 use crate::ffi::memory::MemoryRef;
 use crate::ffi::KernelArg;
 use crate::memory::{device_ref, DeviceBuffer, DeviceFlag};
@@ -152,6 +152,15 @@ fn memory_signature(m: Memory, out: &mut Vec<u8>) {
     out.extend_from_slice(&(bytes as u64).to_le_bytes());
 }
 
+/// Notes that an operation touches `range` (nothing for an empty range, once for a range the
+/// previous operation touched too).
+#[inline]
+fn remember(memory: &mut Vec<DeviceRange>, range: DeviceRange) {
+    if range.bytes > 0 && memory.last() != Some(&range) {
+        memory.push(range);
+    }
+}
+
 /// The captured shape of a launch.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LaunchShape {
@@ -282,12 +291,12 @@ impl NodeBook {
         if made {
             if self.part() > 0 {
                 // A body graph's node: known right away, never mapped by creation order.
-                let node = tip_node(stream)?;
+                let node = gffi::tip_node(stream.as_cudarc(), "the operation")?;
                 if let Some(op) = self.ops.last_mut() {
                     op.node = Some(node);
                 }
             } else if let Some(exact) = self.exact.as_mut() {
-                exact.push(tip_node(stream)?);
+                exact.push(gffi::tip_node(stream.as_cudarc(), "the operation")?);
             }
         }
         Ok(())
@@ -320,9 +329,7 @@ impl NodeBook {
         let occurrence = self.issued(stmt)?;
         let whole = flag.whole();
         if let Memory::Device(r) = whole.memory() {
-            if r.bytes > 0 {
-                self.memory.push(r);
-            }
+            remember(&mut self.memory, r);
         }
         // The built-in kernels read the flag and write the capture's counter of a `while`.
         self.keep.hold(whole.holder(), false);
@@ -330,38 +337,9 @@ impl NodeBook {
             self.keep.hold(device_ref(counters).holder(), true);
         }
         self.keep.hold_module(module);
-        let part = self.part();
-        let index = self.ops.len();
-        let created = 2 + u32::from(added.second.is_some());
-        if part == 0 {
-            self.nodes += created as usize;
-        }
-        let start = self.values.len() as u32;
-        self.ops.push(CapturedOp {
-            statement: stmt,
-            occurrence,
-            stream: stmt.stream,
-            node: Some(added.node),
-            makes_node: true,
-            launch: None,
-            // A block's arguments are no kernel node's: never updated in place.
-            values: (start, OPAQUE),
-            part,
-            created,
-        });
-        self.internal.push(InternalNode {
-            part,
-            node: added.begin,
-            op: index,
-        });
-        if let Some(second) = added.second {
-            self.internal.push(InternalNode {
-                part,
-                node: second,
-                op: index,
-            });
-        }
-        Ok(index)
+        // The conditional node, after the built-in kernel (and the second `IF` node).
+        let inner = std::iter::once(added.begin).chain(added.second);
+        Ok(self.book_known(stmt, occurrence, added.node, inner))
     }
 
     /// Books the participants of a collective just captured (`parts` in participant order,
@@ -375,48 +353,58 @@ impl NodeBook {
         nodes: Vec<crate::ffi::graph::ParticipantNodes>,
         comm: std::sync::Arc<dyn std::any::Any + Send + Sync>,
     ) -> Result<()> {
-        if self.part() != 0 {
-            return Err(Error::InvalidArgument(
-                "a collective inside a device block's body cannot be captured (NCCL's nodes are not allowed in conditional bodies); issue it outside the block".into(),
-            ));
-        }
+        // Never inside a block's body: the issuer refuses that before NCCL is called.
         self.keep.hold_other(comm);
         for (part, added) in parts.iter().zip(nodes) {
             let stmt = part.statement;
             let occurrence = self.issued(stmt)?;
             for (side, write) in [(&part.send, false), (&part.recv, true)] {
                 if let Memory::Device(r) = side.memory() {
-                    if r.bytes > 0 && self.memory.last() != Some(&r) {
-                        self.memory.push(r);
-                    }
+                    remember(&mut self.memory, r);
                 }
                 self.keep.hold(side.holder(), write);
             }
-            let index = self.ops.len();
-            let created = 1 + added.inner.len() as u32;
-            self.nodes += created as usize;
-            let start = self.values.len() as u32;
-            self.ops.push(CapturedOp {
-                statement: stmt,
-                occurrence,
-                stream: stmt.stream,
-                node: Some(added.exit),
-                makes_node: true,
-                launch: None,
-                // NCCL's nodes are not updated in place.
-                values: (start, OPAQUE),
-                part: 0,
-                created,
-            });
-            for node in added.inner {
-                self.internal.push(InternalNode {
-                    part: 0,
-                    node,
-                    op: index,
-                });
-            }
+            self.book_known(stmt, occurrence, added.exit, added.inner);
         }
         Ok(())
+    }
+
+    /// Books an operation whose nodes the capture knows as they are made (a device block, a
+    /// collective participant): `node` stands for it, `inner` are its other nodes. Its values
+    /// are no kernel node's, never updated in place. Returns its index.
+    fn book_known(
+        &mut self,
+        stmt: &'static Statement,
+        occurrence: u32,
+        node: NodeHandle,
+        inner: impl IntoIterator<Item = NodeHandle>,
+    ) -> usize {
+        let part = self.part();
+        let index = self.ops.len();
+        let before = self.internal.len();
+        self.internal
+            .extend(inner.into_iter().map(|node| InternalNode {
+                part,
+                node,
+                op: index,
+            }));
+        let created = 1 + (self.internal.len() - before) as u32;
+        if part == 0 {
+            self.nodes += created as usize;
+        }
+        let start = self.values.len() as u32;
+        self.ops.push(CapturedOp {
+            statement: stmt,
+            occurrence,
+            stream: stmt.stream,
+            node: Some(node),
+            makes_node: true,
+            launch: None,
+            values: (start, OPAQUE),
+            part,
+            created,
+        });
+        index
     }
 
     /// Body `branch` of block `block` is captured into `graph` from now on; returns the
@@ -483,11 +471,6 @@ impl NodeBook {
         let mut launch = None;
         let mut empty = false;
         let memory = &mut self.memory;
-        let mut remember = |range: DeviceRange| {
-            if range.bytes > 0 && memory.last() != Some(&range) {
-                memory.push(range);
-            }
-        };
         match issued {
             Issued::Launch(kernel, config, a) => {
                 launch = Some(LaunchShape {
@@ -500,7 +483,7 @@ impl NodeBook {
                 }
                 for arg in a {
                     if let Some(access) = arg.access() {
-                        remember(access.range);
+                        remember(memory, access.range);
                         self.keep
                             .hold(arg.holder(), access.mode == AccessMode::Write);
                     }
@@ -510,7 +493,7 @@ impl NodeBook {
                 empty = dst.memory().bytes() == 0;
                 for (side, write) in [(dst, true), (src, false)] {
                     if let Memory::Device(r) = side.memory() {
-                        remember(r);
+                        remember(memory, r);
                     }
                     self.keep.hold(side.holder(), write);
                 }
@@ -518,7 +501,7 @@ impl NodeBook {
             Issued::Fill(dst, _) => {
                 empty = dst.memory().bytes() == 0;
                 if let Memory::Device(r) = dst.memory() {
-                    remember(r);
+                    remember(memory, r);
                 }
                 self.keep.hold(dst.holder(), true);
             }
@@ -570,24 +553,6 @@ impl NodeBook {
     pub(crate) fn launch_host_fn(&mut self, stream: &Stream, f: HostFn) -> Result<()> {
         gffi::launch_kept_host_fn(stream.as_cudarc(), f, &mut self.keep)
     }
-}
-
-/// The node the operation just issued on `stream` created, as the driver reports it: the
-/// stream's dependency set right after the operation.
-fn tip_node(stream: &Stream) -> Result<NodeHandle> {
-    let tip = gffi::capture_tip(stream.as_cudarc())
-        .map_err(|e| Error::driver("cuStreamGetCaptureInfo", e))?;
-    match tip.status {
-        CaptureStatus::Active => {}
-        CaptureStatus::Invalidated => return Err(Error::capture(CaptureFault::Invalidated)),
-        CaptureStatus::None => return Err(Error::capture(CaptureFault::Unjoined)),
-    }
-    tip.single.ok_or_else(|| {
-        Error::InvalidArgument(format!(
-            "after the operation the capturing stream depends on {} nodes instead of the one it created; the stream was used by other code during the capture",
-            tip.count
-        ))
-    })
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use cudarc::driver::{CudaContext, CudaStream, DriverError};
 
 use super::ensure_current;
 use super::graph::{
-    capture_state, capture_tip, CaptureModeRaw, CaptureStatus, NodeHandle, OwnedGraph,
+    capture_state, tip_node, CaptureModeRaw, CaptureStatus, NodeHandle, OwnedGraph,
 };
 use super::launch::{
     launch_kernel, load_module, module_function, CodeOwner, KernelArg, LoadedFunction,
@@ -278,21 +278,6 @@ fn launch_builtin(
     launch_kernel(func, stream, &one_thread(), &args)
 }
 
-fn tip_node(stream: &CudaStream) -> Result<NodeHandle> {
-    let tip = capture_tip(stream).map_err(|e| Error::driver("cuStreamGetCaptureInfo", e))?;
-    match tip.status {
-        CaptureStatus::Active => {}
-        CaptureStatus::Invalidated => return Err(Error::capture(CaptureFault::Invalidated)),
-        CaptureStatus::None => return Err(Error::capture(CaptureFault::Unjoined)),
-    }
-    tip.single.ok_or_else(|| {
-        Error::InvalidArgument(format!(
-            "after the built-in kernel the capturing stream depends on {} nodes instead of one; the stream was used by other code during the capture",
-            tip.count
-        ))
-    })
-}
-
 /// Adds a block at the tip of the capturing `stream`: the built-in `begin` kernel, then a
 /// conditional node of `kind` after it, which becomes the stream's only dependency. `parent`
 /// is the body graph the stream captures into, when the block is nested in another.
@@ -357,7 +342,7 @@ pub(crate) fn add_conditional(
             )
         }
     };
-    let begin = tip_node(stream)?;
+    let begin = tip_node(stream, "the built-in kernel")?;
     let root = parent.map_or(graph as usize, |p| p.root);
     let mut nodes = Vec::with_capacity(handles.len());
     let mut bodies = Vec::with_capacity(handles.len());
@@ -460,7 +445,7 @@ pub(crate) fn launch_next(
 ) -> Result<NodeHandle> {
     launch_builtin(&kernels.next, stream, handle, flag)
         .map_err(|e| Error::driver("cuLaunchKernel", e))?;
-    tip_node(stream)
+    tip_node(stream, "the built-in kernel")
 }
 
 /// Ends the body capture on `stream`. The body graph stays its node's: nothing is destroyed
@@ -484,7 +469,7 @@ pub(crate) fn launch_nop(stream: &CudaStream, kernels: &CondKernels) -> Result<N
     // The nop kernel takes no arguments.
     launch_kernel(&kernels.nop, stream, &one_thread(), &[])
         .map_err(|e| Error::driver("cuLaunchKernel", e))?;
-    tip_node(stream)
+    tip_node(stream, "the built-in kernel")
 }
 
 impl OwnedGraph {

@@ -26,7 +26,7 @@ use super::ensure_current;
 use super::host_fn::report_host_fn_panic;
 use super::launch::{with_params, CodeOwner, FunctionHandle, KernelArg, LoadedFunction};
 use super::memory::{DeviceAlloc, HolderKind, PinnedAlloc};
-use crate::error::{Error, Result, UpdateRejection};
+use crate::error::{CaptureFault, Error, Result, UpdateRejection};
 use crate::operand::{HostFn, LaunchConfig};
 
 /// A `CUgraph` handed out for interop ([`crate::Graph::as_raw`]): valid while its graph
@@ -183,6 +183,24 @@ pub(crate) struct CaptureTip {
     pub(crate) single: Option<NodeHandle>,
     /// How many nodes the dependency set holds.
     pub(crate) count: usize,
+}
+
+/// The one node a capturing `stream` depends on right after `what` (e.g. "the operation") was
+/// issued on it: the node `what` created. Errors name an invalidated or ended capture, or a
+/// stream that other code used meanwhile.
+pub(crate) fn tip_node(stream: &CudaStream, what: &str) -> Result<NodeHandle> {
+    let tip = capture_tip(stream).map_err(|e| Error::driver("cuStreamGetCaptureInfo", e))?;
+    match tip.status {
+        CaptureStatus::Active => {}
+        CaptureStatus::Invalidated => return Err(Error::capture(CaptureFault::Invalidated)),
+        CaptureStatus::None => return Err(Error::capture(CaptureFault::Unjoined)),
+    }
+    tip.single.ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "after {what} the capturing stream depends on {} nodes instead of the one it created; the stream was used by other code during the capture",
+            tip.count
+        ))
+    })
 }
 
 /// `cuStreamGetCaptureInfo_v3` of `stream`: the capture status and the stream's current
@@ -1049,7 +1067,14 @@ pub(crate) fn capture_group(
         .collect();
     issue()?;
     ensure_current(first.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
-    // SAFETY: as above; the capture is still under way (NCCL does not end it).
+    // `graph` is read again only while the capture that owns it is still under way.
+    match info(first)? {
+        (CaptureStatus::Active, g, _) if g == graph => {}
+        (CaptureStatus::Invalidated, ..) => return Err(Error::capture(CaptureFault::Invalidated)),
+        _ => return Err(Error::capture(CaptureFault::Unjoined)),
+    }
+    // SAFETY: `graph` is the graph of the capture still under way on `first` (checked just
+    // above).
     let added: Vec<sys::CUgraphNode> = unsafe { capturing_nodes(graph) }
         .map_err(|e| Error::driver("cuGraphGetNodes", e))?
         .into_iter()
@@ -1074,7 +1099,7 @@ pub(crate) fn capture_group(
         ensure_current(s.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
         let (status, _, tip) = info(s)?;
         if status != CaptureStatus::Active {
-            return Err(Error::capture(crate::error::CaptureFault::Invalidated));
+            return Err(Error::capture(CaptureFault::Invalidated));
         }
         let mut stack: Vec<usize> = tip
             .iter()
