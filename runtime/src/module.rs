@@ -323,17 +323,21 @@ impl Kernel {
                 right: stream.device().ordinal(),
             });
         }
-        if args.iter().any(|a| {
-            a.access()
+        // One pass over the arguments: planning buffers are refused, cudarc memory ordered.
+        let mut cudarc = false;
+        for a in args {
+            if a.access()
                 .is_some_and(|a| a.range.device == DeviceRange::PLANNING)
-        }) {
-            return Err(Error::PlanningOnly { what: "buffer" });
+            {
+                return Err(Error::PlanningOnly { what: "buffer" });
+            }
+            cudarc |= a.is_cudarc();
         }
         let launch = || {
             ffi::launch_kernel(func, stream.as_cudarc(), &config, args)
                 .map_err(|e| Error::driver("cuLaunchKernel", e))
         };
-        if args.iter().any(KernelArg::is_cudarc) {
+        if cudarc {
             ffi::ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
             ffi::memory::cudarc_ordered(
                 stream.as_cudarc(),

@@ -41,13 +41,9 @@ pub(crate) struct CapturedOp {
     pub(crate) statement: &'static Statement,
     /// Which issue of the statement, from 1.
     pub(crate) occurrence: u32,
-    /// The stream index it was issued on.
-    pub(crate) stream: usize,
     /// Its node; `None` for an empty copy or fill, which issues nothing (and, until the
     /// capture has ended and [`NodeBook::map_nodes`] ran, for every operation).
     pub(crate) node: Option<NodeHandle>,
-    /// Whether the operation made a graph node (not an empty copy or fill).
-    pub(crate) makes_node: bool,
     /// For launches: the kernel, its configuration and number of arguments, from which
     /// `GraphExec::set_kernel_args` rebuilds the node's parameters without asking the driver.
     pub(crate) launch: Option<LaunchShape>,
@@ -65,6 +61,16 @@ pub(crate) struct CapturedOp {
 }
 
 impl CapturedOp {
+    /// The stream index it was issued on (its statement's).
+    pub(crate) fn stream(&self) -> usize {
+        self.statement.stream
+    }
+
+    /// Whether the operation made a graph node (not an empty copy or fill).
+    pub(crate) fn makes_node(&self) -> bool {
+        self.created > 0
+    }
+
     /// Whether its nodes were known as they were made (a device block's, a collective
     /// participant's), so that the creation-order map skips the `created` nodes it made.
     pub(crate) fn node_known(&self) -> bool {
@@ -161,6 +167,21 @@ fn remember(memory: &mut Vec<DeviceRange>, range: DeviceRange) {
     }
 }
 
+/// The id of every statement issued, in issue order: the operations' statements `ops`, with
+/// the ordering statements `orderings` (see [`NodeBook::orderings`]) between them.
+pub(crate) fn sequence(ops: &[CapturedOp], orderings: &[(u32, u32)]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(ops.len() + orderings.len());
+    let mut pending = orderings.iter().peekable();
+    for (i, op) in ops.iter().enumerate() {
+        while let Some(&(_, id)) = pending.next_if(|&&(at, _)| at as usize <= i) {
+            out.push(id);
+        }
+        out.push(op.statement.id as u32);
+    }
+    out.extend(pending.map(|&(_, id)| id));
+    out
+}
+
 /// The captured shape of a launch.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LaunchShape {
@@ -182,9 +203,11 @@ pub(crate) struct NodeBook {
     pub(crate) last: Option<&'static Statement>,
     /// The values of every operation (see [`encode`]), one after the other.
     pub(crate) values: Vec<u8>,
-    /// The id of every statement issued, ordering statements included: two issues with equal
-    /// sequences build graphs of one topology.
-    pub(crate) sequence: Vec<u32>,
+    /// The ordering statements (record, wait, wait_stream) issued: `(position, id)`, where
+    /// `position` is the number of operations booked before it. With `ops` it gives the id of
+    /// every statement issued, in order ([`sequence`]): two issues with equal sequences build
+    /// graphs of one topology.
+    pub(crate) orderings: Vec<(u32, u32)>,
     /// How many operations made a graph node.
     nodes: usize,
     /// Cross-check mode: the node the driver reported after each operation that made one.
@@ -193,10 +216,13 @@ pub(crate) struct NodeBook {
     pub(crate) bodies: Vec<CapturedBody>,
     /// The built-in kernels before conditional nodes, and second `IF` nodes.
     pub(crate) internal: Vec<InternalNode>,
-    /// The graph being captured into now (see [`CapturedOp::part`]), and the enclosing ones.
+    /// The graph being captured into now (see [`CapturedOp::part`]), and the enclosing ones;
+    /// empty while that is the captured graph itself (part 0).
     parts: Vec<usize>,
     /// The capture's mode, which body captures use too.
     pub(crate) mode: CaptureModeRaw,
+    /// How many operations' nodes were known as they were made.
+    known: usize,
 }
 
 impl NodeBook {
@@ -215,14 +241,43 @@ impl NodeBook {
             memory: Vec::new(),
             last: None,
             values: Vec::new(),
-            sequence: Vec::with_capacity(ops),
+            orderings: Vec::new(),
             nodes: 0,
             exact: exact.then(|| Vec::with_capacity(ops)),
             bodies: Vec::new(),
             internal: Vec::new(),
-            parts: vec![0],
+            parts: Vec::new(),
             mode,
+            known: 0,
         }
+    }
+
+    /// Makes a book that served an earlier capture (its graph took what it keeps) an empty
+    /// one for a capture of `program`, as [`NodeBook::new`] would, keeping the allocations
+    /// it still has.
+    pub(crate) fn reset(
+        &mut self,
+        program: &'static Program,
+        ops: usize,
+        exact: bool,
+        mode: CaptureModeRaw,
+    ) {
+        self.ops.clear();
+        self.ops.reserve(ops);
+        self.occurrences.clear();
+        self.occurrences.resize(program.statements.len(), 0);
+        self.keep = Keep::default();
+        self.memory.clear();
+        self.last = None;
+        self.values.clear();
+        self.orderings.clear();
+        self.nodes = 0;
+        self.exact = exact.then(|| Vec::with_capacity(ops));
+        self.bodies.clear();
+        self.internal.clear();
+        self.parts.clear();
+        self.mode = mode;
+        self.known = 0;
     }
 
     /// Refuses a graph of `count` nodes unless that is the number of booked nodes: more are
@@ -236,6 +291,12 @@ impl NodeBook {
             ));
         }
         Ok(())
+    }
+
+    /// Whether some operation's node is known already (a block's, a body's, a collective
+    /// participant's, or every node in cross-check mode).
+    pub(crate) fn knows_nodes(&self) -> bool {
+        self.known > 0 || self.cross_checks()
     }
 
     /// Whether the capture asks the driver for each operation's node (cross-check mode).
@@ -257,7 +318,7 @@ impl NodeBook {
                 for _ in 0..op.created {
                     next.next();
                 }
-            } else if op.makes_node {
+            } else if op.makes_node() {
                 op.node = next.next().copied();
             }
         }
@@ -290,14 +351,79 @@ impl NodeBook {
         let made = self.book(stmt, issued)?;
         if made {
             if self.part() > 0 {
-                // A body graph's node: known right away, never mapped by creation order.
-                let node = gffi::tip_node(stream.as_cudarc(), "the operation")?;
-                if let Some(op) = self.ops.last_mut() {
-                    op.node = Some(node);
-                }
+                self.known_now(stream)?;
             } else if let Some(exact) = self.exact.as_mut() {
                 exact.push(gffi::tip_node(stream.as_cudarc(), "the operation")?);
             }
+        }
+        Ok(())
+    }
+
+    /// Books a launch of `kernel` with `config` and `args` that `stmt` just issued on
+    /// `stream`: what [`NodeBook::note`] does for an [`Issued::Launch`], on the hot path of a
+    /// capture (one call per launch, no enum on the way).
+    #[inline]
+    pub(crate) fn note_launch(
+        &mut self,
+        stmt: &'static Statement,
+        stream: &Stream,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Result<()> {
+        let occurrence = self.issued(stmt)?;
+        if let Some(module) = kernel.cuda_module() {
+            self.keep.hold_module(module);
+        }
+        // One pass over the arguments: their values, and the memory of buffers.
+        let start = self.values.len();
+        let mut comparable = true;
+        for arg in args {
+            comparable = comparable && arg.encode_value(&mut self.values);
+            if let Some(access) = arg.access() {
+                remember(&mut self.memory, access.range);
+                self.keep
+                    .hold(arg.holder(), access.mode == AccessMode::Write);
+            }
+        }
+        let values = if comparable {
+            (start as u32, (self.values.len() - start) as u32)
+        } else {
+            self.values.truncate(start);
+            (start as u32, OPAQUE)
+        };
+        let part = self.part();
+        self.ops.push(CapturedOp {
+            statement: stmt,
+            occurrence,
+            node: None,
+            launch: Some(LaunchShape {
+                func: kernel.handle(),
+                config,
+                args: args.len(),
+            }),
+            values,
+            part,
+            created: 1,
+        });
+        if part == 0 {
+            self.nodes += 1;
+            if let Some(exact) = self.exact.as_mut() {
+                exact.push(gffi::tip_node(stream.as_cudarc(), "the operation")?);
+            }
+        } else {
+            self.known_now(stream)?;
+        }
+        Ok(())
+    }
+
+    /// The operation just booked into a body graph: its node is the stream's capture tip,
+    /// known right away (never mapped by creation order).
+    fn known_now(&mut self, stream: &Stream) -> Result<()> {
+        let node = gffi::tip_node(stream.as_cudarc(), "the operation")?;
+        if let Some(op) = self.ops.last_mut() {
+            op.node = Some(node);
+            self.known += 1;
         }
         Ok(())
     }
@@ -393,12 +519,11 @@ impl NodeBook {
             self.nodes += created as usize;
         }
         let start = self.values.len() as u32;
+        self.known += 1;
         self.ops.push(CapturedOp {
             statement: stmt,
             occurrence,
-            stream: stmt.stream,
             node: Some(node),
-            makes_node: true,
             launch: None,
             values: (start, OPAQUE),
             part,
@@ -424,7 +549,7 @@ impl NodeBook {
     /// Whether body `index` captured no node so far.
     pub(crate) fn is_empty(&self, index: usize) -> bool {
         let part = index + 1;
-        !self.ops.iter().any(|op| op.part == part && op.makes_node)
+        !self.ops.iter().any(|op| op.part == part && op.makes_node())
             && !self.internal.iter().any(|n| n.part == part)
     }
 
@@ -452,9 +577,7 @@ impl NodeBook {
 
     /// The body being captured is complete.
     pub(crate) fn leave_body(&mut self) {
-        if self.parts.len() > 1 {
-            self.parts.pop();
-        }
+        self.parts.pop();
     }
 
     /// Books an operation; `true` when it made a graph node.
@@ -514,9 +637,7 @@ impl NodeBook {
         self.ops.push(CapturedOp {
             statement: stmt,
             occurrence,
-            stream: stmt.stream,
             node: None,
-            makes_node: !empty,
             launch,
             values,
             part,
@@ -530,7 +651,6 @@ impl NodeBook {
     #[inline]
     fn issued(&mut self, stmt: &'static Statement) -> Result<u32> {
         self.last = Some(stmt);
-        self.sequence.push(stmt.id as u32);
         match self.occurrences.get_mut(stmt.id) {
             Some(count) => {
                 *count += 1;
@@ -546,7 +666,7 @@ impl NodeBook {
     /// Notes an ordering statement (record, wait, wait_stream): a fault after it names it.
     pub(crate) fn note_ordering(&mut self, stmt: &'static Statement) {
         self.last = Some(stmt);
-        self.sequence.push(stmt.id as u32);
+        self.orderings.push((self.ops.len() as u32, stmt.id as u32));
     }
 
     /// Launches a host function the graph keeps alive.
@@ -572,9 +692,7 @@ mod tests {
             book.ops.push(CapturedOp {
                 statement: &program.statements[0],
                 occurrence: 1,
-                stream: 0,
                 node: None,
-                makes_node: m,
                 launch: None,
                 values: (0, 0),
                 part: 0,
@@ -609,6 +727,31 @@ mod tests {
         let mut book = book_with(&[true, true, true], Some(swapped));
         let e = book.map_nodes(&nodes).unwrap_err();
         assert!(e.contains("first at node 1"), "{e}");
+    }
+
+    #[test]
+    fn the_sequence_puts_ordering_statements_between_the_operations() {
+        let mut b = ProgramBuilder::new("Sequence");
+        let s = b.stream("s");
+        b.launch(s, "k", &[]);
+        b.launch(s, "k", &[]);
+        let program = b.build();
+        let op = |id: usize| CapturedOp {
+            statement: &program.statements[id],
+            occurrence: 1,
+            node: None,
+            launch: None,
+            values: (0, 0),
+            part: 0,
+            created: 1,
+        };
+        let ops = [op(0), op(1), op(0)];
+        // Ordering statements (ids 7, 8, 9) before the first operation, between the second
+        // and the third, and after the last.
+        let orderings = [(0, 7), (2, 8), (3, 9)];
+        assert_eq!(sequence(&ops, &orderings), [7, 0, 1, 8, 0, 9]);
+        assert_eq!(sequence(&ops, &[]), [0, 1, 0]);
+        assert_eq!(sequence(&[], &[(0, 7), (0, 8)]), [7, 8]);
     }
 
     /// Not a benchmark (performance claims come from `benches/harness`): a bound that catches

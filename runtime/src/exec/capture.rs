@@ -122,10 +122,10 @@ pub(crate) fn normalize(
 #[derive(Debug)]
 pub(crate) struct Captured {
     pub(crate) graph: OwnedGraph,
-    pub(crate) book: NodeBook,
+    pub(crate) book: Box<NodeBook>,
     pub(crate) program: &'static Program,
     pub(crate) origin: Stream,
-    pub(crate) plan: Option<Plan>,
+    pub(crate) plan: Option<Box<Plan>>,
 }
 
 /// The settings a graph keeps to capture its pipeline again (for updates).
@@ -182,6 +182,11 @@ pub struct Capture {
     cross_check: bool,
     /// Operations of the previous capture: the next book's capacity.
     ops_hint: usize,
+    /// Bytes of values of the previous capture (see `book::encode`): the next book's capacity.
+    values_hint: usize,
+    /// The book of the previous capture, once its graph took what it keeps: the next
+    /// capture's, without allocating it anew.
+    spare: Option<Box<NodeBook>>,
 }
 
 impl Capture {
@@ -197,6 +202,8 @@ impl Capture {
             fallback: false,
             cross_check: false,
             ops_hint: 0,
+            values_hint: 0,
+            spare: None,
         }
     }
 
@@ -261,7 +268,7 @@ impl Capture {
         let plan = if self.verify {
             let plan = Plan::build(pipeline)?;
             plan.check_races()?;
-            Some(plan)
+            Some(Box::new(plan))
         } else {
             None
         };
@@ -270,33 +277,31 @@ impl Capture {
             .prepare_blocks(program)
             .map_err(|e| normalize(e, program, None))?;
         let origin = self.eager.origin().clone();
-        match gffi::stream_capture_status(origin.as_cudarc()) {
-            Ok(CaptureStatus::None) => {}
-            Ok(_) => {
-                return Err(normalize(
-                    fault_error(CaptureFault::AlreadyCapturing),
-                    program,
-                    None,
-                ))
-            }
-            Err(e) => {
-                return Err(normalize(
-                    Error::driver("cuStreamIsCapturing", e),
-                    program,
-                    None,
-                ))
-            }
-        }
         // A global-mode capture holds off streamgraph's unsafe calls on other threads.
         let _global = (self.mode == CaptureMode::Global).then(crate::ffi::GlobalCapture::begin);
-        gffi::begin_capture(origin.as_cudarc(), self.mode.raw())
-            .map_err(|e| normalize(Error::driver("cuStreamBeginCapture", e), program, None))?;
-        self.eager.book = Some(NodeBook::new(
-            program,
-            self.ops_hint,
-            self.cross_check,
-            self.mode.raw(),
-        ));
+        if let Err(e) = gffi::begin_capture(origin.as_cudarc(), self.mode.raw()) {
+            // Asked only when beginning failed: a stream that is capturing already (this
+            // issuer's origin inside its own capture, or a stream joined to another one).
+            let error = match gffi::stream_capture_status(origin.as_cudarc()) {
+                Ok(CaptureStatus::None) | Err(_) => Error::driver("cuStreamBeginCapture", e),
+                Ok(_) => fault_error(CaptureFault::AlreadyCapturing),
+            };
+            return Err(normalize(error, program, None));
+        }
+        let book = match self.spare.take() {
+            Some(mut book) => {
+                book.reset(program, self.ops_hint, self.cross_check, self.mode.raw());
+                book.values.reserve(self.values_hint);
+                book
+            }
+            None => Box::new(NodeBook::new(
+                program,
+                self.ops_hint,
+                self.cross_check,
+                self.mode.raw(),
+            )),
+        };
+        self.eager.book = Some(book);
         let issued = self.eager.issue_prepared(pipeline);
         let book = self.eager.book.take();
         let issued = match issued {
@@ -353,6 +358,7 @@ impl Capture {
         });
         if let Ok((_, book)) = &captured {
             self.ops_hint = book.ops.len();
+            self.values_hint = book.values.len();
         }
         match captured {
             Ok((graph, book)) => Ok(Captured {
@@ -367,6 +373,11 @@ impl Capture {
                 Err(normalize(e, program, last))
             }
         }
+    }
+
+    /// Takes back the book of a capture whose graph took what it keeps, for the next one.
+    pub(crate) fn recycle(&mut self, book: Box<NodeBook>) {
+        self.spare = Some(book);
     }
 
     /// After a failed capture: make sure no stream is left capturing and start the next run

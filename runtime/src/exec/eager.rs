@@ -139,7 +139,7 @@ pub struct Eager {
     check: bool,
     stats: EagerStats,
     /// Set while a capture issues through this issuer: the node of every operation.
-    pub(crate) book: Option<NodeBook>,
+    pub(crate) book: Option<Box<NodeBook>>,
     /// The stream the current frame forks from and joins into: the origin, or inside a device
     /// block's body the block's stream.
     root: usize,
@@ -982,13 +982,18 @@ impl Issuer for Eager {
         if stmt.stream != self.root {
             self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         }
-        let stream = self.stream(stmt.stream).map_err(|e| e.in_statement(stmt))?;
+        let stream =
+            stream_of(&self.origin, &self.sides, stmt.stream).map_err(|e| e.in_statement(stmt))?;
         kernel
             .launch_on(stream, config, args)
             .map_err(|e| e.in_statement(stmt))?;
         self.stats.launches += 1;
-        self.booked(stmt, Issued::Launch(kernel, config, args))
-            .map_err(|e| e.in_statement(stmt))
+        match self.book.as_deref_mut() {
+            None => Ok(()),
+            Some(book) => book
+                .note_launch(stmt, stream, kernel, config, args)
+                .map_err(|e| e.in_statement(stmt)),
+        }
     }
 
     fn copy(

@@ -23,8 +23,8 @@ pub struct KernelArg<'a> {
     /// The value's size in bytes.
     size: u32,
     /// Whether every byte of the value is initialised (a primitive type), so that its bytes
-    /// may be read and compared; asked only where values are compared, never on a launch.
-    plain: fn() -> bool,
+    /// may be read and compared (a constant of the argument's type, folded where it is made).
+    plain: bool,
     access: Option<BufferAccess>,
     holder: memory::Holder<'a>,
     _borrow: PhantomData<&'a ()>,
@@ -32,6 +32,7 @@ pub struct KernelArg<'a> {
 
 /// Whether `T` is a primitive type: no padding, every byte initialised. Decided by the type's
 /// name, which for primitives is the bare keyword (any other type's name carries its path).
+#[inline(always)]
 fn plain<T>() -> bool {
     let candidates: &[&str] = match std::mem::size_of::<T>() {
         1 => &["u8", "i8", "bool"],
@@ -50,7 +51,7 @@ impl<'a> KernelArg<'a> {
         KernelArg {
             value: std::ptr::null_mut(),
             size: 8,
-            plain: plain::<u64>,
+            plain: true,
             access: Some(access),
             holder,
             _borrow: PhantomData,
@@ -76,7 +77,7 @@ impl<'a> KernelArg<'a> {
         KernelArg {
             value: (value as *const T).cast_mut().cast(),
             size: u32::try_from(std::mem::size_of::<T>()).unwrap_or(u32::MAX),
-            plain: plain::<T>,
+            plain: plain::<T>(),
             access,
             holder,
             _borrow: PhantomData,
@@ -91,19 +92,22 @@ impl<'a> KernelArg<'a> {
     /// Appends the argument's value to `out` as its length (one byte) and its bytes: a
     /// buffer's device address, or a by-value argument of a primitive type (see [`plain`]).
     /// `false`, with nothing appended, for values of other types, which cannot be compared.
+    #[inline]
     pub(crate) fn encode_value(&self, out: &mut Vec<u8>) -> bool {
         if let Some(access) = &self.access {
-            out.push(8);
-            out.extend_from_slice(&access.range.ptr.to_ne_bytes());
+            let mut bytes = [8u8; 9];
+            bytes[1..].copy_from_slice(&access.range.ptr.to_ne_bytes());
+            out.extend_from_slice(&bytes);
             return true;
         }
-        if self.size >= 256 || self.value.is_null() || !(self.plain)() {
+        if self.size >= 256 || self.value.is_null() || !self.plain {
             return false;
         }
         // SAFETY: `value` points at a live `T` borrowed for `'a` (`by_ref`) of `size` bytes,
         // and `T` is a primitive type, all of whose bytes are initialised.
         let bytes =
             unsafe { std::slice::from_raw_parts(self.value.cast::<u8>(), self.size as usize) };
+        out.reserve(1 + bytes.len());
         out.push(self.size as u8);
         out.extend_from_slice(bytes);
         true
@@ -162,9 +166,27 @@ pub(crate) fn launch_kernel(
     config: &LaunchConfig,
     args: &[KernelArg<'_>],
 ) -> Result<(), DriverError> {
-    let (g, b) = (config.grid, config.block);
-    super::in_context(stream.context(), || {
-        launch_raw(func, stream, g, b, config, args)
+    match launch_raw(func, stream, config, args) {
+        Ok(()) => Ok(()),
+        Err(e) => launch_in_context(func, stream, config, args, e),
+    }
+}
+
+/// The launch again, after it failed with `failed`, with the stream's context current (see
+/// [`super::in_context`]); off the hot path.
+#[cold]
+#[inline(never)]
+fn launch_in_context(
+    func: &LoadedFunction,
+    stream: &CudaStream,
+    config: &LaunchConfig,
+    args: &[KernelArg<'_>],
+    failed: DriverError,
+) -> Result<(), DriverError> {
+    let mut first = Some(failed);
+    super::in_context(stream.context(), || match first.take() {
+        Some(e) => Err(e),
+        None => launch_raw(func, stream, config, args),
     })
 }
 
@@ -172,16 +194,16 @@ pub(crate) fn launch_kernel(
 fn launch_raw(
     func: &LoadedFunction,
     stream: &CudaStream,
-    g: crate::operand::Dim3,
-    b: crate::operand::Dim3,
     config: &LaunchConfig,
     args: &[KernelArg<'_>],
 ) -> Result<(), DriverError> {
-    with_params(args, |params| {
+    let (g, b) = (config.grid, config.block);
+    let raw = |params: *mut *mut c_void| {
         // SAFETY: `func` is a function of the module it holds loaded, and `stream` owns its
-        // handle; each pointer in `params` points at a value borrowed for the whole call (the
-        // `KernelArg` lifetimes), and their number and types match the kernel's C signature by
-        // the `Module::kernel` promise. The driver copies the values before returning.
+        // handle; `params` is null (no arguments) or points at one pointer per argument, each
+        // at a value borrowed for the whole call (the `KernelArg` lifetimes), whose number and
+        // types match the kernel's C signature by the `Module::kernel` promise. The driver
+        // copies the values before returning.
         unsafe {
             sys::cuLaunchKernel(
                 func.func,
@@ -193,18 +215,18 @@ fn launch_raw(
                 b.z,
                 config.shared_mem_bytes,
                 stream.cu_stream(),
-                // No arguments: a null array, as hand-written launches pass (a non-null empty
-                // array makes the driver read the function's parameter layout).
-                if params.is_empty() {
-                    std::ptr::null_mut()
-                } else {
-                    params.as_mut_ptr()
-                },
+                params,
                 std::ptr::null_mut(),
             )
         }
         .result()
-    })
+    };
+    if args.is_empty() {
+        // No arguments: a null array, as hand-written launches pass (a non-null empty array
+        // makes the driver read the function's parameter layout).
+        return raw(std::ptr::null_mut());
+    }
+    with_params(args, |params| raw(params.as_mut_ptr()))
 }
 
 /// Code to load as a module: a CUBIN image (from NVRTC) or PTX text.

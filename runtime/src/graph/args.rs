@@ -133,7 +133,7 @@ impl<'s> Updater<'s> {
             return Ok(true);
         }
         walked?;
-        Ok(self.seq != self.core.sequence.len() || self.op != self.core.ops.len())
+        Ok(self.seq != self.core.sequence().len() || self.op != self.core.ops.len())
     }
 
     /// Stops the walk: the pipeline must be captured anew.
@@ -144,7 +144,7 @@ impl<'s> Updater<'s> {
 
     /// The next statement of the captured sequence must be `stmt`.
     fn step(&mut self, stmt: &'static Statement) -> Result<(), Error> {
-        match self.core.sequence.get(self.seq) {
+        match self.core.sequence().get(self.seq) {
             Some(&id) if id as usize == stmt.id => {
                 self.seq += 1;
                 Ok(())

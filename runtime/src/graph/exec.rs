@@ -13,7 +13,7 @@ use crate::ffi::KernelArg;
 use crate::issue::Pipeline;
 use crate::module::Kernel;
 use crate::plan::Plan;
-use crate::program::StatementKind;
+use crate::program::{Statement, StatementKind};
 use crate::stream::Stream;
 
 /// Counts of what an executable graph did.
@@ -194,47 +194,29 @@ impl<P> GraphExec<P> {
     ) -> Result<()> {
         let stmt = op.statement;
         if !matches!(stmt.kind, StatementKind::Launch { .. }) {
-            return Err(Error::InvalidArgument(format!(
-                "statement `{}` at {} is not a launch; only launches take kernel arguments",
-                stmt.text, stmt.location
-            )));
+            return Err(not_a_launch(stmt));
         }
         let index = self.base.op_index(op)?;
-        let source = self.latest.as_ref().unwrap_or(&self.base);
-        let shape = self
-            .args
-            .borrow_mut()
-            .get_or_insert_with(|| ArgState::of(source))
-            .shape(index);
-        let Some(shape) = shape else {
-            return Err(Error::InvalidArgument(format!(
-                "statement `{}` at {} is not a launch; only launches take kernel arguments",
-                stmt.text, stmt.location
-            )));
+        let Some(func) = kernel.loaded() else {
+            return Err(Error::PlanningOnly { what: "kernel" });
         };
-        if kernel.handle() != shape.func {
-            return Err(Error::InvalidArgument(format!(
-                "launch `{}` at {} runs another kernel than `{}` now; pass the kernel the node launches (an update may have changed it)",
-                stmt.text,
-                stmt.location,
-                kernel.name()
-            )));
+        let source = self.latest.as_ref().unwrap_or(&self.base);
+        let mut state = self.args.borrow_mut();
+        let state = state.get_or_insert_with(|| ArgState::of(source));
+        // The node's parameters as captured (the latest update's, which may have changed the
+        // configuration): no driver query on this path.
+        let Some(shape) = state.shape(index) else {
+            return Err(not_a_launch(stmt));
+        };
+        if func.handle() != shape.func {
+            return Err(other_kernel(stmt, kernel));
         }
-        let count = shape.args;
-        if args.len() != count {
-            return Err(Error::InvalidArgument(format!(
-                "launch `{}` at {} was captured with {count} argument(s) but {} were given; pass one argument per kernel parameter",
-                stmt.text,
-                stmt.location,
-                args.len()
-            )));
+        if args.len() != shape.args {
+            return Err(other_arity(stmt, shape.args, args.len()));
         }
         for access in args.iter().filter_map(|a| a.access()) {
             if !source.covers(&access.range) {
-                return Err(Error::InvalidArgument(format!(
-                    "a buffer argument of launch `{}` at {} is memory the pipeline does not use; to point the launch at other buffers, `update` the graph with a pipeline that borrows them",
-                    stmt.text, stmt.location
-                )));
+                return Err(foreign_memory(stmt));
             }
         }
         let Some(node) = self.base.node(index)? else {
@@ -243,15 +225,8 @@ impl<P> GraphExec<P> {
                 stmt.text, stmt.location
             )));
         };
-        // The node's parameters as captured (the latest update's, which may have changed the
-        // configuration): no driver query on this path.
-        let Some(func) = kernel.loaded() else {
-            return Err(Error::PlanningOnly { what: "kernel" });
-        };
         // The values the node runs are the caller's now, not the pipeline's.
-        if let Some(args) = self.args.borrow_mut().as_mut() {
-            args.forget(index);
-        }
+        state.forget(index);
         self.exec
             .set_kernel_args(node, func, &shape.config, args)
             .map_err(|e| Error::driver("cuGraphExecKernelNodeSetParams", e))?;
@@ -441,4 +416,42 @@ fn recapturer<'c>(
             .mode(settings.mode)
             .check(settings.verify)
     })
+}
+
+/// `stmt` is no launch, so it takes no kernel arguments.
+#[cold]
+fn not_a_launch(stmt: &Statement) -> Error {
+    Error::InvalidArgument(format!(
+        "statement `{}` at {} is not a launch; only launches take kernel arguments",
+        stmt.text, stmt.location
+    ))
+}
+
+/// The launch `stmt` runs another kernel than `kernel`.
+#[cold]
+fn other_kernel(stmt: &Statement, kernel: &Kernel) -> Error {
+    Error::InvalidArgument(format!(
+        "launch `{}` at {} runs another kernel than `{}` now; pass the kernel the node launches (an update may have changed it)",
+        stmt.text,
+        stmt.location,
+        kernel.name()
+    ))
+}
+
+/// The launch `stmt` takes `count` arguments, not `given`.
+#[cold]
+fn other_arity(stmt: &Statement, count: usize, given: usize) -> Error {
+    Error::InvalidArgument(format!(
+        "launch `{}` at {} was captured with {count} argument(s) but {given} were given; pass one argument per kernel parameter",
+        stmt.text, stmt.location
+    ))
+}
+
+/// A buffer argument of the launch `stmt` lies outside the pipeline's memory.
+#[cold]
+fn foreign_memory(stmt: &Statement) -> Error {
+    Error::InvalidArgument(format!(
+        "a buffer argument of launch `{}` at {} is memory the pipeline does not use; to point the launch at other buffers, `update` the graph with a pipeline that borrows them",
+        stmt.text, stmt.location
+    ))
 }

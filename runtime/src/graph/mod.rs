@@ -75,38 +75,47 @@ pub(crate) struct GraphCore {
     raw: OwnedGraph,
     program: &'static Program,
     ops: Vec<CapturedOp>,
-    /// The node of every operation (`None` for those that made none), read back from the
-    /// driver on first use (see [`GraphCore::node_map`]): captures that never need it do not
-    /// pay for it.
-    nodes: OnceCell<Vec<Option<NodeHandle>>>,
-    /// Statement id `s` → its operations, in occurrence order:
-    /// `by_statement[starts[s]..starts[s + 1]]`; made on first use.
-    index: OnceCell<(Vec<u32>, Vec<u32>)>,
     /// The memory the operations touch, as booked (unsorted).
     touched: Vec<DeviceRange>,
-    /// `touched` merged into disjoint `(device, start, end)` intervals in order, for a binary
-    /// search per buffer argument of `set_kernel_args`; made on first use.
-    memory: OnceCell<Vec<(i32, u64, u64)>>,
     /// The operations' values as captured (see `book::encode`), addressed by
     /// [`CapturedOp::values`].
     values: Vec<u8>,
-    /// Every statement issued, in order (see `NodeBook::sequence`).
-    sequence: Vec<u32>,
+    /// The ordering statements issued (see `NodeBook::orderings`).
+    orderings: Vec<(u32, u32)>,
     origin: Stream,
-    /// The graph's parts: the graph itself and the body graphs of device blocks.
-    blocks: Box<Blocks>,
+    /// The body graphs of device blocks and the runtime's own nodes; `None` without blocks.
+    blocks: Option<Box<Blocks>>,
+    /// Tables made from the above when first needed (captures that never need them do not
+    /// pay for them, nor for the allocation that holds them).
+    derived: OnceCell<Box<Derived>>,
 }
 
 /// How a graph's operations spread over the graph and its device blocks' body graphs.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Blocks {
-    /// Per graph part (0: the graph, `k + 1`: body graph `k` of a device block), the indices
-    /// of its operations in `ops`, in issue order.
-    parts: Vec<Vec<usize>>,
     /// The body graphs of device blocks.
     bodies: Vec<CapturedBody>,
     /// The built-in kernels before conditional nodes, and second `IF` nodes.
     internal: Vec<InternalNode>,
+}
+
+/// What a [`GraphCore`] works out from its operations on first use.
+#[derive(Debug, Default)]
+struct Derived {
+    /// The node of every operation (`None` for those that made none), read back from the
+    /// driver (see [`GraphCore::node_map`]).
+    nodes: OnceCell<Vec<Option<NodeHandle>>>,
+    /// Statement id `s` → its operations, in occurrence order:
+    /// `by_statement[starts[s]..starts[s + 1]]`.
+    index: OnceCell<(Vec<u32>, Vec<u32>)>,
+    /// `touched` merged into disjoint `(device, start, end)` intervals in order, for a binary
+    /// search per buffer argument of `set_kernel_args`.
+    memory: OnceCell<Vec<(i32, u64, u64)>>,
+    /// Every statement issued, in order (see `book::sequence`).
+    sequence: OnceCell<Vec<u32>>,
+    /// Per graph part (0: the graph, `k + 1`: body graph `k` of a device block), the indices
+    /// of its operations in `ops`, in issue order.
+    parts: OnceCell<Vec<Vec<usize>>>,
 }
 
 /// The edges of one graph part by its operations' local indices, what else was found, and
@@ -126,12 +135,9 @@ impl GraphCore {
     ) -> Result<GraphCore> {
         let captured = capture.capture_core(pipeline)?;
         let plan = captured.plan;
-        let core = GraphCore::new(
-            captured.graph,
-            captured.book,
-            captured.program,
-            captured.origin,
-        );
+        let mut book = captured.book;
+        let core = GraphCore::new(captured.graph, &mut book, captured.program, captured.origin);
+        capture.recycle(book);
         if let Some(plan) = plan {
             core.verify_against(&plan)?;
         }
@@ -140,57 +146,75 @@ impl GraphCore {
 
     fn new(
         raw: OwnedGraph,
-        book: NodeBook,
+        book: &mut NodeBook,
         program: &'static Program,
         origin: Stream,
     ) -> GraphCore {
-        let mut book = book;
-        // Nodes of device blocks and their bodies are known from the capture.
-        for op in &mut book.ops {
-            op.node = op.node.map(|n| raw.bind(n));
-        }
-        let mut parts = vec![Vec::new(); book.bodies.len() + 1];
-        for (i, op) in book.ops.iter().enumerate() {
-            if let Some(part) = parts.get_mut(op.part) {
-                part.push(i);
+        // Nodes of device blocks and their bodies, and of collectives, are known from the
+        // capture (and every node in cross-check mode).
+        if book.knows_nodes() {
+            for op in &mut book.ops {
+                op.node = op.node.map(|n| raw.bind(n));
             }
         }
+        let core = GraphCore {
+            raw,
+            program,
+            touched: std::mem::take(&mut book.memory),
+            ops: std::mem::take(&mut book.ops),
+            values: std::mem::take(&mut book.values),
+            orderings: std::mem::take(&mut book.orderings),
+            origin,
+            blocks: (!book.bodies.is_empty() || !book.internal.is_empty()).then(|| {
+                Box::new(Blocks {
+                    bodies: std::mem::take(&mut book.bodies),
+                    internal: std::mem::take(&mut book.internal),
+                })
+            }),
+            derived: OnceCell::new(),
+        };
         // In cross-check mode the capture mapped the nodes already.
-        let nodes = OnceCell::new();
         if book.cross_checks() {
-            let _ = nodes.set(
-                book.ops
+            let _ = core.derived().nodes.set(
+                core.ops
                     .iter()
-                    .map(|op| op.node.map(|n| raw.bind(n)))
+                    .map(|op| op.node.map(|n| core.raw.bind(n)))
                     .collect(),
             );
         }
-        GraphCore {
-            raw,
-            program,
-            nodes,
-            index: OnceCell::new(),
-            touched: std::mem::take(&mut book.memory),
-            memory: OnceCell::new(),
-            ops: book.ops,
-            values: std::mem::take(&mut book.values),
-            sequence: std::mem::take(&mut book.sequence),
-            origin,
-            blocks: Box::new(Blocks {
-                parts,
-                bodies: std::mem::take(&mut book.bodies),
-                internal: std::mem::take(&mut book.internal),
-            }),
-        }
+        core
+    }
+
+    /// The tables made on first use.
+    #[inline]
+    fn derived(&self) -> &Derived {
+        self.derived.get_or_init(Box::default)
+    }
+
+    /// The body graphs of device blocks.
+    fn bodies(&self) -> &[CapturedBody] {
+        self.blocks.as_deref().map_or(&[], |b| &b.bodies)
+    }
+
+    /// The runtime's own nodes of device blocks.
+    fn internal(&self) -> &[InternalNode] {
+        self.blocks.as_deref().map_or(&[], |b| &b.internal)
     }
 
     /// The node of every operation: the graph's nodes as `cuGraphGetNodes` lists them, in
     /// creation order, given in turn to the operations that made one (the capture checked that
     /// their numbers are equal).
+    #[inline]
     fn node_map(&self) -> Result<&[Option<NodeHandle>]> {
-        if let Some(map) = self.nodes.get() {
-            return Ok(map);
+        match self.derived().nodes.get() {
+            Some(map) => Ok(map),
+            None => self.read_node_map(),
         }
+    }
+
+    /// Makes [`GraphCore::node_map`] on its first use.
+    #[cold]
+    fn read_node_map(&self) -> Result<&[Option<NodeHandle>]> {
         let listed = self
             .raw
             .nodes()
@@ -209,34 +233,61 @@ impl GraphCore {
                         next.next();
                     }
                     op.node
-                } else if op.makes_node {
+                } else if op.makes_node() {
                     next.next()
                 } else {
                     None
                 }
             })
             .collect();
-        Ok(self.nodes.get_or_init(|| map))
+        Ok(self.derived().nodes.get_or_init(|| map))
     }
 
     /// The operations of the graph itself (not of block bodies), in issue order.
     fn outer(&self) -> impl Iterator<Item = &CapturedOp> + '_ {
-        self.blocks
-            .parts
-            .first()
-            .into_iter()
-            .flatten()
-            .filter_map(|&i| self.ops.get(i))
+        self.ops.iter().filter(|op| op.part == 0)
+    }
+
+    /// The id of every statement issued, in order.
+    pub(super) fn sequence(&self) -> &[u32] {
+        self.derived()
+            .sequence
+            .get_or_init(|| crate::exec::book::sequence(&self.ops, &self.orderings))
+    }
+
+    /// The indices in `ops` of the operations of graph part `part` (see [`Blocks::parts`]).
+    fn members(&self, part: usize) -> &[usize] {
+        let parts = self.derived().parts.get_or_init(|| {
+            let mut parts = vec![Vec::new(); self.bodies().len() + 1];
+            for (i, op) in self.ops.iter().enumerate() {
+                if let Some(members) = parts.get_mut(op.part) {
+                    members.push(i);
+                }
+            }
+            parts
+        });
+        parts.get(part).map_or(&[], Vec::as_slice)
     }
 
     /// The node of operation `i`, if it made one.
+    #[inline]
     pub(super) fn node(&self, i: usize) -> Result<Option<NodeHandle>> {
         Ok(self.node_map()?.get(i).copied().flatten())
     }
 
     /// The operations of each statement (see [`GraphCore::index`]).
+    #[inline]
     fn statement_index(&self) -> &(Vec<u32>, Vec<u32>) {
-        self.index.get_or_init(|| {
+        match self.derived().index.get() {
+            Some(index) => index,
+            None => self.make_statement_index(),
+        }
+    }
+
+    /// Makes [`GraphCore::statement_index`] on its first use.
+    #[cold]
+    fn make_statement_index(&self) -> &(Vec<u32>, Vec<u32>) {
+        self.derived().index.get_or_init(|| {
             // Counting sort of the operations by statement (ids are below
             // `statements.len()`, as `NodeBook::note` checked).
             let mut starts = vec![0u32; self.program.statements.len() + 1];
@@ -261,8 +312,18 @@ impl GraphCore {
     }
 
     /// The memory the pipeline uses, as merged intervals.
+    #[inline]
     fn memory(&self) -> &[(i32, u64, u64)] {
-        self.memory.get_or_init(|| {
+        match self.derived().memory.get() {
+            Some(memory) => memory,
+            None => self.merge_memory(),
+        }
+    }
+
+    /// Makes [`GraphCore::memory`] on its first use.
+    #[cold]
+    fn merge_memory(&self) -> &[(i32, u64, u64)] {
+        self.derived().memory.get_or_init(|| {
             let mut ranges = self.touched.clone();
             ranges.sort_unstable();
             ranges.dedup();
@@ -283,7 +344,7 @@ impl GraphCore {
     fn part_edges(&self, part: usize) -> Result<PartEdges> {
         let mut problems = Vec::new();
         let map = self.node_map()?;
-        let members = self.blocks.parts.get(part).cloned().unwrap_or_default();
+        let members = self.members(part);
         let local: HashMap<usize, usize> =
             members.iter().enumerate().map(|(l, &i)| (i, l)).collect();
         let mut index: HashMap<usize, usize> = HashMap::new();
@@ -299,12 +360,12 @@ impl GraphCore {
                 )),
             }
         }
-        for n in self.blocks.internal.iter().filter(|n| n.part == part) {
+        for n in self.internal().iter().filter(|n| n.part == part) {
             if let Some(&l) = local.get(&n.op) {
                 index.insert(n.node.key(), l);
             }
         }
-        let body = part.checked_sub(1).and_then(|k| self.blocks.bodies.get(k));
+        let body = part.checked_sub(1).and_then(|k| self.bodies().get(k));
         let sink = body.and_then(|b| b.sink).map(|n| n.key());
         let filler = body.and_then(|b| b.filler).map(|n| n.key());
         let (nodes, edges) = match body {
@@ -333,7 +394,7 @@ impl GraphCore {
             .count();
         // The node map came from the creation order: check that each node does what its
         // operation did (kind, and the function of a launch). Blocks' nodes are conditional.
-        for &i in &members {
+        for &i in members {
             let op = &self.ops[i];
             if op.node_known() {
                 continue; // a block's or a collective's nodes are its own kinds
@@ -399,7 +460,7 @@ impl GraphCore {
             mut problems,
             into_sink,
         } = self.part_edges(part)?;
-        let members = self.blocks.parts.get(part).cloned().unwrap_or_default();
+        let members = self.members(part);
         let ops: Vec<&CapturedOp> = members.iter().map(|&i| &self.ops[i]).collect();
         if plan.len() != ops.len() {
             problems.push(format!(
@@ -417,7 +478,7 @@ impl GraphCore {
                 p.statement.text, c.statement.text
             ));
         }
-        let body = part.checked_sub(1).and_then(|k| self.blocks.bodies.get(k));
+        let body = part.checked_sub(1).and_then(|k| self.bodies().get(k));
         if let Some(b) = body.filter(|b| b.sink.is_some()) {
             let expected: BTreeSet<usize> = plan.final_frontier().iter().copied().collect();
             if expected != into_sink {
@@ -433,8 +494,7 @@ impl GraphCore {
                 continue;
             };
             let found = self
-                .blocks
-                .bodies
+                .bodies()
                 .iter()
                 .position(|b| b.block == flat && b.branch == nested.branch);
             let Some(k) = found else {
@@ -469,7 +529,7 @@ impl GraphCore {
     /// Graph part `part` (0: the graph; `k + 1`: body graph `k`) for the DOT picture, with
     /// the body graphs of its blocks, recursively.
     fn dot_part(&self, part: usize) -> Result<DotPart> {
-        let members = self.blocks.parts.get(part).cloned().unwrap_or_default();
+        let members = self.members(part);
         let labels = members
             .iter()
             .map(|&i| {
@@ -488,13 +548,13 @@ impl GraphCore {
                         "{name} #{}{arguments}\n{}:{}",
                         op.occurrence, loc.file, loc.line
                     ),
-                    op.stream,
+                    op.stream(),
                 )
             })
             .collect();
         let edges = self.part_edges(part)?.edges;
         let mut bodies = Vec::new();
-        for (k, body) in self.blocks.bodies.iter().enumerate() {
+        for (k, body) in self.bodies().iter().enumerate() {
             let Some(block) = members.iter().position(|&i| i == body.block) else {
                 continue;
             };
@@ -524,6 +584,7 @@ impl GraphCore {
     }
 
     /// The index of operation `op`, checked to be one of this program's.
+    #[inline]
     fn op_index(&self, op: OpRef) -> Result<usize> {
         let stmt = op.statement;
         let ours = self
@@ -532,32 +593,40 @@ impl GraphCore {
             .get(stmt.id)
             .is_some_and(|s| s.same(stmt));
         if !ours {
-            return Err(Error::InvalidArgument(format!(
-                "statement `{}` at {} is not part of pipeline `{}`",
-                stmt.text, stmt.location, self.program.name
-            )));
+            return Err(self.foreign_statement(stmt));
         }
         let (starts, by_statement) = self.statement_index();
-        let list = match (starts.get(stmt.id), starts.get(stmt.id + 1)) {
-            (Some(&a), Some(&b)) => &by_statement[a as usize..b as usize],
-            _ => &[],
+        let (first, end) = match (starts.get(stmt.id), starts.get(stmt.id + 1)) {
+            (Some(&a), Some(&b)) => (a as usize, b as usize),
+            _ => (0, 0),
         };
-        op.occurrence
+        let at = (op.occurrence as usize)
             .checked_sub(1)
-            .and_then(|i| list.get(i as usize))
-            .map(|&i| i as usize)
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "statement `{}` at {} was issued {} time(s) in the captured graph, so it has no occurrence {}",
-                    stmt.text,
-                    stmt.location,
-                    list.len(),
-                    op.occurrence
-                ))
-            })
+            .map(|k| first + k)
+            .filter(|&at| at < end);
+        match at.and_then(|at| by_statement.get(at)) {
+            Some(&i) => Ok(i as usize),
+            None => Err(Error::InvalidArgument(format!(
+                "statement `{}` at {} was issued {} time(s) in the captured graph, so it has no occurrence {}",
+                stmt.text,
+                stmt.location,
+                end - first,
+                op.occurrence
+            ))),
+        }
+    }
+
+    /// `stmt` is no statement of this graph's pipeline.
+    #[cold]
+    fn foreign_statement(&self, stmt: &Statement) -> Error {
+        Error::InvalidArgument(format!(
+            "statement `{}` at {} is not part of pipeline `{}`",
+            stmt.text, stmt.location, self.program.name
+        ))
     }
 
     /// Whether `range` lies inside memory the captured pipeline uses.
+    #[inline]
     fn covers(&self, range: &DeviceRange) -> bool {
         let end = range.ptr.saturating_add(range.bytes as u64);
         let memory = self.memory();
