@@ -109,6 +109,12 @@ impl Event {
         Device::from_ctx(self.inner.cuda.context())
     }
 
+    /// Whether the event belongs to `stream`'s device (asked without making [`Device`]
+    /// values).
+    pub(crate) fn on_device_of(&self, stream: &Stream) -> bool {
+        self.inner.cuda.context().cu_ctx() == stream.ctx().cu_ctx()
+    }
+
     /// Whether the event records timestamps.
     pub fn is_timing(&self) -> bool {
         self.inner.timing

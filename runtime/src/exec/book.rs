@@ -266,7 +266,10 @@ impl NodeBook {
         self.ops.reserve(ops);
         self.occurrences.clear();
         self.occurrences.resize(program.statements.len(), 0);
-        self.keep = Keep::default();
+        if !self.keep.is_empty() {
+            // (The capture that used the book gave its graph what it keeps.)
+            self.keep = Keep::default();
+        }
         self.memory.clear();
         self.last = None;
         self.values.clear();

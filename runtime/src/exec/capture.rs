@@ -184,6 +184,8 @@ pub struct Capture {
     ops_hint: usize,
     /// Bytes of values of the previous capture (see `book::encode`): the next book's capacity.
     values_hint: usize,
+    /// Ordering statements of the previous capture: the next book's capacity.
+    orderings_hint: usize,
     /// The book of the previous capture, once its graph took what it keeps: the next
     /// capture's, without allocating it anew.
     spare: Option<Box<NodeBook>>,
@@ -203,6 +205,7 @@ impl Capture {
             cross_check: false,
             ops_hint: 0,
             values_hint: 0,
+            orderings_hint: 0,
             spare: None,
         }
     }
@@ -292,6 +295,7 @@ impl Capture {
             Some(mut book) => {
                 book.reset(program, self.ops_hint, self.cross_check, self.mode.raw());
                 book.values.reserve(self.values_hint);
+                book.orderings.reserve(self.orderings_hint);
                 book
             }
             None => Box::new(NodeBook::new(
@@ -359,6 +363,7 @@ impl Capture {
         if let Ok((_, book)) = &captured {
             self.ops_hint = book.ops.len();
             self.values_hint = book.values.len();
+            self.orderings_hint = book.orderings.len();
         }
         match captured {
             Ok((graph, book)) => Ok(Captured {

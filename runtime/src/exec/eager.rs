@@ -781,12 +781,11 @@ impl Eager {
         let index = Self::event_index(stmt, self.events.len())?;
         self.enter(stmt.stream)?;
         let stream = stream_of(&self.origin, &self.sides, stmt.stream)?;
-        let device = stream.device();
         let slot = &mut self.events[index];
-        let instance = match slot.instances.iter().position(|e| e.device() == device) {
+        let instance = match slot.instances.iter().position(|e| e.on_device_of(stream)) {
             Some(i) => i,
             None => {
-                slot.instances.push(Event::new(&device)?);
+                slot.instances.push(Event::new(&stream.device())?);
                 slot.instances.len() - 1
             }
         };

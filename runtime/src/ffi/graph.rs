@@ -16,6 +16,7 @@
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::ffi::{c_void, CStr};
+use std::hash::{BuildHasherDefault, DefaultHasher};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
@@ -276,7 +277,9 @@ pub(crate) struct Keep {
     #[allow(clippy::vec_box)]
     host_fns: Vec<Box<HostFn>>,
     device: Vec<Arc<DeviceAlloc>>,
-    device_seen: HashSet<usize>,
+    /// The addresses of `device`'s allocations, to hold each once. Pointer keys need no
+    /// randomly seeded hasher, whose seeding would cost every capture a thread-local read.
+    device_seen: HashSet<usize, BuildHasherDefault<DefaultHasher>>,
     /// With whether a node writes it.
     pinned: Vec<(Arc<PinnedAlloc>, bool)>,
     modules: Vec<CodeOwner>,
@@ -790,28 +793,8 @@ impl OwnedExec {
         if node.graph != self.source.raw as usize {
             return Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE));
         }
-        match self.set_kernel_params(node, func, config, args) {
-            Ok(()) => Ok(()),
-            Err(e) => self.set_kernel_args_in_context(node, func, config, args, e),
-        }
-    }
-
-    /// [`OwnedExec::set_kernel_args`] again, after it failed with `failed`, with the graph's
-    /// context current (see [`super::in_context`]); off the hot path.
-    #[cold]
-    #[inline(never)]
-    fn set_kernel_args_in_context(
-        &self,
-        node: NodeHandle,
-        func: &LoadedFunction,
-        config: &LaunchConfig,
-        args: &[KernelArg<'_>],
-        failed: DriverError,
-    ) -> Result<(), DriverError> {
-        let mut first = Some(failed);
-        super::in_context(&self.ctx, || match first.take() {
-            Some(e) => Err(e),
-            None => self.set_kernel_params(node, func, config, args),
+        super::in_context(&self.ctx, || {
+            self.set_kernel_params(node, func, config, args)
         })
     }
 

@@ -166,28 +166,7 @@ pub(crate) fn launch_kernel(
     config: &LaunchConfig,
     args: &[KernelArg<'_>],
 ) -> Result<(), DriverError> {
-    match launch_raw(func, stream, config, args) {
-        Ok(()) => Ok(()),
-        Err(e) => launch_in_context(func, stream, config, args, e),
-    }
-}
-
-/// The launch again, after it failed with `failed`, with the stream's context current (see
-/// [`super::in_context`]); off the hot path.
-#[cold]
-#[inline(never)]
-fn launch_in_context(
-    func: &LoadedFunction,
-    stream: &CudaStream,
-    config: &LaunchConfig,
-    args: &[KernelArg<'_>],
-    failed: DriverError,
-) -> Result<(), DriverError> {
-    let mut first = Some(failed);
-    super::in_context(stream.context(), || match first.take() {
-        Some(e) => Err(e),
-        None => launch_raw(func, stream, config, args),
-    })
+    super::in_context(stream.context(), || launch_raw(func, stream, config, args))
 }
 
 #[inline]

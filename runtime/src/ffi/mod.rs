@@ -288,13 +288,24 @@ pub(crate) fn in_context<R>(
 ) -> Result<R, DriverError> {
     match call() {
         Ok(r) => Ok(r),
-        Err(e) => match current_context() {
-            Ok(c) if c == ctx.cu_ctx() => Err(e),
-            _ => {
-                ensure_current(ctx)?;
-                call()
-            }
-        },
+        Err(e) => retry_in_context(ctx, e, call),
+    }
+}
+
+/// [`in_context`] after `call` failed with `failed`: off the hot path.
+#[cold]
+#[inline(never)]
+fn retry_in_context<R>(
+    ctx: &CudaContext,
+    failed: DriverError,
+    mut call: impl FnMut() -> Result<R, DriverError>,
+) -> Result<R, DriverError> {
+    match current_context() {
+        Ok(c) if c == ctx.cu_ctx() => Err(failed),
+        _ => {
+            ensure_current(ctx)?;
+            call()
+        }
     }
 }
 
