@@ -4,8 +4,8 @@
 //! Executors call one hook per pipeline ([`pipeline`]: a run, a capture or a plan) and one per
 //! statement issued ([`statement`]). Each returns a scope that ends the span or range when
 //! dropped. Without either feature both hooks and their scopes are empty and compile to
-//! nothing; with them, a hook costs a check of a static (whether a subscriber wants the span,
-//! whether a profiler listens for NVTX ranges) when no one is listening.
+//! nothing; with them, a hook costs a check of two statics (whether a subscriber takes spans
+//! of the level, whether a profiler listens for NVTX ranges) when no one is listening.
 //!
 //! The `tracing` spans: `pipeline` (fields `name`, `mode` = `run`, `capture` or `plan`,
 //! `location`) at level INFO and `statement` (fields `pipeline`, `statement` = the statement's
@@ -36,18 +36,27 @@ impl Mode {
     }
 }
 
-/// Open while a pipeline is issued; dropping it ends the span and the range.
+/// Open while a pipeline or a statement is issued; dropping it ends the span and the range.
+/// `None` while no one listens: then a hook is its checks alone, and dropping it a test of
+/// one word.
 #[must_use]
 #[derive(Debug)]
 pub(crate) struct Scope {
+    _active: Option<Active>,
+}
+
+/// A scope someone listens to: its span (when a subscriber takes it) and whether an NVTX
+/// range was opened.
+#[derive(Debug)]
+struct Active {
     #[cfg(feature = "tracing")]
-    _span: tracing::span::EnteredSpan,
+    _span: Option<tracing::span::EnteredSpan>,
     #[cfg(feature = "nvtx")]
     nvtx: bool,
 }
 
-impl Drop for Scope {
-    #[inline]
+impl Drop for Active {
+    #[inline(never)]
     fn drop(&mut self) {
         #[cfg(feature = "nvtx")]
         if self.nvtx {
@@ -56,53 +65,102 @@ impl Drop for Scope {
     }
 }
 
+/// Whether a subscriber takes spans of `level` or a profiler listens for NVTX ranges.
+#[inline(always)]
+#[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
+fn listened(level: u8) -> bool {
+    #[cfg(feature = "tracing")]
+    {
+        let enabled = if level == 0 {
+            tracing::level_enabled!(tracing::Level::INFO)
+        } else {
+            tracing::level_enabled!(tracing::Level::DEBUG)
+        };
+        if enabled {
+            return true;
+        }
+    }
+    nvtx_available()
+}
+
 /// The hook of a pipeline being run, captured or planned.
 #[inline]
 pub(crate) fn pipeline(program: &'static Program, mode: Mode) -> Scope {
-    #[cfg(not(any(feature = "tracing", feature = "nvtx")))]
-    let _ = (program, mode);
+    if !listened(0) {
+        return Scope { _active: None };
+    }
+    pipeline_scope(program, mode)
+}
+
+#[cold]
+#[inline(never)]
+#[cfg_attr(
+    not(any(feature = "tracing", feature = "nvtx")),
+    allow(unused_variables)
+)]
+fn pipeline_scope(program: &'static Program, mode: Mode) -> Scope {
     Scope {
-        #[cfg(feature = "tracing")]
-        _span: tracing::info_span!(
-            target: "streamgraph",
-            "pipeline",
-            name = program.name,
-            mode = mode.as_str(),
-            location = %program.location,
-        )
-        .entered(),
-        #[cfg(feature = "nvtx")]
-        nvtx: crate::ffi::nvtx::push_with(|| format!("{} ({})", program.name, mode.as_str())),
+        _active: Some(Active {
+            #[cfg(feature = "tracing")]
+            _span: tracing::level_enabled!(tracing::Level::INFO).then(|| {
+                tracing::info_span!(
+                    target: "streamgraph",
+                    "pipeline",
+                    name = program.name,
+                    mode = mode.as_str(),
+                    location = %program.location,
+                )
+                .entered()
+            }),
+            #[cfg(feature = "nvtx")]
+            nvtx: crate::ffi::nvtx::push_with(|| format!("{} ({})", program.name, mode.as_str())),
+        }),
     }
 }
 
 /// The hook of one statement issued: `program` is the pipeline it belongs to, when known.
-#[inline]
+/// Inlined into every issue, so that with no one listening it is the checks alone.
+#[inline(always)]
 pub(crate) fn statement(program: Option<&'static Program>, stmt: &'static Statement) -> Scope {
-    #[cfg(not(any(feature = "tracing", feature = "nvtx")))]
-    let _ = (program, stmt);
+    if !listened(1) {
+        return Scope { _active: None };
+    }
+    statement_scope(program, stmt)
+}
+
+#[cold]
+#[inline(never)]
+#[cfg_attr(
+    not(any(feature = "tracing", feature = "nvtx")),
+    allow(unused_variables)
+)]
+fn statement_scope(program: Option<&'static Program>, stmt: &'static Statement) -> Scope {
     #[cfg(any(feature = "tracing", feature = "nvtx"))]
     let stream = program
         .and_then(|p| p.streams.get(stmt.stream))
         .map_or("?", |s| s.name);
     Scope {
-        #[cfg(feature = "tracing")]
-        _span: tracing::debug_span!(
-            target: "streamgraph",
-            "statement",
-            pipeline = program.map_or("?", |p| p.name),
-            statement = stmt.text,
-            location = %stmt.location,
-            stream = stream,
-        )
-        .entered(),
-        #[cfg(feature = "nvtx")]
-        nvtx: crate::ffi::nvtx::push_with(|| format!("{stream}: {}", stmt.text)),
+        _active: Some(Active {
+            #[cfg(feature = "tracing")]
+            _span: tracing::level_enabled!(tracing::Level::DEBUG).then(|| {
+                tracing::debug_span!(
+                    target: "streamgraph",
+                    "statement",
+                    pipeline = program.map_or("?", |p| p.name),
+                    statement = stmt.text,
+                    location = %stmt.location,
+                    stream = stream,
+                )
+                .entered()
+            }),
+            #[cfg(feature = "nvtx")]
+            nvtx: crate::ffi::nvtx::push_with(|| format!("{stream}: {}", stmt.text)),
+        }),
     }
 }
 
 /// Whether NVTX ranges are emitted: the `nvtx` feature is on and the NVTX library loaded.
-#[cfg_attr(not(test), allow(dead_code))]
+#[inline(always)]
 pub(crate) fn nvtx_available() -> bool {
     #[cfg(feature = "nvtx")]
     return crate::ffi::nvtx::available();

@@ -61,23 +61,42 @@ fn load() -> Option<Nvtx> {
     })
 }
 
+#[inline(always)]
 fn nvtx() -> Option<&'static Nvtx> {
+    match NVTX.get() {
+        Some(nvtx) => nvtx.as_ref(),
+        None => first_nvtx(),
+    }
+}
+
+/// [`nvtx`] on its first call: looks for the library.
+#[cold]
+#[inline(never)]
+fn first_nvtx() -> Option<&'static Nvtx> {
     NVTX.get_or_init(load).as_ref()
 }
 
 /// Whether ranges are made: a tool listens and an NVTX library was loaded (loads it on the
 /// first call).
+#[inline(always)]
 pub(crate) fn available() -> bool {
     nvtx().is_some()
 }
 
 /// Opens a range named `name()` (called only when the library is loaded); returns whether a
 /// range was opened, i.e. whether [`pop`] must close it.
-#[inline]
+#[inline(always)]
 pub(crate) fn push_with(name: impl FnOnce() -> String) -> bool {
-    let Some(nvtx) = nvtx() else {
-        return false;
-    };
+    match nvtx() {
+        None => false,
+        Some(nvtx) => push_named(nvtx, name),
+    }
+}
+
+/// Opens a range named `name()` through `nvtx`; `true`.
+#[cold]
+#[inline(never)]
+fn push_named(nvtx: &Nvtx, name: impl FnOnce() -> String) -> bool {
     let name = CString::new(name().replace('\0', " ")).unwrap_or_default();
     // SAFETY: `name` is a NUL-terminated string that lives across the call; NVTX copies it.
     unsafe { (nvtx.push)(name.as_ptr()) };

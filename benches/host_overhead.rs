@@ -1,0 +1,281 @@
+//! streamgraph's own host cost per operation on the paths around replay: capture, the
+//! kernel-node fast path (`set_kernel_args`) and `update`, next to the same capture written
+//! against the driver by hand.
+//!
+//! ```text
+//! cargo bench --bench host_overhead [-- CASE N ITERATIONS]
+//! bash benches/host-overhead.sh          # no GPU: instructions per operation, stand-in driver
+//! ```
+//!
+//! Cases (`CASE N ITERATIONS` runs one; without arguments every case runs with its default):
+//! - `raw N`: `N` launches of an empty kernel captured by hand (`cuStreamBeginCapture`,
+//!   `cuLaunchKernel`, `cuStreamEndCapture`) and the graph destroyed;
+//! - `capture N`: the same chain as a pipeline, `Capture::capture` and the graph dropped;
+//! - `diamond N`: W3's diamond of `N` layers (four streams, events), captured and dropped;
+//! - `set N`: `set_kernel_args` on each of the `N` launches of an instantiated chain;
+//! - `update N`: `update_with` of a chain of `N` launches whose arguments change.
+//!
+//! Each case prints the best of five rounds in nanoseconds per round. On a GPU these are
+//! wall-clock times (the comparison with raw code and the peers is `bench-harness`'s job, in
+//! one process with alternation). `benches/host-overhead.sh` runs the cases against a stand-in
+//! driver (`benches/stub-driver/`) whose calls return at once, under `valgrind --tool=callgrind`,
+//! and reports the instructions each operation costs: what streamgraph adds, counted exactly,
+//! on any machine.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use cudarc::driver::sys;
+use streamgraph::{pipeline, Capture, Device, DeviceBuffer, Kernel, KernelArg, Module, Stream};
+
+/// What a case fails with: a streamgraph error, a driver error of the hand-written capture, or
+/// a wrong argument.
+type Error = Box<dyn std::error::Error>;
+
+/// The kernels the cases launch.
+#[derive(Debug)]
+pub struct Kernels {
+    /// Does nothing.
+    pub empty: Kernel,
+    /// Stores its value through its pointer.
+    pub stamp: Kernel,
+}
+
+const SOURCE: &str = r#"
+extern "C" __global__ void empty() {}
+extern "C" __global__ void stamp(unsigned* slot, unsigned value) { *slot = value; }
+"#;
+
+pipeline! {
+    /// `n` launches of `empty` on one stream.
+    pipeline Chain(k: &Kernels, n: usize) {
+        stream main;
+        for _ in 0..n {
+            main: launch k.empty<<<1, 1>>>();
+        }
+    }
+}
+
+pipeline! {
+    /// `n` launches of `stamp`, launch `i` storing `base + i`.
+    pipeline Stamps(k: &Kernels, slot: &mut DeviceBuffer<u32>, n: usize, base: u32) {
+        stream main;
+        for i in 0..n {
+            main: launch k.stamp<<<1, 1>>>(&mut slot, base.wrapping_add(i as u32));
+        }
+    }
+}
+
+pipeline! {
+    /// W3's diamond: each layer one launch on `main`, a fork, one launch on each of the four
+    /// streams, and joins the next layer waits for.
+    pipeline Diamond(k: &Kernels, layers: usize) {
+        stream main;
+        stream s1;
+        stream s2;
+        stream s3;
+        event fork;
+        event j1;
+        event j2;
+        event j3;
+        for layer in 0..layers {
+            if layer > 0 {
+                main: wait j1;
+                main: wait j2;
+                main: wait j3;
+            }
+            main: launch k.empty<<<1, 1>>>();
+            main: record fork;
+            s1: wait fork;
+            s2: wait fork;
+            s3: wait fork;
+            main: launch k.empty<<<1, 1>>>();
+            s1: launch k.empty<<<1, 1>>>();
+            s2: launch k.empty<<<1, 1>>>();
+            s3: launch k.empty<<<1, 1>>>();
+            s1: record j1;
+            s2: record j2;
+            s3: record j3;
+        }
+    }
+}
+
+/// Everything a case needs.
+struct Setup {
+    device: Device,
+    stream: Stream,
+    module: Module,
+    k: Kernels,
+}
+
+fn setup() -> Result<Setup, streamgraph::Error> {
+    let device = Device::new(Some(0))?;
+    let stream = Stream::new(&device, 0)?;
+    let module = Module::from_cuda_source(&device, "host_overhead", SOURCE)?;
+    // SAFETY: `empty` is launched with no arguments and `stamp` with a `u32` buffer and a
+    // `u32`, their C signatures above.
+    let k = unsafe {
+        Kernels {
+            empty: module.kernel("empty")?,
+            stamp: module.kernel("stamp")?,
+        }
+    };
+    Ok(Setup {
+        device,
+        stream,
+        module,
+        k,
+    })
+}
+
+/// The best of five rounds of `iterations` calls of `round`, in nanoseconds per call.
+fn best_of_five(
+    iterations: usize,
+    mut round: impl FnMut(usize) -> Result<(), Error>,
+) -> Result<f64, Error> {
+    let mut best = f64::MAX;
+    for r in 0..5 {
+        let t = Instant::now();
+        for i in 0..iterations {
+            round(r * iterations + i)?;
+        }
+        best = best.min(t.elapsed().as_secs_f64() * 1e9 / iterations.max(1) as f64);
+    }
+    Ok(best)
+}
+
+/// A driver call's result, naming the call when it failed.
+fn check(r: sys::CUresult, call: &'static str) -> Result<(), Error> {
+    r.result().map_err(|e| format!("{call}: {e}").into())
+}
+
+fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error> {
+    let mut capture = Capture::new(&s.stream).check(false);
+    match case {
+        "raw" => {
+            let cudarc = s.module.as_cudarc().ok_or("the module is not loaded")?;
+            let func = cudarc.load_function("empty")?.cu_function();
+            let stream = s.stream.as_cudarc().cu_stream();
+            let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+            best_of_five(iterations, |_| {
+                // SAFETY: the stream is alive and not capturing; `func` takes no arguments
+                // (null parameter arrays); the graph the capture returns is destroyed once.
+                unsafe {
+                    check(
+                        sys::cuStreamBeginCapture_v2(stream, mode),
+                        "cuStreamBeginCapture",
+                    )?;
+                    for _ in 0..n {
+                        let r = sys::cuLaunchKernel(
+                            func,
+                            1,
+                            1,
+                            1,
+                            1,
+                            1,
+                            1,
+                            0,
+                            stream,
+                            std::ptr::null_mut(),
+                            std::ptr::null_mut(),
+                        );
+                        check(r, "cuLaunchKernel")?;
+                    }
+                    let mut graph = std::ptr::null_mut();
+                    check(
+                        sys::cuStreamEndCapture(stream, &mut graph),
+                        "cuStreamEndCapture",
+                    )?;
+                    check(sys::cuGraphDestroy(graph), "cuGraphDestroy")
+                }
+            })
+        }
+        "capture" => best_of_five(iterations, |_| {
+            Ok(capture.capture(Chain::new(&s.k, n)).map(drop)?)
+        }),
+        "diamond" => best_of_five(iterations, |_| {
+            Ok(capture.capture(Diamond::new(&s.k, n)).map(drop)?)
+        }),
+        "set" => {
+            let mut slot = DeviceBuffer::<u32>::zeros(&s.device, 1)?;
+            let graph = capture.capture(Stamps::new(&s.k, &mut slot, n, 0))?;
+            let ops = graph.ops();
+            let exec = graph.instantiate()?;
+            let view = exec.pipeline().slot.as_view();
+            best_of_five(iterations, |r| {
+                for (i, op) in ops.iter().enumerate() {
+                    let value = (r + i) as u32;
+                    exec.set_kernel_args(
+                        *op,
+                        &s.k.stamp,
+                        &[KernelArg::read(&view), KernelArg::value(&value)],
+                    )?;
+                }
+                Ok(())
+            })
+        }
+        "update" => {
+            let mut slot = DeviceBuffer::<u32>::zeros(&s.device, 1)?;
+            let mut exec = capture
+                .capture(Stamps::new(&s.k, &mut slot, n, 0))?
+                .instantiate()?;
+            best_of_five(iterations, |r| Ok(exec.update_with(|p| p.base = r as u32)?))
+        }
+        other => Err(format!("no case `{other}`: raw, capture, diamond, set or update").into()),
+    }
+}
+
+/// The cases run without arguments: (case, N, iterations).
+const DEFAULTS: &[(&str, usize, usize)] = &[
+    ("raw", 0, 20_000),
+    ("capture", 0, 20_000),
+    ("raw", 10, 10_000),
+    ("capture", 10, 10_000),
+    ("raw", 1000, 100),
+    ("capture", 1000, 100),
+    ("diamond", 51, 200),
+    ("set", 1000, 20),
+    ("update", 1000, 20),
+];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let cases: Vec<(String, usize, usize)> = match args.as_slice() {
+        [] => DEFAULTS
+            .iter()
+            .map(|&(c, n, i)| (c.to_owned(), n, i))
+            .collect(),
+        [case, n, iterations] => match (n.parse(), iterations.parse()) {
+            (Ok(n), Ok(i)) => vec![(case.clone(), n, i)],
+            _ => {
+                eprintln!("host_overhead: N and ITERATIONS are counts, e.g. `capture 1000 100`");
+                return ExitCode::FAILURE;
+            }
+        },
+        _ => {
+            eprintln!("usage: host_overhead [CASE N ITERATIONS]");
+            return ExitCode::FAILURE;
+        }
+    };
+    let s = match setup() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("host_overhead: {e}");
+            eprintln!("host_overhead: runs on a CUDA GPU, or on the stand-in driver through benches/host-overhead.sh");
+            return ExitCode::SUCCESS;
+        }
+    };
+    for (case, n, iterations) in cases {
+        match run(&s, &case, n, iterations) {
+            Ok(ns) => println!("{case:<8} n={n:<6} {ns:>12.0} ns per round"),
+            Err(e) => {
+                eprintln!("host_overhead: {case} {n}: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,133 @@
+// A stand-in for the CUDA driver (libcuda.so.1) that runs nothing: every call returns at
+// once, so that a program's own host work can be counted exactly (benches/host-overhead.sh).
+// Stream capture is modelled far enough for streamgraph's checks: each capturing stream and
+// each event recorded in a capture carry a dependency set; launches, copies, fills and host
+// functions issued into a capture add a node depending on that set; graphs list their nodes
+// (in creation order) and edges. Handles are heap objects; kernel nodes remember their
+// function. Nothing here is a CUDA semantics reference beyond that.
+//
+//   cc -O2 -shared -fPIC -o libcuda.so.1 cuda.c
+#include <stdlib.h>
+#include <string.h>
+#include <stdint.h>
+#include <stdio.h>
+typedef int CUresult;
+#define OK 0
+// Dependencies one node or stream may have; nodes come from a ring of ARENA slots (a graph
+// lives far shorter than a million launches).
+#define MAXDEP 8
+#define ARENA (1 << 20)
+typedef struct node { int idx; int type; void* func; int ndeps; struct node* deps[MAXDEP]; } node;
+typedef struct graph { int n, cap; node** nodes; } graph;
+typedef struct capture { graph* g; int ended; } capture;
+typedef struct stream { capture* c; int ndeps; node* deps[MAXDEP]; } stream;
+typedef struct event { capture* c; int ndeps; node* deps[MAXDEP]; } event;
+static void die(const char* m){ fprintf(stderr,"stub-driver: %s\n",m); abort(); }
+static int active(stream* s){ return s && s->c && !s->c->ended; }
+static node* add_node(stream* s){
+  if(!active(s)) return 0;
+  graph* g=s->c->g;
+  static node* arena; static size_t at; if(!arena) arena=malloc(sizeof(node)*ARENA); node* n=&arena[at++ & (ARENA-1)]; n->idx=g->n; n->type=0;
+  n->ndeps=s->ndeps; memcpy(n->deps,s->deps,sizeof(node*)*s->ndeps);
+  if(g->n==g->cap){ g->cap=g->cap?g->cap*2:64; g->nodes=realloc(g->nodes,sizeof(node*)*g->cap); }
+  g->nodes[g->n++]=n; s->ndeps=1; s->deps[0]=n; return n;
+}
+static void join(stream* s, int nd, node** d){
+  for(int i=0;i<nd;i++){ int f=0; for(int j=0;j<s->ndeps;j++) if(s->deps[j]==d[i]) f=1;
+    if(!f){ if(s->ndeps>=MAXDEP) die("too many deps"); s->deps[s->ndeps++]=d[i]; } }
+}
+CUresult cuInit(unsigned f){return OK;}
+CUresult cuDriverGetVersion(int* v){*v=13000;return OK;}
+CUresult cuDeviceGetCount(int* c){*c=1;return OK;}
+CUresult cuDeviceGet(int* d,int o){*d=0;return OK;}
+CUresult cuDeviceGetAttribute(int* v,int a,int d){*v=1;return OK;}
+CUresult cuDeviceGetName(char* n,int len,int d){strncpy(n,"Fake",len);return OK;}
+CUresult cuDeviceTotalMem_v2(size_t* b,int d){*b=1ull<<36;return OK;}
+CUresult cuDeviceComputeCapability(int* a,int* b,int d){*a=9;*b=0;return OK;}
+static int ctxobj; static void* cur=0;
+CUresult cuDevicePrimaryCtxRetain(void** c,int d){*c=&ctxobj;return OK;}
+CUresult cuDevicePrimaryCtxRelease_v2(int d){return OK;}
+CUresult cuCtxSetCurrent(void* c){cur=c;return OK;}
+CUresult cuCtxGetCurrent(void** c){*c=cur;return OK;}
+CUresult cuCtxGetDevice(int* d){*d=0;return OK;}
+CUresult cuCtxPushCurrent_v2(void* c){cur=c;return OK;}
+CUresult cuCtxPopCurrent_v2(void** c){if(c)*c=cur;return OK;}
+CUresult cuCtxSynchronize(void){return OK;}
+CUresult cuCtxGetStreamPriorityRange(int* lo,int* hi){*lo=0;*hi=-5;return OK;}
+CUresult cuCtxGetFlags(unsigned* f){*f=0;return OK;}
+CUresult cuCtxSetFlags(unsigned f){return OK;}
+CUresult cuStreamCreate(stream** s,unsigned f){*s=calloc(1,sizeof(stream));return OK;}
+CUresult cuStreamCreateWithPriority(stream** s,unsigned f,int p){*s=calloc(1,sizeof(stream));return OK;}
+CUresult cuStreamDestroy_v2(stream* s){free(s);return OK;}
+CUresult cuStreamGetPriority(stream* s,int* p){*p=0;return OK;}
+CUresult cuStreamSynchronize(stream* s){return OK;}
+CUresult cuStreamQuery(stream* s){return OK;}
+CUresult cuStreamBeginCapture_v2(stream* s,int mode){
+  if(active(s)) return 401;
+  capture* c=calloc(1,sizeof(capture)); c->g=calloc(1,sizeof(graph)); s->c=c; s->ndeps=0; return OK;}
+CUresult cuStreamEndCapture(stream* s,graph** g){
+  if(!active(s)) return 900; *g=s->c->g; s->c->ended=1; s->c=0; s->ndeps=0; return OK;}
+CUresult cuStreamIsCapturing(stream* s,int* st){*st=active(s)?1:0;return OK;}
+CUresult cuStreamGetCaptureInfo_v3(stream* s,int* st,unsigned long long* id,graph** g,node*** deps,void** ed,size_t* n){
+  *st=active(s)?1:0; if(id)*id=(uintptr_t)(s->c);
+  if(g)*g=active(s)?s->c->g:0; if(deps)*deps=s->deps; if(ed)*ed=0; if(n)*n=active(s)?s->ndeps:0; return OK;}
+CUresult cuStreamWaitEvent(stream* s,event* e,unsigned f){
+  if(e->c && !e->c->ended){ if(!active(s)){ s->c=e->c; s->ndeps=0; } join(s,e->ndeps,e->deps); }
+  return OK;}
+CUresult cuEventCreate(event** e,unsigned f){*e=calloc(1,sizeof(event));return OK;}
+CUresult cuEventDestroy_v2(event* e){free(e);return OK;}
+CUresult cuEventRecord(event* e,stream* s){
+  if(active(s)){ e->c=s->c; e->ndeps=s->ndeps; memcpy(e->deps,s->deps,sizeof(node*)*s->ndeps);} else e->c=0; return OK;}
+CUresult cuEventSynchronize(event* e){return OK;}
+CUresult cuEventQuery(event* e){return OK;}
+CUresult cuEventElapsedTime_v2(float* ms,event* a,event* b){*ms=0.001f;return OK;}
+CUresult cuEventElapsedTime(float* ms,event* a,event* b){*ms=0.001f;return OK;}
+static int modobj, funcobj[64]; static int nf=0;
+CUresult cuModuleLoadData(void** m,const void* img){*m=&modobj;return OK;}
+CUresult cuModuleLoadDataEx(void** m,const void* img,unsigned n,void* o,void* v){*m=&modobj;return OK;}
+CUresult cuModuleUnload(void* m){return OK;}
+CUresult cuModuleGetFunction(void** f,void* m,const char* name){*f=&funcobj[(nf++)%64];return OK;}
+CUresult cuFuncGetAttribute(int* v,int a,void* f){*v=0;return OK;}
+CUresult cuFuncSetAttribute(void* f,int a,int v){return OK;}
+CUresult cuLaunchKernel(void* f,unsigned a,unsigned b,unsigned c,unsigned d,unsigned e,unsigned g,unsigned sh,stream* s,void** p,void** x){node* n=add_node(s); if(n){n->type=0;n->func=f;} return OK;}
+CUresult cuLaunchHostFunc(stream* s,void* fn,void* d){node* n=add_node(s); if(n)n->type=3; return OK;}
+static uint64_t nextptr=0x10000000;
+CUresult cuMemAlloc_v2(uint64_t* p,size_t b){*p=nextptr;nextptr+=(b+4095)&~4095ull;return OK;}
+CUresult cuMemAllocAsync(uint64_t* p,size_t b,stream* s){return cuMemAlloc_v2(p,b);}
+CUresult cuMemFree_v2(uint64_t p){return OK;}
+CUresult cuMemFreeAsync(uint64_t p,stream* s){return OK;}
+CUresult cuMemHostAlloc(void** p,size_t b,unsigned f){*p=malloc(b?b:1);return OK;}
+CUresult cuMemFreeHost(void* p){free(p);return OK;}
+CUresult cuMemGetInfo_v2(size_t* f,size_t* t){*f=1ull<<35;*t=1ull<<36;return OK;}
+CUresult cuMemcpyHtoDAsync_v2(uint64_t d,const void* h,size_t b,stream* s){node* n=add_node(s); if(n)n->type=1; return OK;}
+CUresult cuMemcpyDtoHAsync_v2(void* h,uint64_t d,size_t b,stream* s){node* n=add_node(s); if(n)n->type=1; return OK;}
+CUresult cuMemcpyDtoDAsync_v2(uint64_t d,uint64_t s2,size_t b,stream* s){node* n=add_node(s); if(n)n->type=1; return OK;}
+CUresult cuMemcpyAsync(uint64_t d,uint64_t s2,size_t b,stream* s){node* n=add_node(s); if(n)n->type=1; return OK;}
+CUresult cuMemcpyDtoH_v2(void* h,uint64_t d,size_t b){memset(h,0,b);return OK;}
+CUresult cuMemcpyHtoD_v2(uint64_t d,const void* h,size_t b){return OK;}
+CUresult cuMemsetD8Async(uint64_t d,unsigned char v,size_t cnt,stream* s){node* n=add_node(s); if(n)n->type=2; return OK;}
+CUresult cuMemsetD16Async(uint64_t d,unsigned short v,size_t cnt,stream* s){node* n=add_node(s); if(n)n->type=2; return OK;}
+CUresult cuMemsetD32Async(uint64_t d,unsigned v,size_t cnt,stream* s){node* n=add_node(s); if(n)n->type=2; return OK;}
+CUresult cuGraphGetNodes(graph* g,node** out,size_t* n){
+  if(!out){*n=g->n;return OK;} size_t k=*n<(size_t)g->n?*n:(size_t)g->n; for(size_t i=0;i<k;i++) out[i]=g->nodes[i]; *n=g->n; return OK;}
+CUresult cuGraphGetEdges_v2(graph* g,node** from,node** to,void* ed,size_t* n){
+  size_t total=0; for(int i=0;i<g->n;i++) total+=g->nodes[i]->ndeps;
+  if(!from){*n=total;return OK;}
+  size_t k=0; for(int i=0;i<g->n;i++) for(int j=0;j<g->nodes[i]->ndeps;j++){ if(k<*n){from[k]=g->nodes[i]->deps[j];to[k]=g->nodes[i];} k++; }
+  if(ed) memset(ed,0,8*(*n<k?*n:k)); *n=total; return OK;}
+CUresult cuGraphNodeGetDependencies_v2(node* nd,node** out,void* ed,size_t* n){
+  if(!out){*n=nd->ndeps;return OK;} for(int i=0;i<nd->ndeps&&i<(int)*n;i++) out[i]=nd->deps[i]; *n=nd->ndeps; return OK;}
+CUresult cuGraphNodeGetType(node* nd,int* t){*t=nd->type;return OK;}
+CUresult cuGraphKernelNodeGetParams_v2(node* nd,void** p){p[0]=nd->func;return OK;}
+CUresult cuGraphDestroy(graph* g){free(g->nodes); free(g); return OK;}
+static int execobj;
+CUresult cuGraphInstantiateWithFlags(void** e,graph* g,unsigned long long f){*e=malloc(16);return OK;}
+CUresult cuGraphExecDestroy(void* e){free(e);return OK;}
+CUresult cuGraphLaunch(void* e,stream* s){return OK;}
+CUresult cuGraphUpload(void* e,stream* s){return OK;}
+typedef struct { int result; node* errorNode; node* errorFromNode; } upd;
+CUresult cuGraphExecUpdate_v2(void* e,graph* g,upd* info){ if(info){info->result=0;info->errorNode=0;info->errorFromNode=0;} return OK;}
+CUresult cuGraphExecKernelNodeSetParams_v2(void* e,node* n,const void* p){return OK;}
+CUresult cuGraphCreate(graph** g,unsigned f){*g=calloc(1,sizeof(graph));return OK;}
+CUresult cuGetErrorString(CUresult r,const char** s){*s="stub-driver error";return OK;}
+CUresult cuGetErrorName(CUresult r,const char** s){*s="CUDA_ERROR_STUB_DRIVER";return OK;}
