@@ -258,7 +258,7 @@ def goals(rows):
         if r["workload"] != "W9" or r["metric"] != "overlap" or r["p50"] is None:
             continue
         p = r["params"]
-        label = f"{p.get('chunk_mib')} MiB chunks x{p.get('buffers')}"
+        label = f"{p.get('chunk_mib')} MiB chunks x{p.get('buffers')}, {p.get('iters')} rounds"
         add(f"W9 {r['variant']} end to end / bound, {label}", r["system"], r["p50"], "<= 1.1",
             lambda v: v <= 1.1)
         if r["system"] == sg:

@@ -126,9 +126,10 @@ def main():
     plt.close(fig)
 
     # W9: achieved overlap (end to end / bound; 1 is perfect) per case, eager and replayed.
-    cases = sorted({(r["params"].get("chunk_mib"), r["params"].get("buffers"))
+    cases = sorted({(r["params"].get("chunk_mib"), r["params"].get("buffers"),
+                     r["params"].get("iters"))
                     for r in rows if r["workload"] == "W9" and r["metric"] == "overlap"},
-                   key=lambda c: (c[0] or 0, c[1] or 0))
+                   key=lambda c: (c[2] or 0, c[0] or 0, c[1] or 0))
     series = [(s, v) for s in present for v in ("eager", "replay")
               if any(r["system"] == s and r["workload"] == "W9" and r["variant"] == v
                      and r["metric"] == "overlap" and r["p50"] is not None for r in rows)]
@@ -137,19 +138,20 @@ def main():
         bar = 0.8 / len(series)
         for i, (s, v) in enumerate(series):
             xs, ys = [], []
-            for c, (chunk, buffers) in enumerate(cases):
+            for c, (chunk, buffers, iters) in enumerate(cases):
                 val = next((r["p50"] for r in rows
                             if r["system"] == s and r["workload"] == "W9" and r["variant"] == v
                             and r["metric"] == "overlap" and r["p50"] is not None
                             and r["params"].get("chunk_mib") == chunk
-                            and r["params"].get("buffers") == buffers), None)
+                            and r["params"].get("buffers") == buffers
+                            and r["params"].get("iters") == iters), None)
                 if val is not None:
                     xs.append(c + i * bar - 0.4 + bar / 2)
                     ys.append(val)
             ax.bar(xs, ys, width=bar, label=f"{s} {v}")
         ax.axhline(1.1, color="gray", linestyle="--", linewidth=1, label="goal 1.1")
         ax.set_xticks(range(len(cases)))
-        ax.set_xticklabels([f"{c} MiB × {b}" for c, b in cases])
+        ax.set_xticklabels([f"{c} MiB × {b}\n{i} rounds" for c, b, i in cases])
         ax.set_ylabel("end to end / max(H2D, kernel, D2H) (p50)")
         ax.set_title("W9: copy/compute overlap")
         ax.grid(True, axis="y", alpha=0.3)

@@ -114,15 +114,20 @@ impl Sizes {
             },
             w7_nodes: vec![10, 100, 1_000, 10_000],
             w8_iterations: vec![10, 100, 1_000, 10_000],
-            w9: [(4, 3), (1, 3), (8, 2)]
-                .into_iter()
-                .map(|(mib, buffers)| Overlap {
-                    total: 64 << 20,
-                    chunk: mib << 20,
-                    buffers,
-                    iters: W9_ITERS,
-                })
-                .collect(),
+            w9: [
+                (4, 3, W9_ITERS),
+                (1, 3, W9_ITERS),
+                (8, 2, W9_ITERS),
+                (4, 3, W9_COMPUTE_ITERS),
+            ]
+            .into_iter()
+            .map(|(mib, buffers, iters)| Overlap {
+                total: 64 << 20,
+                chunk: mib << 20,
+                buffers,
+                iters,
+            })
+            .collect(),
             w10_bytes: vec![4 << 10, 1 << 20, 64 << 20],
             only: Vec::new(),
         }
@@ -186,8 +191,11 @@ pub const W6_METRICS: &[Metric] = &[
     metric("replay_loop", "device_per_replay", "us"),
 ];
 /// W9's kernel rounds per element: on an H200 a 4 MiB chunk's kernel then takes about as long
-/// as its copy over PCIe.
+/// as its copy over PCIe (the three stages balanced).
 pub const W9_ITERS: u32 = 2_000;
+/// W9's rounds for a compute-bound pipeline: the kernels take about three times as long as
+/// either direction's copies, which overlap should hide behind them.
+pub const W9_COMPUTE_ITERS: u32 = 6_000;
 
 pub const W9_METRICS: &[Metric] = &[
     metric("eager", "end_to_end", "us"),
