@@ -13,7 +13,8 @@
 //! - `capture N`: the same chain as a pipeline, `Capture::capture` and the graph dropped;
 //! - `diamond N`: W3's diamond of `N` layers (four streams, events), captured and dropped;
 //! - `set N`: `set_kernel_args` on each of the `N` launches of an instantiated chain;
-//! - `update N`: `update_with` of a chain of `N` launches whose arguments change.
+//! - `update N`: `update_with` of a chain of `N` launches whose arguments change;
+//! - `args N`: `update_args_with` of the same chain (every launch's arguments change).
 //!
 //! Each case prints the best of five rounds in nanoseconds per round. On a GPU these are
 //! wall-clock times (the comparison with raw code and the peers is `bench-harness`'s job, in
@@ -221,7 +222,18 @@ fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error>
                 .instantiate()?;
             best_of_five(iterations, |r| Ok(exec.update_with(|p| p.base = r as u32)?))
         }
-        other => Err(format!("no case `{other}`: raw, capture, diamond, set or update").into()),
+        "args" => {
+            let mut slot = DeviceBuffer::<u32>::zeros(&s.device, 1)?;
+            let mut exec = capture
+                .capture(Stamps::new(&s.k, &mut slot, n, 0))?
+                .instantiate()?;
+            best_of_five(iterations, |r| {
+                Ok(exec.update_args_with(|p| p.base = r as u32 + 1)?)
+            })
+        }
+        other => {
+            Err(format!("no case `{other}`: raw, capture, diamond, set, update or args").into())
+        }
     }
 }
 
@@ -236,6 +248,7 @@ const DEFAULTS: &[(&str, usize, usize)] = &[
     ("diamond", 51, 200),
     ("set", 1000, 20),
     ("update", 1000, 20),
+    ("args", 1000, 20),
 ];
 
 fn main() -> ExitCode {

@@ -22,10 +22,9 @@ use crate::operand::{DeviceRange, FillPattern, HostFn, LaunchConfig, Memory};
 use crate::program::{AccessMode, Program, Statement};
 use crate::stream::Stream;
 
-/// What an operation issued, for the capture's book.
-pub(crate) enum Issued<'x, 'a> {
-    /// A launch of `kernel` with `config` and these arguments.
-    Launch(&'x Kernel, LaunchConfig, &'x [KernelArg<'a>]),
+/// What a copy, a fill or a host function issued, for the capture's book (launches are
+/// booked by [`NodeBook::note_launch`]).
+pub(crate) enum Issued<'a> {
     /// A copy: destination (written) and source (read).
     Copy(MemoryRef<'a>, MemoryRef<'a>),
     /// A fill of this memory with this pattern.
@@ -110,19 +109,20 @@ pub(crate) struct InternalNode {
 /// The length of [`CapturedOp::values`] for values that cannot be compared.
 pub(crate) const OPAQUE: u32 = u32::MAX;
 
-/// Appends what an operation's node is made of — a launch's argument values, a copy's or a
-/// fill's operands — to `out`, in a form that two issues of one statement compare by bytes.
-/// `false` when a value cannot be compared (an argument whose type is not primitive). Host
-/// functions are not compared (a graph keeps the ones it captured).
-pub(crate) fn encode(issued: &Issued<'_, '_>, out: &mut Vec<u8>) -> bool {
+/// Appends what a launch's node is made of — its argument values, one after the other — to
+/// `out`, in a form that two issues of one statement compare by bytes. `false` when a value
+/// cannot be compared (an argument whose type is not primitive), with what was appended of it
+/// left for the caller to cut.
+#[inline]
+pub(crate) fn encode_launch(args: &[KernelArg<'_>], out: &mut Vec<u8>) -> bool {
+    args.iter().all(|a| a.encode_value(out))
+}
+
+/// Appends what a copy's or a fill's node is made of — its operands — to `out`, in a form
+/// that two issues of one statement compare by bytes (see [`encode_launch`]). Host functions
+/// are not compared (a graph keeps the ones it captured).
+pub(crate) fn encode(issued: &Issued<'_>, out: &mut Vec<u8>) -> bool {
     match issued {
-        Issued::Launch(_, _, args) => {
-            for a in *args {
-                if !a.encode_value(out) {
-                    return false;
-                }
-            }
-        }
         Issued::Copy(dst, src) => {
             memory_signature(dst.memory(), out);
             memory_signature(src.memory(), out);
@@ -349,7 +349,7 @@ impl NodeBook {
         &mut self,
         stmt: &'static Statement,
         stream: &Stream,
-        issued: Issued<'_, '_>,
+        issued: Issued<'_>,
     ) -> Result<()> {
         let made = self.book(stmt, issued)?;
         if made {
@@ -363,8 +363,8 @@ impl NodeBook {
     }
 
     /// Books a launch of `kernel` with `config` and `args` that `stmt` just issued on
-    /// `stream`: what [`NodeBook::note`] does for an [`Issued::Launch`], on the hot path of a
-    /// capture (one call per launch, no enum on the way).
+    /// `stream`, on the hot path of a capture (one call per launch, one pass over the
+    /// arguments).
     #[inline]
     pub(crate) fn note_launch(
         &mut self,
@@ -374,11 +374,33 @@ impl NodeBook {
         config: LaunchConfig,
         args: &[KernelArg<'_>],
     ) -> Result<()> {
+        self.book_launch(stmt, kernel, config, args)?;
+        if self.part() == 0 {
+            if let Some(exact) = self.exact.as_mut() {
+                exact.push(gffi::tip_node(stream.as_cudarc(), "the operation")?);
+            }
+        } else {
+            self.known_now(stream)?;
+        }
+        Ok(())
+    }
+
+    /// Books a launch: its statement issue, shape and values, and what the graph must keep
+    /// (the kernel's module, the buffers of its arguments).
+    #[inline]
+    fn book_launch(
+        &mut self,
+        stmt: &'static Statement,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Result<()> {
         let occurrence = self.issued(stmt)?;
         if let Some(module) = kernel.cuda_module() {
             self.keep.hold_module(module);
         }
-        // One pass over the arguments: their values, and the memory of buffers.
+        // One pass over the arguments: their values (see `encode_launch`), and the memory of
+        // buffers.
         let start = self.values.len();
         let mut comparable = true;
         for arg in args {
@@ -411,11 +433,6 @@ impl NodeBook {
         });
         if part == 0 {
             self.nodes += 1;
-            if let Some(exact) = self.exact.as_mut() {
-                exact.push(gffi::tip_node(stream.as_cudarc(), "the operation")?);
-            }
-        } else {
-            self.known_now(stream)?;
         }
         Ok(())
     }
@@ -585,7 +602,7 @@ impl NodeBook {
 
     /// Books an operation; `true` when it made a graph node.
     #[inline]
-    fn book(&mut self, stmt: &'static Statement, issued: Issued<'_, '_>) -> Result<bool> {
+    fn book(&mut self, stmt: &'static Statement, issued: Issued<'_>) -> Result<bool> {
         let occurrence = self.issued(stmt)?;
         let start = self.values.len();
         let values = if encode(&issued, &mut self.values) {
@@ -594,27 +611,9 @@ impl NodeBook {
             self.values.truncate(start);
             (start as u32, OPAQUE)
         };
-        let mut launch = None;
         let mut empty = false;
         let memory = &mut self.memory;
         match issued {
-            Issued::Launch(kernel, config, a) => {
-                launch = Some(LaunchShape {
-                    func: kernel.handle(),
-                    config,
-                    args: a.len(),
-                });
-                if let Some(module) = kernel.cuda_module() {
-                    self.keep.hold_module(module);
-                }
-                for arg in a {
-                    if let Some(access) = arg.access() {
-                        remember(memory, access.range);
-                        self.keep
-                            .hold(arg.holder(), access.mode == AccessMode::Write);
-                    }
-                }
-            }
             Issued::Copy(dst, src) => {
                 empty = dst.memory().bytes() == 0;
                 for (side, write) in [(dst, true), (src, false)] {
@@ -641,7 +640,7 @@ impl NodeBook {
             statement: stmt,
             occurrence,
             node: None,
-            launch,
+            launch: None,
             values,
             part,
             created: u32::from(!empty),
@@ -779,7 +778,7 @@ mod tests {
             let t = std::time::Instant::now();
             for _ in 0..n {
                 let args = [KernelArg::by_ref(&v, None, Holder::FOREIGN)];
-                book.book(&program.statements[0], Issued::Launch(&k, config, &args))
+                book.book_launch(&program.statements[0], &k, config, &args)
                     .unwrap();
             }
             best = best.min(t.elapsed().as_secs_f64() * 1e9 / n as f64);
@@ -791,19 +790,13 @@ mod tests {
 
     #[test]
     fn values_encode_arguments_and_operands() {
-        let k = Kernel::for_planning("k");
-        let config = LaunchConfig {
-            grid: 1u32.into(),
-            block: 1u32.into(),
-            shared_mem_bytes: 0,
-        };
         let encoded = |a: u32, b: f32| {
             let args = [
                 KernelArg::by_ref(&a, None, Holder::FOREIGN),
                 KernelArg::by_ref(&b, None, Holder::FOREIGN),
             ];
             let mut out = Vec::new();
-            assert!(encode(&Issued::Launch(&k, config, &args), &mut out));
+            assert!(encode_launch(&args, &mut out));
             out
         };
         assert_eq!(encoded(1, 2.0), encoded(1, 2.0));
@@ -819,7 +812,7 @@ mod tests {
         }
         let p = Pair { a: 1, b: 2 };
         let args = [KernelArg::by_ref(&p, None, Holder::FOREIGN)];
-        assert!(!encode(&Issued::Launch(&k, config, &args), &mut Vec::new()));
+        assert!(!encode_launch(&args, &mut Vec::new()));
         assert_eq!((p.a, p.b), (1, 2));
     }
 }

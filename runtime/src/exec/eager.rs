@@ -745,7 +745,7 @@ impl Eager {
 
     /// Books the node the operation just issued on `stmt.stream` created, when capturing.
     #[inline]
-    fn booked(&mut self, stmt: &'static Statement, issued: Issued<'_, '_>) -> Result<()> {
+    fn booked(&mut self, stmt: &'static Statement, issued: Issued<'_>) -> Result<()> {
         let Some(book) = self.book.as_mut() else {
             return Ok(());
         };

@@ -10,7 +10,7 @@
 //! overwrites whatever the walk had set before it stopped.
 
 use crate::error::Error;
-use crate::exec::book::{encode, Issued, LaunchShape, OPAQUE};
+use crate::exec::book::{encode, encode_launch, Issued, LaunchShape, OPAQUE};
 use crate::ffi::graph::{Keep, OwnedExec};
 use crate::ffi::memory::{HolderKind, MemoryRef};
 use crate::ffi::KernelArg;
@@ -167,7 +167,7 @@ impl<'s> Updater<'s> {
     }
 
     /// Encodes `issued` into the scratch buffer; `false` when it cannot be compared.
-    fn encode(&mut self, issued: &Issued<'_, '_>) -> bool {
+    fn encode(&mut self, issued: &Issued<'_>) -> bool {
         self.scratch.clear();
         encode(issued, &mut self.scratch)
     }
@@ -226,7 +226,8 @@ impl Issuer for Updater<'_> {
         if kernel.handle() != shape.func || args.len() != shape.args {
             return Err(self.stop("a launch runs another kernel"));
         }
-        let comparable = self.encode(&Issued::Launch(kernel, config, args));
+        self.scratch.clear();
+        let comparable = encode_launch(args, &mut self.scratch);
         if comparable && shape.config == config && self.state.values(i) == Some(&self.scratch[..]) {
             return Ok(());
         }
