@@ -10,6 +10,9 @@
 //! Cases (`CASE N ITERATIONS` runs one; without arguments every case runs with its default):
 //! - `raw N`: `N` launches of an empty kernel captured by hand (`cuStreamBeginCapture`,
 //!   `cuLaunchKernel`, `cuStreamEndCapture`) and the graph destroyed;
+//! - `counted N`: the same, and the graph's node count asked once (`cuGraphGetNodes` with a
+//!   null array), as every capture of streamgraph does to refuse work from outside its
+//!   statements;
 //! - `capture N`: the same chain as a pipeline, `Capture::capture` and the graph dropped;
 //! - `diamond N`: W3's diamond of `N` layers (four streams, events), captured and dropped;
 //! - `set N`: `set_kernel_args` on each of the `N` launches of an instantiated chain;
@@ -153,14 +156,16 @@ fn check(r: sys::CUresult, call: &'static str) -> Result<(), Error> {
 fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error> {
     let mut capture = Capture::new(&s.stream).check(false);
     match case {
-        "raw" => {
+        "raw" | "counted" => {
+            let counted = case == "counted";
             let cudarc = s.module.as_cudarc().ok_or("the module is not loaded")?;
             let func = cudarc.load_function("empty")?.cu_function();
             let stream = s.stream.as_cudarc().cu_stream();
             let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
             best_of_five(iterations, |_| {
                 // SAFETY: the stream is alive and not capturing; `func` takes no arguments
-                // (null parameter arrays); the graph the capture returns is destroyed once.
+                // (null parameter arrays); the graph the capture returns is alive until it is
+                // destroyed, once, and a null array asks only for its node count.
                 unsafe {
                     check(
                         sys::cuStreamBeginCapture_v2(stream, mode),
@@ -187,6 +192,12 @@ fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error>
                         sys::cuStreamEndCapture(stream, &mut graph),
                         "cuStreamEndCapture",
                     )?;
+                    if counted {
+                        let mut nodes = 0usize;
+                        let r = sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut nodes);
+                        check(r, "cuGraphGetNodes")?;
+                        std::hint::black_box(nodes);
+                    }
                     check(sys::cuGraphDestroy(graph), "cuGraphDestroy")
                 }
             })
@@ -240,8 +251,10 @@ fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error>
 /// The cases run without arguments: (case, N, iterations).
 const DEFAULTS: &[(&str, usize, usize)] = &[
     ("raw", 0, 20_000),
+    ("counted", 0, 20_000),
     ("capture", 0, 20_000),
     ("raw", 10, 10_000),
+    ("counted", 10, 10_000),
     ("capture", 10, 10_000),
     ("raw", 1000, 100),
     ("capture", 1000, 100),
