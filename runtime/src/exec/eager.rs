@@ -437,11 +437,21 @@ impl Eager {
         if self.forked.get(s).copied().unwrap_or(true) {
             return Ok(());
         }
+        self.fork_into(s)
+    }
+
+    /// Stream `s`'s first command of the frame: it waits for the fork point (once a frame,
+    /// off the path of every later command).
+    #[cold]
+    #[inline(never)]
+    fn fork_into(&mut self, s: usize) -> Result<()> {
         let side = stream_of(&self.origin, &self.sides, s)?;
         if let Some(fork) = &self.fork {
             wait_on(&mut self.stats, side, fork)?;
         }
-        self.forked[s] = true;
+        if let Some(forked) = self.forked.get_mut(s) {
+            *forked = true;
+        }
         Ok(())
     }
 
