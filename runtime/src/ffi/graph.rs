@@ -794,47 +794,35 @@ impl OwnedExec {
             return Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE));
         }
         super::in_context(&self.ctx, || {
-            self.set_kernel_params(node, func, config, args)
-        })
-    }
-
-    /// `cuGraphExecKernelNodeSetParams_v2` of `node`, which belongs to the source graph.
-    #[inline]
-    fn set_kernel_params(
-        &self,
-        node: NodeHandle,
-        func: &LoadedFunction,
-        config: &LaunchConfig,
-        args: &[KernelArg<'_>],
-    ) -> Result<(), DriverError> {
-        let (g, b) = (config.grid, config.block);
-        let set = |params: *mut *mut c_void| {
-            let p = sys::CUDA_KERNEL_NODE_PARAMS {
-                func: func.func,
-                gridDimX: g.x,
-                gridDimY: g.y,
-                gridDimZ: g.z,
-                blockDimX: b.x,
-                blockDimY: b.y,
-                blockDimZ: b.z,
-                sharedMemBytes: config.shared_mem_bytes,
-                kernelParams: params,
-                extra: std::ptr::null_mut(),
-                kern: std::ptr::null_mut(),
-                ctx: std::ptr::null_mut(),
+            let (g, b) = (config.grid, config.block);
+            let set = |params: *mut *mut c_void| {
+                let p = sys::CUDA_KERNEL_NODE_PARAMS {
+                    func: func.func,
+                    gridDimX: g.x,
+                    gridDimY: g.y,
+                    gridDimZ: g.z,
+                    blockDimX: b.x,
+                    blockDimY: b.y,
+                    blockDimZ: b.z,
+                    sharedMemBytes: config.shared_mem_bytes,
+                    kernelParams: params,
+                    extra: std::ptr::null_mut(),
+                    kern: std::ptr::null_mut(),
+                    ctx: std::ptr::null_mut(),
+                };
+                // SAFETY: the executable graph is alive and not shared between threads;
+                // `node` belongs to the graph it was instantiated from (checked above), which
+                // `source` keeps alive; `func` is a function its `LoadedFunction` keeps
+                // loaded, set together with null (no arguments) or one pointer per argument,
+                // each at a live value of its parameter type (the `KernelArg` lifetimes and
+                // the `Module::kernel` promise), which the driver copies now.
+                unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.raw, node.node, &p) }.result()
             };
-            // SAFETY: the executable graph is alive and not shared between threads; `node`
-            // belongs to the graph it was instantiated from (the caller checked), which
-            // `source` keeps alive; `func` is a function its `LoadedFunction` keeps loaded, set
-            // together with null (no arguments) or one pointer per argument, each at a live
-            // value of its parameter type (the `KernelArg` lifetimes and the `Module::kernel`
-            // promise), which the driver copies now.
-            unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.raw, node.node, &p) }.result()
-        };
-        if args.is_empty() {
-            return set(std::ptr::null_mut());
-        }
-        with_params(args, |list| set(list.as_mut_ptr()))
+            if args.is_empty() {
+                return set(std::ptr::null_mut());
+            }
+            with_params(args, |list| set(list.as_mut_ptr()))
+        })
     }
 }
 
