@@ -21,8 +21,9 @@
 //! pipeline type and its stream options stay the same.
 //!
 //! This is also the capture issuer's issuing path ([`crate::Capture`]): a capture issues the
-//! very same stream calls while the origin is capturing, and additionally books, after each
-//! operation, the graph node the driver created for it.
+//! very same stream calls while the origin is capturing, and additionally books each operation
+//! in the capture's node book (its statement, shape, values and what the graph must keep; the
+//! nodes themselves are mapped to the operations once the capture has ended).
 //!
 //! ```no_run
 //! use streamgraph_runtime::{Device, Eager, Pipeline, Stream};
