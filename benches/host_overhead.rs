@@ -164,13 +164,17 @@ fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error>
             let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
             best_of_five(iterations, |_| {
                 // SAFETY: the stream is alive and not capturing; `func` takes no arguments
-                // (null parameter arrays); the graph the capture returns is alive until it is
-                // destroyed, once, and a null array asks only for its node count.
+                // (null parameter arrays); the graph the capture returns, when not null, is
+                // alive until it is destroyed, once, and a null array asks only for its node
+                // count.
                 unsafe {
                     check(
                         sys::cuStreamBeginCapture_v2(stream, mode),
                         "cuStreamBeginCapture",
                     )?;
+                    // The capture is ended (and its graph destroyed) even after a failed
+                    // launch, so that the stream is usable again.
+                    let mut launched = Ok(());
                     for _ in 0..n {
                         let r = sys::cuLaunchKernel(
                             func,
@@ -185,20 +189,26 @@ fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error>
                             std::ptr::null_mut(),
                             std::ptr::null_mut(),
                         );
-                        check(r, "cuLaunchKernel")?;
+                        launched = check(r, "cuLaunchKernel");
+                        if launched.is_err() {
+                            break;
+                        }
                     }
                     let mut graph = std::ptr::null_mut();
-                    check(
+                    let ended = check(
                         sys::cuStreamEndCapture(stream, &mut graph),
                         "cuStreamEndCapture",
-                    )?;
-                    if counted {
-                        let mut nodes = 0usize;
-                        let r = sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut nodes);
-                        check(r, "cuGraphGetNodes")?;
-                        std::hint::black_box(nodes);
+                    );
+                    if !graph.is_null() {
+                        if counted && launched.is_ok() {
+                            let mut nodes = 0usize;
+                            let r = sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut nodes);
+                            launched = check(r, "cuGraphGetNodes");
+                            std::hint::black_box(nodes);
+                        }
+                        check(sys::cuGraphDestroy(graph), "cuGraphDestroy")?;
                     }
-                    check(sys::cuGraphDestroy(graph), "cuGraphDestroy")
+                    launched.and(ended)
                 }
             })
         }

@@ -65,16 +65,17 @@ impl Drop for Active {
     }
 }
 
-/// Whether a subscriber takes spans of `level` or a profiler listens for NVTX ranges.
+/// Whether a subscriber takes the spans of a statement (DEBUG) or of a pipeline (INFO), or a
+/// profiler listens for NVTX ranges.
 #[inline(always)]
 #[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
-fn listened(level: u8) -> bool {
+fn listened(statement: bool) -> bool {
     #[cfg(feature = "tracing")]
     {
-        let enabled = if level == 0 {
-            tracing::level_enabled!(tracing::Level::INFO)
-        } else {
+        let enabled = if statement {
             tracing::level_enabled!(tracing::Level::DEBUG)
+        } else {
+            tracing::level_enabled!(tracing::Level::INFO)
         };
         if enabled {
             return true;
@@ -86,7 +87,7 @@ fn listened(level: u8) -> bool {
 /// The hook of a pipeline being run, captured or planned.
 #[inline]
 pub(crate) fn pipeline(program: &'static Program, mode: Mode) -> Scope {
-    if !listened(0) {
+    if !listened(false) {
         return Scope { _active: None };
     }
     pipeline_scope(program, mode)
@@ -122,7 +123,7 @@ fn pipeline_scope(program: &'static Program, mode: Mode) -> Scope {
 /// Inlined into every issue, so that with no one listening it is the checks alone.
 #[inline(always)]
 pub(crate) fn statement(program: Option<&'static Program>, stmt: &'static Statement) -> Scope {
-    if !listened(1) {
+    if !listened(true) {
         return Scope { _active: None };
     }
     statement_scope(program, stmt)

@@ -190,6 +190,14 @@ pub(crate) struct LaunchShape {
     pub(crate) args: usize,
 }
 
+/// How much a node book holds: the room the next capture's book starts with.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct BookSizes {
+    pub(crate) ops: usize,
+    pub(crate) values: usize,
+    pub(crate) orderings: usize,
+}
+
 /// What a capture learns while the pipeline is issued: the node of every operation, and
 /// what the graph must keep (memory, modules, host functions) for its replays.
 #[derive(Debug)]
@@ -226,30 +234,32 @@ pub(crate) struct NodeBook {
 }
 
 impl NodeBook {
-    /// An empty book for a capture of `program`; `ops` is a capacity hint (the operation
-    /// count of the previous capture), `exact` asks for the per-operation cross-check.
+    /// An empty book for a capture of `program`, with room for `sizes` (the previous
+    /// capture's, see [`NodeBook::sizes`]); `exact` asks for the per-operation cross-check.
     pub(crate) fn new(
         program: &'static Program,
-        ops: usize,
+        sizes: BookSizes,
         exact: bool,
         mode: CaptureModeRaw,
     ) -> NodeBook {
-        NodeBook {
-            ops: Vec::with_capacity(ops),
-            occurrences: vec![0; program.statements.len()],
+        let mut book = NodeBook {
+            ops: Vec::new(),
+            occurrences: Vec::new(),
             keep: Keep::default(),
             memory: Vec::new(),
             last: None,
             values: Vec::new(),
             orderings: Vec::new(),
             nodes: 0,
-            exact: exact.then(|| Vec::with_capacity(ops)),
+            exact: None,
             bodies: Vec::new(),
             internal: Vec::new(),
             parts: Vec::new(),
             mode,
             known: 0,
-        }
+        };
+        book.reset(program, sizes, exact, mode);
+        book
     }
 
     /// Makes a book that served an earlier capture (its graph took what it keeps) an empty
@@ -258,12 +268,12 @@ impl NodeBook {
     pub(crate) fn reset(
         &mut self,
         program: &'static Program,
-        ops: usize,
+        sizes: BookSizes,
         exact: bool,
         mode: CaptureModeRaw,
     ) {
         self.ops.clear();
-        self.ops.reserve(ops);
+        self.ops.reserve(sizes.ops);
         self.occurrences.clear();
         self.occurrences.resize(program.statements.len(), 0);
         if !self.keep.is_empty() {
@@ -273,14 +283,25 @@ impl NodeBook {
         self.memory.clear();
         self.last = None;
         self.values.clear();
+        self.values.reserve(sizes.values);
         self.orderings.clear();
+        self.orderings.reserve(sizes.orderings);
         self.nodes = 0;
-        self.exact = exact.then(|| Vec::with_capacity(ops));
+        self.exact = exact.then(|| Vec::with_capacity(sizes.ops));
         self.bodies.clear();
         self.internal.clear();
         self.parts.clear();
         self.mode = mode;
         self.known = 0;
+    }
+
+    /// What the book holds, as room for the next capture's book.
+    pub(crate) fn sizes(&self) -> BookSizes {
+        BookSizes {
+            ops: self.ops.len(),
+            values: self.values.len(),
+            orderings: self.orderings.len(),
+        }
     }
 
     /// Refuses a graph of `count` nodes unless that is the number of booked nodes: more are
@@ -689,7 +710,12 @@ mod tests {
         let s = b.stream("s");
         b.launch(s, "k", &[]);
         let program = b.build();
-        let mut book = NodeBook::new(program, 0, false, CaptureModeRaw::ThreadLocal);
+        let mut book = NodeBook::new(
+            program,
+            BookSizes::default(),
+            false,
+            CaptureModeRaw::ThreadLocal,
+        );
         for &m in makes {
             book.ops.push(CapturedOp {
                 statement: &program.statements[0],
@@ -774,7 +800,11 @@ mod tests {
         let n = 100_000;
         let mut best = f64::MAX;
         for _ in 0..5 {
-            let mut book = NodeBook::new(program, n, false, CaptureModeRaw::ThreadLocal);
+            let sizes = BookSizes {
+                ops: n,
+                ..BookSizes::default()
+            };
+            let mut book = NodeBook::new(program, sizes, false, CaptureModeRaw::ThreadLocal);
             let t = std::time::Instant::now();
             for _ in 0..n {
                 let args = [KernelArg::by_ref(&v, None, Holder::FOREIGN)];

@@ -39,7 +39,7 @@
 use std::panic::resume_unwind;
 
 use crate::error::{CaptureFault, Error, Result};
-use crate::exec::book::NodeBook;
+use crate::exec::book::{BookSizes, NodeBook};
 use crate::exec::eager::Eager;
 use crate::ffi::graph::{self as gffi, CaptureModeRaw, CaptureStatus, Keep, OwnedGraph};
 use crate::issue::Pipeline;
@@ -180,12 +180,8 @@ pub struct Capture {
     verify: bool,
     fallback: bool,
     cross_check: bool,
-    /// Operations of the previous capture: the next book's capacity.
-    ops_hint: usize,
-    /// Bytes of values of the previous capture (see `book::encode`): the next book's capacity.
-    values_hint: usize,
-    /// Ordering statements of the previous capture: the next book's capacity.
-    orderings_hint: usize,
+    /// What the previous capture's book held: the room the next one starts with.
+    sizes: BookSizes,
     /// The book of the previous capture, once its graph took what it keeps: the next
     /// capture's, without allocating it anew.
     spare: Option<Box<NodeBook>>,
@@ -203,9 +199,7 @@ impl Capture {
             verify: super::checks_by_default(),
             fallback: false,
             cross_check: false,
-            ops_hint: 0,
-            values_hint: 0,
-            orderings_hint: 0,
+            sizes: BookSizes::default(),
             spare: None,
         }
     }
@@ -293,14 +287,12 @@ impl Capture {
         }
         let book = match self.spare.take() {
             Some(mut book) => {
-                book.reset(program, self.ops_hint, self.cross_check, self.mode.raw());
-                book.values.reserve(self.values_hint);
-                book.orderings.reserve(self.orderings_hint);
+                book.reset(program, self.sizes, self.cross_check, self.mode.raw());
                 book
             }
             None => Box::new(NodeBook::new(
                 program,
-                self.ops_hint,
+                self.sizes,
                 self.cross_check,
                 self.mode.raw(),
             )),
@@ -361,9 +353,7 @@ impl Capture {
             Ok((graph, book))
         });
         if let Ok((_, book)) = &captured {
-            self.ops_hint = book.ops.len();
-            self.values_hint = book.values.len();
-            self.orderings_hint = book.orderings.len();
+            self.sizes = book.sizes();
         }
         match captured {
             Ok((graph, book)) => Ok(Captured {
