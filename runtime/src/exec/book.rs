@@ -33,33 +33,43 @@ pub(crate) enum Issued<'a> {
     Host,
 }
 
-/// One captured operation: the statement issue it came from and its graph node.
-#[derive(Debug, Clone)]
+/// One captured operation: the statement issue it came from, what it made and where its
+/// values and launch shape are kept. 32 bytes, written once per operation on a capture's hot
+/// path; its node is kept apart ([`NodeBook::known_nodes`], or mapped by creation order when
+/// the capture has ended).
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct CapturedOp {
     /// The statement.
     pub(crate) statement: &'static Statement,
     /// Which issue of the statement, from 1.
     pub(crate) occurrence: u32,
-    /// Its node; `None` for an empty copy or fill, which issues nothing (and, until the
-    /// capture has ended and [`NodeBook::map_nodes`] ran, for every operation).
-    pub(crate) node: Option<NodeHandle>,
-    /// For launches: the kernel, its configuration and number of arguments, from which
-    /// `GraphExec::set_kernel_args` rebuilds the node's parameters without asking the driver.
-    pub(crate) launch: Option<LaunchShape>,
+    /// How many nodes of its graph the operation created: 1 (0 for an empty copy or fill); a
+    /// device block its built-in kernel and its conditional node(s).
+    pub(crate) created: u32,
     /// Where the operation's values (see [`encode`]) lie in [`NodeBook::values`];
     /// [`OPAQUE`] as length when they cannot be compared.
     pub(crate) values: (u32, u32),
     /// The graph it is a node of: 0 for the captured graph, `k + 1` for
     /// [`NodeBook::bodies`]`[k]`. Nodes of bodies, and of blocks, are known as they are made
-    /// (`node` is set then); only the captured graph's other nodes are mapped in creation
-    /// order.
-    pub(crate) part: usize,
-    /// How many nodes of its graph the operation created: 1 (0 for an empty copy or fill); a
-    /// device block its built-in kernel and its conditional node(s).
-    pub(crate) created: u32,
+    /// ([`NodeBook::known_nodes`]); only the captured graph's other nodes are mapped in
+    /// creation order.
+    pub(crate) part: u32,
+    /// For launches: the index of its shape in [`NodeBook::shapes`] (the kernel, its
+    /// configuration and number of arguments, from which `GraphExec::set_kernel_args`
+    /// rebuilds the node's parameters without asking the driver); [`NO_SHAPE`] for other
+    /// operations.
+    pub(crate) shape: u32,
 }
 
+/// [`CapturedOp::shape`] of an operation that is no launch.
+pub(crate) const NO_SHAPE: u32 = u32::MAX;
+
 impl CapturedOp {
+    /// The graph part it is a node of (see [`CapturedOp::part`]).
+    pub(crate) fn part(&self) -> usize {
+        self.part as usize
+    }
+
     /// The stream index it was issued on (its statement's).
     pub(crate) fn stream(&self) -> usize {
         self.statement.stream
@@ -182,8 +192,43 @@ pub(crate) fn sequence(ops: &[CapturedOp], orderings: &[(u32, u32)]) -> Vec<u32>
     out
 }
 
+/// The node of every operation in `ops`: those in `known` (`(operation index, node)` in
+/// operation order: nodes known as they were made) have theirs; the captured graph's other
+/// operations that made a node get `listed` (its nodes as `cuGraphGetNodes` lists them, in
+/// creation order) in turn, past the nodes that known operations created.
+pub(crate) fn node_map(
+    ops: &[CapturedOp],
+    known: &[(u32, NodeHandle)],
+    listed: &[NodeHandle],
+) -> Vec<Option<NodeHandle>> {
+    let mut known = known.iter().peekable();
+    let mut next = listed.iter().copied();
+    ops.iter()
+        .enumerate()
+        .map(|(i, op)| {
+            let own = known
+                .next_if(|&&(at, _)| at as usize == i)
+                .map(|&(_, node)| node);
+            if op.part != 0 {
+                // A body graph's node.
+                own
+            } else if op.node_known() {
+                // Its nodes are skipped in the creation order.
+                for _ in 0..op.created {
+                    next.next();
+                }
+                own
+            } else if op.makes_node() {
+                next.next()
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
 /// The captured shape of a launch.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct LaunchShape {
     pub(crate) func: crate::ffi::FunctionHandle,
     pub(crate) config: crate::operand::LaunchConfig,
@@ -194,6 +239,7 @@ pub(crate) struct LaunchShape {
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct BookSizes {
     pub(crate) ops: usize,
+    pub(crate) shapes: usize,
     pub(crate) values: usize,
     pub(crate) orderings: usize,
 }
@@ -203,6 +249,13 @@ pub(crate) struct BookSizes {
 #[derive(Debug)]
 pub(crate) struct NodeBook {
     pub(crate) ops: Vec<CapturedOp>,
+    /// The shapes of the launches ([`CapturedOp::shape`]), one per run of equal shapes.
+    pub(crate) shapes: Vec<LaunchShape>,
+    /// `(operation index, node)` of the operations whose nodes were known as they were made
+    /// (a block's, a body's, a collective participant's), in operation order.
+    pub(crate) known_nodes: Vec<(u32, NodeHandle)>,
+    /// Cross-check mode: the node map [`NodeBook::map_nodes`] made and checked.
+    pub(crate) mapped: Option<Vec<Option<NodeHandle>>>,
     occurrences: Vec<u32>,
     pub(crate) keep: Keep,
     /// The device memory the operations touch, unsorted, each range once in a row (sorted and
@@ -229,8 +282,6 @@ pub(crate) struct NodeBook {
     parts: Vec<usize>,
     /// The capture's mode, which body captures use too.
     pub(crate) mode: CaptureModeRaw,
-    /// How many operations' nodes were known as they were made.
-    known: usize,
 }
 
 impl NodeBook {
@@ -244,6 +295,9 @@ impl NodeBook {
     ) -> NodeBook {
         let mut book = NodeBook {
             ops: Vec::new(),
+            shapes: Vec::new(),
+            known_nodes: Vec::new(),
+            mapped: None,
             occurrences: Vec::new(),
             keep: Keep::default(),
             memory: Vec::new(),
@@ -256,7 +310,6 @@ impl NodeBook {
             internal: Vec::new(),
             parts: Vec::new(),
             mode,
-            known: 0,
         };
         book.reset(program, sizes, exact, mode);
         book
@@ -274,6 +327,10 @@ impl NodeBook {
     ) {
         self.ops.clear();
         self.ops.reserve(sizes.ops);
+        self.shapes.clear();
+        self.shapes.reserve(sizes.shapes);
+        self.known_nodes.clear();
+        self.mapped = None;
         self.occurrences.clear();
         self.occurrences.resize(program.statements.len(), 0);
         if !self.keep.is_empty() {
@@ -292,13 +349,13 @@ impl NodeBook {
         self.internal.clear();
         self.parts.clear();
         self.mode = mode;
-        self.known = 0;
     }
 
     /// What the book holds, as room for the next capture's book.
     pub(crate) fn sizes(&self) -> BookSizes {
         BookSizes {
             ops: self.ops.len(),
+            shapes: self.shapes.len(),
             values: self.values.len(),
             orderings: self.orderings.len(),
         }
@@ -317,12 +374,6 @@ impl NodeBook {
         Ok(())
     }
 
-    /// Whether some operation's node is known already (a block's, a body's, a collective
-    /// participant's, or every node in cross-check mode).
-    pub(crate) fn knows_nodes(&self) -> bool {
-        self.known > 0 || self.cross_checks()
-    }
-
     /// Whether the capture asks the driver for each operation's node (cross-check mode).
     pub(crate) fn cross_checks(&self) -> bool {
         self.exact.is_some()
@@ -335,23 +386,14 @@ impl NodeBook {
     /// one the driver reported operation by operation.
     pub(crate) fn map_nodes(&mut self, listed: &[NodeHandle]) -> std::result::Result<(), String> {
         self.check_count(listed.len())?;
-        let mut next = listed.iter();
-        for op in self.ops.iter_mut().filter(|op| op.part == 0) {
-            if op.node_known() {
-                // Its nodes are known already; skip them in the creation order.
-                for _ in 0..op.created {
-                    next.next();
-                }
-            } else if op.makes_node() {
-                op.node = next.next().copied();
-            }
-        }
+        let map = node_map(&self.ops, &self.known_nodes, listed);
         if let Some(exact) = &self.exact {
             let cheap = self
                 .ops
                 .iter()
-                .filter(|op| op.part == 0 && !op.node_known())
-                .filter_map(|op| op.node);
+                .zip(&map)
+                .filter(|(op, _)| op.part == 0 && !op.node_known())
+                .filter_map(|(_, node)| *node);
             if let Some((i, _)) = cheap
                 .zip(exact)
                 .enumerate()
@@ -362,6 +404,7 @@ impl NodeBook {
                 ));
             }
         }
+        self.mapped = Some(map);
         Ok(())
     }
 
@@ -438,19 +481,20 @@ impl NodeBook {
             self.values.truncate(start);
             (start as u32, OPAQUE)
         };
+        let shape = LaunchShape {
+            func: kernel.handle(),
+            config,
+            args: args.len(),
+        };
+        self.shapes.push(shape);
         let part = self.part();
         self.ops.push(CapturedOp {
             statement: stmt,
             occurrence,
-            node: None,
-            launch: Some(LaunchShape {
-                func: kernel.handle(),
-                config,
-                args: args.len(),
-            }),
-            values,
-            part,
             created: 1,
+            values,
+            part: part as u32,
+            shape: (self.shapes.len() - 1) as u32,
         });
         if part == 0 {
             self.nodes += 1;
@@ -462,9 +506,8 @@ impl NodeBook {
     /// known right away (never mapped by creation order).
     fn known_now(&mut self, stream: &Stream) -> Result<()> {
         let node = gffi::tip_node(stream.as_cudarc(), "the operation")?;
-        if let Some(op) = self.ops.last_mut() {
-            op.node = Some(node);
-            self.known += 1;
+        if let Some(last) = self.ops.len().checked_sub(1) {
+            self.known_nodes.push((last as u32, node));
         }
         Ok(())
     }
@@ -560,15 +603,14 @@ impl NodeBook {
             self.nodes += created as usize;
         }
         let start = self.values.len() as u32;
-        self.known += 1;
+        self.known_nodes.push((index as u32, node));
         self.ops.push(CapturedOp {
             statement: stmt,
             occurrence,
-            node: Some(node),
-            launch: None,
-            values: (start, OPAQUE),
-            part,
             created,
+            values: (start, OPAQUE),
+            part: part as u32,
+            shape: NO_SHAPE,
         });
         index
     }
@@ -590,7 +632,10 @@ impl NodeBook {
     /// Whether body `index` captured no node so far.
     pub(crate) fn is_empty(&self, index: usize) -> bool {
         let part = index + 1;
-        !self.ops.iter().any(|op| op.part == part && op.makes_node())
+        !self
+            .ops
+            .iter()
+            .any(|op| op.part() == part && op.makes_node())
             && !self.internal.iter().any(|n| n.part == part)
     }
 
@@ -660,11 +705,10 @@ impl NodeBook {
         self.ops.push(CapturedOp {
             statement: stmt,
             occurrence,
-            node: None,
-            launch: None,
-            values,
-            part,
             created: u32::from(!empty),
+            values,
+            part: part as u32,
+            shape: NO_SHAPE,
         });
         Ok(!empty)
     }
@@ -720,11 +764,10 @@ mod tests {
             book.ops.push(CapturedOp {
                 statement: &program.statements[0],
                 occurrence: 1,
-                node: None,
-                launch: None,
+                created: u32::from(m),
                 values: (0, 0),
                 part: 0,
-                created: u32::from(m),
+                shape: NO_SHAPE,
             });
             book.nodes += usize::from(m);
         }
@@ -737,7 +780,12 @@ mod tests {
         let nodes: Vec<_> = (1..=3).map(NodeHandle::for_test).collect();
         let mut book = book_with(&[true, false, true, true], None);
         book.map_nodes(&nodes).unwrap();
-        let got: Vec<_> = book.ops.iter().map(|op| op.node.map(|n| n.key())).collect();
+        let got: Vec<_> = book
+            .mapped
+            .unwrap()
+            .iter()
+            .map(|n| n.map(|n| n.key()))
+            .collect();
         assert_eq!(got, [Some(1), None, Some(2), Some(3)]);
 
         // A node more than the statements made: work from outside the pipeline.
@@ -767,11 +815,10 @@ mod tests {
         let op = |id: usize| CapturedOp {
             statement: &program.statements[id],
             occurrence: 1,
-            node: None,
-            launch: None,
+            created: 1,
             values: (0, 0),
             part: 0,
-            created: 1,
+            shape: NO_SHAPE,
         };
         let ops = [op(0), op(1), op(0)];
         // Ordering statements (ids 7, 8, 9) before the first operation, between the second

@@ -11,7 +11,7 @@
 
 use crate::error::Error;
 use crate::exec::book::{encode, encode_launch, Issued, LaunchShape, OPAQUE};
-use crate::ffi::graph::{Keep, OwnedExec};
+use crate::ffi::graph::{Keep, NodeHandle, OwnedExec};
 use crate::ffi::memory::{HolderKind, MemoryRef};
 use crate::ffi::KernelArg;
 use crate::issue::{Body, Issuer};
@@ -22,40 +22,83 @@ use crate::program::{AccessMode, Statement};
 
 use super::GraphCore;
 
-/// What an executable graph's launch nodes run now: their shapes and argument values.
+/// What an executable graph's launch nodes run now: their nodes, shapes and argument values,
+/// one slot per operation (what `set_kernel_args` reads for a node lies together).
 #[derive(Debug)]
 pub(super) struct ArgState {
-    /// Per operation: the launch's shape (`None` for other operations).
-    shapes: Vec<Option<LaunchShape>>,
-    /// Per operation: where its values lie in `bytes`; [`OPAQUE`] as length when unknown.
-    spans: Vec<(u32, u32)>,
+    slots: Vec<Slot>,
     bytes: Vec<u8>,
 }
 
+/// One operation of an executable graph, as [`ArgState`] knows it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Slot {
+    /// Its node in the graph the executable graph was instantiated from.
+    pub(super) node: Option<NodeHandle>,
+    /// The launch's shape as its node runs it now (`None` for other operations).
+    pub(super) shape: Option<LaunchShape>,
+    /// Where its values lie in [`ArgState::bytes`]; [`OPAQUE`] as length when unknown.
+    span: (u32, u32),
+}
+
+impl Slot {
+    /// The operation got values from elsewhere (`set_kernel_args`): they are unknown now.
+    pub(super) fn forget(&mut self) {
+        self.span.1 = OPAQUE;
+    }
+}
+
 impl ArgState {
-    /// The state of a freshly captured graph.
-    pub(super) fn of(core: &GraphCore) -> ArgState {
-        ArgState {
-            shapes: core.ops.iter().map(|op| op.launch).collect(),
-            spans: core.ops.iter().map(|op| op.values).collect(),
+    /// The state of a freshly captured graph `core`, whose operations are those of `base`, the
+    /// graph the executable graph was instantiated from (the nodes are `base`'s).
+    pub(super) fn of(core: &GraphCore, base: &GraphCore) -> Result<ArgState, Error> {
+        let nodes = base.node_map()?;
+        Ok(ArgState {
+            slots: core
+                .ops
+                .iter()
+                .enumerate()
+                .map(|(i, op)| Slot {
+                    node: nodes.get(i).copied().flatten(),
+                    shape: core.launch_shape(i),
+                    span: op.values,
+                })
+                .collect(),
             bytes: core.values.clone(),
+        })
+    }
+
+    /// The state in `cell`, made from `core` and `base` (see [`ArgState::of`]) if it has none.
+    #[inline]
+    pub(super) fn in_cell<'c>(
+        cell: &'c mut Option<ArgState>,
+        core: &GraphCore,
+        base: &GraphCore,
+    ) -> Result<&'c mut ArgState, Error> {
+        match cell {
+            Some(state) => Ok(state),
+            None => ArgState::first(cell, core, base),
         }
     }
 
-    /// The shape of operation `i` as its node runs it now.
-    pub(super) fn shape(&self, i: usize) -> Option<LaunchShape> {
-        self.shapes.get(i).copied().flatten()
+    /// [`ArgState::in_cell`] when `cell` is empty.
+    #[cold]
+    fn first<'c>(
+        cell: &'c mut Option<ArgState>,
+        core: &GraphCore,
+        base: &GraphCore,
+    ) -> Result<&'c mut ArgState, Error> {
+        Ok(cell.insert(ArgState::of(core, base)?))
     }
 
-    /// Operation `i` got values from elsewhere (`set_kernel_args`): they are unknown now.
-    pub(super) fn forget(&mut self, i: usize) {
-        if let Some(span) = self.spans.get_mut(i) {
-            span.1 = OPAQUE;
-        }
+    /// Operation `i`.
+    #[inline]
+    pub(super) fn slot(&mut self, i: usize) -> Option<&mut Slot> {
+        self.slots.get_mut(i)
     }
 
     fn values(&self, i: usize) -> Option<&[u8]> {
-        let &(start, len) = self.spans.get(i)?;
+        let (start, len) = self.slots.get(i)?.span;
         if len == OPAQUE {
             return None;
         }
@@ -65,12 +108,13 @@ impl ArgState {
 
     /// Operation `i` runs `config` with `values` now (`None`: values that cannot be compared).
     fn set(&mut self, i: usize, config: LaunchConfig, values: Option<&[u8]>) {
-        if let Some(Some(shape)) = self.shapes.get_mut(i) {
-            shape.config = config;
-        }
-        let Some(span) = self.spans.get_mut(i) else {
+        let Some(slot) = self.slots.get_mut(i) else {
             return;
         };
+        if let Some(shape) = &mut slot.shape {
+            shape.config = config;
+        }
+        let span = &mut slot.span;
         match values {
             None => span.1 = OPAQUE,
             Some(v) if span.1 != OPAQUE && span.1 as usize == v.len() => {
@@ -90,8 +134,6 @@ impl ArgState {
 pub(super) struct Updater<'s> {
     /// The graph whose statement sequence and operations the walk must match.
     core: &'s GraphCore,
-    /// The graph the executable graph was instantiated from: its node handles.
-    base: &'s GraphCore,
     exec: &'s OwnedExec,
     state: &'s mut ArgState,
     seq: usize,
@@ -107,13 +149,11 @@ pub(super) struct Updater<'s> {
 impl<'s> Updater<'s> {
     pub(super) fn new(
         core: &'s GraphCore,
-        base: &'s GraphCore,
         exec: &'s OwnedExec,
         state: &'s mut ArgState,
     ) -> Updater<'s> {
         Updater {
             core,
-            base,
             exec,
             state,
             seq: 0,
@@ -182,7 +222,7 @@ impl<'s> Updater<'s> {
         args: &[KernelArg<'_>],
         comparable: bool,
     ) -> Result<(), Error> {
-        let Some(node) = self.base.node(i)? else {
+        let Some(node) = self.state.slot(i).and_then(|s| s.node) else {
             return Err(Error::InvalidArgument(format!(
                 "launch `{}` at {} has no graph node",
                 stmt.text, stmt.location
@@ -200,7 +240,9 @@ impl<'s> Updater<'s> {
                 self.keep.hold(a.holder(), access.mode == AccessMode::Write);
             }
         }
-        self.state.forget(i);
+        if let Some(slot) = self.state.slot(i) {
+            slot.forget();
+        }
         self.exec
             .set_kernel_args(node, func, &config, args)
             .map_err(|e| Error::driver("cuGraphExecKernelNodeSetParams", e))?;
@@ -220,7 +262,7 @@ impl Issuer for Updater<'_> {
         args: &[KernelArg<'_>],
     ) -> Result<(), Error> {
         let i = self.next_op(stmt)?;
-        let Some(shape) = self.state.shape(i) else {
+        let Some(shape) = self.state.slot(i).and_then(|s| s.shape) else {
             return Err(self.stop("a launch was captured as another operation"));
         };
         if kernel.handle() != shape.func || args.len() != shape.args {
@@ -324,6 +366,7 @@ impl Issuer for Updater<'_> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -334,9 +377,13 @@ mod tests {
             block: 1u32.into(),
             shared_mem_bytes: 0,
         };
+        let slot = |span| Slot {
+            node: None,
+            shape: None,
+            span,
+        };
         let mut state = ArgState {
-            shapes: vec![None, None],
-            spans: vec![(0, 2), (2, 0)],
+            slots: vec![slot((0, 2)), slot((2, 0))],
             bytes: vec![1, 2],
         };
         assert_eq!(state.values(0), Some(&[1u8, 2][..]));
@@ -346,7 +393,7 @@ mod tests {
         assert_eq!(state.bytes.len(), 2, "same length: in place");
         state.set(0, config, Some(&[5, 6, 7]));
         assert_eq!(state.values(0), Some(&[5u8, 6, 7][..]));
-        state.forget(0);
+        state.slot(0).unwrap().forget();
         assert_eq!(state.values(0), None);
         state.set(1, config, None);
         assert_eq!(state.values(1), None);

@@ -202,10 +202,13 @@ impl<P> GraphExec<P> {
         };
         let source = self.latest.as_ref().unwrap_or(&self.base);
         let mut state = self.args.borrow_mut();
-        let state = state.get_or_insert_with(|| ArgState::of(source));
+        let state = ArgState::in_cell(&mut state, source, &self.base)?;
         // The node's parameters as captured (the latest update's, which may have changed the
         // configuration): no driver query on this path.
-        let Some(shape) = state.shape(index) else {
+        let Some(slot) = state.slot(index) else {
+            return Err(not_a_launch(stmt));
+        };
+        let Some(shape) = slot.shape else {
             return Err(not_a_launch(stmt));
         };
         if func.handle() != shape.func {
@@ -219,14 +222,14 @@ impl<P> GraphExec<P> {
                 return Err(foreign_memory(stmt));
             }
         }
-        let Some(node) = self.base.node(index)? else {
+        let Some(node) = slot.node else {
             return Err(Error::InvalidArgument(format!(
                 "launch `{}` at {} has no graph node",
                 stmt.text, stmt.location
             )));
         };
         // The values the node runs are the caller's now, not the pipeline's.
-        state.forget(index);
+        slot.forget();
         self.exec
             .set_kernel_args(node, func, &shape.config, args)
             .map_err(|e| Error::driver("cuGraphExecKernelNodeSetParams", e))?;
@@ -358,11 +361,8 @@ impl<P: Pipeline> GraphExec<P> {
     fn apply_args(&mut self) -> Result<()> {
         let (recapture, keep, set) = {
             let core = self.latest.as_ref().unwrap_or(&self.base);
-            let state = self
-                .args
-                .get_mut()
-                .get_or_insert_with(|| ArgState::of(core));
-            let mut updater = Updater::new(core, &self.base, &self.exec, state);
+            let state = ArgState::in_cell(self.args.get_mut(), core, &self.base)?;
+            let mut updater = Updater::new(core, &self.exec, state);
             let pipeline = &self.pipeline;
             match catch_unwind(AssertUnwindSafe(|| pipeline.issue(&mut updater))) {
                 Ok(walked) => (updater.needs_capture(walked), updater.keep, updater.set),

@@ -45,7 +45,7 @@ use std::marker::PhantomData;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::exec::book::{CapturedBody, CapturedOp, InternalNode, NodeBook};
+use crate::exec::book::{CapturedBody, CapturedOp, InternalNode, LaunchShape, NodeBook};
 use crate::exec::capture::{Capture, CaptureSettings};
 use crate::ffi::graph::{NodeHandle, NodeKind, OwnedGraph};
 use crate::issue::Pipeline;
@@ -75,6 +75,10 @@ pub(crate) struct GraphCore {
     raw: OwnedGraph,
     program: &'static Program,
     ops: Vec<CapturedOp>,
+    /// The launches' shapes, addressed by [`CapturedOp::shape`].
+    shapes: Vec<LaunchShape>,
+    /// The nodes known from the capture (see `NodeBook::known_nodes`).
+    known: Vec<(u32, NodeHandle)>,
     /// The memory the operations touch, as booked (unsorted).
     touched: Vec<DeviceRange>,
     /// The operations' values as captured (see `book::encode`), addressed by
@@ -152,14 +156,15 @@ impl GraphCore {
     ) -> GraphCore {
         // Nodes of device blocks and their bodies, and of collectives, are known from the
         // capture (and every node in cross-check mode).
-        if book.knows_nodes() {
-            for op in &mut book.ops {
-                op.node = op.node.map(|n| raw.bind(n));
-            }
+        let mut known = std::mem::take(&mut book.known_nodes);
+        for (_, node) in &mut known {
+            *node = raw.bind(*node);
         }
         let core = GraphCore {
             raw,
             program,
+            shapes: std::mem::take(&mut book.shapes),
+            known,
             touched: std::mem::take(&mut book.memory),
             ops: std::mem::take(&mut book.ops),
             values: std::mem::take(&mut book.values),
@@ -174,11 +179,10 @@ impl GraphCore {
             derived: OnceCell::new(),
         };
         // In cross-check mode the capture mapped the nodes already.
-        if book.cross_checks() {
+        if let Some(map) = book.mapped.take() {
             let _ = core.derived().nodes.set(
-                core.ops
-                    .iter()
-                    .map(|op| op.node.map(|n| core.raw.bind(n)))
+                map.into_iter()
+                    .map(|n| n.map(|n| core.raw.bind(n)))
                     .collect(),
             );
         }
@@ -205,7 +209,7 @@ impl GraphCore {
     /// creation order, given in turn to the operations that made one (the capture checked that
     /// their numbers are equal).
     #[inline]
-    fn node_map(&self) -> Result<&[Option<NodeHandle>]> {
+    pub(super) fn node_map(&self) -> Result<&[Option<NodeHandle>]> {
         match self.derived().nodes.get() {
             Some(map) => Ok(map),
             None => self.read_node_map(),
@@ -219,28 +223,15 @@ impl GraphCore {
             .raw
             .nodes()
             .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
-        let mut next = listed.into_iter();
-        let map = self
-            .ops
-            .iter()
-            .map(|op| {
-                if op.part != 0 {
-                    // A body graph's node, known from the capture.
-                    op.node
-                } else if op.node_known() {
-                    // Known from the capture; its nodes are skipped in the creation order.
-                    for _ in 0..op.created {
-                        next.next();
-                    }
-                    op.node
-                } else if op.makes_node() {
-                    next.next()
-                } else {
-                    None
-                }
-            })
-            .collect();
+        let map = crate::exec::book::node_map(&self.ops, &self.known, &listed);
         Ok(self.derived().nodes.get_or_init(|| map))
+    }
+
+    /// The shape of operation `i`, if it is a launch.
+    #[inline]
+    pub(super) fn launch_shape(&self, i: usize) -> Option<LaunchShape> {
+        let op = self.ops.get(i)?;
+        self.shapes.get(op.shape as usize).copied()
     }
 
     /// The operations of the graph itself (not of block bodies), in issue order.
@@ -260,19 +251,13 @@ impl GraphCore {
         let parts = self.derived().parts.get_or_init(|| {
             let mut parts = vec![Vec::new(); self.bodies().len() + 1];
             for (i, op) in self.ops.iter().enumerate() {
-                if let Some(members) = parts.get_mut(op.part) {
+                if let Some(members) = parts.get_mut(op.part()) {
                     members.push(i);
                 }
             }
             parts
         });
         parts.get(part).map_or(&[], Vec::as_slice)
-    }
-
-    /// The node of operation `i`, if it made one.
-    #[inline]
-    pub(super) fn node(&self, i: usize) -> Result<Option<NodeHandle>> {
-        Ok(self.node_map()?.get(i).copied().flatten())
     }
 
     /// The operations of each statement (see [`GraphCore::index`]).
@@ -408,7 +393,7 @@ impl GraphCore {
                 .map_err(|e| Error::driver("cuGraphNodeGetType", e))?;
             let fits = match (op.statement.kind, kind) {
                 (StatementKind::Launch { .. }, Some(NodeKind::Kernel(f))) => {
-                    op.launch.is_none_or(|shape| shape.func == f)
+                    self.launch_shape(i).is_none_or(|shape| shape.func == f)
                 }
                 (StatementKind::Copy, Some(NodeKind::Memcpy))
                 | (StatementKind::Fill, Some(NodeKind::Memset))
