@@ -35,7 +35,8 @@ if [ $# -ge 2 ]; then
   cases=("$1 $2 ${3:-10}")
 else
   cases=("raw 0 200" "counted 0 200" "capture 0 200" "raw 10 100" "capture 10 100" "raw 1000 10" \
-    "capture 1000 10" "diamond 51 10" "set 1000 5" "update 1000 5" "args 1000 5")
+    "capture 1000 10" "diamond 51 10" "set 1000 5" "rawset 1000 5" "update 1000 5" \
+    "rawupdate 1000 5" "args 1000 5")
 fi
 printf '%-8s %6s %14s %12s\n' case N "per round" "per op"
 for c in "${cases[@]}"; do

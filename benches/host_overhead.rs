@@ -16,7 +16,10 @@
 //! - `capture N`: the same chain as a pipeline, `Capture::capture` and the graph dropped;
 //! - `diamond N`: W3's diamond of `N` layers (four streams, events), captured and dropped;
 //! - `set N`: `set_kernel_args` on each of the `N` launches of an instantiated chain;
+//! - `rawset N`: the same by hand, `cuGraphExecKernelNodeSetParams` on each node;
 //! - `update N`: `update_with` of a chain of `N` launches whose arguments change;
+//! - `rawupdate N`: the same by hand: the chain captured with new arguments,
+//!   `cuGraphExecUpdate`, the captured graph destroyed;
 //! - `args N`: `update_args_with` of the same chain (every launch's arguments change).
 //!
 //! Each case prints the best of five rounds in nanoseconds per round. On a GPU these are
@@ -153,6 +156,92 @@ fn check(r: sys::CUresult, call: &'static str) -> Result<(), Error> {
     r.result().map_err(|e| format!("{call}: {e}").into())
 }
 
+/// A graph made by hand, destroyed as it drops.
+struct HandGraph(sys::CUgraph);
+
+impl Drop for HandGraph {
+    fn drop(&mut self) {
+        // SAFETY: the graph is alive and destroyed once, here.
+        unsafe { sys::cuGraphDestroy(self.0) };
+    }
+}
+
+/// An executable graph made by hand, destroyed as it drops.
+struct HandExec(sys::CUgraphExec);
+
+impl Drop for HandExec {
+    fn drop(&mut self) {
+        // SAFETY: the executable graph is alive and destroyed once, here; the cases
+        // synchronize nothing on it because they never launch it.
+        unsafe { sys::cuGraphExecDestroy(self.0) };
+    }
+}
+
+/// What the hand-written cases launch: `stamp` on one stream, storing into `slot`.
+struct Hand {
+    func: sys::CUfunction,
+    stream: sys::CUstream,
+    slot: u64,
+}
+
+impl Hand {
+    /// `stamp`'s parameters for `value`: a pointer to the slot's address and one to the value,
+    /// both borrowed from the caller.
+    fn params(&self, slot: &mut u64, value: &mut u32) -> [*mut std::ffi::c_void; 2] {
+        *slot = self.slot;
+        [(slot as *mut u64).cast(), (value as *mut u32).cast()]
+    }
+
+    /// `n` launches of `stamp` captured by hand, launch `i` storing `base + i`, as W5's raw
+    /// driver code does; the capture is ended even after a failed launch.
+    fn capture(&self, n: usize, base: u32) -> Result<HandGraph, Error> {
+        let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+        check(
+            // SAFETY: the stream is alive and not capturing.
+            unsafe { sys::cuStreamBeginCapture_v2(self.stream, mode) },
+            "cuStreamBeginCapture",
+        )?;
+        let mut launched = Ok(());
+        let (mut slot, mut value) = (0u64, 0u32);
+        for i in 0..n {
+            value = base.wrapping_add(i as u32);
+            let mut params = self.params(&mut slot, &mut value);
+            // SAFETY: `func` is `stamp(unsigned*, unsigned)`; the parameter array points at a
+            // live device address and a live `u32`, which the driver copies before returning.
+            let r = unsafe {
+                sys::cuLaunchKernel(
+                    self.func,
+                    1,
+                    1,
+                    1,
+                    1,
+                    1,
+                    1,
+                    0,
+                    self.stream,
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            };
+            launched = check(r, "cuLaunchKernel");
+            if launched.is_err() {
+                break;
+            }
+        }
+        std::hint::black_box(value);
+        let mut graph = std::ptr::null_mut();
+        let ended = check(
+            // SAFETY: the stream is capturing; `graph` is a valid out-pointer.
+            unsafe { sys::cuStreamEndCapture(self.stream, &mut graph) },
+            "cuStreamEndCapture",
+        );
+        let graph = (!graph.is_null()).then_some(HandGraph(graph));
+        launched?;
+        ended?;
+        graph.ok_or_else(|| "the capture made no graph".into())
+    }
+}
+
 fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error> {
     let mut capture = Capture::new(&s.stream).check(false);
     match case {
@@ -236,6 +325,72 @@ fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error>
                 Ok(())
             })
         }
+        "rawset" | "rawupdate" => {
+            let slot = DeviceBuffer::<u32>::zeros(&s.device, 1)?;
+            let cudarc = s.module.as_cudarc().ok_or("the module is not loaded")?;
+            let hand = Hand {
+                func: cudarc.load_function("stamp")?.cu_function(),
+                stream: s.stream.as_cudarc().cu_stream(),
+                slot: slot.device_ptr(),
+            };
+            let graph = hand.capture(n, 0)?;
+            let mut exec = std::ptr::null_mut();
+            check(
+                // SAFETY: the graph is alive; `exec` is a valid out-pointer.
+                unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, graph.0, 0) },
+                "cuGraphInstantiateWithFlags",
+            )?;
+            let exec = HandExec(exec);
+            if case == "rawupdate" {
+                return best_of_five(iterations, |r| {
+                    let fresh = hand.capture(n, r as u32)?;
+                    let mut info = std::mem::MaybeUninit::uninit();
+                    check(
+                        // SAFETY: both graphs are alive; `info` is a valid out-pointer.
+                        unsafe { sys::cuGraphExecUpdate_v2(exec.0, fresh.0, info.as_mut_ptr()) },
+                        "cuGraphExecUpdate",
+                    )
+                });
+            }
+            // The nodes in creation order: launch `i`'s is the `i`-th.
+            let mut nodes = vec![std::ptr::null_mut(); n];
+            let mut count = n;
+            check(
+                // SAFETY: the graph is alive; `nodes` has room for `count` handles.
+                unsafe { sys::cuGraphGetNodes(graph.0, nodes.as_mut_ptr(), &mut count) },
+                "cuGraphGetNodes",
+            )?;
+            nodes.truncate(count);
+            best_of_five(iterations, |r| {
+                let mut slot = 0u64;
+                for (i, &node) in nodes.iter().enumerate() {
+                    let mut value = (r + i) as u32;
+                    let mut args = hand.params(&mut slot, &mut value);
+                    let params = sys::CUDA_KERNEL_NODE_PARAMS {
+                        func: hand.func,
+                        gridDimX: 1,
+                        gridDimY: 1,
+                        gridDimZ: 1,
+                        blockDimX: 1,
+                        blockDimY: 1,
+                        blockDimZ: 1,
+                        sharedMemBytes: 0,
+                        kernelParams: args.as_mut_ptr(),
+                        extra: std::ptr::null_mut(),
+                        kern: std::ptr::null_mut(),
+                        ctx: std::ptr::null_mut(),
+                    };
+                    check(
+                        // SAFETY: `node` is a kernel node of the graph `exec` was instantiated
+                        // from; the parameters point at live values of `stamp`'s parameter types,
+                        // which the driver copies before returning.
+                        unsafe { sys::cuGraphExecKernelNodeSetParams_v2(exec.0, node, &params) },
+                        "cuGraphExecKernelNodeSetParams",
+                    )?;
+                }
+                Ok(())
+            })
+        }
         "update" => {
             let mut slot = DeviceBuffer::<u32>::zeros(&s.device, 1)?;
             let mut exec = capture
@@ -253,7 +408,10 @@ fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error>
             })
         }
         other => {
-            Err(format!("no case `{other}`: raw, capture, diamond, set, update or args").into())
+            Err(format!(
+                "no case `{other}`: raw, counted, capture, diamond, set, rawset, update, rawupdate or args"
+            )
+            .into())
         }
     }
 }
@@ -270,7 +428,9 @@ const DEFAULTS: &[(&str, usize, usize)] = &[
     ("capture", 1000, 100),
     ("diamond", 51, 200),
     ("set", 1000, 20),
+    ("rawset", 1000, 20),
     ("update", 1000, 20),
+    ("rawupdate", 1000, 20),
     ("args", 1000, 20),
 ];
 
