@@ -11,7 +11,10 @@
 //! Each sample measures, with CUDA events on the origin: the whole pipeline eagerly and as a
 //! replayed graph (end to end), and the three bounds in the same process — all H2D copies
 //! alone, all kernels alone, all D2H copies alone, each on one stream. Overlap is end to end
-//! divided by the largest bound: 1.0 is perfect overlap, 3.0 none at all.
+//! divided by the largest bound: 1.0 is perfect overlap, 3.0 none at all. One more time says
+//! what the host link allows: `duplex`, all H2D copies on one stream while all D2H copies run on
+//! another (from device buffers of their own, so nothing orders or races them), which no
+//! pipeline moving the same bytes both ways can beat.
 
 use std::ffi::c_void;
 use std::ptr;
@@ -85,7 +88,7 @@ fn close(got: f32, x: f32, iters: u32) -> bool {
 }
 
 /// The bounds and end-to-end times of one sample, in µs, as the metrics list them.
-fn metrics(eager: f64, replay: f64, h2d: f64, kernel: f64, d2h: f64) -> Vec<f64> {
+fn metrics(eager: f64, replay: f64, h2d: f64, kernel: f64, d2h: f64, duplex: f64) -> Vec<f64> {
     let bound = h2d.max(kernel).max(d2h);
     vec![
         eager,
@@ -95,6 +98,7 @@ fn metrics(eager: f64, replay: f64, h2d: f64, kernel: f64, d2h: f64) -> Vec<f64>
         h2d,
         kernel,
         d2h,
+        duplex,
     ]
 }
 
@@ -162,6 +166,8 @@ struct RawW9<'g> {
     host_in: Pinned,
     host_out: Pinned,
     dev: Vec<DeviceMem>,
+    /// The D2H side's buffers of the duplex bound.
+    dev_out: Vec<DeviceMem>,
     loaded: Vec<Event>,
     done: Vec<Event>,
     freed: Vec<Event>,
@@ -186,9 +192,12 @@ pub fn raw<'g>(gpu: &'g Gpu, p: &Overlap) -> Result<Box<dyn Case + 'g>> {
             *x = input(c, i);
         }
     }
-    let dev = (0..p.buffers)
-        .map(|_| DeviceMem::new(p.chunk))
-        .collect::<Result<Vec<_>>>()?;
+    let buffers = || {
+        (0..p.buffers)
+            .map(|_| DeviceMem::new(p.chunk))
+            .collect::<Result<Vec<_>>>()
+    };
+    let (dev, dev_out) = (buffers()?, buffers()?);
     let events = |n: usize| (0..n).map(|_| Event::edge()).collect::<Result<Vec<_>>>();
     let mut case = RawW9 {
         gpu,
@@ -197,6 +206,7 @@ pub fn raw<'g>(gpu: &'g Gpu, p: &Overlap) -> Result<Box<dyn Case + 'g>> {
         host_in,
         host_out,
         dev,
+        dev_out,
         loaded: events(p.buffers)?,
         done: events(p.buffers)?,
         freed: events(p.buffers)?,
@@ -283,14 +293,33 @@ impl RawW9<'_> {
     }
 
     fn d2h(&self, c: usize, b: usize, stream: sys::CUstream) -> Result<()> {
+        self.d2h_from(c, &self.dev[b], stream)
+    }
+
+    fn d2h_from(&self, c: usize, src: &DeviceMem, stream: sys::CUstream) -> Result<()> {
         let f = self.p.floats();
         // SAFETY: as in `h2d`, for the output side.
         let dst = unsafe { self.host_out.ptr.cast::<f32>().add(c * f) };
         check(
             // SAFETY: as in `h2d`, device to host.
-            unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), self.dev[b].0, self.p.chunk, stream) },
+            unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src.0, self.p.chunk, stream) },
             "cuMemcpyDtoHAsync",
         )
+    }
+
+    /// The duplex bound: every H2D copy on the origin while every D2H copy (from `dev_out`)
+    /// runs on the third stream, forked from and joined into the origin.
+    fn duplex(&self) -> Result<()> {
+        let [s0, s2] = [self.streams[0].0, self.streams[2].0];
+        self.join[0].record_on(s0)?;
+        wait(s2, &self.join[0])?;
+        for c in 0..self.p.chunks() {
+            let b = c % self.p.buffers;
+            self.h2d(c, b)?;
+            self.d2h_from(c, &self.dev_out[b], s2)?;
+        }
+        self.join[1].record_on(s2)?;
+        wait(s0, &self.join[1])
     }
 
     /// The whole pipeline on the three streams (forked from and joined into the origin).
@@ -372,8 +401,9 @@ impl Case for RawW9<'_> {
             self.timed(|| (0..chunks).try_for_each(|c| self.kernel(c % self.p.buffers, origin)))?;
         let d2h =
             self.timed(|| (0..chunks).try_for_each(|c| self.d2h(c, c % self.p.buffers, origin)))?;
+        let duplex = self.timed(|| self.duplex())?;
         self.streams[0].synchronize()?;
-        Ok(metrics(eager, replay, h2d, kernel, d2h))
+        Ok(metrics(eager, replay, h2d, kernel, d2h, duplex))
     }
 }
 
@@ -387,6 +417,9 @@ enum Phase {
     H2d,
     Kernel,
     D2h,
+    /// The duplex bound: the H2D copies on one stream, the D2H copies (from buffers of their
+    /// own) on another, nothing between them.
+    Duplex,
 }
 
 /// The statements of W9's pipeline: per device buffer one statement of each step.
@@ -403,13 +436,13 @@ fn statements(buffers: usize, phase: Phase) -> Statements {
         Phase::H2d => "OverlapH2d",
         Phase::Kernel => "OverlapKernel",
         Phase::D2h => "OverlapD2h",
+        Phase::Duplex => "OverlapDuplex",
     });
-    let all = phase == Phase::All;
     let s0 = b.stream("h2d");
-    let (s1, s2) = if all {
-        (b.stream("compute"), b.stream("d2h"))
-    } else {
-        (s0, s0)
+    let (s1, s2) = match phase {
+        Phase::All => (b.stream("compute"), b.stream("d2h")),
+        Phase::Duplex => (s0, b.stream("d2h")),
+        _ => (s0, s0),
     };
     let mut per_buffer = Vec::new();
     for i in 0..buffers {
@@ -419,6 +452,11 @@ fn statements(buffers: usize, phase: Phase) -> Statements {
             b.event(&format!("freed{i}")),
         );
         let dev = format!("dev{i}");
+        let from = if phase == Phase::Duplex {
+            format!("out{i}")
+        } else {
+            dev.clone()
+        };
         per_buffer.push([
             b.wait(s0, freed),
             b.copy(s0, &dev, "host_in"),
@@ -427,7 +465,7 @@ fn statements(buffers: usize, phase: Phase) -> Statements {
             b.launch(s1, "work", &[(&dev, ::streamgraph::AccessMode::Write)]),
             b.record(s1, done),
             b.wait(s2, done),
-            b.copy(s2, "host_out", &dev),
+            b.copy(s2, "host_out", &from),
             b.record(s2, freed),
         ]);
     }
@@ -445,6 +483,8 @@ struct Chunks<'a> {
     ins: &'a [PinnedBuffer<f32>],
     outs: &'a mut [PinnedBuffer<f32>],
     dev: &'a mut [DeviceBuffer<f32>],
+    /// The D2H side's buffers of [`Phase::Duplex`] (empty otherwise).
+    dev_out: &'a [DeviceBuffer<f32>],
     iters: u32,
 }
 
@@ -470,6 +510,7 @@ impl Pipeline for Chunks<'_> {
             Phase::H2d => (true, false, false),
             Phase::Kernel => (false, true, false),
             Phase::D2h => (false, false, true),
+            Phase::Duplex => (true, false, true),
         };
         let all = self.phase == Phase::All;
         for (c, (input, output)) in self.ins.iter().zip(self.outs.iter()).enumerate() {
@@ -507,7 +548,14 @@ impl Pipeline for Chunks<'_> {
                 if all {
                     issuer.wait(&s[ids[6]])?;
                 }
-                copy(issuer, &s[ids[7]], output, dev)?;
+                let from = if self.phase == Phase::Duplex {
+                    self.dev_out.get(b).ok_or(Error::InvalidArgument(
+                        "W9: the duplex bound has no buffers of its own".into(),
+                    ))?
+                } else {
+                    dev
+                };
+                copy(issuer, &s[ids[7]], output, from)?;
                 if all {
                     issuer.record(&s[ids[8]])?;
                 }
@@ -522,15 +570,21 @@ struct SgW9 {
     origin: Stream,
     raw: sys::CUstream,
     eager: Eager,
+    /// One issuer per bound: an issuer keeps its streams and events while it runs one program
+    /// and makes new ones for another, which would happen inside the timed regions if the
+    /// pipeline and the bounds shared one.
+    bound_eagers: [Eager; 4],
     exec: GraphExec<Chunks<'static>>,
-    bounds: [Chunks<'static>; 3],
+    /// H2D, kernel, D2H, duplex.
+    bounds: [Chunks<'static>; 4],
     start: Event,
     end: Event,
 }
 
 /// W9 through streamgraph: a hand-written [`Pipeline`] (the chunk count is a run-time size)
-/// run by `Eager` and captured once by `Capture`; the bounds are single-stream pipelines of
-/// one step each, run eagerly. Buffers live as long as the process.
+/// run by `Eager` and captured once by `Capture`; the bounds are pipelines of one step each on
+/// one stream (the duplex bound: two steps on two streams), each run eagerly by an issuer of
+/// its own. Buffers live as long as the process.
 pub fn streamgraph<'g>(
     _gpu: &'g Gpu,
     p: &Overlap,
@@ -544,7 +598,13 @@ pub fn streamgraph<'g>(
     let mut sets = Vec::new();
     // One set of buffers for the whole pipeline and one for each bound, so that no two
     // pipelines borrow the same buffer mutably.
-    for phase in [Phase::All, Phase::H2d, Phase::Kernel, Phase::D2h] {
+    for phase in [
+        Phase::All,
+        Phase::H2d,
+        Phase::Kernel,
+        Phase::D2h,
+        Phase::Duplex,
+    ] {
         let ins = (0..p.chunks())
             .map(|c| {
                 let data: Vec<f32> = (0..f).map(|i| input(c, i)).collect();
@@ -560,6 +620,14 @@ pub fn streamgraph<'g>(
         let ins: &'static [PinnedBuffer<f32>] = Box::leak(ins.into_boxed_slice());
         let outs: &'static mut [PinnedBuffer<f32>] = Box::leak(outs.into_boxed_slice());
         let dev: &'static mut [DeviceBuffer<f32>] = Box::leak(dev.into_boxed_slice());
+        let dev_out = if phase == Phase::Duplex {
+            (0..p.buffers)
+                .map(|_| DeviceBuffer::<f32>::zeros(&device, f))
+                .collect::<std::result::Result<Vec<_>, _>>()?
+        } else {
+            Vec::new()
+        };
+        let dev_out: &'static [DeviceBuffer<f32>] = Box::leak(dev_out.into_boxed_slice());
         sets.push(Chunks {
             st: leak(statements(p.buffers, phase)),
             phase,
@@ -567,28 +635,39 @@ pub fn streamgraph<'g>(
             ins,
             outs,
             dev,
+            dev_out,
             iters: p.iters,
         });
     }
     let mut sets = sets.into_iter();
-    let (Some(all), Some(h2d), Some(kernel), Some(d2h)) =
-        (sets.next(), sets.next(), sets.next(), sets.next())
-    else {
+    let (Some(all), Some(h2d), Some(kernel), Some(d2h), Some(duplex)) = (
+        sets.next(),
+        sets.next(),
+        sets.next(),
+        sets.next(),
+        sets.next(),
+    ) else {
         return Err(BenchError::Setup("W9: pipelines missing".into()));
     };
     let graph = Capture::new(&origin).check(false).capture(all)?;
     graph.verify()?;
     let exec = graph.instantiate()?;
-    let mut eager = Eager::new(&origin);
-    eager.check(false);
+    let issuer = || {
+        let mut eager = Eager::new(&origin);
+        eager.check(false);
+        eager
+    };
+    let eager = issuer();
+    let bound_eagers = [issuer(), issuer(), issuer(), issuer()];
     let raw = origin.as_cudarc().cu_stream();
     Ok(Box::new(SgW9 {
         p: *p,
         origin,
         raw,
         eager,
+        bound_eagers,
         exec,
-        bounds: [h2d, kernel, d2h],
+        bounds: [h2d, kernel, d2h, duplex],
         start: Event::timing()?,
         end: Event::timing()?,
     }))
@@ -599,7 +678,7 @@ impl SgW9 {
         self.start.record_on(self.raw)?;
         match which {
             None => self.exec.launch(&self.origin)?,
-            Some(i) if i < 3 => self.eager.run(&self.bounds[i])?,
+            Some(i) if i < 4 => self.bound_eagers[i].run(&self.bounds[i])?,
             Some(_) => self.eager.run(self.exec.pipeline())?,
         }
         self.end.record_on(self.raw)?;
@@ -626,7 +705,7 @@ impl SgW9 {
 
 impl Case for SgW9 {
     fn sample(&mut self) -> Result<Vec<f64>> {
-        let eager = self.timed(Some(3))?;
+        let eager = self.timed(Some(4))?;
         self.origin.synchronize()?;
         self.verify()?;
         let replay = self.timed(None)?;
@@ -635,7 +714,8 @@ impl Case for SgW9 {
         let h2d = self.timed(Some(0))?;
         let kernel = self.timed(Some(1))?;
         let d2h = self.timed(Some(2))?;
+        let duplex = self.timed(Some(3))?;
         self.origin.synchronize()?;
-        Ok(metrics(eager, replay, h2d, kernel, d2h))
+        Ok(metrics(eager, replay, h2d, kernel, d2h, duplex))
     }
 }

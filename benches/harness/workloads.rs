@@ -205,6 +205,7 @@ pub const W9_METRICS: &[Metric] = &[
     metric("bounds", "h2d", "us"),
     metric("bounds", "kernel", "us"),
     metric("bounds", "d2h", "us"),
+    metric("bounds", "duplex", "us"),
 ];
 
 pub const W7_METRICS: &[Metric] = &[

@@ -186,7 +186,8 @@ W6_METRICS = [("replay_loop", "gpu_idle", "%"), ("replay_loop", "wall_per_replay
               ("replay_loop", "saturated_replay", "us"), ("replay_loop", "device_per_replay", "us")]
 W9_METRICS = [("eager", "end_to_end", "us"), ("eager", "overlap", "x"),
               ("replay", "end_to_end", "us"), ("replay", "overlap", "x"),
-              ("bounds", "h2d", "us"), ("bounds", "kernel", "us"), ("bounds", "d2h", "us")]
+              ("bounds", "h2d", "us"), ("bounds", "kernel", "us"), ("bounds", "d2h", "us"),
+              ("bounds", "duplex", "us")]
 W7_METRICS = [("capture+instantiate", "capture", "us"), ("capture+instantiate", "instantiate", "us"),
               ("capture+instantiate", "total", "us"), ("capture+instantiate", "total_per_node", "us")]
 W10_METRICS = [("eager", "latency", "us"), ("eager", "alg_bandwidth", "GB/s"),

@@ -267,7 +267,9 @@ def main():
     # W9 ------------------------------------------------------------------------------------
     # Chunked H2D (pinned, non_blocking) -> the same `work` kernel -> D2H over three torch
     # streams with events, as overlap.rs; eager and replayed through a CUDA graph; the bounds
-    # (all H2D, all kernels, all D2H, each alone on one stream) measured in the same process.
+    # (all H2D, all kernels, all D2H, each alone on one stream, and all H2D on one stream while
+    # all D2H run on another from buffers of their own: the duplex bound) measured in the same
+    # process.
     if col.wants("W9"):
         import numpy as np
 
@@ -277,6 +279,7 @@ def main():
             ins = [torch.arange(floats, dtype=torch.float32).remainder_(1024).pin_memory() for _ in range(chunks)]
             outs = [torch.empty(floats, dtype=torch.float32).pin_memory() for _ in range(chunks)]
             dev = [torch.empty(floats, dtype=torch.float32, device="cuda") for _ in range(buffers)]
+            dev_out = [torch.zeros(floats, dtype=torch.float32, device="cuda") for _ in range(buffers)]
             s_in, s_k, s_out = torch.cuda.Stream(), torch.cuda.Stream(), torch.cuda.Stream()
             wcfg = k.core.LaunchConfig(grid=(floats + 255) // 256, block=256)
             kernel_args = [(int(d.data_ptr()), np.uint32(floats), np.uint32(iters)) for d in dev]
@@ -340,8 +343,22 @@ def main():
                 h2d = timed(lambda: [dev[ch % buffers].copy_(ins[ch], non_blocking=True) for ch in range(chunks)])
                 kern = timed(lambda: [run_kernel(cs_o9, ch % buffers) for ch in range(chunks)])
                 d2h = timed(lambda: [outs[ch].copy_(dev[ch % buffers], non_blocking=True) for ch in range(chunks)])
+
+                def both_ways():
+                    origin = torch.cuda.current_stream()
+                    s_in.wait_stream(origin)
+                    s_out.wait_stream(origin)
+                    for ch in range(chunks):
+                        with torch.cuda.stream(s_in):
+                            dev[ch % buffers].copy_(ins[ch], non_blocking=True)
+                        with torch.cuda.stream(s_out):
+                            outs[ch].copy_(dev_out[ch % buffers], non_blocking=True)
+                    origin.wait_stream(s_in)
+                    origin.wait_stream(s_out)
+
+                duplex = timed(both_ways)
                 bound = max(h2d, kern, d2h)
-                return [eager, eager / bound, replay, replay / bound, h2d, kern, d2h]
+                return [eager, eager / bound, replay, replay / bound, h2d, kern, d2h, duplex]
 
             col.run("W9", {"total_mib": total_mib, "chunk_mib": chunk_mib, "buffers": buffers, "iters": iters},
                     c.W9_METRICS, w9)

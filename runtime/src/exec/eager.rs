@@ -17,8 +17,9 @@
 //! in this run (which orders it after the fork anyway), and a side stream that issues nothing
 //! is neither forked nor joined. At the end the origin waits for each used side stream through
 //! the event that stream recorded last, when nothing followed that record, instead of recording
-//! a new one — and not at all when the origin already waited for that very record. The side streams and events are created on the first run and reused while the
-//! pipeline type and its stream options stay the same.
+//! a new one — and not at all when the origin already waited for that very record. The side
+//! streams and events are created on the first run and reused while the pipeline type and its
+//! stream options stay the same.
 //!
 //! This is also the capture issuer's issuing path ([`crate::Capture`]): a capture issues the
 //! very same stream calls while the origin is capturing, and additionally books each operation
