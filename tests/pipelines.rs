@@ -467,6 +467,61 @@ fn a_chain_replays_like_eager_runs_on_any_stream() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn one_eager_issuer_runs_pipelines_in_turn_on_the_streams_it_kept_for_each() {
+    let _serial = common::serial();
+    let (device, stream, k) = setup();
+    let zeros = || DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let (mut p, mut tx, mut ty, mut wx, mut wy, mut c) =
+        (zeros(), zeros(), zeros(), zeros(), zeros(), zeros());
+    let mut eager = Eager::new(&stream);
+    // Four pipeline types in turn, three rounds: each run after the first round takes the
+    // streams and events kept for its type while the others ran.
+    for _ in 0..3 {
+        eager.run(&PingPong::new(&mut p, &k, 2)).unwrap();
+        let before = eager.stats();
+        eager.run(&TailJoin::new(&mut tx, &mut ty, &k)).unwrap();
+        let after = eager.stats();
+        assert_eq!(
+            (
+                after.event_records - before.event_records,
+                after.event_waits - before.event_waits
+            ),
+            (2, 2)
+        );
+        let before = eager.stats();
+        eager.run(&WaitedTail::new(&mut wx, &mut wy, &k)).unwrap();
+        let after = eager.stats();
+        assert_eq!(
+            (
+                after.event_records - before.event_records,
+                after.event_waits - before.event_waits
+            ),
+            (2, 2)
+        );
+        eager.run(&Chain::new(&mut c, &k, 3)).unwrap();
+    }
+    // Only the origin is synchronized: every side stream's work must be joined into it.
+    stream.synchronize().unwrap();
+    let ping = (0..6).fold(0, |x, _| step(step(x, 1), 10));
+    assert_eq!(p.to_vec_on(&stream).unwrap(), [ping]);
+    assert_eq!(
+        ty.to_vec_on(&stream).unwrap(),
+        [(0..3).fold(0, |y, _| step(y, 5))]
+    );
+    assert_eq!(
+        wy.to_vec_on(&stream).unwrap(),
+        [(0..3).fold(0, |y, _| step(y, 5))]
+    );
+    assert_eq!(
+        wx.to_vec_on(&stream).unwrap(),
+        [(0..3).fold(0, |x, _| step(x, 1))]
+    );
+    let chain = (0..3).fold(0, |x, _| (0..3).fold(x, step));
+    assert_eq!(c.to_vec_on(&stream).unwrap(), [chain]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn one_capture_issuer_captures_many_pipelines_and_eager_still_works_after() {
     let _serial = common::serial();
     let (device, origin, k) = setup();

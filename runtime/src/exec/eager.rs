@@ -18,8 +18,9 @@
 //! is neither forked nor joined. At the end the origin waits for each used side stream through
 //! the event that stream recorded last, when nothing followed that record, instead of recording
 //! a new one — and not at all when the origin already waited for that very record. The side
-//! streams and events are created on the first run and reused while the pipeline type and its
-//! stream options stay the same.
+//! streams and events are created on a pipeline type's first run and reused by its later runs
+//! with the same stream options; an issuer that runs several pipeline types in turn keeps those
+//! of the last four it ran aside, so alternating pipelines do not make them anew.
 //!
 //! This is also the capture issuer's issuing path ([`crate::Capture`]): a capture issues the
 //! very same stream calls while the origin is capturing, and additionally books each operation
@@ -156,6 +157,8 @@ pub struct Eager {
     /// runs): driver events of their own, so that a record inside a body never changes what a
     /// record outside it left, nor reaches into another graph during a capture.
     body_events: Vec<Vec<EventSlot>>,
+    /// The streams and events of other programs this issuer ran, most recent last.
+    parked: Vec<Parked>,
     /// The built-in kernels of captured device blocks, loaded before a capture that needs them.
     cond_kernels: Option<std::sync::Arc<CondKernels>>,
     /// The iteration counters of the capture under way, one word per statement (a `while`
@@ -163,6 +166,25 @@ pub struct Eager {
     /// with `while` blocks and kept by its graph, so that no two loops (nested, or in two
     /// graphs of one pipeline, or sharing a flag) share a count.
     counters: Option<DeviceBuffer<u32>>,
+}
+
+/// How many other programs' streams and events an issuer keeps aside for when it runs them
+/// again.
+pub(crate) const PARKED: usize = 4;
+
+/// The streams and events [`Eager`] made for one program and its stream options, kept aside
+/// while it runs another.
+#[derive(Debug)]
+struct Parked {
+    program: &'static Program,
+    options: Vec<StreamOptions>,
+    sides: Vec<Stream>,
+    events: Vec<EventSlot>,
+    links: Vec<Event>,
+    fork: Option<Event>,
+    body_forks: Vec<Option<Event>>,
+    spares: Vec<Vec<Stream>>,
+    body_events: Vec<Vec<EventSlot>>,
 }
 
 /// What a body's frame replaced, restored when the body ends.
@@ -223,6 +245,7 @@ impl Eager {
             body_forks: Vec::new(),
             spares: Vec::new(),
             body_events: Vec::new(),
+            parked: Vec::new(),
             cond_kernels: None,
             counters: None,
         }
@@ -273,6 +296,7 @@ impl Eager {
     /// failed capture they may still belong to it).
     pub(crate) fn forget_streams(&mut self) {
         self.prepared = None;
+        self.parked.clear();
         self.sides.clear();
         self.events.clear();
         self.links.clear();
@@ -380,7 +404,16 @@ impl Eager {
                 location: program.location,
             });
         }
-        self.prepared = None;
+        if let Some(i) = self
+            .parked
+            .iter()
+            .position(|k| k.program.same(program) && k.options == options)
+        {
+            let back = self.parked.remove(i);
+            self.park();
+            self.install(back);
+            return Ok(());
+        }
         let origin_device = self.origin.device();
         let mut sides = Vec::with_capacity(options.len() - 1);
         for o in &options[1..] {
@@ -414,15 +447,53 @@ impl Eager {
             }
             spares.push(set);
         }
-        self.sides = sides;
-        self.links = links;
-        self.fork = fork;
-        self.events = events;
-        self.body_forks = body_forks;
-        self.spares = spares;
-        self.body_events = body_events;
-        self.prepared = Some((program, options));
+        self.park();
+        self.install(Parked {
+            program,
+            options,
+            sides,
+            events,
+            links,
+            fork,
+            body_forks,
+            spares,
+            body_events,
+        });
         Ok(())
+    }
+
+    /// Keeps the current program's streams and events aside (the oldest kept ones go when
+    /// more than [`PARKED`] are).
+    fn park(&mut self) {
+        let Some((program, options)) = self.prepared.take() else {
+            return;
+        };
+        self.parked.push(Parked {
+            program,
+            options,
+            sides: std::mem::take(&mut self.sides),
+            events: std::mem::take(&mut self.events),
+            links: std::mem::take(&mut self.links),
+            fork: self.fork.take(),
+            body_forks: std::mem::take(&mut self.body_forks),
+            spares: std::mem::take(&mut self.spares),
+            body_events: std::mem::take(&mut self.body_events),
+        });
+        if self.parked.len() > PARKED {
+            self.parked.remove(0);
+        }
+    }
+
+    /// Makes `k`'s streams and events the current ones.
+    fn install(&mut self, k: Parked) {
+        self.sides = k.sides;
+        self.events = k.events;
+        self.links = k.links;
+        self.fork = k.fork;
+        self.body_forks = k.body_forks;
+        self.spares = k.spares;
+        self.body_events = k.body_events;
+        self.prepared = Some((k.program, k.options));
     }
 
     fn stream(&self, index: usize) -> Result<&Stream> {
