@@ -11,6 +11,8 @@
 
 #[path = "harness/collective.rs"]
 mod collective;
+#[path = "harness/diamond.rs"]
+mod diamond;
 #[path = "harness/gpu.rs"]
 mod gpu;
 #[path = "harness/kernels.rs"]

@@ -465,6 +465,20 @@ fn a_chain_replays_like_eager_runs_on_any_stream() {
     assert_eq!(y.to_vec().unwrap(), eager_x);
 }
 
+/// The record and wait calls `run` adds to `eager`'s counts.
+fn event_calls_of(
+    eager: &mut Eager,
+    run: impl FnOnce(&mut Eager) -> streamgraph::Result<()>,
+) -> (u64, u64) {
+    let before = eager.stats();
+    run(eager).unwrap();
+    let after = eager.stats();
+    (
+        after.event_records - before.event_records,
+        after.event_waits - before.event_waits,
+    )
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn one_eager_issuer_runs_pipelines_in_turn_on_the_streams_it_kept_for_each() {
@@ -478,26 +492,12 @@ fn one_eager_issuer_runs_pipelines_in_turn_on_the_streams_it_kept_for_each() {
     // streams and events kept for its type while the others ran.
     for _ in 0..3 {
         eager.run(&PingPong::new(&mut p, &k, 2)).unwrap();
-        let before = eager.stats();
-        eager.run(&TailJoin::new(&mut tx, &mut ty, &k)).unwrap();
-        let after = eager.stats();
-        assert_eq!(
-            (
-                after.event_records - before.event_records,
-                after.event_waits - before.event_waits
-            ),
-            (2, 2)
-        );
-        let before = eager.stats();
-        eager.run(&WaitedTail::new(&mut wx, &mut wy, &k)).unwrap();
-        let after = eager.stats();
-        assert_eq!(
-            (
-                after.event_records - before.event_records,
-                after.event_waits - before.event_waits
-            ),
-            (2, 2)
-        );
+        let calls = event_calls_of(&mut eager, |e| e.run(&TailJoin::new(&mut tx, &mut ty, &k)));
+        assert_eq!(calls, (2, 2));
+        let calls = event_calls_of(&mut eager, |e| {
+            e.run(&WaitedTail::new(&mut wx, &mut wy, &k))
+        });
+        assert_eq!(calls, (2, 2));
         eager.run(&Chain::new(&mut c, &k, 3)).unwrap();
     }
     // Only the origin is synchronized: every side stream's work must be joined into it.

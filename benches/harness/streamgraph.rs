@@ -28,6 +28,7 @@ use ::streamgraph::{
 };
 use cudarc::driver::sys;
 
+use crate::diamond::Diamond4;
 use crate::gpu::{BenchError, Event, Gpu};
 use crate::kernels::{self, BLOCK, GRID};
 use crate::overlap::Overlap;
@@ -145,43 +146,6 @@ pipeline! {
         stream main;
         for _ in 0..n {
             main: launch k.empty<<<GRID, BLOCK>>>();
-        }
-    }
-}
-
-pipeline! {
-    /// W3's diamond with four branches, exactly `raw.rs`'s DAG: each layer one kernel on the
-    /// origin, a fork event the side streams wait for, one kernel on each of the four streams,
-    /// and join events the next layer's origin kernel waits for. The pipeline's own end join
-    /// stands in for the last layer's waits.
-    pipeline Diamond4(k: &Kernels, layers: usize) {
-        stream main;
-        stream s1;
-        stream s2;
-        stream s3;
-        event fork;
-        event j1;
-        event j2;
-        event j3;
-
-        for layer in 0..layers {
-            if layer > 0 {
-                main: wait j1;
-                main: wait j2;
-                main: wait j3;
-            }
-            main: launch k.empty<<<GRID, BLOCK>>>();
-            main: record fork;
-            s1: wait fork;
-            s2: wait fork;
-            s3: wait fork;
-            main: launch k.empty<<<GRID, BLOCK>>>();
-            s1: launch k.empty<<<GRID, BLOCK>>>();
-            s2: launch k.empty<<<GRID, BLOCK>>>();
-            s3: launch k.empty<<<GRID, BLOCK>>>();
-            s1: record j1;
-            s2: record j2;
-            s3: record j3;
         }
     }
 }
@@ -438,12 +402,12 @@ struct W3 {
 pub fn w3<'g>(_gpu: &'g Gpu, p: &Diamond) -> Setup<'g> {
     diamond4(p)?;
     let sg = shared()?;
-    let pipeline = Diamond4::new(&sg.kernels, p.layers);
+    let pipeline = Diamond4::new(&sg.kernels.empty, p.layers);
     check_plan(&pipeline)?;
     let timed = Timed::new(sg)?;
     let eager = eager_on(&timed.origin);
     let mut capture = capture_on(&timed.origin);
-    let exec = instantiate_verified(&mut capture, Diamond4::new(&sg.kernels, p.layers))?;
+    let exec = instantiate_verified(&mut capture, Diamond4::new(&sg.kernels.empty, p.layers))?;
     Ok(Box::new(W3 {
         timed,
         eager,
@@ -464,7 +428,7 @@ impl Case for W3 {
         let calls = event_calls(self.eager.stats()) - before;
         self.timed.origin.synchronize()?;
 
-        let fresh = Diamond4::new(self.pipeline.k, layers);
+        let fresh = Diamond4::new(self.pipeline.empty, layers);
         let t0 = Instant::now();
         let graph = self.capture.capture(fresh)?;
         let cap = us_since(t0);
@@ -506,7 +470,7 @@ pub fn w6<'g>(gpu: &'g Gpu, p: &Replays) -> Setup<'g> {
     let timed = Timed::new(sg)?;
     let exec = instantiate_verified(
         &mut capture_on(&timed.origin),
-        Diamond4::new(&sg.kernels, p.diamond.layers),
+        Diamond4::new(&sg.kernels.empty, p.diamond.layers),
     )?;
     Ok(Box::new(W6 {
         gpu,

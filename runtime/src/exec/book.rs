@@ -249,7 +249,7 @@ pub(crate) struct BookSizes {
 #[derive(Debug)]
 pub(crate) struct NodeBook {
     pub(crate) ops: Vec<CapturedOp>,
-    /// The shapes of the launches ([`CapturedOp::shape`]), one per run of equal shapes.
+    /// The shapes of the launches ([`CapturedOp::shape`]), one per launch in issue order.
     pub(crate) shapes: Vec<LaunchShape>,
     /// `(operation index, node)` of the operations whose nodes were known as they were made
     /// (a block's, a body's, a collective participant's), in operation order.
@@ -415,13 +415,8 @@ impl NodeBook {
         stream: &Stream,
         issued: Issued<'_>,
     ) -> Result<()> {
-        let made = self.book(stmt, issued)?;
-        if made {
-            if self.part() > 0 {
-                self.known_now(stream)?;
-            } else if let Some(exact) = self.exact.as_mut() {
-                exact.push(gffi::tip_node(stream.as_cudarc(), "the operation")?);
-            }
+        if self.book(stmt, issued)? {
+            self.node_made(stream)?;
         }
         Ok(())
     }
@@ -439,14 +434,22 @@ impl NodeBook {
         args: &[KernelArg<'_>],
     ) -> Result<()> {
         self.book_launch(stmt, kernel, config, args)?;
-        if self.part() == 0 {
-            if let Some(exact) = self.exact.as_mut() {
-                exact.push(gffi::tip_node(stream.as_cudarc(), "the operation")?);
-            }
+        self.node_made(stream)
+    }
+
+    /// The operation just booked made a node on `stream`: a body graph's is known right away;
+    /// the captured graph's is asked for only in cross-check mode (else it is mapped by
+    /// creation order when the capture has ended).
+    #[inline]
+    fn node_made(&mut self, stream: &Stream) -> Result<()> {
+        if self.part() > 0 {
+            self.known_now(stream)
+        } else if let Some(exact) = self.exact.as_mut() {
+            exact.push(gffi::tip_node(stream.as_cudarc(), "the operation")?);
+            Ok(())
         } else {
-            self.known_now(stream)?;
+            Ok(())
         }
-        Ok(())
     }
 
     /// Books a launch: its statement issue, shape and values, and what the graph must keep

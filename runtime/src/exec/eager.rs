@@ -125,15 +125,9 @@ pub struct EagerStats {
 pub struct Eager {
     origin: Stream,
     /// The pipeline the streams and events were made for, and its stream options.
-    prepared: Option<(&'static Program, Vec<StreamOptions>)>,
-    /// Declared streams 1.. (stream 0 is the origin).
-    sides: Vec<Stream>,
-    /// Declared events, by index.
-    events: Vec<EventSlot>,
-    /// One internal event per declared stream, recorded on it for join and `wait_stream`.
-    links: Vec<Event>,
-    /// Recorded on the origin at the start of a multi-stream run: the fork point.
-    fork: Option<Event>,
+    prepared: Option<Key>,
+    /// The streams and events of `prepared`.
+    res: Resources,
     /// Per declared stream, in this run: whether it is ordered after the fork point yet.
     forked: Vec<bool>,
     /// Per declared stream, in this run: the event its last command recorded, when that was
@@ -148,17 +142,8 @@ pub struct Eager {
     root: usize,
     /// How many device block bodies enclose the statements being issued.
     depth: usize,
-    /// Per body depth: the fork event of a body (swapped with `fork` while it runs).
-    body_forks: Vec<Option<Event>>,
-    /// Per body depth: one stream per declared stream, on which a capture captures a body
-    /// (streams capturing the enclosing graph cannot capture a body graph).
-    spares: Vec<Vec<Stream>>,
-    /// Per body depth: the declared events as a body sees them (swapped with `events` while it
-    /// runs): driver events of their own, so that a record inside a body never changes what a
-    /// record outside it left, nor reaches into another graph during a capture.
-    body_events: Vec<Vec<EventSlot>>,
     /// The streams and events of other programs this issuer ran, most recent last.
-    parked: Vec<Parked>,
+    parked: Vec<(Key, Resources)>,
     /// The built-in kernels of captured device blocks, loaded before a capture that needs them.
     cond_kernels: Option<std::sync::Arc<CondKernels>>,
     /// The iteration counters of the capture under way, one word per statement (a `while`
@@ -170,20 +155,30 @@ pub struct Eager {
 
 /// How many other programs' streams and events an issuer keeps aside for when it runs them
 /// again.
-pub(crate) const PARKED: usize = 4;
+const PARKED: usize = 4;
 
-/// The streams and events [`Eager`] made for one program and its stream options, kept aside
-/// while it runs another.
-#[derive(Debug)]
-struct Parked {
-    program: &'static Program,
-    options: Vec<StreamOptions>,
+/// What [`Eager`]'s streams and events are made for: a program and its stream options.
+type Key = (&'static Program, Vec<StreamOptions>);
+
+/// The streams and events [`Eager`] made for one program and its stream options.
+#[derive(Debug, Default)]
+struct Resources {
+    /// Declared streams 1.. (stream 0 is the origin).
     sides: Vec<Stream>,
+    /// Declared events, by index.
     events: Vec<EventSlot>,
+    /// One internal event per declared stream, recorded on it for join and `wait_stream`.
     links: Vec<Event>,
+    /// Recorded on the origin at the start of a multi-stream run: the fork point.
     fork: Option<Event>,
+    /// Per body depth: the fork event of a body (swapped with `fork` while it runs).
     body_forks: Vec<Option<Event>>,
+    /// Per body depth: one stream per declared stream, on which a capture captures a body
+    /// (streams capturing the enclosing graph cannot capture a body graph).
     spares: Vec<Vec<Stream>>,
+    /// Per body depth: the declared events as a body sees them (swapped with `events` while it
+    /// runs): driver events of their own, so that a record inside a body never changes what a
+    /// record outside it left, nor reaches into another graph during a capture.
     body_events: Vec<Vec<EventSlot>>,
 }
 
@@ -231,10 +226,7 @@ impl Eager {
         Eager {
             origin: origin.clone(),
             prepared: None,
-            sides: Vec::new(),
-            events: Vec::new(),
-            links: Vec::new(),
-            fork: None,
+            res: Resources::default(),
             forked: Vec::new(),
             tails: Vec::new(),
             check: super::checks_by_default(),
@@ -242,9 +234,6 @@ impl Eager {
             book: None,
             root: Program::ORIGIN,
             depth: 0,
-            body_forks: Vec::new(),
-            spares: Vec::new(),
-            body_events: Vec::new(),
             parked: Vec::new(),
             cond_kernels: None,
             counters: None,
@@ -297,13 +286,7 @@ impl Eager {
     pub(crate) fn forget_streams(&mut self) {
         self.prepared = None;
         self.parked.clear();
-        self.sides.clear();
-        self.events.clear();
-        self.links.clear();
-        self.fork = None;
-        self.body_forks.clear();
-        self.spares.clear();
-        self.body_events.clear();
+        self.res = Resources::default();
         self.root = Program::ORIGIN;
         self.depth = 0;
     }
@@ -342,11 +325,11 @@ impl Eager {
         &mut self,
         pipeline: &P,
     ) -> std::result::Result<Result<()>, Panic> {
-        for slot in &mut self.events {
+        for slot in &mut self.res.events {
             slot.latest = None;
             slot.origin_waited = false;
         }
-        let streams = self.sides.len() + 1;
+        let streams = self.res.sides.len() + 1;
         self.root = Program::ORIGIN;
         self.depth = 0;
         self.forked.clear();
@@ -361,7 +344,7 @@ impl Eager {
         };
         let _traced = trace::pipeline(pipeline.program(), mode);
         if multi {
-            if let Some(fork) = &self.fork {
+            if let Some(fork) = &self.res.fork {
                 if let Err(e) = record_on(&mut self.stats, fork, &self.origin) {
                     return Ok(Err(e));
                 }
@@ -407,11 +390,12 @@ impl Eager {
         if let Some(i) = self
             .parked
             .iter()
-            .position(|k| k.program.same(program) && k.options == options)
+            .position(|((p, o), _)| p.same(program) && *o == options)
         {
-            let back = self.parked.remove(i);
+            let (key, res) = self.parked.remove(i);
             self.park();
-            self.install(back);
+            self.prepared = Some(key);
+            self.res = res;
             return Ok(());
         }
         let origin_device = self.origin.device();
@@ -448,9 +432,8 @@ impl Eager {
             spares.push(set);
         }
         self.park();
-        self.install(Parked {
-            program,
-            options,
+        self.prepared = Some((program, options));
+        self.res = Resources {
             sides,
             events,
             links,
@@ -458,46 +441,24 @@ impl Eager {
             body_forks,
             spares,
             body_events,
-        });
+        };
         Ok(())
     }
 
     /// Keeps the current program's streams and events aside (the oldest kept ones go when
     /// more than [`PARKED`] are).
     fn park(&mut self) {
-        let Some((program, options)) = self.prepared.take() else {
+        let Some(key) = self.prepared.take() else {
             return;
         };
-        self.parked.push(Parked {
-            program,
-            options,
-            sides: std::mem::take(&mut self.sides),
-            events: std::mem::take(&mut self.events),
-            links: std::mem::take(&mut self.links),
-            fork: self.fork.take(),
-            body_forks: std::mem::take(&mut self.body_forks),
-            spares: std::mem::take(&mut self.spares),
-            body_events: std::mem::take(&mut self.body_events),
-        });
+        self.parked.push((key, std::mem::take(&mut self.res)));
         if self.parked.len() > PARKED {
             self.parked.remove(0);
         }
     }
 
-    /// Makes `k`'s streams and events the current ones.
-    fn install(&mut self, k: Parked) {
-        self.sides = k.sides;
-        self.events = k.events;
-        self.links = k.links;
-        self.fork = k.fork;
-        self.body_forks = k.body_forks;
-        self.spares = k.spares;
-        self.body_events = k.body_events;
-        self.prepared = Some((k.program, k.options));
-    }
-
     fn stream(&self, index: usize) -> Result<&Stream> {
-        stream_of(&self.origin, &self.sides, index)
+        stream_of(&self.origin, &self.res.sides, index)
     }
 
     /// Orders stream `s` after the fork point before it issues a command that does not do so
@@ -518,8 +479,8 @@ impl Eager {
     #[cold]
     #[inline(never)]
     fn fork_into(&mut self, s: usize) -> Result<()> {
-        let side = stream_of(&self.origin, &self.sides, s)?;
-        if let Some(fork) = &self.fork {
+        let side = stream_of(&self.origin, &self.res.sides, s)?;
+        if let Some(fork) = &self.res.fork {
             wait_on(&mut self.stats, side, fork)?;
         }
         if let Some(forked) = self.forked.get_mut(s) {
@@ -543,16 +504,16 @@ impl Eager {
     /// other stream that issued anything in this frame.
     fn join(&mut self) -> Result<()> {
         let root = self.root;
-        for s in 0..self.sides.len() + 1 {
+        for s in 0..self.res.sides.len() + 1 {
             if s == root || !self.forked.get(s).copied().unwrap_or(false) {
                 continue;
             }
-            let side = stream_of(&self.origin, &self.sides, s)?;
-            let target = stream_of(&self.origin, &self.sides, root)?;
+            let side = stream_of(&self.origin, &self.res.sides, s)?;
+            let target = stream_of(&self.origin, &self.res.sides, root)?;
             // The side stream's last command recorded an event still holding that record:
             // its snapshot is the stream's whole work, so wait for it directly.
             let tail = self.tails[s].and_then(|e| {
-                let slot = &self.events[e];
+                let slot = &self.res.events[e];
                 match slot.latest {
                     Some(instance) if slot.recorded_by == s => Some((slot, instance)),
                     _ => None,
@@ -565,7 +526,7 @@ impl Eager {
                     wait_on(&mut self.stats, target, &slot.instances[instance])?
                 }
                 None => {
-                    let link = self.links.get(s).ok_or_else(|| {
+                    let link = self.res.links.get(s).ok_or_else(|| {
                         Error::InvalidArgument(format!("no internal event for stream {s}"))
                     })?;
                     record_on(&mut self.stats, link, side)?;
@@ -587,14 +548,14 @@ impl Eager {
     /// `root` anew, events recorded outside are not visible, and with `streams` (a capture)
     /// the declared streams are mapped to those.
     fn begin_frame(&mut self, root: usize, streams: Option<Vec<Stream>>) -> Result<Frame> {
-        if self.depth >= self.body_events.len() {
+        if self.depth >= self.res.body_events.len() {
             return Err(Error::InvalidArgument(format!(
                 "device blocks nest {} deep here, but the pipeline's statements nest them {} deep; issue a block's statements only inside its body",
                 self.depth + 1,
-                self.body_events.len()
+                self.res.body_events.len()
             )));
         }
-        let n = self.sides.len() + 1;
+        let n = self.res.sides.len() + 1;
         let mut forked = vec![false; n];
         if let Some(f) = forked.get_mut(root) {
             *f = true;
@@ -605,7 +566,7 @@ impl Eager {
                 let origin = set.next().unwrap_or_else(|| self.origin.clone());
                 Some((
                     std::mem::replace(&mut self.origin, origin),
-                    std::mem::replace(&mut self.sides, set.collect()),
+                    std::mem::replace(&mut self.res.sides, set.collect()),
                 ))
             }
             Some(_) => {
@@ -622,20 +583,20 @@ impl Eager {
             tails: std::mem::replace(&mut self.tails, vec![None; n]),
             streams,
         };
-        if let Some(slot) = self.body_forks.get_mut(self.depth) {
-            std::mem::swap(&mut self.fork, slot);
+        if let Some(slot) = self.res.body_forks.get_mut(self.depth) {
+            std::mem::swap(&mut self.res.fork, slot);
         }
-        if let Some(slots) = self.body_events.get_mut(self.depth) {
-            std::mem::swap(&mut self.events, slots);
+        if let Some(slots) = self.res.body_events.get_mut(self.depth) {
+            std::mem::swap(&mut self.res.events, slots);
         }
-        for slot in &mut self.events {
+        for slot in &mut self.res.events {
             slot.latest = None;
             slot.origin_waited = false;
         }
         self.depth += 1;
         if n > 1 {
-            if let Some(fork) = &self.fork {
-                let stream = stream_of(&self.origin, &self.sides, root)?;
+            if let Some(fork) = &self.res.fork {
+                let stream = stream_of(&self.origin, &self.res.sides, root)?;
                 record_on(&mut self.stats, fork, stream)?;
             }
         }
@@ -645,18 +606,18 @@ impl Eager {
     /// Ends a body's frame: everything [`Eager::begin_frame`] replaced comes back.
     fn end_frame(&mut self, frame: Frame) {
         self.depth = self.depth.saturating_sub(1);
-        if let Some(slot) = self.body_forks.get_mut(self.depth) {
-            std::mem::swap(&mut self.fork, slot);
+        if let Some(slot) = self.res.body_forks.get_mut(self.depth) {
+            std::mem::swap(&mut self.res.fork, slot);
         }
-        if let Some(slots) = self.body_events.get_mut(self.depth) {
-            std::mem::swap(&mut self.events, slots);
+        if let Some(slots) = self.res.body_events.get_mut(self.depth) {
+            std::mem::swap(&mut self.res.events, slots);
         }
         self.root = frame.root;
         self.forked = frame.forked;
         self.tails = frame.tails;
         if let Some((origin, sides)) = frame.streams {
             self.origin = origin;
-            self.sides = sides;
+            self.res.sides = sides;
         }
     }
 
@@ -697,7 +658,7 @@ impl Eager {
             if kind == CondKind::While && limit.is_some_and(|l| count >= l) {
                 return Ok(());
             }
-            let stream = stream_of(&self.origin, &self.sides, stmt.stream)?.clone();
+            let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)?.clone();
             let on = flag.get_on(&stream)? != 0;
             let body = match (kind, on) {
                 (_, true) => &mut *first,
@@ -751,7 +712,7 @@ impl Eager {
             counter: counters.map_or(0, |c| c.device_ptr() + 4 * stmt.id as u64),
             limit,
         };
-        let stream = stream_of(&self.origin, &self.sides, stmt.stream)?.clone();
+        let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)?.clone();
         let (parent, mode) = match self.book.as_ref() {
             Some(book) => (book.current_body(), book.mode),
             None => return Err(Error::InvalidArgument("no capture is under way".into())),
@@ -761,10 +722,10 @@ impl Eager {
             Some(book) => book.note_block(stmt, &node, flag, counters, kernels.module())?,
             None => return Err(Error::InvalidArgument("no capture is under way".into())),
         };
-        let spares = self.spares.get(self.depth).cloned().ok_or_else(|| {
+        let spares = self.res.spares.get(self.depth).cloned().ok_or_else(|| {
             Error::InvalidArgument(format!(
                 "device blocks nest deeper than the {} level(s) prepared for",
-                self.spares.len()
+                self.res.spares.len()
             ))
         })?;
         let body_stream = spares.get(stmt.stream).cloned().ok_or_else(|| {
@@ -832,7 +793,7 @@ impl Eager {
         let Some(book) = self.book.as_mut() else {
             return Ok(());
         };
-        let stream = stream_of(&self.origin, &self.sides, stmt.stream)?;
+        let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)?;
         book.note(stmt, stream, issued)
     }
 
@@ -861,10 +822,10 @@ impl Eager {
     }
 
     fn do_record(&mut self, stmt: &'static Statement) -> Result<()> {
-        let index = Self::event_index(stmt, self.events.len())?;
+        let index = Self::event_index(stmt, self.res.events.len())?;
         self.enter(stmt.stream)?;
-        let stream = stream_of(&self.origin, &self.sides, stmt.stream)?;
-        let slot = &mut self.events[index];
+        let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)?;
+        let slot = &mut self.res.events[index];
         let instance = match slot.instances.iter().position(|e| e.on_device_of(stream)) {
             Some(i) => i,
             None => {
@@ -883,21 +844,21 @@ impl Eager {
     }
 
     fn do_wait(&mut self, stmt: &'static Statement) -> Result<()> {
-        let index = Self::event_index(stmt, self.events.len())?;
-        let slot = &self.events[index];
+        let index = Self::event_index(stmt, self.res.events.len())?;
+        let slot = &self.res.events[index];
         // Not recorded in this run: the model's empty snapshot, nothing to wait for.
         let Some(latest) = slot.latest else {
             return Ok(());
         };
         self.enter_by_wait(stmt.stream);
-        let stream = stream_of(&self.origin, &self.sides, stmt.stream)?;
+        let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)?;
         wait_on(
             &mut self.stats,
             stream,
-            &self.events[index].instances[latest],
+            &self.res.events[index].instances[latest],
         )?;
         if stmt.stream == self.root {
-            self.events[index].origin_waited = true;
+            self.res.events[index].origin_waited = true;
         }
         Ok(())
     }
@@ -917,9 +878,9 @@ impl Eager {
             return self.enter(stmt.stream);
         }
         self.enter_by_wait(stmt.stream);
-        let waiting = stream_of(&self.origin, &self.sides, stmt.stream)?;
-        let waited = stream_of(&self.origin, &self.sides, other)?;
-        let link = self.links.get(other).ok_or_else(|| {
+        let waiting = stream_of(&self.origin, &self.res.sides, stmt.stream)?;
+        let waited = stream_of(&self.origin, &self.res.sides, other)?;
+        let link = self.res.links.get(other).ok_or_else(|| {
             Error::InvalidArgument(format!("no internal event for stream {other}"))
         })?;
         record_on(&mut self.stats, link, waited)?;
@@ -1025,7 +986,7 @@ impl Eager {
             }
             let mut entries = Vec::with_capacity(parts.len());
             for (k, part) in parts.iter().enumerate() {
-                let stream = stream_of(&self.origin, &self.sides, streams[k])?;
+                let stream = stream_of(&self.origin, &self.res.sides, streams[k])?;
                 entries.push((
                     &ranks.comms[k],
                     &**stream.as_cudarc(),
@@ -1064,8 +1025,8 @@ impl Issuer for Eager {
         if stmt.stream != self.root {
             self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         }
-        let stream =
-            stream_of(&self.origin, &self.sides, stmt.stream).map_err(|e| e.in_statement(stmt))?;
+        let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)
+            .map_err(|e| e.in_statement(stmt))?;
         kernel
             .launch_on(stream, config, args)
             .map_err(|e| e.in_statement(stmt))?;
@@ -1133,8 +1094,8 @@ impl Issuer for Eager {
     fn host(&mut self, stmt: &'static Statement, f: HostFn) -> Result<(), Error> {
         let _traced = self.traced(stmt);
         self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
-        let stream =
-            stream_of(&self.origin, &self.sides, stmt.stream).map_err(|e| e.in_statement(stmt))?;
+        let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)
+            .map_err(|e| e.in_statement(stmt))?;
         match self.book.as_mut() {
             // A graph runs its host functions on every replay: the graph keeps them.
             Some(book) => book.launch_host_fn(stream, f),

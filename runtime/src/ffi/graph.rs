@@ -25,7 +25,7 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaStream, DriverError};
 
 use super::ensure_current;
 use super::host_fn::report_host_fn_panic;
-use super::launch::{with_params, CodeOwner, FunctionHandle, KernelArg, LoadedFunction};
+use super::launch::{with_param_array, CodeOwner, FunctionHandle, KernelArg, LoadedFunction};
 use super::memory::{DeviceAlloc, HolderKind, PinnedAlloc};
 use crate::error::{CaptureFault, Error, Result, UpdateRejection};
 use crate::operand::{HostFn, LaunchConfig};
@@ -508,18 +508,12 @@ impl OwnedGraph {
         graph: sys::CUgraph,
     ) -> Result<Vec<NodeHandle>, DriverError> {
         ensure_current(&self.ctx)?;
-        let mut count: usize = 0;
-        // SAFETY: `graph` is alive (the caller's promise); a null array asks for the count only.
-        unsafe { sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut count) }.result()?;
-        if count == 0 {
-            return Ok(Vec::new());
-        }
-        let mut nodes: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); count];
-        // SAFETY: `nodes` has room for `count` handles, the number the driver reported.
-        unsafe { sys::cuGraphGetNodes(graph, nodes.as_mut_ptr(), &mut count) }.result()?;
-        nodes.truncate(count);
-        let raw = graph;
-        Ok(nodes.into_iter().map(|n| NodeHandle::new(n, raw)).collect())
+        // SAFETY: `graph` is alive (the caller's promise).
+        let nodes = unsafe { graph_nodes(graph) }?;
+        Ok(nodes
+            .into_iter()
+            .map(|n| NodeHandle::new(n, graph))
+            .collect())
     }
 
     /// `cuGraphGetEdges_v2`: every edge `(from, to)` of the graph.
@@ -818,10 +812,7 @@ impl OwnedExec {
                 // the `Module::kernel` promise), which the driver copies now.
                 unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.raw, node.node, &p) }.result()
             };
-            if args.is_empty() {
-                return set(std::ptr::null_mut());
-            }
-            with_params(args, |list| set(list.as_mut_ptr()))
+            with_param_array(args, set)
         })
     }
 }
@@ -972,24 +963,25 @@ pub(super) fn capture_state(
     Ok((status.into(), graph, deps))
 }
 
-#[cfg(feature = "nccl")]
-/// The nodes of `graph`, the graph a stream is capturing into.
+/// `cuGraphGetNodes`: the nodes of `graph`, in the order they were added.
 ///
 /// # Safety
 ///
-/// `graph` is the graph of a capture under way (alive until the capture ends).
-unsafe fn capturing_nodes(
+/// `graph` is alive for the call (a graph an [`OwnedGraph`] owns, one of its bodies, or the
+/// graph of a capture under way).
+unsafe fn graph_nodes(
     graph: sys::CUgraph,
 ) -> std::result::Result<Vec<sys::CUgraphNode>, DriverError> {
     let mut count: usize = 0;
     // SAFETY: `graph` is alive (the caller's promise); a null array asks for the count only.
     unsafe { sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut count) }.result()?;
-    let mut nodes: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); count];
-    if count > 0 {
-        // SAFETY: `nodes` has room for `count` handles, the number the driver reported.
-        unsafe { sys::cuGraphGetNodes(graph, nodes.as_mut_ptr(), &mut count) }.result()?;
-        nodes.truncate(count);
+    if count == 0 {
+        return Ok(Vec::new());
     }
+    let mut nodes: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); count];
+    // SAFETY: `nodes` has room for `count` handles, the number the driver reported.
+    unsafe { sys::cuGraphGetNodes(graph, nodes.as_mut_ptr(), &mut count) }.result()?;
+    nodes.truncate(count);
     Ok(nodes)
 }
 
@@ -1064,7 +1056,7 @@ pub(crate) fn capture_group(
         }
     }
     // SAFETY: `graph` is the graph of the capture under way on `first`.
-    let before: HashSet<usize> = unsafe { capturing_nodes(graph) }
+    let before: HashSet<usize> = unsafe { graph_nodes(graph) }
         .map_err(|e| Error::driver("cuGraphGetNodes", e))?
         .into_iter()
         .map(|n| n as usize)
@@ -1079,7 +1071,7 @@ pub(crate) fn capture_group(
     }
     // SAFETY: `graph` is the graph of the capture still under way on `first` (checked just
     // above).
-    let added: Vec<sys::CUgraphNode> = unsafe { capturing_nodes(graph) }
+    let added: Vec<sys::CUgraphNode> = unsafe { graph_nodes(graph) }
         .map_err(|e| Error::driver("cuGraphGetNodes", e))?
         .into_iter()
         .filter(|n| !before.contains(&(*n as usize)))

@@ -128,6 +128,20 @@ impl<'a> KernelArg<'a> {
 /// How many kernel arguments a launch collects on the stack before falling back to the heap.
 const INLINE_ARGS: usize = 32;
 
+/// Calls `f` with the parameter array the driver takes for `args`: null without arguments, as
+/// hand-written launches pass (a non-null empty array makes the driver read the function's
+/// parameter layout), else one pointer per argument (see [`with_params`]).
+#[inline]
+pub(super) fn with_param_array<R>(
+    args: &[KernelArg<'_>],
+    f: impl FnOnce(*mut *mut c_void) -> R,
+) -> R {
+    if args.is_empty() {
+        return f(std::ptr::null_mut());
+    }
+    with_params(args, |params| f(params.as_mut_ptr()))
+}
+
 /// Calls `f` with the argument pointers of `args`, on the stack for up to [`INLINE_ARGS`]
 /// (only the slots used are written: no per-launch clearing of the whole array). The pointers
 /// point into `args` (buffer addresses) or at values `args` borrows, so they are live for the
@@ -200,12 +214,7 @@ fn launch_raw(
         }
         .result()
     };
-    if args.is_empty() {
-        // No arguments: a null array, as hand-written launches pass (a non-null empty array
-        // makes the driver read the function's parameter layout).
-        return raw(std::ptr::null_mut());
-    }
-    with_params(args, |params| raw(params.as_mut_ptr()))
+    with_param_array(args, raw)
 }
 
 /// Code to load as a module: a CUBIN image (from NVRTC) or PTX text.

@@ -246,7 +246,7 @@ impl GraphCore {
             .get_or_init(|| crate::exec::book::sequence(&self.ops, &self.orderings))
     }
 
-    /// The indices in `ops` of the operations of graph part `part` (see [`Blocks::parts`]).
+    /// The indices in `ops` of the operations of graph part `part` (see [`Derived::parts`]).
     fn members(&self, part: usize) -> &[usize] {
         let parts = self.derived().parts.get_or_init(|| {
             let mut parts = vec![Vec::new(); self.bodies().len() + 1];
@@ -260,7 +260,7 @@ impl GraphCore {
         parts.get(part).map_or(&[], Vec::as_slice)
     }
 
-    /// The operations of each statement (see [`GraphCore::index`]).
+    /// The operations of each statement (see [`Derived::index`]).
     #[inline]
     fn statement_index(&self) -> &(Vec<u32>, Vec<u32>) {
         match self.derived().index.get() {
