@@ -36,6 +36,7 @@ macro_rules! source {
 /// Every Rust file of [`SOURCE_DIRS`]; `every_source_file_is_embedded` keeps the list complete.
 const SOURCES: &[(&str, &str)] = &[
     source!("benches/harness/collective.rs"),
+    source!("benches/harness/diamond.rs"),
     source!("benches/harness/gpu.rs"),
     source!("benches/harness/kernels.rs"),
     source!("benches/harness/overlap.rs"),
