@@ -160,9 +160,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 
     // 2. Captured, on fresh cudarc slices moved into buffers that the graph keeps alive.
     let CudarcProgram { x, y, t, .. } = cudarc_program(&input)?;
-    let x = DeviceBuffer::from_cudarc(x);
-    let mut y = DeviceBuffer::from_cudarc(y);
-    let mut t = DeviceBuffer::from_cudarc(t);
+    let x = DeviceBuffer::from_cudarc(x)?;
+    let mut y = DeviceBuffer::from_cudarc(y)?;
+    let mut t = DeviceBuffer::from_cudarc(t)?;
     let graph = capture(&origin, Blend::new(&mut y, &x, &mut t, &k, n))?;
     let report = graph.verify()?;
     println!(

@@ -220,14 +220,14 @@ fn slices_moved_into_buffers_are_captured_replayed_and_given_back() {
     let (_ctx, cu, _module, k) = cudarc_setup();
     let origin = Stream::from_cudarc(cu.clone());
     let x_host = input();
-    let x = DeviceBuffer::from_cudarc(cu.clone_htod(&x_host).unwrap());
+    let x = DeviceBuffer::from_cudarc(cu.clone_htod(&x_host).unwrap()).unwrap();
     assert_eq!(
         x.as_cudarc().map(|s| cu.clone_dtoh(s).unwrap()),
         Some(x_host.clone())
     );
 
     // Eagerly, three times.
-    let mut y_eager = DeviceBuffer::from_cudarc(cu.alloc_zeros::<f32>(N).unwrap());
+    let mut y_eager = DeviceBuffer::from_cudarc(cu.alloc_zeros::<f32>(N).unwrap()).unwrap();
     let mut eager = Eager::new(&origin);
     for _ in 0..3 {
         eager
@@ -235,7 +235,7 @@ fn slices_moved_into_buffers_are_captured_replayed_and_given_back() {
             .unwrap();
     }
     // Captured, replayed three times.
-    let mut y = DeviceBuffer::from_cudarc(cu.alloc_zeros::<f32>(N).unwrap());
+    let mut y = DeviceBuffer::from_cudarc(cu.alloc_zeros::<f32>(N).unwrap()).unwrap();
     let graph = capture(&origin, BufferAxpy::new(&mut y, &x, &k, 0.5, N as u32)).unwrap();
     assert_eq!(graph.verify().unwrap().operations, 1);
     let exec = graph.instantiate().unwrap();

@@ -174,6 +174,29 @@ pub enum Error {
     /// replays (`testing::compare`, the `testing` feature).
     #[error("{0}")]
     OutputMismatch(Box<Mismatch>),
+    /// Work was refused because its stream is being captured into a CUDA graph that
+    /// streamgraph did not begin (e.g. by cudarc's `CudaStream::begin_capture`, or by a
+    /// pipeline's own code). Such a graph would replay the work after the memory, host
+    /// functions and kernels it names are gone: nothing keeps them alive. Nothing was issued;
+    /// or, when the capture began while the work was being issued, that capture was
+    /// invalidated, so that it yields no graph.
+    #[error("{what} was refused: its stream is being captured into a CUDA graph that streamgraph did not begin (e.g. by cudarc's `CudaStream::begin_capture`), and that graph would outlive the memory and functions the work names; end that capture first, or put the work in a pipeline and capture it with `streamgraph::capture`, whose graphs keep what they use alive")]
+    StreamCapturing {
+        /// What was refused, e.g. `"Stream::copy"`.
+        what: &'static str,
+    },
+    /// A pipeline issued a statement differently from the issue its checks judged (the
+    /// happens-before plan built by [`crate::Eager::check`] or [`crate::Capture::check`]):
+    /// another statement, or other memory. Nothing from that statement on was issued.
+    #[error("pipeline `{pipeline}` issued {found} where the checked issue had {expected}: a pipeline must issue the same statements on the same memory every time it is issued (a parameter with interior mutability, such as a `Cell` feeding a range, changed between the check and the run); nothing from there on was issued")]
+    IssueChanged {
+        /// The pipeline's name.
+        pipeline: &'static str,
+        /// What the checked issue had at this point.
+        expected: String,
+        /// What the run issued instead.
+        found: String,
+    },
     /// An executable graph refused an update with a newly captured graph.
     #[error("{}", describe_rejection(.reason, *.statement))]
     UpdateRejected {

@@ -303,10 +303,27 @@ impl Kernel {
     /// Launches the kernel on `stream` with `config` and `args` (one per kernel parameter).
     ///
     /// The stream must belong to the kernel's device. Returns once the launch is queued.
+    /// Refused with [`Error::StreamCapturing`] while code outside streamgraph captures the
+    /// stream (its graph would not keep the arguments' memory alive).
     ///
     /// See [`cuLaunchKernel`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html).
     #[inline]
     pub fn launch_on(
+        &self,
+        stream: &Stream,
+        config: LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Result<()> {
+        stream.refuse_capturing("Kernel::launch_on")?;
+        let launched = self.issue_on(stream, config, args);
+        stream.refuse_captured("Kernel::launch_on")?;
+        launched
+    }
+
+    /// [`Kernel::launch_on`] without the capture checks: a pipeline's launch statements, whose
+    /// issuer checked its origin (eagerly) or is capturing them itself.
+    #[inline]
+    pub(crate) fn issue_on(
         &self,
         stream: &Stream,
         config: LaunchConfig,

@@ -91,6 +91,23 @@ pub struct BufferAccess {
     pub mode: AccessMode,
 }
 
+impl BufferAccess {
+    /// `memory` touched in `mode`; host memory is named on [`DeviceRange::HOST`].
+    pub(crate) fn of(memory: &Memory, mode: AccessMode) -> BufferAccess {
+        let range = match *memory {
+            Memory::Device(range) => range,
+            Memory::PinnedHost { ptr, bytes } | Memory::PageableHost { ptr, bytes } => {
+                DeviceRange {
+                    device: DeviceRange::HOST,
+                    ptr: ptr as u64,
+                    bytes,
+                }
+            }
+        };
+        BufferAccess { range, mode }
+    }
+}
+
 /// One side of a copy, type-erased: device memory, page-locked host memory or pageable host
 /// memory (which cannot be captured into a graph).
 #[derive(Debug, Clone, Copy)]

@@ -238,9 +238,13 @@ impl Stream {
     /// `f` must not call into CUDA. A panic in `f` is caught and reported on stderr (it cannot
     /// unwind through the driver).
     ///
+    /// Refused with [`Error::StreamCapturing`] while the stream is being captured by code
+    /// outside streamgraph (`f` runs once; a graph would run it on every launch). In a pipeline,
+    /// a `host` statement runs on every replay of its graph.
+    ///
     /// See [`cuLaunchHostFunc`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html).
     pub fn launch_host_fn(&self, f: HostFn) -> Result<()> {
-        ffi::launch_host_fn_once(&self.inner, f).map_err(|e| Error::driver("cuLaunchHostFunc", e))
+        ffi::launch_host_fn_once(&self.inner, f, "Stream::launch_host_fn")
     }
 
     /// Queues a copy of `src` into `dst` (same element type and length) on this stream.
@@ -248,16 +252,18 @@ impl Stream {
     /// A pageable host source (`&[T]`, `Vec<T>`) is staged by the driver before this returns;
     /// a pinned destination is written later, in stream order, and its `as_slice` waits for
     /// it. A copy into a pinned buffer whose `as_slice` guard is alive is refused
-    /// ([`Error::PinnedBusy`]).
+    /// ([`Error::PinnedBusy`]); so is a copy on a stream that code outside streamgraph is
+    /// capturing ([`Error::StreamCapturing`]).
     pub fn copy<T, D, S>(&self, dst: &mut D, src: &S) -> Result<()>
     where
         D: CopyTarget<T> + ?Sized,
         S: CopySource<T> + ?Sized,
     {
-        copy_async(self, &dst.copy_target(), &src.copy_source(), true)
+        copy_checked(self, &dst.copy_target(), &src.copy_source(), "Stream::copy")
     }
 
-    /// Queues a fill of every element of `dst` with `value` on this stream.
+    /// Queues a fill of every element of `dst` with `value` on this stream (refused with
+    /// [`Error::StreamCapturing`] while code outside streamgraph captures the stream).
     pub fn fill<M>(&self, dst: &mut M, value: M::Elem) -> Result<()>
     where
         M: DeviceMemoryMut + ?Sized,
@@ -265,7 +271,20 @@ impl Stream {
     {
         let memory =
             MemoryRef::promised_device(dst.range(), std::mem::size_of::<M::Elem>(), dst.holder());
-        fill_async(self, &memory, value.pattern())
+        fill_checked(self, &memory, value.pattern(), "Stream::fill")
+    }
+
+    /// Refuses `what` while this stream is capturing (see [`Error::StreamCapturing`]).
+    #[inline]
+    pub(crate) fn refuse_capturing(&self, what: &'static str) -> Result<()> {
+        ffi::status::refuse_capturing(&self.inner, what)
+    }
+
+    /// Refuses `what`, issued already, when this stream is capturing now, and invalidates that
+    /// capture (see `ffi::status::refuse_captured`).
+    #[inline]
+    pub(crate) fn refuse_captured(&self, what: &'static str) -> Result<()> {
+        ffi::status::refuse_captured(&self.inner, what)
     }
 
     #[inline]
@@ -323,16 +342,41 @@ pub(crate) fn current_stream_on(device: &Device) -> Stream {
 /// Refuses `fault` (a synchronize or query) on a stream that is capturing: the driver would
 /// invalidate the capture instead of answering.
 fn refuse_while_capturing(stream: &Stream, fault: CaptureFault) -> Result<()> {
-    match ffi::graph::stream_capture_status(&stream.inner) {
-        Ok(ffi::graph::CaptureStatus::None) => Ok(()),
+    match ffi::status::stream_capture_status(&stream.inner) {
+        Ok(ffi::status::CaptureStatus::None) => Ok(()),
         Ok(_) => Err(Error::capture(fault)),
         // A capture code (e.g. an implicit dependency in global mode) becomes its fault.
         Err(e) => Err(Error::driver("cuStreamIsCapturing", e)),
     }
 }
 
+/// Queues a copy of `src` into `dst` on `stream` for a caller outside a pipeline's
+/// statements: refused while other code captures the stream.
+pub(crate) fn copy_checked(
+    stream: &Stream,
+    dst: &MemoryRef<'_>,
+    src: &MemoryRef<'_>,
+    what: &'static str,
+) -> Result<()> {
+    ffi::status::outside_capture(&stream.inner, what, || {
+        copy_async(stream, dst, src, true)
+    })
+}
+
+/// Queues a fill of `dst` on `stream` for a caller outside a pipeline's statements: refused
+/// while other code captures the stream.
+pub(crate) fn fill_checked(
+    stream: &Stream,
+    dst: &MemoryRef<'_>,
+    pattern: FillPattern,
+    what: &'static str,
+) -> Result<()> {
+    ffi::status::outside_capture(&stream.inner, what, || fill_async(stream, dst, pattern))
+}
+
 /// Queues a copy of `src` into `dst` on `stream` (see `ffi::memory::copy`; `track` is off
-/// inside a capture).
+/// inside a capture). A pipeline's statements come here; other callers go through
+/// [`copy_checked`].
 pub(crate) fn copy_async(
     stream: &Stream,
     dst: &MemoryRef<'_>,

@@ -41,7 +41,9 @@ use std::panic::resume_unwind;
 use crate::error::{CaptureFault, Error, Result};
 use crate::exec::book::{BookSizes, NodeBook};
 use crate::exec::eager::Eager;
-use crate::ffi::graph::{self as gffi, CaptureModeRaw, CaptureStatus, Keep, OwnedGraph};
+use crate::exec::expect::Expected;
+use crate::ffi::graph::{self as gffi, CaptureModeRaw, Keep, OwnedGraph};
+use crate::ffi::status::{stream_capture_status, CaptureStatus};
 use crate::issue::Pipeline;
 use crate::plan::Plan;
 use crate::program::{Program, Statement};
@@ -262,10 +264,12 @@ impl Capture {
     /// it against when verification is on.
     pub(crate) fn capture_core<P: Pipeline + ?Sized>(&mut self, pipeline: &P) -> Result<Captured> {
         let program = pipeline.program();
-        let plan = if self.verify {
+        // A checked capture captures exactly what its plan saw issued (`Expected`).
+        self.eager.expect = None;
+        let expect = if self.verify {
             let plan = Plan::build(pipeline)?;
             plan.check_races()?;
-            Some(Box::new(plan))
+            Some(Box::new(Expected::new(Box::new(plan))))
         } else {
             None
         };
@@ -279,7 +283,7 @@ impl Capture {
         if let Err(e) = gffi::begin_capture(origin.as_cudarc(), self.mode.raw()) {
             // Asked only when beginning failed: a stream that is capturing already (this
             // issuer's origin inside its own capture, or a stream joined to another one).
-            let error = match gffi::stream_capture_status(origin.as_cudarc()) {
+            let error = match stream_capture_status(origin.as_cudarc()) {
                 Ok(CaptureStatus::None) | Err(_) => Error::driver("cuStreamBeginCapture", e),
                 Ok(_) => fault_error(CaptureFault::AlreadyCapturing),
             };
@@ -298,8 +302,10 @@ impl Capture {
             )),
         };
         self.eager.book = Some(book);
+        self.eager.expect = expect;
         let issued = self.eager.issue_prepared(pipeline);
         let book = self.eager.book.take();
+        let expected = self.eager.expect.take();
         let issued = match issued {
             Ok(issued) => issued,
             Err(payload) => {
@@ -311,6 +317,8 @@ impl Capture {
                 resume_unwind(payload);
             }
         };
+        let issued = issued.and_then(|()| expected.as_ref().map_or(Ok(()), |e| e.finish()));
+        let plan = expected.map(|e| e.into_plan());
         let last = book.as_ref().and_then(|b| b.last);
         let captured = match book {
             Some(mut book) => {
@@ -379,7 +387,7 @@ impl Capture {
     /// with fresh side streams and events.
     fn recover(&mut self, origin: &Stream) {
         if !matches!(
-            gffi::stream_capture_status(origin.as_cudarc()),
+            stream_capture_status(origin.as_cudarc()),
             Ok(CaptureStatus::None)
         ) {
             drop(gffi::end_capture(origin.as_cudarc(), Keep::default()));

@@ -50,16 +50,17 @@ use crate::device::Device;
 use crate::error::{CaptureFault, Error, Result};
 use crate::event::Event;
 use crate::exec::book::{Issued, NodeBook};
+use crate::exec::expect::Expected;
 use crate::ffi::conditional::{self as cond, CondFlag, CondKernels, CondKind};
 use crate::ffi::memory::MemoryRef;
 use crate::ffi::KernelArg;
 use crate::issue::{Body, CollectivePart, Issuer, Pipeline, StreamOptions};
-use crate::memory::{DeviceBuffer, DeviceFlag};
+use crate::memory::{DeviceBuffer, DeviceFlag, DeviceMemory};
 use crate::module::Kernel;
-use crate::operand::{FillPattern, HostFn, LaunchConfig, Memory, ReduceOp};
+use crate::operand::{BufferAccess, FillPattern, HostFn, LaunchConfig, Memory, ReduceOp};
 #[cfg(feature = "nccl")]
 use crate::program::Collective;
-use crate::program::{Program, Statement, StatementKind};
+use crate::program::{AccessMode, Program, Statement, StatementKind};
 use crate::stream::{copy_async, fill_async, Stream};
 use crate::trace;
 
@@ -134,6 +135,9 @@ pub struct Eager {
     /// its last command (the join can wait for it instead of recording another).
     tails: Vec<Option<usize>>,
     check: bool,
+    /// Set while a checked run or capture issues: what its plan saw issued, which every
+    /// statement must repeat before it reaches a stream.
+    pub(crate) expect: Option<Box<Expected>>,
     stats: EagerStats,
     /// Set while a capture issues through this issuer: the node of every operation.
     pub(crate) book: Option<Box<NodeBook>>,
@@ -230,6 +234,7 @@ impl Eager {
             forked: Vec::new(),
             tails: Vec::new(),
             check: super::checks_by_default(),
+            expect: None,
             stats: EagerStats::default(),
             book: None,
             root: Program::ORIGIN,
@@ -243,6 +248,11 @@ impl Eager {
     /// Whether [`Eager::run`] first builds the pipeline's happens-before plan and refuses to
     /// run a pipeline with cross-stream races ([`Error::Race`]). Off by default, in every
     /// build, unless `STREAMGRAPH_CHECKS=1` is set (see the crate docs).
+    ///
+    /// The run then issues exactly what was checked: each statement is compared with the
+    /// plan's before it reaches a stream, and a pipeline that issues another statement or
+    /// other memory the second time (through a parameter with interior mutability, say)
+    /// stops there with [`Error::IssueChanged`].
     pub fn check(&mut self, on: bool) -> &mut Self {
         self.check = on;
         self
@@ -265,15 +275,40 @@ impl Eager {
 
     /// Issues `pipeline` on the origin and side streams; returns once everything is queued.
     /// Errors name the statement that failed.
+    ///
+    /// Refused with [`Error::StreamCapturing`] while code outside streamgraph captures the
+    /// origin: the capture would take the run's work into a graph that keeps nothing it touches
+    /// alive (capture pipelines with [`crate::capture`] instead). Should a capture of the origin
+    /// begin during the run (e.g. begun by the pipeline's own code), it is invalidated at the
+    /// run's end and the run fails the same way.
     pub fn run<P: Pipeline + ?Sized>(&mut self, pipeline: &P) -> Result<()> {
+        const WHAT: &str = "Eager::run";
+        self.origin.refuse_capturing(WHAT)?;
+        self.expect = None;
         if self.check {
-            crate::plan::Plan::build(pipeline)?.check_races()?;
+            let plan = crate::plan::Plan::build(pipeline)?;
+            plan.check_races()?;
+            self.expect = Some(Box::new(Expected::new(Box::new(plan))));
         }
         self.prepare_for(pipeline)?;
-        match self.issue_prepared(pipeline) {
+        let issued = self.issue_prepared(pipeline);
+        let expected = self.expect.take();
+        let issued = match issued {
             Ok(issued) => issued,
-            Err(panic) => resume_unwind(panic),
+            Err(panic) => {
+                if self.origin.refuse_captured(WHAT).is_err() {
+                    self.forget_streams();
+                }
+                resume_unwind(panic)
+            }
+        };
+        if let Err(e) = self.origin.refuse_captured(WHAT) {
+            // The side streams joined that capture through the origin: start afresh.
+            self.forget_streams();
+            return Err(e);
         }
+        issued?;
+        expected.map_or(Ok(()), |e| e.finish())
     }
 
     /// Creates (or reuses) the side streams and events `pipeline` needs; nothing is issued.
@@ -537,6 +572,22 @@ impl Eager {
         Ok(())
     }
 
+    /// In a checked run: `stmt`, which makes no operation of its own memory, must be the
+    /// plan's next statement ([`Expected::statement`]).
+    #[inline]
+    fn expected(&mut self, stmt: &'static Statement) -> Result<()> {
+        match self.expect.as_deref_mut() {
+            None => Ok(()),
+            Some(expect) => {
+                let parts: &[(&'static Statement, Vec<BufferAccess>)] = match stmt.kind {
+                    StatementKind::Host => &[(stmt, Vec::new())],
+                    _ => &[],
+                };
+                expect.statement(stmt, parts)
+            }
+        }
+    }
+
     /// The observability hook of one statement (nothing without the `tracing` and `nvtx`
     /// features): a span and a range that end when the returned scope is dropped.
     #[inline]
@@ -621,13 +672,20 @@ impl Eager {
         }
     }
 
-    /// Issues one body of a block on stream `root` in a frame of its own, joined at its end.
+    /// Issues body `branch` of a block on stream `root` in a frame of its own, joined at its
+    /// end.
     fn run_body(
         &mut self,
         root: usize,
+        branch: usize,
         streams: Option<Vec<Stream>>,
         body: &mut Body<'_>,
     ) -> std::result::Result<Result<()>, Panic> {
+        if let Some(expect) = self.expect.as_deref_mut() {
+            if let Err(e) = expect.enter_body(branch) {
+                return Ok(Err(e));
+            }
+        }
         let frame = match self.begin_frame(root, streams) {
             Ok(f) => f,
             Err(e) => return Ok(Err(e)),
@@ -635,8 +693,12 @@ impl Eager {
         let issued = catch_unwind(AssertUnwindSafe(|| body(self)));
         let joined = self.join();
         self.end_frame(frame);
+        let expected = match self.expect.as_deref_mut() {
+            Some(expect) => expect.leave_body(),
+            None => Ok(()),
+        };
         match issued {
-            Ok(issued) => Ok(issued.and(joined)),
+            Ok(issued) => Ok(issued.and(joined).and(expected)),
             Err(panic) => Err(panic),
         }
     }
@@ -660,12 +722,12 @@ impl Eager {
             }
             let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)?.clone();
             let on = flag.get_on(&stream)? != 0;
-            let body = match (kind, on) {
-                (_, true) => &mut *first,
+            let (branch, body) = match (kind, on) {
+                (_, true) => (0, &mut *first),
                 (CondKind::While, false) => return Ok(()),
-                (CondKind::If { .. }, false) => &mut *second,
+                (CondKind::If { .. }, false) => (1, &mut *second),
             };
-            match self.run_body(stmt.stream, None, body) {
+            match self.run_body(stmt.stream, branch, None, body) {
                 Ok(r) => r?,
                 Err(panic) => resume_unwind(panic),
             }
@@ -738,7 +800,7 @@ impl Eager {
                 .book
                 .as_mut()
                 .map(|book| book.enter_body(graph, block, branch));
-            let issued = self.run_body(stmt.stream, Some(spares.clone()), body);
+            let issued = self.run_body(stmt.stream, branch, Some(spares.clone()), body);
             let empty = index.is_some_and(|k| self.book.as_ref().is_some_and(|b| b.is_empty(k)));
             let next = match (&issued, kind) {
                 (Ok(Ok(())), CondKind::While) => {
@@ -1022,13 +1084,17 @@ impl Issuer for Eager {
         args: &[KernelArg<'_>],
     ) -> Result<(), Error> {
         let _traced = self.traced(stmt);
+        if let Some(expect) = self.expect.as_deref_mut() {
+            let accesses = args.iter().filter_map(KernelArg::access).collect();
+            expect.statement(stmt, &[(stmt, accesses)])?;
+        }
         if stmt.stream != self.root {
             self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         }
         let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)
             .map_err(|e| e.in_statement(stmt))?;
         kernel
-            .launch_on(stream, config, args)
+            .issue_on(stream, config, args)
             .map_err(|e| e.in_statement(stmt))?;
         self.stats.launches += 1;
         match self.book.as_deref_mut() {
@@ -1046,6 +1112,13 @@ impl Issuer for Eager {
         src: MemoryRef<'_>,
     ) -> Result<(), Error> {
         let _traced = self.traced(stmt);
+        if let Some(expect) = self.expect.as_deref_mut() {
+            let accesses = vec![
+                BufferAccess::of(&dst.memory(), AccessMode::Write),
+                BufferAccess::of(&src.memory(), AccessMode::Read),
+            ];
+            expect.statement(stmt, &[(stmt, accesses)])?;
+        }
         self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let issue = || -> Result<()> {
             if dst.elem_size() != src.elem_size() {
@@ -1083,6 +1156,10 @@ impl Issuer for Eager {
         pattern: FillPattern,
     ) -> Result<(), Error> {
         let _traced = self.traced(stmt);
+        if let Some(expect) = self.expect.as_deref_mut() {
+            let accesses = vec![BufferAccess::of(&dst.memory(), AccessMode::Write)];
+            expect.statement(stmt, &[(stmt, accesses)])?;
+        }
         self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let stream = self.stream(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         fill_async(stream, &dst, pattern).map_err(|e| e.in_statement(stmt))?;
@@ -1093,6 +1170,7 @@ impl Issuer for Eager {
 
     fn host(&mut self, stmt: &'static Statement, f: HostFn) -> Result<(), Error> {
         let _traced = self.traced(stmt);
+        self.expected(stmt)?;
         self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)
             .map_err(|e| e.in_statement(stmt))?;
@@ -1109,6 +1187,7 @@ impl Issuer for Eager {
 
     fn record(&mut self, stmt: &'static Statement) -> Result<(), Error> {
         let _traced = self.traced(stmt);
+        self.expected(stmt)?;
         self.do_record(stmt).map_err(|e| e.in_statement(stmt))?;
         self.booked_ordering(stmt);
         Ok(())
@@ -1116,6 +1195,7 @@ impl Issuer for Eager {
 
     fn wait(&mut self, stmt: &'static Statement) -> Result<(), Error> {
         let _traced = self.traced(stmt);
+        self.expected(stmt)?;
         self.do_wait(stmt).map_err(|e| e.in_statement(stmt))?;
         self.booked_ordering(stmt);
         Ok(())
@@ -1129,12 +1209,26 @@ impl Issuer for Eager {
         parts: &[CollectivePart<'_>],
     ) -> Result<(), Error> {
         let _traced = self.traced(stmt);
+        if let Some(expect) = self.expect.as_deref_mut() {
+            let parts: Vec<_> = parts
+                .iter()
+                .map(|p| {
+                    let accesses = vec![
+                        BufferAccess::of(&p.send.memory(), AccessMode::Read),
+                        BufferAccess::of(&p.recv.memory(), AccessMode::Write),
+                    ];
+                    (p.statement, accesses)
+                })
+                .collect();
+            expect.statement(stmt, &parts)?;
+        }
         self.do_collective(stmt, comm, op, parts)
             .map_err(|e| e.in_statement(stmt))
     }
 
     fn wait_stream(&mut self, stmt: &'static Statement) -> Result<(), Error> {
         let _traced = self.traced(stmt);
+        self.expected(stmt)?;
         self.do_wait_stream(stmt)
             .map_err(|e| e.in_statement(stmt))?;
         self.booked_ordering(stmt);
@@ -1187,6 +1281,13 @@ impl Eager {
         limit: Option<u32>,
         bodies: [&mut Body<'_>; 2],
     ) -> Result<()> {
+        if let Some(expect) = self.expect.as_deref_mut() {
+            let flag = BufferAccess {
+                range: flag.range(),
+                mode: AccessMode::Read,
+            };
+            expect.block(stmt, flag)?;
+        }
         self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let done = if self.book.is_some() {
             self.capture_block(stmt, flag, kind, limit, bodies)

@@ -18,9 +18,8 @@ use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
 
 use super::ensure_current;
-use super::graph::{
-    capture_state, tip_node, CaptureModeRaw, CaptureStatus, NodeHandle, OwnedGraph,
-};
+use super::graph::{capture_state, tip_node, CaptureModeRaw, NodeHandle, OwnedGraph};
+use super::status::CaptureStatus;
 use super::launch::{
     launch_kernel, load_module, module_function, CodeOwner, KernelArg, LoadedFunction,
 };

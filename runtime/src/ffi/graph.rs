@@ -27,6 +27,7 @@ use super::ensure_current;
 use super::host_fn::report_host_fn_panic;
 use super::launch::{with_param_array, CodeOwner, FunctionHandle, KernelArg, LoadedFunction};
 use super::memory::{DeviceAlloc, HolderKind, PinnedAlloc};
+use super::status::CaptureStatus;
 use crate::error::{CaptureFault, Error, Result, UpdateRejection};
 use crate::operand::{HostFn, LaunchConfig};
 
@@ -39,40 +40,6 @@ pub struct GraphHandle(pub sys::CUgraph);
 /// [`GraphHandle`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GraphExecHandle(pub sys::CUgraphExec);
-
-/// Whether a stream is capturing, as `cuStreamIsCapturing` reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CaptureStatus {
-    /// Not capturing.
-    None,
-    /// Capturing.
-    Active,
-    /// Capturing, but the capture was invalidated by an illegal call; only ending it is left.
-    Invalidated,
-}
-
-impl From<sys::CUstreamCaptureStatus> for CaptureStatus {
-    fn from(status: sys::CUstreamCaptureStatus) -> Self {
-        match status {
-            sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE => CaptureStatus::None,
-            sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE => CaptureStatus::Active,
-            sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_INVALIDATED => {
-                CaptureStatus::Invalidated
-            }
-        }
-    }
-}
-
-/// `cuStreamIsCapturing`.
-///
-/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
-pub(crate) fn stream_capture_status(stream: &CudaStream) -> Result<CaptureStatus, DriverError> {
-    ensure_current(stream.context())?;
-    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    // SAFETY: `stream` owns its live handle; `status` is a valid out-pointer for the call.
-    unsafe { sys::cuStreamIsCapturing(stream.cu_stream(), &mut status) }.result()?;
-    Ok(status.into())
-}
 
 /// `cuStreamBeginCapture_v2` of `stream` in `mode`.
 ///

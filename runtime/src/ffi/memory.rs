@@ -18,7 +18,7 @@ use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, CudaStream};
 
 use super::ensure_current;
-use super::graph::{stream_capture_status, CaptureStatus};
+use super::status::{stream_capture_status, CaptureStatus};
 pub(crate) use super::pinned::{PinnedAlloc, PinnedRead, PinnedWrite};
 use crate::error::{Error, Result};
 use crate::operand::{DeviceRange, FillPattern, Memory};
@@ -113,21 +113,31 @@ impl DeviceAlloc {
 
     /// Takes over a cudarc allocation: `slice` is kept until the last `Arc` is gone, then
     /// dropped (which frees it) once the context has finished all work queued so far.
+    ///
+    /// Waits for the work cudarc queued on the slice first: its own stream's, and (when cudarc
+    /// tracks events) other streams' reads and writes of it. A buffer is used on any stream
+    /// afterwards, in no order with cudarc's. Refused while the slice's stream is capturing
+    /// (a wait is impossible there); the slice is freed then, in its stream's order.
     pub(crate) fn from_cudarc<T: Send + Sync + 'static>(
-        slice: cudarc::driver::CudaSlice<T>,
-    ) -> Arc<DeviceAlloc> {
-        use cudarc::driver::DevicePtr;
+        mut slice: cudarc::driver::CudaSlice<T>,
+    ) -> Result<Arc<DeviceAlloc>> {
+        use cudarc::driver::DevicePtrMut;
         let bytes = slice.num_bytes();
         let ctx = slice.context().clone();
-        let (ptr, sync) = slice.device_ptr(slice.stream());
-        // The read is recorded nowhere: the address is only stored here.
+        let stream = slice.stream().clone();
+        super::status::refuse_capturing(&stream, "DeviceBuffer::from_cudarc")?;
+        // Makes the slice's stream wait for the slice's recorded reads and writes on other
+        // streams; the write this would record is not one (the address is only stored).
+        let (ptr, sync) = slice.device_ptr_mut(&stream);
         std::mem::forget(sync);
-        Arc::new(DeviceAlloc {
+        super::unsafe_during_capture(|| stream.synchronize())
+            .map_err(|e| Error::driver("cuStreamSynchronize", e))?;
+        Ok(Arc::new(DeviceAlloc {
             ptr,
             bytes,
             ctx: Some(ctx),
             cudarc: Some(Owned::new(slice)),
-        })
+        }))
     }
 
     /// The cudarc allocation behind this memory, if cudarc made it.
@@ -541,15 +551,7 @@ fn copy_ordered(
     if track {
         // A capture begun by other code would record the copy without running it, and the
         // protocol's event with it; refuse rather than track DMA that has not happened.
-        let status =
-            stream_capture_status(stream).map_err(|e| Error::driver("cuStreamIsCapturing", e))?;
-        if status != CaptureStatus::None {
-            return Err(Error::InvalidArgument(
-                "a copy touching a PinnedBuffer was issued on a stream that is being captured \
-                 by code outside streamgraph; capture it with `streamgraph::capture` instead"
-                    .into(),
-            ));
-        }
+        super::status::refuse_capturing(stream, "a copy touching a PinnedBuffer")?;
     }
     PinnedAlloc::dma(&sides, stream, track, || {
         // SAFETY: the protocol holds the host allocations' locks and found no Rust borrow the
@@ -685,6 +687,8 @@ pub(crate) fn read_device<T: bytemuck::Pod>(
             range.bytes
         )));
     }
+    // The copy would land in the capture's graph, writing a `Vec` long freed on replay.
+    super::status::refuse_capturing(stream, "reading device memory back")?;
     let ctx = stream.context();
     let ordinal = i32::try_from(ctx.ordinal()).unwrap_or(i32::MAX);
     if ordinal != range.device {

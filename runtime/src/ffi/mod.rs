@@ -30,6 +30,7 @@ mod nvrtc;
 #[cfg(feature = "nvtx")]
 pub(crate) mod nvtx;
 pub(crate) mod pinned;
+pub(crate) mod status;
 
 pub(crate) use host_fn::launch_host_fn_once;
 pub use launch::KernelArg;

@@ -108,11 +108,14 @@ impl<P> GraphExec<P> {
     /// Launches the graph on `stream` (any stream of the graph's device); returns once queued.
     ///
     /// When the graph copies to or from a [`crate::PinnedBuffer`] whose `as_slice` /
-    /// `as_mut_slice` guard is alive, the launch is refused with [`Error::PinnedBusy`].
+    /// `as_mut_slice` guard is alive, the launch is refused with [`Error::PinnedBusy`]; on a
+    /// stream that code outside streamgraph is capturing, with [`Error::StreamCapturing`]
+    /// (the driver cannot capture graph launches).
     ///
     /// See [`cuGraphLaunch`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
     #[inline]
     pub fn launch(&self, stream: &Stream) -> Result<()> {
+        stream.refuse_capturing("GraphExec::launch")?;
         if stream.ctx().cu_ctx() != self.exec.ctx().cu_ctx() {
             return Err(Error::DeviceMismatch {
                 what: "launching a graph on a stream of another device",
@@ -137,6 +140,7 @@ impl<P> GraphExec<P> {
     ///
     /// See [`cuGraphUpload`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
     pub fn upload(&self, stream: &Stream) -> Result<()> {
+        stream.refuse_capturing("GraphExec::upload")?;
         self.exec
             .upload(stream.as_cudarc())
             .map_err(|e| Error::driver("cuGraphUpload", e))

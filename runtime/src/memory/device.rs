@@ -71,7 +71,12 @@ impl<T: Pod> DeviceBuffer<T> {
     pub fn zeros(device: &Device, len: usize) -> Result<Self> {
         let buffer = Self::alloc(device, len)?;
         let stream = current_stream_on(device);
-        crate::stream::fill_async(&stream, &device_ref(&buffer), FillPattern::U8(0))?;
+        crate::stream::fill_checked(
+            &stream,
+            &device_ref(&buffer),
+            FillPattern::U8(0),
+            "DeviceBuffer::zeros",
+        )?;
         stream.synchronize()?;
         Ok(buffer)
     }
@@ -88,11 +93,11 @@ impl<T: Pod> DeviceBuffer<T> {
     /// driver has staged `src` by then).
     pub fn from_host_on(stream: &Stream, src: &[T]) -> Result<Self> {
         let buffer = Self::alloc(&stream.device(), src.len())?;
-        crate::stream::copy_async(
+        crate::stream::copy_checked(
             stream,
             &buffer.copy_target(),
             &MemoryRef::pageable(src),
-            true,
+            "DeviceBuffer::from_host",
         )?;
         Ok(buffer)
     }
@@ -106,7 +111,12 @@ impl<T: Pod> DeviceBuffer<T> {
 
     /// Queues an overwrite of the buffer with `src` (same length) on `stream`.
     pub fn copy_from_host_on(&mut self, stream: &Stream, src: &[T]) -> Result<()> {
-        crate::stream::copy_async(stream, &self.copy_target(), &MemoryRef::pageable(src), true)
+        crate::stream::copy_checked(
+            stream,
+            &self.copy_target(),
+            &MemoryRef::pageable(src),
+            "DeviceBuffer::copy_from_host",
+        )
     }
 
     /// Copies the buffer to a new `Vec` and waits for the copy.

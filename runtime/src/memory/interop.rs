@@ -11,7 +11,7 @@
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DeviceSlice};
 
 use super::{CopySource, CopyTarget, DeviceBuffer, DeviceMemory, DeviceMemoryMut, Pod};
-use crate::ffi::graph::{stream_capture_status, CaptureStatus};
+use crate::ffi::status::{stream_capture_status, CaptureStatus};
 use crate::ffi::memory::{DeviceAlloc, Holder, MemoryRef};
 use crate::operand::DeviceRange;
 
@@ -97,10 +97,19 @@ impl<T: Pod + Send + Sync> DeviceBuffer<T> {
     /// Moves a cudarc allocation into a buffer: graphs that capture it keep it alive, and it
     /// is freed (by dropping the `CudaSlice`) once the buffer and every such graph are gone and
     /// the context has finished its work. [`DeviceBuffer::into_cudarc`] gives it back.
-    pub fn from_cudarc(slice: CudaSlice<T>) -> DeviceBuffer<T> {
+    ///
+    /// Waits until the work cudarc queued on the slice has finished (on the slice's stream, and
+    /// the reads and writes cudarc recorded on other streams), so that work on the buffer, on
+    /// any stream, follows it. Refused with [`Error::StreamCapturing`](crate::error::Error::StreamCapturing) while the
+    /// slice's stream is being captured; the slice is dropped then.
+    pub fn from_cudarc(slice: CudaSlice<T>) -> crate::error::Result<DeviceBuffer<T>> {
         let len = DeviceSlice::len(&slice);
         let ordinal = i32::try_from(slice.context().ordinal()).unwrap_or(i32::MAX);
-        DeviceBuffer::from_parts(DeviceAlloc::from_cudarc(slice), len, ordinal)
+        Ok(DeviceBuffer::from_parts(
+            DeviceAlloc::from_cudarc(slice)?,
+            len,
+            ordinal,
+        ))
     }
 
     /// The `CudaSlice` of a buffer made by [`DeviceBuffer::from_cudarc`], to pass to cudarc
@@ -110,7 +119,8 @@ impl<T: Pod + Send + Sync> DeviceBuffer<T> {
     }
 
     /// Gives the `CudaSlice` of a buffer made by [`DeviceBuffer::from_cudarc`] back, after the
-    /// context has finished the work queued so far. `Err(self)` while a graph still keeps the
+    /// context has finished the work queued so far (every stream's, so cudarc's work on the
+    /// slice afterwards follows all of streamgraph's). `Err(self)` while a graph still keeps the
     /// memory (drop it first), when waiting for the context fails, or when the buffer was not
     /// made from cudarc.
     pub fn into_cudarc(self) -> Result<CudaSlice<T>, DeviceBuffer<T>> {

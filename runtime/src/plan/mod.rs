@@ -224,6 +224,18 @@ pub struct Plan {
     graph_reach: Option<Reach>,
     /// The nested plans of the device blocks' bodies, in issue order.
     bodies: Vec<PlanBody>,
+    /// Every statement issued, in issue order, with the operations it made: what a checked run
+    /// must issue again (`exec::expect`).
+    pub(crate) log: Vec<Logged>,
+}
+
+/// One statement as the plan saw it issued: the operations it made (none for records and
+/// waits; one per participant for a collective; one for a device block, whose bodies are
+/// plans of their own).
+#[derive(Debug, Clone)]
+pub(crate) struct Logged {
+    pub(crate) statement: &'static Statement,
+    pub(crate) ops: std::ops::Range<usize>,
 }
 
 /// Neighbour lists of every operation in one array: operation `i`'s are
@@ -290,6 +302,7 @@ impl Plan {
             sync: BTreeSet::new(),
             graph_reach: None,
             bodies: Vec::new(),
+            log: Vec::new(),
         }
     }
 

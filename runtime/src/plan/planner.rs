@@ -10,12 +10,12 @@ use crate::issue::{Body, CollectivePart, Issuer};
 use crate::memory::{DeviceFlag, DeviceMemory};
 use crate::module::Kernel;
 use crate::operand::{
-    BufferAccess, DeviceRange, FillPattern, HostFn, LaunchConfig, Memory, ReduceOp,
+    BufferAccess, FillPattern, HostFn, LaunchConfig, ReduceOp,
 };
 use crate::program::{AccessMode, Collective, Program, Statement, StatementKind};
 use crate::trace;
 
-use super::{Plan, PlanBody, PlanOp, Via};
+use super::{Logged, Plan, PlanBody, PlanOp, Via};
 
 /// A frontier or a snapshot: operations, each with the way it arrived.
 type Frontier = BTreeMap<usize, Via>;
@@ -42,6 +42,8 @@ pub struct Planner {
     /// The happens-before pairs collectives add that are no edge of a graph (see
     /// [`Plan::sync_edges`]).
     sync: BTreeSet<(usize, usize)>,
+    /// The statements issued so far, with their operations ([`Plan`]'s `log`).
+    log: Vec<Logged>,
 }
 
 impl Planner {
@@ -57,6 +59,7 @@ impl Planner {
             bodies: Vec::new(),
             scope: None,
             sync: BTreeSet::new(),
+            log: Vec::new(),
         }
     }
 
@@ -100,6 +103,7 @@ impl Planner {
         joined.dedup();
         let mut plan = Plan::new(self.program, self.ops, self.edges, joined);
         plan.bodies = self.bodies;
+        plan.log = self.log;
         plan.synchronise(self.sync);
         plan
     }
@@ -214,6 +218,14 @@ impl Planner {
         }
     }
 
+    /// Logs `stmt` as issued, with the operations made since `first`.
+    fn logged(&mut self, stmt: &'static Statement, first: usize) {
+        self.log.push(Logged {
+            statement: stmt,
+            ops: first..self.ops.len(),
+        });
+    }
+
     /// `op(s)`: a new node after every node of `F(s)`, which becomes `{n}`.
     fn operation(
         &mut self,
@@ -288,18 +300,6 @@ fn shorten(text: &str, max: usize) -> String {
     }
 }
 
-fn memory_access(memory: &Memory, mode: AccessMode) -> BufferAccess {
-    let range = match *memory {
-        Memory::Device(range) => range,
-        Memory::PinnedHost { ptr, bytes } | Memory::PageableHost { ptr, bytes } => DeviceRange {
-            device: DeviceRange::HOST,
-            ptr: ptr as u64,
-            bytes,
-        },
-    };
-    BufferAccess { range, mode }
-}
-
 impl Issuer for Planner {
     fn launch(
         &mut self,
@@ -314,12 +314,14 @@ impl Issuer for Planner {
             "launch",
             matches!(stmt.kind, StatementKind::Launch { .. }),
         )?;
+        let first = self.ops.len();
         self.operation(
             stmt,
             stream,
             args.iter().filter_map(KernelArg::access).collect(),
             Some(config),
         );
+        self.logged(stmt, first);
         Ok(())
     }
 
@@ -340,10 +342,12 @@ impl Issuer for Planner {
             .in_statement(stmt));
         }
         let accesses = vec![
-            memory_access(&dst.memory(), AccessMode::Write),
-            memory_access(&src.memory(), AccessMode::Read),
+            BufferAccess::of(&dst.memory(), AccessMode::Write),
+            BufferAccess::of(&src.memory(), AccessMode::Read),
         ];
+        let first = self.ops.len();
         self.operation(stmt, stream, accesses, None);
+        self.logged(stmt, first);
         Ok(())
     }
 
@@ -355,19 +359,23 @@ impl Issuer for Planner {
     ) -> Result<()> {
         let _traced = trace::statement(Some(self.program), stmt);
         let stream = self.check(stmt, "fill", stmt.kind == StatementKind::Fill)?;
+        let first = self.ops.len();
         self.operation(
             stmt,
             stream,
-            vec![memory_access(&dst.memory(), AccessMode::Write)],
+            vec![BufferAccess::of(&dst.memory(), AccessMode::Write)],
             None,
         );
+        self.logged(stmt, first);
         Ok(())
     }
 
     fn host(&mut self, stmt: &'static Statement, _f: HostFn) -> Result<()> {
         let _traced = trace::statement(Some(self.program), stmt);
         let stream = self.check(stmt, "host", stmt.kind == StatementKind::Host)?;
+        let first = self.ops.len();
         self.operation(stmt, stream, Vec::new(), None);
+        self.logged(stmt, first);
         Ok(())
     }
 
@@ -379,6 +387,7 @@ impl Issuer for Planner {
         let stream = self.check(stmt, "record", true)?;
         let event = self.event_index(stmt, event)?;
         self.snapshots[event] = self.frontiers[stream].clone();
+        self.logged(stmt, self.ops.len());
         Ok(())
     }
 
@@ -394,6 +403,7 @@ impl Issuer for Planner {
             &self.snapshots[event],
             Via::Event { event, wait: stmt },
         );
+        self.logged(stmt, self.ops.len());
         Ok(())
     }
 
@@ -411,7 +421,9 @@ impl Issuer for Planner {
             matches!(stmt.kind, StatementKind::While { .. }),
         )?;
         let plan = self.plan_body(stmt, 0, body)?;
+        let first = self.ops.len();
         self.block(stmt, stream, flag, vec![plan]);
+        self.logged(stmt, first);
         Ok(())
     }
 
@@ -435,7 +447,9 @@ impl Issuer for Planner {
         if start < end {
             plans.push(self.plan_body(stmt, 1, otherwise)?);
         }
+        let first = self.ops.len();
         self.block(stmt, stream, flag, plans);
+        self.logged(stmt, first);
         Ok(())
     }
 
@@ -465,10 +479,11 @@ impl Issuer for Planner {
             )?;
         }
         let before: Vec<Frontier> = streams.iter().map(|&s| self.frontiers[s].clone()).collect();
+        let made = self.ops.len();
         for (k, part) in parts.iter().enumerate() {
             let accesses = vec![
-                memory_access(&part.send.memory(), AccessMode::Read),
-                memory_access(&part.recv.memory(), AccessMode::Write),
+                BufferAccess::of(&part.send.memory(), AccessMode::Read),
+                BufferAccess::of(&part.recv.memory(), AccessMode::Write),
             ];
             self.operation(part.statement, streams[k], accesses, None);
             let sources: Vec<usize> = match op {
@@ -485,6 +500,7 @@ impl Issuer for Planner {
                 }
             }
         }
+        self.logged(stmt, made);
         Ok(())
     }
 
@@ -506,6 +522,7 @@ impl Issuer for Planner {
                 },
             );
         }
+        self.logged(stmt, self.ops.len());
         Ok(())
     }
 }
@@ -515,6 +532,7 @@ impl Issuer for Planner {
 mod tests {
     use super::*;
     use crate::memory::CopySource;
+    use crate::operand::{DeviceRange, Memory};
     use crate::plan::ProgramBuilder;
 
     fn device(ptr: u64, bytes: usize) -> MemoryRef<'static> {
