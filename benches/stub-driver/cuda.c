@@ -19,7 +19,7 @@ typedef int CUresult;
 #define ARENA (1 << 20)
 typedef struct node { int idx; int type; void* func; int ndeps; struct node* deps[MAXDEP]; } node;
 typedef struct graph { int n, cap; node** nodes; } graph;
-typedef struct capture { graph* g; int ended; } capture;
+typedef struct capture { graph* g; int ended; int invalid; } capture;
 typedef struct stream { capture* c; int ndeps; node* deps[MAXDEP]; } stream;
 typedef struct event { capture* c; int ndeps; node* deps[MAXDEP]; } event;
 static void die(const char* m){ fprintf(stderr,"stub-driver: %s\n",m); abort(); }
@@ -60,14 +60,18 @@ CUresult cuStreamCreate(stream** s,unsigned f){*s=calloc(1,sizeof(stream));retur
 CUresult cuStreamCreateWithPriority(stream** s,unsigned f,int p){*s=calloc(1,sizeof(stream));return OK;}
 CUresult cuStreamDestroy_v2(stream* s){free(s);return OK;}
 CUresult cuStreamGetPriority(stream* s,int* p){*p=0;return OK;}
-CUresult cuStreamSynchronize(stream* s){return OK;}
-CUresult cuStreamQuery(stream* s){return OK;}
+
+// Querying or synchronizing a capturing stream is illegal and invalidates its capture.
+static CUresult illegal(stream* s){ if(active(s)){ s->c->invalid=1; return 900; } return OK; }
+CUresult cuStreamQuery(stream* s){return illegal(s);}
 CUresult cuStreamBeginCapture_v2(stream* s,int mode){
   if(active(s)) return 401;
   capture* c=calloc(1,sizeof(capture)); c->g=calloc(1,sizeof(graph)); s->c=c; s->ndeps=0; return OK;}
+CUresult cuStreamSynchronize(stream* s){return illegal(s);}
 CUresult cuStreamEndCapture(stream* s,graph** g){
-  if(!active(s)) return 900; *g=s->c->g; s->c->ended=1; s->c=0; s->ndeps=0; return OK;}
-CUresult cuStreamIsCapturing(stream* s,int* st){*st=active(s)?1:0;return OK;}
+  if(!active(s)) return 900; int bad=s->c->invalid; *g=bad?0:s->c->g; s->c->ended=1; s->c=0; s->ndeps=0;
+  return bad?901:OK;}
+CUresult cuStreamIsCapturing(stream* s,int* st){*st=active(s)?(s->c->invalid?2:1):0;return OK;}
 CUresult cuStreamGetCaptureInfo_v3(stream* s,int* st,unsigned long long* id,graph** g,node*** deps,void** ed,size_t* n){
   *st=active(s)?1:0; if(id)*id=(uintptr_t)(s->c);
   if(g)*g=active(s)?s->c->g:0; if(deps)*deps=s->deps; if(ed)*ed=0; if(n)*n=active(s)?s->ndeps:0; return OK;}

@@ -358,9 +358,7 @@ pub(crate) fn copy_checked(
     src: &MemoryRef<'_>,
     what: &'static str,
 ) -> Result<()> {
-    ffi::status::outside_capture(&stream.inner, what, || {
-        copy_async(stream, dst, src, true)
-    })
+    ffi::status::outside_capture(&stream.inner, what, || copy_async(stream, dst, src, true))
 }
 
 /// Queues a fill of `dst` on `stream` for a caller outside a pipeline's statements: refused

@@ -198,9 +198,8 @@ impl Expected {
 fn describe(plan: Option<&Plan>, stmt: &'static Statement, ops: std::ops::Range<usize>) -> String {
     let mut out = format!("`{}` (at {})", stmt.text, stmt.location);
     if let Some(plan) = plan {
-        let accesses: Vec<&BufferAccess> = ops
-            .flat_map(|op| plan.ops()[op].accesses.iter())
-            .collect();
+        let accesses: Vec<&BufferAccess> =
+            ops.flat_map(|op| plan.ops()[op].accesses.iter()).collect();
         if !accesses.is_empty() {
             out.push_str(" touching");
             for a in accesses {

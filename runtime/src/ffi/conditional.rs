@@ -19,11 +19,11 @@ use cudarc::driver::{CudaContext, CudaStream, DriverError};
 
 use super::ensure_current;
 use super::graph::{capture_state, tip_node, CaptureModeRaw, NodeHandle, OwnedGraph};
-use super::status::CaptureStatus;
 use super::launch::{
     launch_kernel, load_module, module_function, CodeOwner, KernelArg, LoadedFunction,
 };
 use super::memory::Holder;
+use super::status::CaptureStatus;
 use super::{nvrtc_compile_ptx, CompileFailure, ModuleImage};
 use crate::error::{CaptureFault, Error, Result};
 use crate::operand::{Dim3, LaunchConfig};

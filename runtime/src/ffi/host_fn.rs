@@ -47,7 +47,11 @@ pub(super) fn report_host_fn_panic(outcome: std::thread::Result<()>) {
 /// the callback, which then never runs, is leaked rather than freed twice).
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html>
-pub(crate) fn launch_host_fn_once(stream: &CudaStream, f: HostFn, what: &'static str) -> Result<()> {
+pub(crate) fn launch_host_fn_once(
+    stream: &CudaStream,
+    f: HostFn,
+    what: &'static str,
+) -> Result<()> {
     refuse_capturing(stream, what)?;
     ensure_current(stream.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
     let data = Box::into_raw(Box::new(f));

@@ -18,8 +18,8 @@ use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, CudaStream};
 
 use super::ensure_current;
-use super::status::{stream_capture_status, CaptureStatus};
 pub(crate) use super::pinned::{PinnedAlloc, PinnedRead, PinnedWrite};
+use super::status::{stream_capture_status, CaptureStatus};
 use crate::error::{Error, Result};
 use crate::operand::{DeviceRange, FillPattern, Memory};
 

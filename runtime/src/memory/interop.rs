@@ -11,8 +11,8 @@
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DeviceSlice};
 
 use super::{CopySource, CopyTarget, DeviceBuffer, DeviceMemory, DeviceMemoryMut, Pod};
-use crate::ffi::status::{stream_capture_status, CaptureStatus};
 use crate::ffi::memory::{DeviceAlloc, Holder, MemoryRef};
+use crate::ffi::status::{stream_capture_status, CaptureStatus};
 use crate::operand::DeviceRange;
 
 /// The device range of a cudarc slice or view of `bytes` bytes.

@@ -9,9 +9,7 @@ use crate::ffi::KernelArg;
 use crate::issue::{Body, CollectivePart, Issuer};
 use crate::memory::{DeviceFlag, DeviceMemory};
 use crate::module::Kernel;
-use crate::operand::{
-    BufferAccess, FillPattern, HostFn, LaunchConfig, ReduceOp,
-};
+use crate::operand::{BufferAccess, FillPattern, HostFn, LaunchConfig, ReduceOp};
 use crate::program::{AccessMode, Collective, Program, Statement, StatementKind};
 use crate::trace;
 

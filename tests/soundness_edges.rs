@@ -1,0 +1,304 @@
+//! Regression tests for where streamgraph meets code it does not own: a capture that other
+//! code began on a stream, a cudarc slice moved into a buffer, and a pipeline that issues
+//! something else the second time it is issued.
+//!
+//! They need a driver. Those that read no values back (all but the `_values` ones) also run in
+//! CI on the stand-in driver of `benches/stub-driver` (`.ci/stand-in-tests`), which models
+//! captures, their invalidation and the capture queries these tests rely on.
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+mod common;
+
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{ns, single, Kernels};
+use streamgraph::cudarc::driver::sys;
+use streamgraph::{
+    capture, pipeline, AccessMode, Capture, DeviceBuffer, Eager, Error, Issuer, Kernel, KernelArg,
+    Pipeline, Program, ProgramBuilder, Stream, StreamOptions,
+};
+
+pipeline! {
+    /// Adds one to `x` on one stream.
+    pipeline Bump(x: &mut DeviceBuffer<u32>, k: &Kernel, n: u32) {
+        stream main;
+        main: launch k<<<1, 64>>>(&mut x, 1u32, n);
+    }
+}
+
+fn refused<T: std::fmt::Debug>(what: &str, r: streamgraph::Result<T>) {
+    match r {
+        Err(Error::StreamCapturing { .. }) => {}
+        other => panic!("{what} on a stream captured by other code: {other:?}"),
+    }
+}
+
+fn begin_foreign_capture(stream: &Stream) {
+    stream
+        .as_cudarc()
+        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .unwrap();
+}
+
+/// Defect: work issued into a capture streamgraph did not begin. Every entry point that
+/// issues onto a stream refuses it with a typed error, and nothing reaches the foreign graph:
+/// launched twice, it runs no one-shot host function twice and names no buffer.
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn every_entry_point_refuses_a_stream_captured_by_other_code() {
+    let k = Kernels::new();
+    let stream = Stream::new(&k.device, 0).unwrap();
+    let mut x = DeviceBuffer::<u32>::zeros(&k.device, 64).unwrap();
+    let src = DeviceBuffer::<u32>::zeros(&k.device, 64).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeros(&k.device, 64).unwrap();
+    let exec = capture(&stream, Bump::new(&mut y, &k.add, 64))
+        .unwrap()
+        .instantiate()
+        .unwrap();
+
+    begin_foreign_capture(&stream);
+    refused(
+        "Stream::launch_host_fn",
+        stream.launch_host_fn(Arc::new(|| ())),
+    );
+    refused("Stream::copy", stream.copy(&mut x, &src));
+    refused("Stream::fill", stream.fill(&mut x, 7));
+    refused(
+        "Kernel::launch_on",
+        k.add.launch_on(
+            &stream,
+            single(),
+            &[
+                KernelArg::write(&mut x),
+                KernelArg::value(&1u32),
+                KernelArg::value(&64u32),
+            ],
+        ),
+    );
+    refused(
+        "DeviceBuffer::copy_from_host_on",
+        x.copy_from_host_on(&stream, &[3; 64]),
+    );
+    refused(
+        "DeviceBuffer::from_host_on",
+        DeviceBuffer::from_host_on(&stream, &[3u32; 4]),
+    );
+    refused("DeviceBuffer::to_vec_on", x.to_vec_on(&stream));
+    refused(
+        "Eager::run",
+        Eager::new(&stream).run(&Bump::new(&mut x, &k.add, 64)),
+    );
+    refused("GraphExec::launch", exec.launch(&stream));
+    refused("GraphExec::upload", exec.upload(&stream));
+    let foreign = stream
+        .as_cudarc()
+        .end_capture(sys::CUgraphInstantiate_flags(0))
+        .unwrap();
+    if let Some(graph) = foreign {
+        graph.launch().unwrap();
+        graph.launch().unwrap();
+    }
+    stream.synchronize().unwrap();
+
+    // The stream works as before.
+    Eager::new(&stream)
+        .run(&Bump::new(&mut x, &k.add, 64))
+        .unwrap();
+    exec.launch(&stream).unwrap();
+    stream.synchronize().unwrap();
+}
+
+/// A pipeline written by hand whose issue begins a capture of the origin half-way through an
+/// eager run: the run fails with a typed error and the capture is invalidated, so that no graph
+/// holding the run's later statements comes out of it. The origin works afterwards.
+struct CapturesMidway<'a> {
+    program: &'static Program,
+    x: RefCell<&'a mut DeviceBuffer<u32>>,
+    k: &'a Kernel,
+    origin: Stream,
+}
+
+impl Pipeline for CapturesMidway<'_> {
+    fn program(&self) -> &'static Program {
+        self.program
+    }
+    fn stream_options(&self) -> Vec<StreamOptions> {
+        vec![StreamOptions::default(); self.program.streams.len()]
+    }
+    fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
+        let statements = self.program.statements;
+        let mut x = self.x.borrow_mut();
+        let args = |x: &mut DeviceBuffer<u32>, issuer: &mut I, s| {
+            issuer.launch(
+                &statements[s],
+                self.k,
+                single(),
+                &[
+                    KernelArg::write(x),
+                    KernelArg::value(&1u32),
+                    KernelArg::value(&64u32),
+                ],
+            )
+        };
+        args(&mut x, issuer, 0)?;
+        begin_foreign_capture(&self.origin);
+        args(&mut x, issuer, 1)
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn a_capture_begun_during_an_eager_run_is_invalidated() {
+    let k = Kernels::new();
+    let stream = Stream::new(&k.device, 0).unwrap();
+    let mut x = DeviceBuffer::<u32>::zeros(&k.device, 64).unwrap();
+    let mut b = ProgramBuilder::new("CapturesMidway");
+    let main = b.stream("main");
+    b.launch(main, "add", &[("x", AccessMode::Write)]);
+    b.launch(main, "add", &[("x", AccessMode::Write)]);
+    let pipeline = CapturesMidway {
+        program: b.build(),
+        x: RefCell::new(&mut x),
+        k: &k.add,
+        origin: stream.clone(),
+    };
+    let mut eager = Eager::new(&stream);
+    refused("Eager::run", eager.run(&pipeline));
+    let ended = stream
+        .as_cudarc()
+        .end_capture(sys::CUgraphInstantiate_flags(0));
+    assert!(
+        !matches!(ended, Ok(Some(_))),
+        "the capture begun during the run still gave a graph"
+    );
+    stream.synchronize().unwrap();
+    drop(pipeline);
+    eager.run(&Bump::new(&mut x, &k.add, 64)).unwrap();
+    stream.synchronize().unwrap();
+}
+
+/// Defect: the checked program is not the run program. A hand-written pipeline whose second
+/// statement's range comes from a `Cell` that moves on every issue: the plan sees two
+/// unordered writes of disjoint halves of `x`, the run would write overlapping ranges.
+struct Shifting<'a> {
+    program: &'static Program,
+    x: RefCell<&'a mut DeviceBuffer<u32>>,
+    start: Cell<usize>,
+    k: &'a Kernel,
+}
+
+impl Pipeline for Shifting<'_> {
+    fn program(&self) -> &'static Program {
+        self.program
+    }
+    fn stream_options(&self) -> Vec<StreamOptions> {
+        vec![StreamOptions::default(); self.program.streams.len()]
+    }
+    fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
+        let statements = self.program.statements;
+        let start = self.start.get();
+        self.start.set(start.saturating_sub(100));
+        let mut x = self.x.borrow_mut();
+        for (s, range) in [(0, 0..512), (1, start..1024)] {
+            let n = range.len() as u32;
+            let mut part = x.slice_mut(range);
+            issuer.launch(
+                &statements[s],
+                self.k,
+                single(),
+                &[
+                    KernelArg::write(&mut part),
+                    KernelArg::value(&1u32),
+                    KernelArg::value(&n),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn shifting_program() -> &'static Program {
+    let mut b = ProgramBuilder::new("Shifting");
+    let first = b.stream("first");
+    let second = b.stream("second");
+    b.launch(first, "add", &[("x", AccessMode::Write)]);
+    b.launch(second, "add", &[("x", AccessMode::Write)]);
+    b.build()
+}
+
+fn assert_issue_changed(what: &str, r: streamgraph::Result<()>) {
+    match r {
+        Err(e @ Error::IssueChanged { .. }) => {
+            let text = e.to_string();
+            assert!(text.contains("Shifting"), "{text}");
+        }
+        other => panic!("{what}: a run that issued other memory than was checked gave {other:?}"),
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn a_checked_run_refuses_an_issue_that_differs_from_the_checked_one() {
+    let k = Kernels::new();
+    let stream = Stream::new(&k.device, 0).unwrap();
+    let mut x = DeviceBuffer::<u32>::zeros(&k.device, 1024).unwrap();
+    let pipeline = Shifting {
+        program: shifting_program(),
+        x: RefCell::new(&mut x),
+        start: Cell::new(512),
+        k: &k.add,
+    };
+    let mut eager = Eager::new(&stream);
+    eager.check(true);
+    assert_issue_changed("Eager::check", eager.run(&pipeline));
+    // A plan that sees the overlap refuses the race before anything runs.
+    pipeline.start.set(412);
+    assert!(matches!(eager.run(&pipeline), Err(Error::Race(_))));
+
+    pipeline.start.set(512);
+    let captured = Capture::new(&stream).check(true).capture(pipeline);
+    assert_issue_changed("Capture::check", captured.map(drop));
+    stream.synchronize().unwrap();
+}
+
+/// Defect: `DeviceBuffer::from_cudarc` lost the slice's stream order. cudarc's stream writes
+/// 42 after a long spin; the buffer read on another stream right after `from_cudarc` must see
+/// 42, and work queued later by cudarc on the slice given back must follow streamgraph's.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn from_cudarc_follows_the_work_cudarc_queued_values() {
+    let k = Kernels::new();
+    let cu = k.device.as_cudarc().new_stream().unwrap();
+    let mut slice = cu.alloc_zeros::<u32>(1).unwrap();
+    k.spin_then_write
+        .launch_on(
+            &Stream::from_cudarc(cu.clone()),
+            single(),
+            &[
+                KernelArg::value(&ns(Duration::from_millis(200))),
+                KernelArg::write(&mut slice),
+                KernelArg::value(&42u32),
+            ],
+        )
+        .unwrap();
+    let mut buffer = DeviceBuffer::from_cudarc(slice).unwrap();
+    let other = Stream::new(&k.device, 0).unwrap();
+    assert_eq!(buffer.to_vec_on(&other).unwrap(), vec![42]);
+
+    // Streamgraph writes 7 after a spin on its own stream; cudarc reads the slice given back.
+    k.spin_then_write
+        .launch_on(
+            &other,
+            single(),
+            &[
+                KernelArg::value(&ns(Duration::from_millis(200))),
+                KernelArg::write(&mut buffer),
+                KernelArg::value(&7u32),
+            ],
+        )
+        .unwrap();
+    let slice = buffer.into_cudarc().unwrap();
+    assert_eq!(cu.clone_dtoh(&slice).unwrap(), vec![7]);
+}
