@@ -61,7 +61,7 @@ use crate::operand::{BufferAccess, FillPattern, HostFn, LaunchConfig, Memory, Re
 #[cfg(feature = "nccl")]
 use crate::program::Collective;
 use crate::program::{AccessMode, Program, Statement, StatementKind};
-use crate::stream::{copy_async, fill_async, Stream};
+use crate::stream::Stream;
 use crate::trace;
 
 /// The payload of a panic raised while a pipeline was issued.
@@ -1141,7 +1141,12 @@ impl Issuer for Eager {
                     pipeline: None,
                 });
             }
-            copy_async(self.stream(stmt.stream)?, &dst, &src, !capturing)
+            crate::ffi::memory::copy(
+                self.stream(stmt.stream)?.as_cudarc(),
+                &dst,
+                &src,
+                !capturing,
+            )
         };
         issue().map_err(|e| e.in_statement(stmt))?;
         self.stats.copies += 1;
@@ -1162,7 +1167,8 @@ impl Issuer for Eager {
         }
         self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let stream = self.stream(stmt.stream).map_err(|e| e.in_statement(stmt))?;
-        fill_async(stream, &dst, pattern).map_err(|e| e.in_statement(stmt))?;
+        crate::ffi::memory::fill(stream.as_cudarc(), &dst, pattern)
+            .map_err(|e| e.in_statement(stmt))?;
         self.stats.fills += 1;
         self.booked(stmt, Issued::Fill(dst, pattern))
             .map_err(|e| e.in_statement(stmt))

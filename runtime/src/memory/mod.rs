@@ -49,6 +49,7 @@ use crate::ffi::KernelArg;
 use crate::operand::{BufferAccess, DeviceRange, FillPattern};
 use crate::program::AccessMode;
 
+mod copy;
 mod device;
 mod flag;
 mod interop;
