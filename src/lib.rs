@@ -181,9 +181,9 @@
 //!
 //! [`Eager::check`] builds each pipeline's plan and refuses races on real address ranges before
 //! a run; [`Capture::check`] also compares each captured graph with the plan, edge for edge.
-//! Both are off by default in every build; setting the environment variable
-//! `STREAMGRAPH_CHECKS=1` turns them on by default (e.g. in a test suite). [`Graph::verify`]
-//! runs the comparison on demand.
+//! Both are on by default in debug builds and off in release builds, like overflow checks;
+//! the environment variable `STREAMGRAPH_CHECKS=1` (or `0`) turns them on (or off) by default
+//! in any build. [`Graph::verify`] runs the comparison on demand.
 //!
 //! ## What safe code cannot do
 //!

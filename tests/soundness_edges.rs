@@ -165,6 +165,7 @@ fn a_capture_begun_during_an_eager_run_is_invalidated() {
         origin: stream.clone(),
     };
     let mut eager = Eager::new(&stream);
+    eager.check(false); // a plan would issue the pipeline, and begin its capture, first
     refused("Eager::run", eager.run(&pipeline));
     let ended = stream
         .as_cudarc()

@@ -190,8 +190,9 @@ pub struct Capture {
 }
 
 impl Capture {
-    /// A capture issuer whose pipelines are captured on `origin`: thread-local mode, not
-    /// checked (unless `STREAMGRAPH_CHECKS=1`), no eager fallback.
+    /// A capture issuer whose pipelines are captured on `origin`: thread-local mode, checked
+    /// in debug builds only (`STREAMGRAPH_CHECKS=1` or `0` sets the default), no eager
+    /// fallback.
     pub fn new(origin: &Stream) -> Capture {
         let mut eager = Eager::new(origin);
         eager.check(false);
@@ -224,8 +225,9 @@ impl Capture {
     }
 
     /// Whether every capture checks its graph against the pipeline's plan (what
-    /// `Graph::verify` does) and refuses pipelines with races. Off by default, in every
-    /// build, unless `STREAMGRAPH_CHECKS=1` is set (see the crate docs).
+    /// `Graph::verify` does) and refuses pipelines with races. On by default in debug builds,
+    /// off in release builds; `STREAMGRAPH_CHECKS=1` or `0` sets the default (see the crate
+    /// docs).
     pub fn check(mut self, on: bool) -> Self {
         self.verify = on;
         self

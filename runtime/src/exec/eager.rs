@@ -246,8 +246,9 @@ impl Eager {
     }
 
     /// Whether [`Eager::run`] first builds the pipeline's happens-before plan and refuses to
-    /// run a pipeline with cross-stream races ([`Error::Race`]). Off by default, in every
-    /// build, unless `STREAMGRAPH_CHECKS=1` is set (see the crate docs).
+    /// run a pipeline with cross-stream races ([`Error::Race`]). On by default in debug
+    /// builds, off in release builds; `STREAMGRAPH_CHECKS=1` or `0` sets the default (see the
+    /// crate docs).
     ///
     /// The run then issues exactly what was checked: each statement is compared with the
     /// plan's before it reaches a stream, and a pipeline that issues another statement or
