@@ -75,10 +75,12 @@ fn the_missing_driver_error_says_what_was_searched_and_what_to_do() {
     assert!(searched.contains("libcuda.so"), "searched: {searched}");
     let message = err.to_string();
     assert!(
-        message.starts_with("no CUDA driver found: looked for "),
+        message.starts_with("no CUDA driver found: `libcuda.so"),
         "{message}"
     );
     assert!(message.contains("install the NVIDIA driver"), "{message}");
+    // One short line: the library wanted, not every name tried.
+    assert!(message.len() < 160 && !message.contains('\n'), "{message}");
 }
 
 #[test]

@@ -24,13 +24,13 @@ use crate::program::{AccessMode, Location, OpRef, Statement};
 #[non_exhaustive]
 pub enum Error {
     /// The CUDA driver library could not be loaded.
-    #[error("no CUDA driver found: looked for {searched}; install the NVIDIA driver or run on a machine with a GPU")]
+    #[error("no CUDA driver found: {} could not be loaded; install the NVIDIA driver or run on a machine with a GPU", wanted(.searched))]
     NoDriver {
         /// The library names that were tried.
         searched: String,
     },
     /// The NCCL library could not be loaded (collectives need it).
-    #[error("NCCL not found: looked for {searched}; install NCCL (`libnccl.so.2`) or put the directory that holds it on the library path (e.g. `site-packages/nvidia/nccl/lib` of a PyTorch environment)")]
+    #[error("NCCL not found: {} could not be loaded; install NCCL (`libnccl.so.2`) or put the directory that holds it on the library path (e.g. `site-packages/nvidia/nccl/lib` of a PyTorch environment)", wanted(.searched))]
     NoNccl {
         /// The library names that were tried.
         searched: String,
@@ -46,7 +46,7 @@ pub enum Error {
         code: String,
     },
     /// NVRTC (the run-time CUDA C compiler) could not be loaded.
-    #[error("NVRTC not found: looked for {searched}; install the CUDA toolkit's NVRTC or load PTX instead")]
+    #[error("NVRTC not found: {} could not be loaded; install the CUDA toolkit's NVRTC or load PTX instead", wanted(.searched))]
     NoNvrtc {
         /// The library names that were tried.
         searched: String,
@@ -388,6 +388,17 @@ impl CaptureFault {
                 "the origin stream is already capturing; end that capture first or capture on another stream"
             }
         }
+    }
+}
+
+/// The library a missing-library error wanted, in one short phrase: the first name tried and
+/// how many others were (all of them are in the error's `searched` field).
+fn wanted(searched: &str) -> String {
+    let mut names = searched.split(", ").filter(|n| !n.is_empty());
+    match (names.next(), names.count()) {
+        (None, _) => "the library".to_owned(),
+        (Some(first), 0) => format!("`{first}`"),
+        (Some(first), more) => format!("`{first}` (or {more} other name(s) tried)"),
     }
 }
 

@@ -14,7 +14,10 @@ pub(crate) mod expect;
 pub(crate) fn checks_by_default() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| {
-        match std::env::var("STREAMGRAPH_CHECKS").as_deref().map(str::trim) {
+        match std::env::var("STREAMGRAPH_CHECKS")
+            .as_deref()
+            .map(str::trim)
+        {
             Ok("1" | "on" | "true") => true,
             Ok("0" | "off" | "false") => false,
             _ => cfg!(debug_assertions),
