@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{ns, single, Kernels};
-use streamgraph::__private::{arg_value, arg_write, copy};
+use streamgraph::__private::{arg_value, arg_write, copy, fill};
 use streamgraph::testing::RandomOptions;
 use streamgraph::testing::RandomProgram;
 use streamgraph::ProgramBuilder;
@@ -640,5 +640,62 @@ fn updates_release_what_earlier_graphs_kept() {
         Arc::strong_count(&token),
         1,
         "dropping the executable graph frees the rest"
+    );
+}
+
+/// Two threads launching graphs that name the same two empty pinned buffers in opposite
+/// orders: every empty buffer has the same (dangling) address, and the DMA protocol, which
+/// locked the buffers in address order, locked these two in the graphs' orders and
+/// deadlocked within a few launches. With a deadline, so that a deadlock fails the test.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn graphs_naming_two_empty_pinned_buffers_in_opposite_orders_do_not_deadlock() {
+    let _serial = common::serial();
+    let device = streamgraph::Device::new(None).unwrap();
+    let empty = || PinnedBuffer::<u32>::zeros(&device, 0).unwrap();
+    let pinned = Arc::new([empty(), empty()]);
+    let mut b = ProgramBuilder::new("TwoEmpty");
+    let main = b.stream("main");
+    b.fill(main, "x");
+    b.copy(main, "none", "first");
+    b.copy(main, "none", "second");
+    let program = b.build();
+    common::within(
+        Duration::from_secs(60),
+        "two threads launching graphs on the same two empty pinned buffers",
+        move || {
+            // Both threads launch at once.
+            let start = Arc::new(std::sync::Barrier::new(2));
+            let threads: Vec<_> = [(0, 1), (1, 0)]
+                .into_iter()
+                .map(|(first, second)| {
+                    let (device, pinned) = (device.clone(), pinned.clone());
+                    let start = start.clone();
+                    std::thread::spawn(move || {
+                        let stream = Stream::new(&device, 0).unwrap();
+                        let x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+                        let none = DeviceBuffer::<u32>::zeros(&device, 0).unwrap();
+                        let p = Hand {
+                            program,
+                            body: move |program: &'static Program, issuer: &mut dyn Issuer| {
+                                let s = &program.statements;
+                                fill(issuer, &s[0], &x, 1u32)?;
+                                copy(issuer, &s[1], &none, &pinned[first])?;
+                                copy(issuer, &s[2], &none, &pinned[second])
+                            },
+                        };
+                        let exec = capture(&stream, p).unwrap().instantiate().unwrap();
+                        start.wait();
+                        for _ in 0..2_000 {
+                            exec.launch(&stream).unwrap();
+                        }
+                        stream.synchronize().unwrap();
+                    })
+                })
+                .collect();
+            for thread in threads {
+                thread.join().unwrap();
+            }
+        },
     );
 }
