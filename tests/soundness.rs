@@ -7,12 +7,12 @@
 
 mod common;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use common::{ns, single, Kernels};
@@ -698,4 +698,93 @@ fn graphs_naming_two_empty_pinned_buffers_in_opposite_orders_do_not_deadlock() {
             }
         },
     );
+}
+
+/// An executable graph launched on 2,000 fresh streams, each dropped after its launch
+/// finished, kept all 2,000 alive (and each update recorded an event on every one); the
+/// graph's pinned buffer kept them too. Now only the streams where a launch may still run are
+/// kept, and dropping or updating the graph still waits for those: launches still running on
+/// streams the user dropped keep what they use, and finish before the graph is gone.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn an_executable_graph_keeps_only_the_streams_where_a_launch_may_still_run() {
+    let k = Kernels::new();
+    let origin = Stream::new(&k.device, 0).unwrap();
+    let mut b = ProgramBuilder::new("ManyStreams");
+    let main = b.stream("main");
+    b.launch(main, "spin", &[]);
+    b.copy(main, "host", "x");
+    b.host(main);
+    let program = b.build();
+    // What the next capture spins for, and the token its host function holds.
+    let delay = Rc::new(Cell::new(0u64));
+    let token = Rc::new(RefCell::new(Arc::new(())));
+    let ran = Arc::new(AtomicUsize::new(0));
+    let (spin, x) = (
+        k.spin.clone(),
+        DeviceBuffer::from_host(&k.device, &[7u32]).unwrap(),
+    );
+    let host = PinnedBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let (d, t, r) = (delay.clone(), token.clone(), ran.clone());
+    let p = Hand {
+        program,
+        body: move |program: &'static Program, issuer: &mut dyn Issuer| {
+            let s = &program.statements;
+            let spin_ns = d.get();
+            issuer.launch(&s[0], &spin, single(), &[arg_value(&spin_ns)])?;
+            copy(issuer, &s[1], &host, &x)?;
+            let (held, ran) = (t.borrow().clone(), r.clone());
+            issuer.host(
+                &s[2],
+                Arc::new(move || {
+                    drop(held.clone());
+                    ran.fetch_add(1, Ordering::SeqCst);
+                }),
+            )
+        },
+    };
+    let mut exec = capture(&origin, p).unwrap().instantiate().unwrap();
+    let mut launches = 0;
+    let mut dropped: Vec<Weak<streamgraph::cudarc::driver::CudaStream>> = Vec::new();
+    for _ in 0..2_000 {
+        let s = Stream::new(&k.device, 0).unwrap();
+        exec.launch(&s).unwrap();
+        launches += 1;
+        s.synchronize().unwrap();
+        dropped.push(Arc::downgrade(s.as_cudarc()));
+    }
+    let alive = dropped.iter().filter(|w| w.strong_count() > 0).count();
+    assert!(
+        alive <= 16,
+        "{alive} of 2000 dropped streams are still held after their launches finished"
+    );
+
+    // Long launches on streams dropped at once, whose new streams make the graph prune what it
+    // holds while they run.
+    delay.set(ns(Duration::from_millis(300)));
+    let long = Arc::new(());
+    *token.borrow_mut() = long.clone();
+    exec.update_with(|_| {}).unwrap();
+    for _ in 0..20 {
+        exec.launch(&Stream::new(&k.device, 0).unwrap()).unwrap();
+        launches += 1;
+    }
+    // The first update retires the graph they run; the second frees what retired graphs held
+    // whose launches have finished: not that one, whose launches still run.
+    delay.set(0);
+    *token.borrow_mut() = Arc::new(());
+    exec.update_with(|_| {}).unwrap();
+    exec.update_with(|_| {}).unwrap();
+    assert_eq!(
+        Arc::strong_count(&long),
+        2,
+        "an update freed the host function of launches still running"
+    );
+    drop(exec);
+    assert_eq!(
+        ran.load(Ordering::SeqCst),
+        launches,
+        "dropping the executable graph did not wait for every launch"
+    );
+    assert_eq!(Arc::strong_count(&long), 1, "dropping it frees the rest");
 }

@@ -180,6 +180,26 @@ pub(crate) fn after_global_capture<R>(call: impl FnOnce() -> R) -> R {
     holding(call)
 }
 
+/// How many entries a record of work per stream (a host allocation's DMA events, an
+/// executable graph's launch streams) holds before it is first pruned of finished ones.
+const PRUNE_AT: usize = 8;
+
+/// Prunes `kept`, a record of work per stream, of the entries that `finished` says are done,
+/// once it holds `*bound` entries (at least [`PRUNE_AT`]); the bound becomes twice what is
+/// left. So a record grows only with what may still run, and asking `finished` costs O(1)
+/// calls per entry added, amortized, and nothing on the calls that add none.
+pub(crate) fn prune_finished<T>(
+    kept: &mut Vec<T>,
+    bound: &mut usize,
+    mut finished: impl FnMut(&T) -> bool,
+) {
+    if kept.len() < (*bound).max(PRUNE_AT) {
+        return;
+    }
+    kept.retain(|entry| !finished(entry));
+    *bound = (2 * kept.len()).max(PRUNE_AT);
+}
+
 /// `cuCtxSynchronize` of `ctx`.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html>
@@ -573,5 +593,38 @@ mod tests {
         let e = Error::capture(CaptureFault::NestedGlobalCapture).to_string();
         assert!(e.contains("inside another global-mode capture"), "{e}");
         assert!(e.contains("CaptureMode::ThreadLocal"), "{e}");
+    }
+
+    /// Finished entries go once the record reaches its bound, which then follows what is left,
+    /// so that the checks stay O(1) per entry added.
+    #[test]
+    fn per_stream_records_are_pruned_of_finished_entries_as_they_grow() {
+        let (mut kept, mut bound, mut asked) = (Vec::new(), 0, 0usize);
+        for i in 0..2000u32 {
+            prune_finished(&mut kept, &mut bound, |_: &u32| {
+                asked += 1;
+                true
+            });
+            kept.push(i);
+            assert!(kept.len() <= PRUNE_AT, "{} kept after {i}", kept.len());
+        }
+        assert!(asked <= 2000, "{asked} checks for 2000 entries");
+        // Nothing finishes: the bound doubles with what is kept, the checks stay linear.
+        let (mut kept, mut bound, mut asked) = (Vec::new(), 0, 0usize);
+        for i in 0..2000u32 {
+            prune_finished(&mut kept, &mut bound, |_: &u32| {
+                asked += 1;
+                false
+            });
+            kept.push(i);
+        }
+        assert_eq!(kept.len(), 2000, "busy entries are kept");
+        assert!(asked <= 2 * 2000, "{asked} checks for 2000 entries");
+        // Some finish: only those go.
+        let mut kept: Vec<u32> = (0..PRUNE_AT as u32).collect();
+        let mut bound = 0;
+        prune_finished(&mut kept, &mut bound, |&e| e % 2 == 0);
+        assert!(kept.iter().all(|e| e % 2 == 1), "{kept:?}");
+        assert_eq!(bound, PRUNE_AT);
     }
 }

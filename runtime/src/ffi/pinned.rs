@@ -72,8 +72,12 @@ struct PinnedState {
     readers: usize,
     /// Whether a mutable Rust borrow lives.
     writer: bool,
-    /// Per stream, the event recorded after the last DMA issued there.
+    /// Per stream, the event recorded after the last DMA issued there; pruned of finished
+    /// ones as it grows (see [`super::prune_finished`]), so that it holds no stream for long
+    /// after its DMA is done.
     pending: Vec<Pending>,
+    /// When `pending` is pruned next.
+    prune_at: usize,
 }
 
 struct Pending {
@@ -304,6 +308,14 @@ fn track_dma(
         }) {
             Some(i) => i,
             None => {
+                // Entries whose DMA is done are not needed any more: borrows need not wait
+                // for them. The DMA a busy entry's event stands for is done when it is.
+                let PinnedState {
+                    pending, prune_at, ..
+                } = &mut **state;
+                super::prune_finished(pending, prune_at, |p| {
+                    !p.busy || super::event_query(&p.event) == Ok(true)
+                });
                 let event = stream
                     .context()
                     .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
