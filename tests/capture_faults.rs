@@ -8,6 +8,10 @@
 
 mod common;
 
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
 use common::{single, Kernels};
 use streamgraph::__private::arg_write;
 use streamgraph::ProgramBuilder;
@@ -360,4 +364,74 @@ fn capturing_on_a_stream_that_is_already_capturing_is_refused() {
         "{e}"
     );
     s.still_works(&mut capture);
+}
+
+/// A hand-written pipeline whose `issue` begins a global-mode capture of another stream while
+/// its own global-mode capture runs: the inner one waited for the process-wide lock that the
+/// outer one holds on the same thread, forever. Now it is refused at once with a typed fault,
+/// before it touches the driver, and the outer capture goes on. With a deadline, so that a
+/// regression fails instead of hanging.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_global_capture_inside_another_on_the_same_thread_is_refused() {
+    common::within(
+        Duration::from_secs(60),
+        "a global capture begun inside another",
+        || {
+            let s = setup();
+            struct NestedGlobal<'a> {
+                s: &'a Setup,
+                inner: Rc<RefCell<Option<Result<(), Error>>>>,
+            }
+            impl Pipeline for NestedGlobal<'_> {
+                fn program(&self) -> &'static Program {
+                    program()
+                }
+                fn stream_options(&self) -> Vec<StreamOptions> {
+                    vec![StreamOptions::default(); 2]
+                }
+                fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
+                    let inner = Capture::new(&self.s.extra)
+                        .mode(CaptureMode::Global)
+                        .capture(self.s.pipeline(Misdeed::Nothing))
+                        .map(drop);
+                    *self.inner.borrow_mut() = Some(inner);
+                    self.s.pipeline(Misdeed::Nothing).issue(issuer)
+                }
+            }
+            let inner = Rc::new(RefCell::new(None));
+            let mut capture = Capture::new(&s.origin)
+                .mode(CaptureMode::Global)
+                .check(false);
+            let graph = capture
+                .capture(NestedGlobal {
+                    s: &s,
+                    inner: inner.clone(),
+                })
+                .unwrap();
+            let e = match inner.borrow_mut().take() {
+                Some(Err(e)) => e,
+                other => panic!("the inner global capture was not refused: {other:?}"),
+            };
+            println!("{e}");
+            assert!(
+                matches!(
+                    e,
+                    Error::Capture {
+                        fault: CaptureFault::NestedGlobalCapture,
+                        pipeline: Some("Faulty"),
+                        ..
+                    }
+                ),
+                "{e}"
+            );
+            drop(graph);
+            s.still_works(&mut capture);
+            // Once the outer capture has ended, the thread may begin a global capture again.
+            Capture::new(&s.extra)
+                .mode(CaptureMode::Global)
+                .capture(s.pipeline(Misdeed::Nothing))
+                .unwrap();
+        },
+    );
 }

@@ -7,16 +7,16 @@
 
 mod common;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use common::{ns, single, Kernels};
-use streamgraph::__private::{arg_value, arg_write, copy};
+use streamgraph::__private::{arg_value, arg_write, copy, fill};
 use streamgraph::testing::RandomOptions;
 use streamgraph::testing::RandomProgram;
 use streamgraph::ProgramBuilder;
@@ -641,4 +641,150 @@ fn updates_release_what_earlier_graphs_kept() {
         1,
         "dropping the executable graph frees the rest"
     );
+}
+
+/// Two threads launching graphs that name the same two empty pinned buffers in opposite
+/// orders: every empty buffer has the same (dangling) address, and the DMA protocol, which
+/// locked the buffers in address order, locked these two in the graphs' orders and
+/// deadlocked within a few launches. With a deadline, so that a deadlock fails the test.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn graphs_naming_two_empty_pinned_buffers_in_opposite_orders_do_not_deadlock() {
+    let _serial = common::serial();
+    let device = streamgraph::Device::new(None).unwrap();
+    let empty = || PinnedBuffer::<u32>::zeros(&device, 0).unwrap();
+    let pinned = Arc::new([empty(), empty()]);
+    let mut b = ProgramBuilder::new("TwoEmpty");
+    let main = b.stream("main");
+    b.fill(main, "x");
+    b.copy(main, "none", "first");
+    b.copy(main, "none", "second");
+    let program = b.build();
+    common::within(
+        Duration::from_secs(60),
+        "two threads launching graphs on the same two empty pinned buffers",
+        move || {
+            // Both threads launch at once.
+            let start = Arc::new(std::sync::Barrier::new(2));
+            let threads: Vec<_> = [(0, 1), (1, 0)]
+                .into_iter()
+                .map(|(first, second)| {
+                    let (device, pinned) = (device.clone(), pinned.clone());
+                    let start = start.clone();
+                    std::thread::spawn(move || {
+                        let stream = Stream::new(&device, 0).unwrap();
+                        let x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+                        let none = DeviceBuffer::<u32>::zeros(&device, 0).unwrap();
+                        let p = Hand {
+                            program,
+                            body: move |program: &'static Program, issuer: &mut dyn Issuer| {
+                                let s = &program.statements;
+                                fill(issuer, &s[0], &x, 1u32)?;
+                                copy(issuer, &s[1], &none, &pinned[first])?;
+                                copy(issuer, &s[2], &none, &pinned[second])
+                            },
+                        };
+                        let exec = capture(&stream, p).unwrap().instantiate().unwrap();
+                        start.wait();
+                        for _ in 0..2_000 {
+                            exec.launch(&stream).unwrap();
+                        }
+                        stream.synchronize().unwrap();
+                    })
+                })
+                .collect();
+            for thread in threads {
+                thread.join().unwrap();
+            }
+        },
+    );
+}
+
+/// An executable graph launched on 2,000 fresh streams, each dropped after its launch
+/// finished, kept all 2,000 alive (and each update recorded an event on every one); the
+/// graph's pinned buffer kept them too. Now only the streams where a launch may still run are
+/// kept, and dropping or updating the graph still waits for those: launches still running on
+/// streams the user dropped keep what they use, and finish before the graph is gone.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn an_executable_graph_keeps_only_the_streams_where_a_launch_may_still_run() {
+    let k = Kernels::new();
+    let origin = Stream::new(&k.device, 0).unwrap();
+    let mut b = ProgramBuilder::new("ManyStreams");
+    let main = b.stream("main");
+    b.launch(main, "spin", &[]);
+    b.copy(main, "host", "x");
+    b.host(main);
+    let program = b.build();
+    // What the next capture spins for, and the token its host function holds.
+    let delay = Rc::new(Cell::new(0u64));
+    let token = Rc::new(RefCell::new(Arc::new(())));
+    let ran = Arc::new(AtomicUsize::new(0));
+    let (spin, x) = (
+        k.spin.clone(),
+        DeviceBuffer::from_host(&k.device, &[7u32]).unwrap(),
+    );
+    let host = PinnedBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let (d, t, r) = (delay.clone(), token.clone(), ran.clone());
+    let p = Hand {
+        program,
+        body: move |program: &'static Program, issuer: &mut dyn Issuer| {
+            let s = &program.statements;
+            let spin_ns = d.get();
+            issuer.launch(&s[0], &spin, single(), &[arg_value(&spin_ns)])?;
+            copy(issuer, &s[1], &host, &x)?;
+            let (held, ran) = (t.borrow().clone(), r.clone());
+            issuer.host(
+                &s[2],
+                Arc::new(move || {
+                    drop(held.clone());
+                    ran.fetch_add(1, Ordering::SeqCst);
+                }),
+            )
+        },
+    };
+    let mut exec = capture(&origin, p).unwrap().instantiate().unwrap();
+    let mut launches = 0;
+    let mut dropped: Vec<Weak<streamgraph::cudarc::driver::CudaStream>> = Vec::new();
+    for _ in 0..2_000 {
+        let s = Stream::new(&k.device, 0).unwrap();
+        exec.launch(&s).unwrap();
+        launches += 1;
+        s.synchronize().unwrap();
+        dropped.push(Arc::downgrade(s.as_cudarc()));
+    }
+    let alive = dropped.iter().filter(|w| w.strong_count() > 0).count();
+    assert!(
+        alive <= 16,
+        "{alive} of 2000 dropped streams are still held after their launches finished"
+    );
+
+    // Long launches on streams dropped at once, whose new streams make the graph prune what it
+    // holds while they run.
+    delay.set(ns(Duration::from_millis(300)));
+    let long = Arc::new(());
+    *token.borrow_mut() = long.clone();
+    exec.update_with(|_| {}).unwrap();
+    for _ in 0..20 {
+        exec.launch(&Stream::new(&k.device, 0).unwrap()).unwrap();
+        launches += 1;
+    }
+    // The first update retires the graph they run; the second frees what retired graphs held
+    // whose launches have finished: not that one, whose launches still run.
+    delay.set(0);
+    *token.borrow_mut() = Arc::new(());
+    exec.update_with(|_| {}).unwrap();
+    exec.update_with(|_| {}).unwrap();
+    assert_eq!(
+        Arc::strong_count(&long),
+        2,
+        "an update freed the host function of launches still running"
+    );
+    drop(exec);
+    assert_eq!(
+        ran.load(Ordering::SeqCst),
+        launches,
+        "dropping the executable graph did not wait for every launch"
+    );
+    assert_eq!(Arc::strong_count(&long), 1, "dropping it frees the rest");
 }

@@ -342,6 +342,10 @@ pub enum CaptureFault {
     PageableMemory,
     /// The origin stream was already capturing when the capture began.
     AlreadyCapturing,
+    /// A [`crate::CaptureMode::Global`] capture was begun on a thread that is running one
+    /// already (e.g. from a hand-written pipeline's `issue`): the second would wait for the
+    /// first, which cannot end before it, so it is refused before it begins.
+    NestedGlobalCapture,
 }
 
 impl CaptureFault {
@@ -386,6 +390,9 @@ impl CaptureFault {
             }
             CaptureFault::AlreadyCapturing => {
                 "the origin stream is already capturing; end that capture first or capture on another stream"
+            }
+            CaptureFault::NestedGlobalCapture => {
+                "a global-mode capture was begun inside another global-mode capture on the same thread (e.g. by a pipeline's `issue` capturing another stream), which would wait for the outer one forever; capture the inner pipeline in `CaptureMode::ThreadLocal` or `CaptureMode::Relaxed`, or outside the other capture's `issue`"
             }
         }
     }

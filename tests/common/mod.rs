@@ -127,3 +127,32 @@ pub fn linear(n: u32) -> LaunchConfig {
 pub fn ns(d: Duration) -> u64 {
     d.as_nanos() as u64
 }
+
+/// Runs `f` on a thread of its own and returns what it returns; should it not finish within
+/// `limit` (`what` hung: a deadlock), stops the whole test program with a message instead of
+/// hanging with it (the hung thread may hold locks that other tests wait for).
+pub fn within<T: Send + 'static>(
+    limit: Duration,
+    what: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    use std::sync::mpsc::{channel, RecvTimeoutError};
+    let (tx, rx) = channel();
+    let worker = std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(value) => {
+            let _ = worker.join();
+            value
+        }
+        Err(RecvTimeoutError::Timeout) => {
+            eprintln!("{what} did not finish in {limit:?}: it hangs");
+            std::process::exit(3);
+        }
+        Err(RecvTimeoutError::Disconnected) => match worker.join() {
+            Err(panic) => std::panic::resume_unwind(panic),
+            Ok(()) => panic!("{what} ended without an answer"),
+        },
+    }
+}

@@ -275,13 +275,25 @@ impl Capture {
         } else {
             None
         };
+        if self.mode == CaptureMode::Global {
+            // Before any stream is made: this thread may be inside another global capture.
+            crate::ffi::GlobalCapture::may_begin()
+                .map_err(|fault| normalize(fault_error(fault), program, None))?;
+        }
         self.eager.prepare_for(pipeline)?;
         self.eager
             .prepare_blocks(program)
             .map_err(|e| normalize(e, program, None))?;
         let origin = self.eager.origin().clone();
-        // A global-mode capture holds off streamgraph's unsafe calls on other threads.
-        let _global = (self.mode == CaptureMode::Global).then(crate::ffi::GlobalCapture::begin);
+        // A global-mode capture holds off streamgraph's unsafe calls on other threads (one
+        // inside another on this thread was refused above: it would wait for itself forever).
+        let _global = match self.mode {
+            CaptureMode::Global => Some(
+                crate::ffi::GlobalCapture::begin()
+                    .map_err(|fault| normalize(fault_error(fault), program, None))?,
+            ),
+            CaptureMode::ThreadLocal | CaptureMode::Relaxed => None,
+        };
         if let Err(e) = gffi::begin_capture(origin.as_cudarc(), self.mode.raw()) {
             // Asked only when beginning failed: a stream that is capturing already (this
             // issuer's origin inside its own capture, or a stream joined to another one).
@@ -490,6 +502,7 @@ mod tests {
             CaptureFault::Unmatched,
             CaptureFault::PageableMemory,
             CaptureFault::AlreadyCapturing,
+            CaptureFault::NestedGlobalCapture,
         ];
         for f in faults {
             let text = f.explanation();

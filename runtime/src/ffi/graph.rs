@@ -10,8 +10,10 @@
 //! the allocations, modules and host functions its nodes use. The graph holds it, every
 //! executable graph made from the graph holds it, and an [`OwnedExec`] releases a `Keep` only
 //! once the streams it was launched on have finished its launches (on drop, by synchronizing
-//! them; after an update, by events recorded on them). Should waiting fail, the `Keep` is
-//! leaked rather than freed under a running replay.
+//! them; after an update, by events recorded on them). It holds those streams, but only while
+//! a launch may still run there (a stream whose work has all finished is let go as launches on
+//! new streams come). Should waiting fail, the `Keep` is leaked rather than freed under a
+//! running replay.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -555,7 +557,7 @@ impl OwnedGraph {
             ctx: self.ctx.clone(),
             source: self.graph.clone(),
             live: KeptSet {
-                streams: RefCell::new(Vec::new()),
+                streams: RefCell::new(LaunchStreams::default()),
                 keep: self.keep.clone(),
                 extra: Vec::new(),
                 retired: Vec::new(),
@@ -599,17 +601,62 @@ pub(crate) struct OwnedExec {
 /// The [`Keep`]s an executable graph's launches may still use, and the streams they ran on.
 #[derive(Debug)]
 struct KeptSet {
-    /// Every stream the graph was launched on (held, so that no other stream reuses a handle).
-    streams: RefCell<Vec<Arc<CudaStream>>>,
+    /// The streams the graph was launched on where a launch may still run.
+    streams: RefCell<LaunchStreams>,
     /// What the current graph touches.
     keep: Arc<Keep>,
     /// What nodes changed in place since (`GraphExec::update_args`) touch: device memory
     /// and modules only, never pinned memory (whose launches run under the DMA protocol of
     /// `keep`).
     extra: Vec<Arc<Keep>>,
-    /// What earlier graphs (before updates) touched, until the events recorded on every
-    /// launch stream at the update have completed.
+    /// What earlier graphs (before updates) touched, until the events recorded at the update
+    /// on every stream of `streams` have completed.
     retired: Vec<(Vec<CudaEvent>, Vec<Arc<Keep>>)>,
+}
+
+/// The streams an executable graph was launched on where a launch may still run, each once:
+/// what dropping or updating it waits for. Each is held, so that no other stream reuses its
+/// handle while it is here; one whose work has all finished is let go as launches on new
+/// streams come (see [`super::prune_finished`]), so that launching on one fresh stream after
+/// another keeps only a few.
+#[derive(Debug, Default)]
+struct LaunchStreams {
+    streams: Vec<Arc<CudaStream>>,
+    /// When `streams` is pruned next.
+    prune_at: usize,
+}
+
+impl LaunchStreams {
+    /// Notes a launch on `stream`, before it is queued. No driver call unless `stream` is new
+    /// here and the set has grown to its bound.
+    #[inline]
+    fn note(&mut self, stream: &Arc<CudaStream>) {
+        let raw = stream.cu_stream();
+        if self.streams.iter().any(|s| s.cu_stream() == raw) {
+            return;
+        }
+        super::prune_finished(&mut self.streams, &mut self.prune_at, |s| stream_idle(s));
+        self.streams.push(stream.clone());
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Arc<CudaStream>> {
+        self.streams.iter()
+    }
+}
+
+/// Whether all work queued on `stream` so far, the graph's launches among it, has finished,
+/// asked so that no capture is disturbed: a stream being captured (which a query would
+/// invalidate), a default stream (whose use while another stream captures invalidates that
+/// capture), or one the driver cannot answer for (e.g. during another thread's global
+/// capture) counts as busy.
+fn stream_idle(stream: &CudaStream) -> bool {
+    // The null stream (the legacy default stream), `CU_STREAM_LEGACY` (0x1) and
+    // `CU_STREAM_PER_THREAD` (0x2): one each, kept without asking.
+    if (stream.cu_stream() as usize) <= 2 {
+        return false;
+    }
+    matches!(stream_capture_status(stream), Ok(CaptureStatus::None))
+        && super::stream_query(stream) == Ok(true)
 }
 
 // SAFETY: as for `OwnedGraph`: usable from any thread, never concurrently (its owner
@@ -635,12 +682,7 @@ impl OwnedExec {
     #[inline]
     pub(crate) fn launch(&self, stream: &Arc<CudaStream>) -> Result<()> {
         ensure_current(&self.ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
-        {
-            let mut streams = self.live.streams.borrow_mut();
-            if !streams.iter().any(|s| s.cu_stream() == stream.cu_stream()) {
-                streams.push(stream.clone());
-            }
-        }
+        self.live.streams.borrow_mut().note(stream);
         let raw = || {
             // SAFETY: the executable graph and `stream` are alive; everything the graph's
             // nodes touch is held in `self.live` until this launch has finished (module docs).

@@ -117,10 +117,31 @@ pub(crate) struct GlobalCapture {
 
 impl GlobalCapture {
     /// Waits for other threads' unsafe calls of streamgraph to end, then holds them off.
-    pub(crate) fn begin() -> GlobalCapture {
-        let held = GLOBAL_CAPTURE.write().unwrap_or_else(|p| p.into_inner());
+    ///
+    /// Refused with [`CaptureFault::NestedGlobalCapture`] when this thread holds the lock
+    /// already — it captures globally (a pipeline's `issue` began another global capture) or
+    /// is inside one of the calls the lock guards — since waiting for the lock would then wait
+    /// for this thread itself, forever.
+    pub(crate) fn begin() -> Result<GlobalCapture, CaptureFault> {
+        GlobalCapture::begin_on(&GLOBAL_CAPTURE)
+    }
+
+    /// Whether [`GlobalCapture::begin`] would be refused on this thread, asked without
+    /// taking the lock (so that a capture can refuse before it touches the driver).
+    pub(crate) fn may_begin() -> Result<(), CaptureFault> {
+        if lock_held() {
+            return Err(CaptureFault::NestedGlobalCapture);
+        }
+        Ok(())
+    }
+
+    /// [`GlobalCapture::begin`] with `lock` standing for [`GLOBAL_CAPTURE`] (tests use their
+    /// own, so that a regression that hangs holds no lock other tests need).
+    fn begin_on(lock: &'static std::sync::RwLock<()>) -> Result<GlobalCapture, CaptureFault> {
+        GlobalCapture::may_begin()?;
+        let held = lock.write().unwrap_or_else(|p| p.into_inner());
         CAPTURING_GLOBALLY.with(|c| c.set(true));
-        GlobalCapture { _held: held }
+        Ok(GlobalCapture { _held: held })
     }
 }
 
@@ -158,6 +179,26 @@ pub(crate) fn after_global_capture<R>(call: impl FnOnce() -> R) -> R {
     }
     let _shared = GLOBAL_CAPTURE.read().unwrap_or_else(|p| p.into_inner());
     holding(call)
+}
+
+/// How many entries a record of work per stream (a host allocation's DMA events, an
+/// executable graph's launch streams) holds before it is first pruned of finished ones.
+const PRUNE_AT: usize = 8;
+
+/// Prunes `kept`, a record of work per stream, of the entries that `finished` says are done,
+/// once it holds `*bound` entries (at least [`PRUNE_AT`]); the bound becomes twice what is
+/// left. So a record grows only with what may still run, and asking `finished` costs O(1)
+/// calls per entry added, amortized, and nothing on the calls that add none.
+pub(crate) fn prune_finished<T>(
+    kept: &mut Vec<T>,
+    bound: &mut usize,
+    mut finished: impl FnMut(&T) -> bool,
+) {
+    if kept.len() < (*bound).max(PRUNE_AT) {
+        return;
+    }
+    kept.retain(|entry| !finished(entry));
+    *bound = (2 * kept.len()).max(PRUNE_AT);
 }
 
 /// `cuCtxSynchronize` of `ctx`.
@@ -517,5 +558,74 @@ mod tests {
             ),
             "{e:?}"
         );
+    }
+
+    /// A global capture begun on a thread that runs one already is refused at once, as is one
+    /// begun inside a call the lock guards; once the first ended, the thread may begin another.
+    /// On a thread of its own and with a lock of its own, joined with a deadline: a regression
+    /// (waiting for the lock the thread holds itself) fails instead of hanging.
+    #[test]
+    fn a_global_capture_inside_another_on_the_same_thread_is_refused_not_awaited() {
+        static LOCK: std::sync::RwLock<()> = std::sync::RwLock::new(());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let outer = GlobalCapture::begin_on(&LOCK);
+            let outer_began = outer.is_ok();
+            let nested = GlobalCapture::begin_on(&LOCK).map(drop);
+            drop(outer);
+            let inside_a_guarded_call = holding(|| GlobalCapture::begin_on(&LOCK).map(drop));
+            let again = GlobalCapture::begin_on(&LOCK).map(drop);
+            let _ = tx.send((outer_began, nested, inside_a_guarded_call, again));
+        });
+        let (outer_began, nested, inside_a_guarded_call, again) = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("a global capture begun inside another on the same thread waited for itself");
+        assert!(outer_began);
+        assert_eq!(nested, Err(CaptureFault::NestedGlobalCapture));
+        assert_eq!(
+            inside_a_guarded_call,
+            Err(CaptureFault::NestedGlobalCapture)
+        );
+        assert_eq!(
+            again,
+            Ok(()),
+            "the first capture's end lets the thread begin another"
+        );
+        let e = Error::capture(CaptureFault::NestedGlobalCapture).to_string();
+        assert!(e.contains("inside another global-mode capture"), "{e}");
+        assert!(e.contains("CaptureMode::ThreadLocal"), "{e}");
+    }
+
+    /// Finished entries go once the record reaches its bound, which then follows what is left,
+    /// so that the checks stay O(1) per entry added.
+    #[test]
+    fn per_stream_records_are_pruned_of_finished_entries_as_they_grow() {
+        let (mut kept, mut bound, mut asked) = (Vec::new(), 0, 0usize);
+        for i in 0..2000u32 {
+            prune_finished(&mut kept, &mut bound, |_: &u32| {
+                asked += 1;
+                true
+            });
+            kept.push(i);
+            assert!(kept.len() <= PRUNE_AT, "{} kept after {i}", kept.len());
+        }
+        assert!(asked <= 2000, "{asked} checks for 2000 entries");
+        // Nothing finishes: the bound doubles with what is kept, the checks stay linear.
+        let (mut kept, mut bound, mut asked) = (Vec::new(), 0, 0usize);
+        for i in 0..2000u32 {
+            prune_finished(&mut kept, &mut bound, |_: &u32| {
+                asked += 1;
+                false
+            });
+            kept.push(i);
+        }
+        assert_eq!(kept.len(), 2000, "busy entries are kept");
+        assert!(asked <= 2 * 2000, "{asked} checks for 2000 entries");
+        // Some finish: only those go.
+        let mut kept: Vec<u32> = (0..PRUNE_AT as u32).collect();
+        let mut bound = 0;
+        prune_finished(&mut kept, &mut bound, |&e| e % 2 == 0);
+        assert!(kept.iter().all(|e| e % 2 == 1), "{kept:?}");
+        assert_eq!(bound, PRUNE_AT);
     }
 }

@@ -11,6 +11,7 @@ use std::alloc::Layout;
 use std::ffi::c_void;
 use std::fmt;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use cudarc::driver::sys;
@@ -32,8 +33,19 @@ enum HostKind {
 pub(crate) struct PinnedAlloc {
     pub(super) ptr: NonNull<u8>,
     pub(super) bytes: usize,
+    /// Unique in the process, unlike `ptr` (every empty allocation has the same dangling
+    /// one): the order in which [`PinnedAlloc::dma`] takes the locks of several allocations.
+    id: u64,
     kind: HostKind,
     state: Mutex<PinnedState>,
+}
+
+/// The next [`PinnedAlloc::id`].
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh [`PinnedAlloc::id`].
+fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
 }
 
 // SAFETY: the allocation is plain bytes owned like a `Box<[u8]>`; every access to them goes
@@ -48,6 +60,7 @@ impl fmt::Debug for PinnedAlloc {
         f.debug_struct("PinnedAlloc")
             .field("ptr", &self.ptr)
             .field("bytes", &self.bytes)
+            .field("id", &self.id)
             .field("planning", &self.is_planning())
             .finish()
     }
@@ -59,8 +72,12 @@ struct PinnedState {
     readers: usize,
     /// Whether a mutable Rust borrow lives.
     writer: bool,
-    /// Per stream, the event recorded after the last DMA issued there.
+    /// Per stream, the event recorded after the last DMA issued there; pruned of finished
+    /// ones as it grows (see [`super::prune_finished`]), so that it holds no stream for long
+    /// after its DMA is done.
     pending: Vec<Pending>,
+    /// When `pending` is pruned next.
+    prune_at: usize,
 }
 
 struct Pending {
@@ -121,6 +138,7 @@ impl PinnedAlloc {
         let alloc = PinnedAlloc {
             ptr,
             bytes,
+            id: next_id(),
             kind: HostKind::Pinned(ctx.clone()),
             state: Mutex::new(PinnedState::default()),
         };
@@ -145,6 +163,7 @@ impl PinnedAlloc {
         let alloc = PinnedAlloc {
             ptr,
             bytes,
+            id: next_id(),
             kind: HostKind::Heap(layout),
             state: Mutex::new(PinnedState::default()),
         };
@@ -220,17 +239,7 @@ impl PinnedAlloc {
         track: bool,
         issue: impl FnOnce() -> Result<R>,
     ) -> Result<R> {
-        // Lock in address order, so that two DMA calls on the same buffers cannot deadlock.
-        let mut order: Vec<(&PinnedAlloc, bool)> = Vec::with_capacity(sides.len());
-        for &(alloc, write) in sides {
-            match order.iter_mut().find(|(a, _)| std::ptr::eq(*a, alloc)) {
-                Some(entry) => entry.1 |= write,
-                None => order.push((alloc, write)),
-            }
-        }
-        order.sort_by_key(|(a, _)| a.ptr);
-        let mut guards: Vec<MutexGuard<'_, PinnedState>> =
-            order.iter().map(|(a, _)| a.state()).collect();
+        let (order, mut guards) = lock_all(sides);
         for (state, (_, write)) in guards.iter().zip(&order) {
             if state.writer || (*write && state.readers > 0) {
                 return Err(Error::PinnedBusy {
@@ -260,6 +269,33 @@ impl PinnedAlloc {
     }
 }
 
+/// The allocations of `sides`, each once (written when any side writes it), in lock order.
+type Sides<'a> = Vec<(&'a PinnedAlloc, bool)>;
+
+/// Takes the locks of the allocations of `sides` in the order of their ids, so that two DMA
+/// calls naming the same allocations, in whatever order, cannot deadlock (the addresses of
+/// their bytes would not do: every empty allocation has the same one).
+fn lock_all<'a>(
+    sides: &[(&'a PinnedAlloc, bool)],
+) -> (Sides<'a>, Vec<MutexGuard<'a, PinnedState>>) {
+    let order = lock_order(sides);
+    let guards = order.iter().map(|(a, _)| a.state()).collect();
+    (order, guards)
+}
+
+/// The allocations of `sides`, each once, in the order [`lock_all`] locks them.
+fn lock_order<'a>(sides: &[(&'a PinnedAlloc, bool)]) -> Sides<'a> {
+    let mut order: Sides<'a> = Vec::with_capacity(sides.len());
+    for &(alloc, write) in sides {
+        match order.iter_mut().find(|(a, _)| a.id == alloc.id) {
+            Some(entry) => entry.1 |= write,
+            None => order.push((alloc, write)),
+        }
+    }
+    order.sort_unstable_by_key(|(a, _)| a.id);
+    order
+}
+
 /// Records, per host allocation of a DMA just issued on `stream`, that it may still run.
 fn track_dma(
     guards: &mut [MutexGuard<'_, PinnedState>],
@@ -272,6 +308,14 @@ fn track_dma(
         }) {
             Some(i) => i,
             None => {
+                // Entries whose DMA is done are not needed any more: borrows need not wait
+                // for them. The DMA a busy entry's event stands for is done when it is.
+                let PinnedState {
+                    pending, prune_at, ..
+                } = &mut **state;
+                super::prune_finished(pending, prune_at, |p| {
+                    !p.busy || super::event_query(&p.event) == Ok(true)
+                });
                 let event = stream
                     .context()
                     .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
@@ -385,5 +429,62 @@ impl PinnedWrite<'_> {
 impl Drop for PinnedWrite<'_> {
     fn drop(&mut self) {
         self.alloc.state().writer = false;
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// An empty plan-only allocation: its bytes' address is the dangling one every empty
+    /// allocation has, pinned ones too.
+    fn empty() -> Arc<PinnedAlloc> {
+        PinnedAlloc::heap(0, 4, |_| {}).unwrap()
+    }
+
+    #[test]
+    fn empty_allocations_share_an_address_but_not_a_place_in_the_lock_order() {
+        let (a, b) = (empty(), empty());
+        assert_eq!(a.addr(), b.addr());
+        let order = |sides: &[(&PinnedAlloc, bool)]| -> Vec<(u64, bool)> {
+            lock_order(sides).iter().map(|(x, w)| (x.id, *w)).collect()
+        };
+        let forward = order(&[(&a, false), (&b, true)]);
+        assert_eq!(forward, order(&[(&b, true), (&a, false)]));
+        assert_eq!(forward.len(), 2);
+        // Each allocation once, written when any side writes it.
+        assert_eq!(
+            order(&[(&a, false), (&b, false), (&a, true)]),
+            order(&[(&b, false), (&a, true)])
+        );
+    }
+
+    /// The lock protocol of two threads whose DMA names the same two empty allocations in
+    /// opposite orders (as two graphs copying from two empty `PinnedBuffer`s may): with a
+    /// deadline, so that a deadlock fails the test instead of hanging it.
+    #[test]
+    fn dma_on_two_empty_allocations_in_opposite_orders_does_not_deadlock() {
+        let (a, b) = (empty(), empty());
+        let (tx, rx) = mpsc::channel();
+        for flip in [false, true] {
+            let (a, b, tx) = (a.clone(), b.clone(), tx.clone());
+            std::thread::spawn(move || {
+                let (first, second) = if flip { (&b, &a) } else { (&a, &b) };
+                for _ in 0..20_000 {
+                    let (_, guards) = lock_all(&[(&**first, false), (&**second, true)]);
+                    std::thread::yield_now();
+                    drop(guards);
+                }
+                let _ = tx.send(());
+            });
+        }
+        for _ in 0..2 {
+            rx.recv_timeout(Duration::from_secs(30))
+                .expect("two DMA calls on the same two empty allocations deadlocked");
+        }
     }
 }

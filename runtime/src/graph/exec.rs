@@ -37,7 +37,9 @@ pub struct GraphStats {
 ///
 /// It keeps everything its launches touch — memory, kernels' modules, host functions — until
 /// they have finished, whatever happens to the pipeline value: dropping it waits for the
-/// streams it was launched on.
+/// streams it was launched on where a launch may still run. It holds those streams (dropping
+/// a `Stream` it ran on keeps that stream alive until then), and lets go of the streams whose
+/// work has finished as it is launched on new ones.
 ///
 /// ```no_run
 /// # extern crate streamgraph_runtime as streamgraph;

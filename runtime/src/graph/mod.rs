@@ -11,8 +11,8 @@
 //! (or swap it with [`GraphExec::update`]) to use the buffers again.
 //!
 //! Host functions of `host` statements are kept by the graph as well, since they run on every
-//! replay; an executable graph with host functions waits for the streams it was launched on
-//! before it frees them.
+//! replay; an executable graph with host functions waits for the launches that may still run
+//! (on the streams it was launched on) before it frees them.
 //!
 //! # Threads
 //!
