@@ -29,7 +29,7 @@ use super::ensure_current;
 use super::host_fn::report_host_fn_panic;
 use super::launch::{with_param_array, CodeOwner, FunctionHandle, KernelArg, LoadedFunction};
 use super::memory::{DeviceAlloc, HolderKind, PinnedAlloc};
-use super::status::CaptureStatus;
+use super::status::{stream_capture_status, CaptureStatus};
 use crate::error::{CaptureFault, Error, Result, UpdateRejection};
 use crate::operand::{HostFn, LaunchConfig};
 
