@@ -41,6 +41,35 @@ fn block_options() -> RandomOptions {
     }
 }
 
+/// [`block_options`] with bodies made to exercise their fork and join
+/// (`RandomOptions::body_orderings`) over up to five streams and four events: streams that
+/// only wait inside bodies, events recorded in a body and waited for by the block's stream,
+/// blocks nested three deep. What the GPU suite runs.
+fn body_options() -> RandomOptions {
+    RandomOptions {
+        streams: (2, 5),
+        events: (1, 4),
+        max_statements: 64,
+        body_orderings: true,
+        ..block_options()
+    }
+}
+
+/// How many programs with device blocks the random suites run.
+const PROGRAMS: usize = 1200;
+
+/// The first `count` programs under `options` (from seed `first` on) that have a device block.
+fn programs_with_blocks(
+    options: RandomOptions,
+    first: u64,
+    count: usize,
+) -> impl Iterator<Item = RandomProgram> {
+    (first..)
+        .map(move |seed| RandomProgram::with_options(seed, options.clone()))
+        .filter(|r| r.program.statements.iter().any(|s| s.kind.is_block()))
+        .take(count)
+}
+
 #[test]
 fn random_programs_have_device_blocks_with_nested_plans() {
     let mut with_blocks = 0;
@@ -97,6 +126,152 @@ fn latest_of_join(plan: &Plan) -> BTreeSet<usize> {
         .copied()
         .filter(|&a| !join.iter().any(|&b| plan.happens_before(a, b)))
         .collect()
+}
+
+/// Checks every `while` body of `plan`, nested ones too, as `Graph::verify` checks a body graph
+/// whose end follows the plan's whole join, or only its latest operations (what the capture's
+/// join gives when the block's stream waited for a stream's whole work before running past
+/// it); returns how many bodies had a join with operations ordered before others of it.
+fn check_loop_bodies(plan: &Plan, what: &str) -> usize {
+    let mut loose = 0;
+    for body in plan.bodies() {
+        let inner = &body.plan;
+        if let StatementKind::While { .. } = plan.ops()[body.block].statement.kind {
+            let join: BTreeSet<usize> = inner.final_frontier().iter().copied().collect();
+            let latest = latest_of_join(inner);
+            for end in [&join, &latest] {
+                verify_body_edges(inner, &inner.edges(), end)
+                    .unwrap_or_else(|e| panic!("{what}: block {}: {e}", body.block));
+            }
+            // Every operation is in the join or before one of it.
+            for op in 0..inner.len() {
+                assert!(
+                    latest.contains(&op) || latest.iter().any(|&l| inner.happens_before(op, l)),
+                    "{what}: block {}: operation {op}",
+                    body.block
+                );
+            }
+            loose += usize::from(latest != join);
+        }
+        loose += check_loop_bodies(inner, what);
+    }
+    loose
+}
+
+/// What the statements of device bodies in `r` do, counted over its blocks (see
+/// `random_block_programs_exercise_their_bodies_orderings`).
+#[derive(Debug, Default)]
+struct BodyShapes {
+    /// Blocks inside blocks inside blocks.
+    three_deep: usize,
+    /// Streams in a body that wait (or wait for a stream) there but issue no operation.
+    only_waiting: usize,
+    /// Waits in a body on an event recorded earlier in that body.
+    waits_inside: usize,
+    /// Waits in a body, by the block's stream, on an event another stream recorded there.
+    root_waits: usize,
+}
+
+impl BodyShapes {
+    fn add(
+        &mut self,
+        r: &RandomProgram,
+        range: std::ops::Range<usize>,
+        root: Option<usize>,
+        depth: usize,
+    ) {
+        let mut i = range.start;
+        let mut ops = BTreeSet::new();
+        let mut waiting = BTreeSet::new();
+        let mut recorded: Vec<(usize, usize)> = Vec::new(); // (event, stream)
+        while i < range.end {
+            let call = &r.calls[i];
+            let stmt = call.statement();
+            match (call, stmt.kind) {
+                (
+                    Call::Block {
+                        then, otherwise, ..
+                    },
+                    _,
+                ) => {
+                    ops.insert(stmt.stream);
+                    self.three_deep += usize::from(depth >= 2);
+                    self.add(r, then.clone(), Some(stmt.stream), depth + 1);
+                    self.add(r, otherwise.clone(), Some(stmt.stream), depth + 1);
+                    i = then.end.max(otherwise.end);
+                    continue;
+                }
+                (Call::Record(_), StatementKind::Record { event }) => {
+                    recorded.push((event, stmt.stream))
+                }
+                (Call::Wait(_), StatementKind::Wait { event }) => {
+                    waiting.insert(stmt.stream);
+                    if let Some(&(_, by)) = recorded.iter().rev().find(|(e, _)| *e == event) {
+                        self.waits_inside += usize::from(root.is_some());
+                        self.root_waits +=
+                            usize::from(root == Some(stmt.stream) && by != stmt.stream);
+                    }
+                }
+                (Call::WaitStream(_), _) => {
+                    waiting.insert(stmt.stream);
+                }
+                _ if call.value().is_some() => {
+                    ops.insert(stmt.stream);
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        if let Some(root) = root {
+            self.only_waiting += waiting
+                .iter()
+                .filter(|&&s| s != root && !ops.contains(&s))
+                .count();
+        }
+    }
+}
+
+/// The programs the GPU suite runs (`body_options`), and as many with fills and copies too
+/// (what `block_programs_capture_as_planned` captures): each plans as many operations as it
+/// issues, with a nested plan per body, and its `while` bodies pass the comparison of a body's
+/// end on their plans' own edges; bodies hold the orderings that once made `verify()` reject
+/// correct graphs (a join with an operation before another of it), streams that only wait,
+/// waits on events recorded in the body, and blocks three deep.
+#[test]
+fn random_block_programs_exercise_their_bodies_orderings() {
+    for options in [
+        body_options(),
+        RandomOptions {
+            fills: true,
+            copies: true,
+            ..body_options()
+        },
+    ] {
+        let mut loose = 0;
+        let mut shapes = BodyShapes::default();
+        for r in programs_with_blocks(options, 0, PROGRAMS) {
+            let plan = r.plan().unwrap();
+            let what = format!("seed {}", r.seed);
+            assert_eq!(plan.len(), r.operation_count(), "{what}");
+            let outer_blocks = plan
+                .ops()
+                .iter()
+                .filter(|op| op.statement.kind.is_block())
+                .count();
+            assert!(plan.bodies().len() >= outer_blocks, "{what}");
+            loose += check_loop_bodies(&plan, &what);
+            shapes.add(&r, 0..r.calls.len(), None, 0);
+        }
+        eprintln!("{loose} loop bodies with loose joins; {shapes:?}");
+        assert!(
+            loose >= 100,
+            "{loose} loop bodies whose join has an operation before another"
+        );
+        assert!(shapes.three_deep >= 100, "{shapes:?}");
+        assert!(shapes.only_waiting >= 300, "{shapes:?}");
+        assert!(shapes.waits_inside >= 300, "{shapes:?}");
+        assert!(shapes.root_waits >= 100, "{shapes:?}");
+    }
 }
 
 /// The block program (from a suite of random block programs held out from this one) whose
@@ -426,6 +601,10 @@ fn run_program(
     }
 }
 
+/// [`PROGRAMS`] random block programs of [`body_options`] (from seed
+/// `STREAMGRAPH_TEST_FIRST_SEED`, default 0, on), each run eagerly, captured, verified (the
+/// outer graph and every body graph) and replayed three times; then the first 300 programs of
+/// [`block_options`], the suite as it was before bodies were made to exercise their joins.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn random_device_blocks_run_eagerly_as_captured() {
@@ -433,30 +612,25 @@ fn random_device_blocks_run_eagerly_as_captured() {
     let device = streamgraph::Device::new(None).unwrap();
     let origin = Stream::new(&device, 0).unwrap();
     let kernel = accumulate(&device);
-    let mut programs = 0;
-    let mut blocks = 0;
     let first: u64 = std::env::var("STREAMGRAPH_TEST_FIRST_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     let started = std::time::Instant::now();
-    for seed in first..5000u64 {
-        if programs == 300 {
-            break;
+    for (options, count) in [(body_options(), PROGRAMS), (block_options(), 300)] {
+        let mut programs = 0;
+        let mut blocks = 0;
+        for r in programs_with_blocks(options, first, count) {
+            programs += 1;
+            blocks += r.flags().len();
+            if std::env::var_os("STREAMGRAPH_TEST_TRACE").is_some() {
+                eprintln!("seed {} at {:?}", r.seed, started.elapsed());
+            }
+            run_program(&r, &device, &origin, &kernel, 3);
         }
-        let r = RandomProgram::with_options(seed, block_options());
-        if !r.program.statements.iter().any(|s| s.kind.is_block()) {
-            continue;
-        }
-        programs += 1;
-        blocks += r.flags().len();
-        if std::env::var_os("STREAMGRAPH_TEST_TRACE").is_some() {
-            eprintln!("seed {seed} at {:?}", started.elapsed());
-        }
-        run_program(&r, &device, &origin, &kernel, 3);
+        assert_eq!(programs, count, "programs with device blocks");
+        assert!(blocks >= count, "{blocks} blocks");
     }
-    assert!(programs >= 300, "{programs} programs with device blocks");
-    assert!(blocks >= 300, "{blocks} blocks");
 }
 
 /// The programs that faulted on the H200 now and then (seed 284: an `if`/`else` on a side
