@@ -2,7 +2,9 @@
 //! nest a plan per body; on the GPU each runs eagerly and captured (outer and body graphs
 //! verified against the plans) and three replays add exactly what the eager run added. Also
 //! three block programs written out statement by statement (`random_support/script.rs`) whose
-//! correct graphs `verify()` once rejected.
+//! correct graphs `verify()` once rejected, and a capture-and-verify run of block programs that
+//! needs a driver but no GPU work: it passes against the stand-in driver of
+//! `benches/stub-driver` too (`.ci/run` runs it there).
 //!
 //! In a binary of its own: a device fault would poison the context of every later test in the
 //! same process.
@@ -678,5 +680,80 @@ fn one_program_replays_many_times() {
         &origin,
         &kernel,
         var("STREAMGRAPH_TEST_REPLAYS", 200),
+    );
+}
+
+/// Captures block programs and verifies their graphs (the outer graph and every body graph)
+/// against their plans, without running them: the three scripts above, and
+/// `STREAMGRAPH_TEST_PROGRAMS` (default [`PROGRAMS`]) random block programs of
+/// [`body_options`] with fills and copies too. It needs a CUDA driver but runs no work, so the
+/// stand-in driver of `benches/stub-driver` (which models captures, conditional nodes and
+/// body captures) runs it without a GPU, as `.ci/run` does:
+///
+/// ```text
+/// cc -O2 -shared -fPIC -DMAXDEP=64 -DARENA=131072 -o /tmp/stub/libcuda.so.1 benches/stub-driver/cuda.c
+/// cc -O2 -shared -fPIC -o /tmp/stub/libnvrtc.so.13 benches/stub-driver/nvrtc.c
+/// LD_LIBRARY_PATH=/tmp/stub cargo test --test capture_random_blocks capture_as_planned -- --ignored
+/// ```
+#[test]
+#[ignore = "needs a CUDA driver (a GPU, or the stand-in driver of benches/stub-driver)"]
+fn block_programs_capture_as_planned() {
+    let _serial = common::serial();
+    let device = streamgraph::Device::new(None).unwrap();
+    let origin = Stream::new(&device, 0).unwrap();
+    let mut failed = Vec::new();
+    let kernels = ScriptKernels::compiled(&device);
+    for (name, text) in SCRIPTS {
+        let script = Script::parse(name, text);
+        let memory = ScriptMemory::on(&device, &script);
+        let pipeline = ScriptPipeline {
+            script: &script,
+            memory: &memory,
+            kernels: &kernels,
+        };
+        let graph = Capture::new(&origin).capture(pipeline).unwrap();
+        if let Err(e) = graph.verify() {
+            failed.push(format!("{name}: {e}"));
+        }
+    }
+    let kernel = accumulate(&device);
+    let count = std::env::var("STREAMGRAPH_TEST_PROGRAMS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(PROGRAMS);
+    let options = RandomOptions {
+        fills: true,
+        copies: true,
+        ..body_options()
+    };
+    let mut programs = 0;
+    for r in programs_with_blocks(options, 0, count) {
+        programs += 1;
+        let buffers: Vec<DeviceBuffer<u32>> = (0..r.buffers())
+            .map(|_| DeviceBuffer::zeros(&device, r.buffer_len()).unwrap())
+            .collect();
+        let mut flags: Vec<DeviceFlag> = (0..r.flags().len())
+            .map(|_| DeviceFlag::new(&device, 0).unwrap())
+            .collect();
+        r.set_flags(&mut flags).unwrap();
+        let pipeline = RandomPipeline {
+            random: &r,
+            kernel: &kernel,
+            memory: RandomMemory::new(&buffers, &[]).with_flags(&flags),
+        };
+        let graph = Capture::new(&origin)
+            .capture(pipeline)
+            .unwrap_or_else(|e| panic!("seed {}: {e}", r.seed));
+        if let Err(e) = graph.verify() {
+            failed.push(format!("seed {}: {e}", r.seed));
+        }
+    }
+    assert_eq!(programs, count);
+    assert!(
+        failed.is_empty(),
+        "{} of {} programs failed verify(), e.g.\n{}",
+        failed.len(),
+        count + SCRIPTS.len(),
+        failed[..failed.len().min(5)].join("\n")
     );
 }
