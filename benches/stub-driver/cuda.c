@@ -4,7 +4,10 @@
 // each event recorded in a capture carry a dependency set; launches, copies, fills and host
 // functions issued into a capture add a node depending on that set; graphs list their nodes
 // (in creation order) and edges. Handles are heap objects; kernel nodes remember their
-// function. Nothing here is a CUDA semantics reference beyond that.
+// function. Conditional nodes (CUDA 12.4+) are nodes of type 13 with fresh, empty body graphs,
+// into which a stream can capture (cuStreamBeginCaptureToGraph), so that captures of device
+// blocks can be verified without a GPU (tests/capture_random_blocks.rs, .ci/run). Nothing here
+// is a CUDA semantics reference beyond that.
 //
 //   cc -O2 -shared -fPIC -o libcuda.so.1 cuda.c
 #include <stdlib.h>
@@ -14,9 +17,14 @@
 typedef int CUresult;
 #define OK 0
 // Dependencies one node or stream may have; nodes come from a ring of ARENA slots (a graph
-// lives far shorter than a million launches).
+// lives far shorter than a million launches). Random programs need more dependencies per node
+// than benchmarks do: tests build with -DMAXDEP=64 -DARENA=131072.
+#ifndef MAXDEP
 #define MAXDEP 8
+#endif
+#ifndef ARENA
 #define ARENA (1 << 20)
+#endif
 typedef struct node { int idx; int type; void* func; int ndeps; struct node* deps[MAXDEP]; } node;
 typedef struct graph { int n, cap; node** nodes; } graph;
 typedef struct capture { graph* g; int ended; int invalid; } capture;
@@ -135,3 +143,23 @@ CUresult cuGraphExecKernelNodeSetParams_v2(void* e,node* n,const void* p){return
 CUresult cuGraphCreate(graph** g,unsigned f){*g=calloc(1,sizeof(graph));return OK;}
 CUresult cuGetErrorString(CUresult r,const char** s){*s="stub-driver error";return OK;}
 CUresult cuGetErrorName(CUresult r,const char** s){*s="CUDA_ERROR_STUB_DRIVER";return OK;}
+// Conditional nodes: a handle is a number; the node's body graphs are new graphs (never freed:
+// they live as long as a test process does); a stream may capture into any graph.
+static unsigned long long handles;
+CUresult cuGraphConditionalHandleCreate(unsigned long long* h,graph* g,void* ctx,unsigned def,unsigned f){*h=++handles;return OK;}
+// CUgraphNodeParams: the node type at offset 0, the parameters from offset 16; a conditional
+// node's (CUDA_CONDITIONAL_NODE_PARAMS) body count at 16 + 12 and body array out-pointer at 16 + 16.
+CUresult cuGraphAddNode_v2(node** out,graph* g,node** d,void* ed,size_t nd,void* params){
+  if(nd>MAXDEP) die("too many deps");
+  // A stand-in stream capturing into `g` with dependencies `d` adds the node.
+  capture c={g,0}; stream s={&c,(int)nd}; memcpy(s.deps,d,sizeof(node*)*nd);
+  node* n=add_node(&s); n->type=*(int*)params;
+  if(n->type==13){ char* p=(char*)params+16; unsigned size=*(unsigned*)(p+12);
+    graph** bodies=calloc(size?size:1,sizeof(graph*)); for(unsigned i=0;i<size;i++) bodies[i]=calloc(1,sizeof(graph));
+    *(graph***)(p+16)=bodies; }
+  *out=n; return OK;}
+CUresult cuStreamUpdateCaptureDependencies_v2(stream* s,node** d,void* ed,size_t nd,unsigned f){
+  if(!active(s)) return 900; if(f==1) s->ndeps=0; join(s,(int)nd,d); return OK;}
+CUresult cuStreamBeginCaptureToGraph(stream* s,graph* g,node** d,void* ed,size_t nd,int mode){
+  if(active(s)) return 401;
+  capture* c=calloc(1,sizeof(capture)); c->g=g; s->c=c; s->ndeps=0; join(s,(int)nd,d); return OK;}

@@ -4,7 +4,8 @@
 //!   against the plan, replays it, and compares chosen outputs bitwise (or within a
 //!   [`Tolerance`]); the first differing element comes back as [`Error::OutputMismatch`].
 //! - Seeded random programs ([`RandomProgram`]) and the edge comparison and pictures behind
-//!   [`Graph::verify`](crate::Graph::verify) on edge sets given by hand ([`verify_edges`]).
+//!   [`Graph::verify`](crate::Graph::verify) on edge sets given by hand ([`verify_edges`], and
+//!   [`verify_body_edges`] for the body graph of a device block).
 //!
 //! A pipeline borrows its buffers, so [`compare`] does not take a pipeline but a closure that
 //! builds one from a state the comparison owns for the duration (`&mut S`) and hands it to a
@@ -57,7 +58,7 @@ use crate::graph::VerifyReport;
 use crate::issue::Pipeline;
 use crate::stream::Stream;
 
-pub use crate::graph::{captured_dot, side_by_side_dot, verify_edges};
+pub use crate::graph::{captured_dot, side_by_side_dot, verify_body_edges, verify_edges};
 pub use crate::plan::random::{
     Block, Call, Place, RandomHostFn, RandomMemory, RandomOptions, RandomProgram,
 };

@@ -63,8 +63,9 @@ pub use crate::ffi::graph::{GraphExecHandle, GraphHandle};
 
 pub use exec::{GraphExec, GraphStats};
 pub(crate) use verify::check_edges;
+use verify::BodyEnd;
 #[cfg(feature = "testing")]
-pub use verify::{captured_dot, verify_edges};
+pub use verify::{captured_dot, verify_body_edges, verify_edges};
 use verify::{render_part, DotBody, DotPart, EdgeSet};
 pub use verify::{side_by_side_dot, VerifyReport};
 
@@ -464,16 +465,11 @@ impl GraphCore {
             ));
         }
         let body = part.checked_sub(1).and_then(|k| self.bodies().get(k));
-        if let Some(b) = body.filter(|b| b.sink.is_some()) {
-            let expected: BTreeSet<usize> = plan.final_frontier().iter().copied().collect();
-            if expected != into_sink {
-                problems.push(format!(
-                    "the end of the body of block {} follows operations {:?}, the plan's join {:?}",
-                    b.block, into_sink, expected
-                ));
-            }
-        }
-        let mut report = check_edges(plan, &edges, problems)?;
+        let end = body.filter(|b| b.sink.is_some()).map(|b| BodyEnd {
+            block: Some(b.block),
+            follows: into_sink,
+        });
+        let mut report = check_edges(plan, &edges, end.as_ref(), problems)?;
         for nested in plan.bodies() {
             let Some(&flat) = members.get(nested.block) else {
                 continue;
@@ -871,7 +867,10 @@ impl<P> Graph<P> {
 impl<P: Pipeline> Graph<P> {
     /// Reads the graph's nodes and edges back from the driver and compares them with the
     /// pipeline's plan ([`Plan::build`]): the edge sets must be equal and so must the
-    /// happens-before relations. A difference is an [`Error::GraphMismatch`] listing each
+    /// happens-before relations. The body graph of each device block is compared with its
+    /// nested plan ([`Plan::bodies`]) the same way, and the built-in kernel that ends a body
+    /// must follow all of the body's work, directly from operations of the body's join or
+    /// through others of them. A difference is an [`Error::GraphMismatch`] listing each
     /// differing edge by statement and `file:line:col`.
     ///
     /// See [`cuGraphGetNodes`, `cuGraphGetEdges`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use crate::error::{Error, OpEdge, OpInfo, Result};
 use crate::plan::dot::quote;
-use crate::plan::Plan;
+use crate::plan::{Plan, Reach};
 use crate::program::OpRef;
 use crate::program::Program;
 
@@ -20,9 +20,21 @@ pub struct VerifyReport {
     pub edges: usize,
 }
 
+/// The end of a device block's body graph: the built-in kernel the capture issues on the
+/// block's stream after the body's join (the `while` body's `next` kernel, or the empty kernel
+/// of an empty branch), and the operations it follows directly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BodyEnd {
+    /// The block's index among the operations of the whole capture (for messages).
+    pub(crate) block: Option<usize>,
+    /// The body's operations (local indices) with an edge into the end.
+    pub(crate) follows: BTreeSet<usize>,
+}
+
 /// Compares a captured graph's edges (by operation index) with `plan`: exact edge-set
 /// equality and equal happens-before relations (reachability). `problems` are differences
-/// already found (unknown nodes, counts); any of them fails the check too.
+/// already found (unknown nodes, counts); any of them fails the check too. For the body graph
+/// of a device block, `end` is what its closing kernel follows (see [`end_problems`]).
 ///
 /// The captured graph's vector clocks are computed from its edges in issue order, as the
 /// plan's are, and compared operation by operation: where two clocks differ on a stream, the
@@ -30,6 +42,7 @@ pub struct VerifyReport {
 pub(crate) fn check_edges(
     plan: &Plan,
     captured: &BTreeSet<(usize, usize)>,
+    end: Option<&BodyEnd>,
     mut problems: Vec<String>,
 ) -> Result<VerifyReport> {
     let program = plan.program();
@@ -59,6 +72,9 @@ pub(crate) fn check_edges(
     let missing = describe(&mut model.difference(captured));
     let extra = describe(&mut captured.difference(&model));
     let reach = plan.graph_reach().of_edges(captured.iter());
+    if let Some(end) = end {
+        problems.extend(end_problems(plan, &reach, end));
+    }
     let differing = plan.graph_reach().compare(&reach, 8);
     if !differing.is_equal() {
         let pairs: Vec<String> = differing
@@ -94,13 +110,73 @@ pub(crate) fn check_edges(
     }
 }
 
+/// What is wrong with the end of a body graph whose edges have the relation `reach`, compared
+/// with the body's plan: the body is a nested pipeline, joined into the block's stream before
+/// the end, so every operation of the body must happen before the end (through the edges into
+/// it), and the end may follow directly only operations of the plan's join.
+///
+/// The end need not follow every operation of the plan's join directly, as the model's join
+/// (the block's stream waiting for every other stream) would add edges from all of them: the
+/// capture's join leaves out a stream whose whole work the block's stream waited for already
+/// (the stream's last command recorded an event that the block's stream then waited on), so
+/// an operation of that stream which the block's stream has run past since (by issuing an
+/// operation after the wait) reaches the end through that operation instead. Either way the
+/// next iteration starts after all of the body; only an operation that does not reach the end
+/// at all races with it.
+fn end_problems(plan: &Plan, reach: &Reach, end: &BodyEnd) -> Vec<String> {
+    let join: BTreeSet<usize> = plan.final_frontier().iter().copied().collect();
+    let body = match end.block {
+        Some(b) => format!("the end of the body of block {b}"),
+        None => "the end of the body".to_owned(),
+    };
+    let mut problems = Vec::new();
+    let unordered: BTreeSet<usize> = (0..plan.len())
+        .filter(|&op| {
+            !end.follows.contains(&op) && !end.follows.iter().any(|&f| reach.reaches(op, f))
+        })
+        .collect();
+    if !unordered.is_empty() {
+        problems.push(format!(
+            "{body} follows operations {:?}, which leaves operations {:?} unordered before it (the plan's join is {:?}): the next iteration could start before they end",
+            end.follows, unordered, join
+        ));
+    }
+    let stray: BTreeSet<usize> = end.follows.difference(&join).copied().collect();
+    if !stray.is_empty() {
+        problems.push(format!(
+            "{body} follows operations {:?}, of which {:?} are not in the plan's join {:?}",
+            end.follows, stray, join
+        ));
+    }
+    problems
+}
+
 /// Checks a captured graph's edges, given by operation index, against `plan`: the edge sets
 /// must be equal and so must the happens-before relations.
 /// [`Graph::verify`](super::Graph::verify) reads the edges back from the driver and calls
 /// this; it is public so that the comparison can be tested (and used) without a GPU.
 #[cfg(feature = "testing")]
 pub fn verify_edges(plan: &Plan, captured: &BTreeSet<(usize, usize)>) -> Result<VerifyReport> {
-    check_edges(plan, captured, Vec::new())
+    check_edges(plan, captured, None, Vec::new())
+}
+
+/// Checks the body graph of a device block as [`Graph::verify`](super::Graph::verify) does,
+/// given by hand: its edges by operation index against the body's plan `plan` (as
+/// [`verify_edges`]), and the operations `end` that the body's closing built-in kernel follows
+/// directly. Every operation of the body must happen before that kernel, and it may follow
+/// only operations of the plan's join ([`Plan::final_frontier`]), but not necessarily all of
+/// them: one that reaches another it follows is ordered before it all the same.
+#[cfg(feature = "testing")]
+pub fn verify_body_edges(
+    plan: &Plan,
+    captured: &BTreeSet<(usize, usize)>,
+    end: &BTreeSet<usize>,
+) -> Result<VerifyReport> {
+    let end = BodyEnd {
+        block: None,
+        follows: end.clone(),
+    };
+    check_edges(plan, captured, Some(&end), Vec::new())
 }
 
 /// The captured graph in Graphviz DOT with `plan`'s operation names: one cluster per stream,

@@ -9,9 +9,11 @@
 //! is fixed per program, so the statements of an `if` not taken are never issued), nested up to
 //! two deep. With [`RandomOptions::device_blocks`] its statements may also form device `while`
 //! loops (their flag always set, bounded by a random `limit` of 0–3) and device `if`/`else`s
-//! (their flag fixed per program), whose bodies hold no host functions and no host copies. It
-//! can be replayed into any [`Issuer`]: the model tests replay it into a
-//! [`Planner`] with plan-only kernels and memory ([`RandomProgram::plan`]), a GPU test replays
+//! (their flag fixed per program), whose bodies hold no host functions and no host copies;
+//! [`RandomOptions::body_orderings`] makes those bodies order their streams densely (the
+//! block's stream waiting for events recorded in the body, streams that only wait) and nests
+//! blocks one level deeper. It can be replayed into any [`Issuer`]: the model tests replay it
+//! into a [`Planner`] with plan-only kernels and memory ([`RandomProgram::plan`]), a GPU test replays
 //! the same calls into eager and capturing issuers with real ones and compares the captured
 //! graph's edges with [`Plan::edges`] and the memory an eager run and the graph's replays
 //! leave.
@@ -37,6 +39,7 @@
 //! # }
 //! ```
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
@@ -97,6 +100,16 @@ pub struct RandomOptions {
     /// Whether blocks of statements may form device `while` loops and device `if`/`else`s
     /// (conditional nodes when captured). Off by default.
     pub device_blocks: bool,
+    /// With `device_blocks`: whether the bodies of device blocks are made to exercise their
+    /// fork and join: a statement inside a body is on the block's stream half the time; a
+    /// `wait` inside a body names an event recorded earlier in the same body three times in
+    /// four when there is one (a wait on one recorded outside orders nothing there), and is
+    /// then the block's stream's half the time; statements group into blocks of up to 24
+    /// statements instead of 12; and device blocks nest one level deeper. So bodies hold
+    /// streams that only wait, events recorded on one stream and waited for by the block's
+    /// stream before it issues more, and blocks inside blocks inside blocks. Off by default (a
+    /// seed's program stays what it was).
+    pub body_orderings: bool,
 }
 
 impl Default for RandomOptions {
@@ -122,6 +135,7 @@ impl Default for RandomOptions {
             conditionals: true,
             waits_on_unrecorded: true,
             device_blocks: false,
+            body_orderings: false,
         }
     }
 }
@@ -358,6 +372,41 @@ impl Block {
                 out.push(*header);
                 then.iter().for_each(|b| b.issue_order(out));
                 otherwise.iter().for_each(|b| b.issue_order(out));
+            }
+        }
+    }
+
+    /// Sets `out[i]` to the innermost device body holding statement `i` (`(header, branch)`,
+    /// branch 0 for a `while` body or `then`, 1 for `else`), `inside` for those of no block
+    /// of its own.
+    fn innermost_bodies(&self, inside: Option<(usize, usize)>, out: &mut [Option<(usize, usize)>]) {
+        let mut mark = |i: usize| {
+            if let Some(o) = out.get_mut(i) {
+                *o = inside;
+            }
+        };
+        match self {
+            Block::Run(r) => r.clone().for_each(mark),
+            Block::For { body, .. } | Block::If { body, .. } => {
+                body.iter().for_each(|b| b.innermost_bodies(inside, out))
+            }
+            Block::DeviceWhile { header, body, .. } => {
+                mark(*header);
+                body.iter()
+                    .for_each(|b| b.innermost_bodies(Some((*header, 0)), out));
+            }
+            Block::DeviceIf {
+                header,
+                then,
+                otherwise,
+                ..
+            } => {
+                mark(*header);
+                then.iter()
+                    .for_each(|b| b.innermost_bodies(Some((*header, 0)), out));
+                otherwise
+                    .iter()
+                    .for_each(|b| b.innermost_bodies(Some((*header, 1)), out));
             }
         }
     }
@@ -615,8 +664,23 @@ impl RandomProgram {
         // statements that are issued.
         let mut work: Vec<Work> = Vec::with_capacity(statement_count);
         let mut recorded = vec![false; event_count];
+        // The innermost device body of each statement, each statement's stream, and the events
+        // recorded in each body so far (in source order).
+        let mut bodies = vec![None; statement_count];
+        blocks
+            .iter()
+            .for_each(|b| b.innermost_bodies(None, &mut bodies));
+        let mut streams = Vec::with_capacity(statement_count);
+        let mut recorded_in: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
         for (id, &issued) in issued.iter().enumerate() {
-            let stream = rng.below(stream_count);
+            let mut stream = rng.below(stream_count);
+            let body = bodies[id];
+            if let (true, Some((header, _))) = (options.body_orderings, body) {
+                if rng.below(2) == 0 {
+                    stream = streams[header];
+                }
+            }
+            streams.push(stream);
             if let (Some(flag), Some((otherwise, end))) = (header_of[id], extents[id]) {
                 match otherwise {
                     None => b.while_block(stream, &format!("f{flag}"), end),
@@ -626,12 +690,27 @@ impl RandomProgram {
                 continue;
             }
             let roll = rng.below(100);
-            let event = (event_count > 0).then(|| rng.below(event_count));
+            let mut event = (event_count > 0).then(|| rng.below(event_count));
             let other = (stream + 1 + rng.below(stream_count.max(2) - 1)) % stream_count;
+            if options.body_orderings && (65..=84).contains(&roll) {
+                let here = body.and_then(|k| recorded_in.get(&k));
+                if let (Some(here), Some((header, _))) = (here.filter(|h| !h.is_empty()), body) {
+                    if rng.below(4) != 0 {
+                        event = Some(here[rng.below(here.len())]);
+                        if rng.below(2) == 0 {
+                            stream = streams[header];
+                            streams[id] = stream;
+                        }
+                    }
+                }
+            }
             match (roll, event) {
                 (45..=64, Some(e)) => {
                     b.record(stream, e);
                     recorded[e] |= issued;
+                    if let Some(k) = body {
+                        recorded_in.entry(k).or_default().push(e);
+                    }
                     work.push(Work::Order);
                     continue;
                 }
@@ -1039,10 +1118,14 @@ fn structure(
     let mut blocks = Vec::new();
     let mut at = range.start;
     while at < range.end {
-        let len = rng.between(1, (range.end - at).min(12));
+        // Bodies made to exercise their orderings are longer.
+        let most = if options.body_orderings { 24 } else { 12 };
+        let len = rng.between(1, (range.end - at).min(most));
         let part = at..at + len;
         let nest = depth < RandomProgram::MAX_NESTING;
-        let device = nest && options.device_blocks && len >= 2;
+        // Bodies made to exercise their orderings nest one device block deeper.
+        let device_depth = RandomProgram::MAX_NESTING + usize::from(options.body_orderings);
+        let device = depth < device_depth && options.device_blocks && len >= 2;
         let block = match rng.below(5) {
             0 if nest && options.loops => Block::For {
                 times: rng.between(2, 3),
