@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use streamgraph::{
     AccessMode, DeviceBuffer, DeviceRange, Error, FillPattern, HostFn, Issuer, Kernel, KernelArg,
-    LaunchConfig, MemoryRef, Pipeline, Statement, StatementKind, StaticAccess, StreamOptions,
+    LaunchConfig, MemoryMut, MemoryRef, Pipeline, Statement, StatementKind, StaticAccess,
+    StreamOptions,
 };
 
 /// Kernels of the test pipelines.
@@ -107,7 +108,7 @@ impl Issuer for Recorder {
     fn copy(
         &mut self,
         _: &'static Statement,
-        _: MemoryRef<'_>,
+        _: MemoryMut<'_>,
         _: MemoryRef<'_>,
     ) -> Result<(), Error> {
         unreachable!("no copies in these pipelines")
@@ -115,7 +116,7 @@ impl Issuer for Recorder {
     fn fill(
         &mut self,
         stmt: &'static Statement,
-        dst: MemoryRef<'_>,
+        dst: MemoryMut<'_>,
         pattern: FillPattern,
     ) -> Result<(), Error> {
         self.check(stmt)?;

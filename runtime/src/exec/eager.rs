@@ -51,7 +51,7 @@ use crate::error::{CaptureFault, Error, Result};
 use crate::event::Event;
 use crate::exec::book::{Issued, NodeBook};
 use crate::ffi::conditional::{self as cond, CondFlag, CondKernels, CondKind};
-use crate::ffi::memory::MemoryRef;
+use crate::ffi::memory::{MemoryMut, MemoryRef};
 use crate::ffi::KernelArg;
 use crate::issue::{Body, CollectivePart, Issuer, Pipeline, StreamOptions};
 use crate::memory::{DeviceBuffer, DeviceFlag};
@@ -990,8 +990,8 @@ impl Eager {
                 entries.push((
                     &ranks.comms[k],
                     &**stream.as_cudarc(),
-                    &part.send,
-                    &part.recv,
+                    part.send,
+                    part.recv.memory_ref(),
                     part.elem,
                 ));
             }
@@ -1042,9 +1042,10 @@ impl Issuer for Eager {
     fn copy(
         &mut self,
         stmt: &'static Statement,
-        dst: MemoryRef<'_>,
+        dst: MemoryMut<'_>,
         src: MemoryRef<'_>,
     ) -> Result<(), Error> {
+        let dst = dst.memory_ref();
         let _traced = self.traced(stmt);
         self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let issue = || -> Result<()> {
@@ -1079,9 +1080,10 @@ impl Issuer for Eager {
     fn fill(
         &mut self,
         stmt: &'static Statement,
-        dst: MemoryRef<'_>,
+        dst: MemoryMut<'_>,
         pattern: FillPattern,
     ) -> Result<(), Error> {
+        let dst = dst.memory_ref();
         let _traced = self.traced(stmt);
         self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let stream = self.stream(stmt.stream).map_err(|e| e.in_statement(stmt))?;
