@@ -24,11 +24,11 @@ pipeline! {
         stream main;
         stream down;
         for c in 0..chunks {
-            main: copy dev.slice(c * m..(c + 1) * m) <- host_in.slice(c * m..(c + 1) * m);
+            main: copy dev.slice_mut(c * m..(c + 1) * m) <- host_in.slice(c * m..(c + 1) * m);
         }
         down: wait_stream main;
         for c in 0..chunks {
-            down: copy host_out.slice(c * m..(c + 1) * m) <- dev.slice((chunks - 1 - c) * m..(chunks - c) * m);
+            down: copy host_out.slice_mut(c * m..(c + 1) * m) <- dev.slice((chunks - 1 - c) * m..(chunks - c) * m);
         }
     }
 }
