@@ -154,7 +154,7 @@ impl Issuer for Recorder {
 }
 
 /// The line of the `main: launch k.scale` statement above.
-const DIAMOND_FIRST_LINE: u32 = 38;
+const DIAMOND_FIRST_LINE: u32 = 39;
 
 #[test]
 fn program_describes_streams_events_and_statements() {
@@ -238,8 +238,8 @@ fn locations_are_real_lines_and_columns() {
         "{:?}",
         p.statements[0].location
     );
-    assert_eq!(p.location.line, 33);
-    assert_eq!(p.streams[1].location.line, 35);
+    assert_eq!(p.location.line, 34);
+    assert_eq!(p.streams[1].location.line, 36);
     assert_eq!(
         p.statements[0].to_string(),
         format!(
