@@ -15,11 +15,11 @@
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
-use streamgraph::__private::{arg_read, arg_write};
+use streamgraph::__private::{arg_place, arg_read, place};
 use streamgraph::AccessMode::{self, Read, Write};
 use streamgraph::{
-    DeviceBuffer, DeviceView, Dim3, Error, Issuer, Kernel, KernelArg, LaunchConfig, Planner,
-    Program, ProgramBuilder, Statement, StatementKind,
+    DeviceBuffer, Dim3, Error, Issuer, Kernel, KernelArg, LaunchConfig, Planner, Program,
+    ProgramBuilder, Statement, StatementKind,
 };
 
 /// The statement counts measured unless `--sizes` says otherwise.
@@ -212,27 +212,44 @@ fn issue(
 ) -> Result<(), Error> {
     match stmt.kind {
         StatementKind::Launch { .. } => {
-            let mut views: Vec<(DeviceView<'_, u8>, AccessMode)> = Vec::new();
+            // Written through exclusive borrows of the memory, as a pipeline's `&mut` does.
+            let Memory {
+                own,
+                shared,
+                fresh,
+                next_fresh,
+                kernel,
+            } = memory;
+            let (own, shared, fresh) = (&mut *own, &mut *shared, &mut *fresh);
+            let mut parts = Vec::new();
+            for &(buf, _) in &body.args[stmt.id] {
+                if matches!(buf, Buf::Fresh) {
+                    let at = *next_fresh * BYTES;
+                    *next_fresh += 1;
+                    parts.push((at, fresh.try_slice(at..at + BYTES)?));
+                }
+            }
+            let mut parts = parts.iter();
+            let mut args: Vec<KernelArg<'_>> = Vec::new();
             for &(buf, mode) in &body.args[stmt.id] {
-                let view = match buf {
-                    Buf::Own(s) => memory.own[s].as_view(),
-                    Buf::Shared => memory.shared.as_view(),
-                    Buf::Fresh => {
-                        let at = memory.next_fresh * BYTES;
-                        memory.next_fresh += 1;
-                        memory.fresh.try_slice(at..at + BYTES)?
+                let arg = match (buf, mode) {
+                    (Buf::Own(s), Read) => arg_read(&own[s]),
+                    (Buf::Own(s), Write) => arg_place(place(&own).index(s))?,
+                    (Buf::Shared, Read) => arg_read(&*shared),
+                    (Buf::Shared, Write) => arg_place(place(&shared))?,
+                    (Buf::Fresh, _) => {
+                        let Some((at, view)) = parts.next() else {
+                            unreachable!("one part per fresh argument")
+                        };
+                        match mode {
+                            Read => arg_read(view),
+                            Write => arg_place(place(&fresh).slice(*at..at + BYTES))?,
+                        }
                     }
                 };
-                views.push((view, mode));
+                args.push(arg);
             }
-            let args: Vec<KernelArg<'_>> = views
-                .iter()
-                .map(|(view, mode)| match mode {
-                    Read => arg_read(view),
-                    Write => arg_write(view),
-                })
-                .collect();
-            planner.launch(stmt, &memory.kernel, config(), &args)
+            planner.launch(stmt, kernel, config(), &args)
         }
         StatementKind::Record { .. } => planner.record(stmt),
         StatementKind::Wait { .. } => planner.wait(stmt),

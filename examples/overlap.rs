@@ -83,10 +83,10 @@ pipeline! {
             compute: record computed1;
 
             d2h: wait computed0;
-            d2h: copy host_out.slice(2 * pair * m..(2 * pair + 1) * m) <- out0;
+            d2h: copy host_out.slice_mut(2 * pair * m..(2 * pair + 1) * m) <- out0;
             d2h: record drained0;
             d2h: wait computed1;
-            d2h: copy host_out.slice((2 * pair + 1) * m..(2 * pair + 2) * m) <- out1;
+            d2h: copy host_out.slice_mut((2 * pair + 1) * m..(2 * pair + 2) * m) <- out1;
             d2h: record drained1;
         }
     }
@@ -108,7 +108,7 @@ pipeline! {
         for c in 0..chunks {
             main: copy input <- host_in.slice(c * m..(c + 1) * m);
             main: launch k<<<(m as u32).div_ceil(256), 256>>>(&mut output, &input, m as u32, iters);
-            main: copy host_out.slice(c * m..(c + 1) * m) <- output;
+            main: copy host_out.slice_mut(c * m..(c + 1) * m) <- output;
         }
     }
 }

@@ -73,9 +73,9 @@ pipeline! {
 
         // Step 1: a → b. The run starts after the previous one (the fork), so the bands
         // need nothing from each other yet.
-        top: launch k<<<grid(B1), block()>>>(&mut b.slice(rows(0, B1)), &a.slice(rows(0, B1 + 1)), W, H, 0u32, B1, 0u32);
-        middle: launch k<<<grid(B2 - B1), block()>>>(&mut b.slice(rows(B1, B2)), &a.slice(rows(B1 - 1, B2 + 1)), W, H, B1, B2, B1 - 1);
-        bottom: launch k<<<grid(H - B2), block()>>>(&mut b.slice(rows(B2, H)), &a.slice(rows(B2 - 1, H)), W, H, B2, H, B2 - 1);
+        top: launch k<<<grid(B1), block()>>>(&mut b.slice_mut(rows(0, B1)), &a.slice(rows(0, B1 + 1)), W, H, 0u32, B1, 0u32);
+        middle: launch k<<<grid(B2 - B1), block()>>>(&mut b.slice_mut(rows(B1, B2)), &a.slice(rows(B1 - 1, B2 + 1)), W, H, B1, B2, B1 - 1);
+        bottom: launch k<<<grid(H - B2), block()>>>(&mut b.slice_mut(rows(B2, H)), &a.slice(rows(B2 - 1, H)), W, H, B2, H, B2 - 1);
         top: record top_done;
         middle: record middle_done;
         bottom: record bottom_done;
@@ -86,9 +86,9 @@ pipeline! {
         middle: wait bottom_done;
         top: wait middle_done;
         bottom: wait middle_done;
-        top: launch k<<<grid(B1), block()>>>(&mut a.slice(rows(0, B1)), &b.slice(rows(0, B1 + 1)), W, H, 0u32, B1, 0u32);
-        middle: launch k<<<grid(B2 - B1), block()>>>(&mut a.slice(rows(B1, B2)), &b.slice(rows(B1 - 1, B2 + 1)), W, H, B1, B2, B1 - 1);
-        bottom: launch k<<<grid(H - B2), block()>>>(&mut a.slice(rows(B2, H)), &b.slice(rows(B2 - 1, H)), W, H, B2, H, B2 - 1);
+        top: launch k<<<grid(B1), block()>>>(&mut a.slice_mut(rows(0, B1)), &b.slice(rows(0, B1 + 1)), W, H, 0u32, B1, 0u32);
+        middle: launch k<<<grid(B2 - B1), block()>>>(&mut a.slice_mut(rows(B1, B2)), &b.slice(rows(B1 - 1, B2 + 1)), W, H, B1, B2, B1 - 1);
+        bottom: launch k<<<grid(H - B2), block()>>>(&mut a.slice_mut(rows(B2, H)), &b.slice(rows(B2 - 1, H)), W, H, B2, H, B2 - 1);
         top: record top_done;
         middle: record middle_done;
         bottom: record bottom_done;

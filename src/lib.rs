@@ -193,8 +193,11 @@
 //! and by cudarc's slices, whose work is ordered with their own stream and never captured);
 //! a graph keeps the memory, modules and host functions it uses until its launches finish; a
 //! [`PinnedBuffer`] is read through guards that wait for the copies writing it and refuse new
-//! ones while they live; buffer elements are [`Pod`]. The one promise asked of users is
-//! [`Module::kernel`]'s: that launches pass the kernel's C signature.
+//! ones while they live; buffer elements are [`Pod`]. Writes need exclusive borrows: a copy,
+//! fill or `&mut` kernel argument writes only memory borrowed `&mut` (or owned), never a
+//! shared borrow or a read-only view, so a buffer that a pipeline or graph borrows shared is
+//! written by no one. The one promise asked of users is [`Module::kernel`]'s: that launches
+//! pass the kernel's C signature, with the pointers it writes passed as writes.
 //!
 //! ## The stream contract
 //!

@@ -5,12 +5,12 @@
 
 use std::collections::BTreeSet;
 
-use streamgraph::__private::{arg_read, arg_write};
+use streamgraph::__private::arg_read;
 use streamgraph::testing::RandomProgram;
 use streamgraph::testing::{captured_dot, side_by_side_dot, verify_edges};
 use streamgraph::AccessMode::{Read, Write};
 use streamgraph::{
-    Capture, DeviceBuffer, Dim3, Error, Graph, GraphExec, Issuer, Kernel, LaunchConfig,
+    Capture, DeviceBuffer, Dim3, Error, Graph, GraphExec, Issuer, Kernel, KernelArg, LaunchConfig,
 };
 use streamgraph::{Plan, Planner, ProgramBuilder};
 
@@ -28,7 +28,7 @@ fn diamond() -> Plan {
     b.launch(main, "sum", &[("x", Read), ("y", Read)]);
     let program = b.build();
     let s = &program.statements;
-    let (x, y) = (
+    let (mut x, mut y) = (
         DeviceBuffer::<f32>::for_planning(16).unwrap(),
         DeviceBuffer::<f32>::for_planning(16).unwrap(),
     );
@@ -39,11 +39,13 @@ fn diamond() -> Plan {
         shared_mem_bytes: 0,
     };
     let mut planner = Planner::new(program);
-    planner.launch(&s[0], &k, cfg, &[arg_write(&x)]).unwrap();
+    planner
+        .launch(&s[0], &k, cfg, &[KernelArg::write(&mut x)])
+        .unwrap();
     planner.record(&s[1]).unwrap();
     planner.wait(&s[2]).unwrap();
     planner
-        .launch(&s[3], &k, cfg, &[arg_write(&y), arg_read(&x)])
+        .launch(&s[3], &k, cfg, &[KernelArg::write(&mut y), arg_read(&x)])
         .unwrap();
     planner.wait_stream(&s[4]).unwrap();
     planner
@@ -163,7 +165,7 @@ fn a_long_capture_is_compared_without_a_quadratic_matrix() {
     let main = b.stream("main");
     b.launch(main, "k", &[("x", Write)]);
     let program = b.build();
-    let x = DeviceBuffer::<f32>::for_planning(16).unwrap();
+    let mut x = DeviceBuffer::<f32>::for_planning(16).unwrap();
     let k = Kernel::for_planning("k");
     let cfg = LaunchConfig {
         grid: Dim3::from(1),
@@ -173,7 +175,7 @@ fn a_long_capture_is_compared_without_a_quadratic_matrix() {
     let mut planner = Planner::new(program);
     for _ in 0..100_000 {
         planner
-            .launch(&program.statements[0], &k, cfg, &[arg_write(&x)])
+            .launch(&program.statements[0], &k, cfg, &[KernelArg::write(&mut x)])
             .unwrap();
     }
     let plan = planner.finish();

@@ -51,8 +51,8 @@ fn program() -> &'static Program {
 
 struct Faulty<'a> {
     k: &'a Kernels,
-    x: &'a DeviceBuffer<u32>,
-    y: &'a DeviceBuffer<u32>,
+    x: &'a mut DeviceBuffer<u32>,
+    y: &'a mut DeviceBuffer<u32>,
     origin: Stream,
     extra: Stream,
     external: Event,
@@ -75,7 +75,7 @@ impl Pipeline for Faulty<'_> {
             &s[0],
             &self.k.write_value,
             single(),
-            &[arg_write(self.x), KernelArg::value(&one)],
+            &[arg_write(&self.x), KernelArg::value(&one)],
         )?;
         match self.misdeed {
             Misdeed::Nothing => {}
@@ -92,7 +92,7 @@ impl Pipeline for Faulty<'_> {
                 self.k.write_value.launch_on(
                     &self.extra,
                     single(),
-                    &[arg_write(self.y), KernelArg::value(&two)],
+                    &[arg_write(&self.y), KernelArg::value(&two)],
                 )?;
             }
             Misdeed::Allocate => {
@@ -100,7 +100,7 @@ impl Pipeline for Faulty<'_> {
             }
             Misdeed::PageableCopy => {
                 let host = vec![7u32; 1];
-                streamgraph::__private::copy(issuer, &s[1], self.x, &host)?;
+                streamgraph::__private::copy(issuer, &s[1], &self.x, &host)?;
             }
             Misdeed::OtherThreadAllocates => {
                 let device = self.k.device.clone();
@@ -121,7 +121,7 @@ impl Pipeline for Faulty<'_> {
             &s[3],
             &self.k.write_value,
             single(),
-            &[arg_write(self.y), KernelArg::value(&two)],
+            &[arg_write(&self.y), KernelArg::value(&two)],
         )
     }
 }
@@ -155,11 +155,11 @@ fn setup() -> Setup {
 }
 
 impl Setup {
-    fn pipeline(&self, misdeed: Misdeed) -> Faulty<'_> {
+    fn pipeline(&mut self, misdeed: Misdeed) -> Faulty<'_> {
         Faulty {
             k: &self.k,
-            x: &self.x,
-            y: &self.y,
+            x: &mut self.x,
+            y: &mut self.y,
             origin: self.origin.clone(),
             extra: self.extra.clone(),
             external: self.external.clone(),
@@ -169,12 +169,14 @@ impl Setup {
 
     /// After a fault: the same capture issuer captures a well-behaved pipeline, an eager run
     /// works, the origin synchronizes.
-    fn still_works(&self, capture: &mut Capture) {
+    fn still_works(&mut self, capture: &mut Capture) {
+        let origin = self.origin.clone();
         let graph = capture.capture(self.pipeline(Misdeed::Nothing)).unwrap();
         graph.verify().unwrap();
         let exec = graph.instantiate().unwrap();
-        exec.launch(&self.origin).unwrap();
-        let mut eager = Eager::new(&self.origin);
+        exec.launch(&origin).unwrap();
+        drop(exec);
+        let mut eager = Eager::new(&origin);
         eager.run(&self.pipeline(Misdeed::Nothing)).unwrap();
         self.origin.synchronize().unwrap();
         assert!(self.origin.query().unwrap());
@@ -206,7 +208,7 @@ fn expect_fault<T>(result: Result<T, Error>, allowed: &[CaptureFault]) -> Error 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn synchronizing_a_capturing_stream_is_refused_without_breaking_the_capture() {
-    let s = setup();
+    let mut s = setup();
     let mut capture = Capture::new(&s.origin).check(false);
     let e = expect_fault(
         capture.capture(s.pipeline(Misdeed::Synchronize)),
@@ -225,7 +227,7 @@ fn synchronizing_a_capturing_stream_is_refused_without_breaking_the_capture() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn querying_a_capturing_stream_is_refused() {
-    let s = setup();
+    let mut s = setup();
     let mut capture = Capture::new(&s.origin);
     expect_fault(
         capture.capture(s.pipeline(Misdeed::Query)),
@@ -237,7 +239,7 @@ fn querying_a_capturing_stream_is_refused() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn waiting_on_an_event_recorded_outside_the_capture_is_a_typed_fault() {
-    let s = setup();
+    let mut s = setup();
     let mut capture = Capture::new(&s.origin);
     expect_fault(
         capture.capture(s.pipeline(Misdeed::WaitExternalEvent)),
@@ -249,7 +251,7 @@ fn waiting_on_an_event_recorded_outside_the_capture_is_a_typed_fault() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn unjoined_work_is_a_typed_fault() {
-    let s = setup();
+    let mut s = setup();
     let mut capture = Capture::new(&s.origin);
     expect_fault(
         capture.capture(s.pipeline(Misdeed::Unjoined)),
@@ -263,7 +265,7 @@ fn unjoined_work_is_a_typed_fault() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn an_uncapturable_call_is_a_typed_fault() {
-    let s = setup();
+    let mut s = setup();
     let mut capture = Capture::new(&s.origin);
     expect_fault(
         capture.capture(s.pipeline(Misdeed::Allocate)),
@@ -275,7 +277,7 @@ fn an_uncapturable_call_is_a_typed_fault() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_pageable_copy_names_its_statement() {
-    let s = setup();
+    let mut s = setup();
     let mut capture = Capture::new(&s.origin);
     let e = expect_fault(
         capture.capture(s.pipeline(Misdeed::PageableCopy)),
@@ -292,7 +294,7 @@ fn a_pageable_copy_names_its_statement() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn another_threads_allocation_in_global_mode_is_a_typed_fault() {
-    let s = setup();
+    let mut s = setup();
     let mut capture = Capture::new(&s.origin).mode(CaptureMode::Global);
     // streamgraph refuses the other thread's allocation while its global capture runs (the
     // pipeline asserts that the other thread learns why, as a capture error), before the
@@ -321,6 +323,7 @@ fn fallback_runs_eagerly_and_says_so() {
             ..
         }
     ));
+    drop(outcome);
     s.origin.synchronize().unwrap();
     assert_eq!(s.x.to_vec_on(&s.origin).unwrap(), [1], "the eager run ran");
     // Without a fault the same call captures.
@@ -332,9 +335,15 @@ fn fallback_runs_eagerly_and_says_so() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn capturing_on_a_stream_that_is_already_capturing_is_refused() {
-    let s = setup();
-    // A pipeline that captures itself again on its own origin from inside its issue.
-    struct Nested<'a>(&'a Setup);
+    let mut s = setup();
+    // A pipeline that captures another pipeline (on buffers of its own) on its own origin from
+    // inside its issue.
+    let mut other = setup();
+    struct Nested<'a> {
+        origin: Stream,
+        inner: std::cell::Cell<Option<Faulty<'a>>>,
+        outer: Faulty<'a>,
+    }
     impl Pipeline for Nested<'_> {
         fn program(&self) -> &'static Program {
             program()
@@ -343,14 +352,19 @@ fn capturing_on_a_stream_that_is_already_capturing_is_refused() {
             vec![StreamOptions::default(); 2]
         }
         fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
-            Capture::new(&self.0.origin)
-                .capture(self.0.pipeline(Misdeed::Nothing))
-                .map(drop)?;
-            self.0.pipeline(Misdeed::Nothing).issue(issuer)
+            if let Some(inner) = self.inner.take() {
+                Capture::new(&self.origin).capture(inner).map(drop)?;
+            }
+            self.outer.issue(issuer)
         }
     }
     let mut capture = Capture::new(&s.origin).check(false);
-    let Err(e) = capture.capture(Nested(&s)) else {
+    let nested = Nested {
+        origin: s.origin.clone(),
+        inner: std::cell::Cell::new(Some(other.pipeline(Misdeed::Nothing))),
+        outer: s.pipeline(Misdeed::Nothing),
+    };
+    let Err(e) = capture.capture(nested) else {
         panic!("a nested capture on the same origin succeeded")
     };
     assert!(

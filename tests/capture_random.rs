@@ -33,11 +33,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use random_support::{launch_ancestors, ops, Model, Outcome, Words};
-use streamgraph::__private::{arg_write, copy, fill};
+use streamgraph::__private::{arg_place, arg_write, copy_with, fill, place};
 use streamgraph::testing::{Call, RandomMemory, RandomOptions, RandomProgram};
 use streamgraph::{
-    AccessMode, Capture, Device, DeviceBuffer, Eager, Error, Issuer, Kernel, KernelArg, Module,
-    PinnedBuffer, Pipeline, Plan, Program, ProgramBuilder, Stream, StreamOptions,
+    AccessMode, Capture, CopySource, Device, DeviceBuffer, Eager, Error, Issuer, Kernel, KernelArg,
+    Module, PinnedBuffer, Pipeline, Plan, Program, ProgramBuilder, Stream, StreamOptions,
 };
 
 const SOURCE: &str = r#"
@@ -85,10 +85,10 @@ struct RandomPipe<'a> {
     random: &'a RandomProgram,
     memory: RandomMemory<'a>,
     kernel: &'a Kernel,
-    slots: &'a DeviceBuffer<u32>,
+    slots: &'a mut DeviceBuffer<u32>,
     offsets: &'a DeviceBuffer<u32>,
     preds: &'a DeviceBuffer<u32>,
-    obs: &'a DeviceBuffer<u32>,
+    obs: &'a mut DeviceBuffer<u32>,
     spin: u64,
 }
 
@@ -116,17 +116,19 @@ impl Pipeline for RandomPipe<'_> {
                 else {
                     return Ok(());
                 };
-                let buf = &self.memory.buffers[buffer];
                 let (arg, write) = match mode {
-                    AccessMode::Read => (KernelArg::read(buf), 0u32),
-                    AccessMode::Write => (arg_write(buf), 1u32),
+                    AccessMode::Read => (KernelArg::read(&self.memory.buffers[buffer]), 0u32),
+                    AccessMode::Write => {
+                        let place = place(&self.memory.buffers).index(buffer);
+                        (arg_place(place)?, 1u32)
+                    }
                 };
                 issuer.launch(
                     statement,
                     self.kernel,
                     config,
                     &[
-                        arg_write(self.slots),
+                        arg_write(&self.slots),
                         KernelArg::read(self.offsets),
                         KernelArg::read(self.preds),
                         KernelArg::value(&value),
@@ -134,7 +136,7 @@ impl Pipeline for RandomPipe<'_> {
                         arg,
                         KernelArg::value(&len),
                         KernelArg::value(&write),
-                        arg_write(self.obs),
+                        arg_write(&self.obs),
                     ],
                 )
             })
@@ -143,15 +145,13 @@ impl Pipeline for RandomPipe<'_> {
 
 /// Puts every buffer back as it started, in stream order on the origin (a graph holding the
 /// buffers may still be replayed): `b_i <- init_i`, `h_p <- pinit_p`, `fill slots = 0`,
-/// `fill obs = 0`.
+/// `fill obs = 0`. It writes them through the exclusive borrows of the pipeline that uses them
+/// (`GraphExec::pipeline` of a graph that holds it).
 struct Reset<'a> {
     program: &'static Program,
-    buffers: &'a [DeviceBuffer<u32>],
-    pinned: &'a [PinnedBuffer<u32>],
+    pipe: &'a RandomPipe<'a>,
     initial: &'a [DeviceBuffer<u32>],
     initial_pinned: &'a [DeviceBuffer<u32>],
-    slots: &'a DeviceBuffer<u32>,
-    obs: &'a DeviceBuffer<u32>,
 }
 
 impl Reset<'_> {
@@ -181,14 +181,23 @@ impl Pipeline for Reset<'_> {
 
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
         let mut s = self.program.statements.iter();
-        for (b, init) in self.buffers.iter().zip(self.initial) {
-            copy(issuer, s.next().unwrap(), b, init)?;
+        let memory = &self.pipe.memory;
+        let source = CopySource::<u32>::copy_source_of;
+        for (b, init) in self.initial.iter().enumerate().take(memory.buffers.len()) {
+            let dst = place(&memory.buffers).index(b);
+            copy_with(issuer, s.next().unwrap(), dst, init, source)?;
         }
-        for (p, init) in self.pinned.iter().zip(self.initial_pinned) {
-            copy(issuer, s.next().unwrap(), p, init)?;
+        for (p, init) in self
+            .initial_pinned
+            .iter()
+            .enumerate()
+            .take(memory.pinned.len())
+        {
+            let dst = place(&memory.pinned).index(p);
+            copy_with(issuer, s.next().unwrap(), dst, init, source)?;
         }
-        fill(issuer, s.next().unwrap(), self.slots, 0u32)?;
-        fill(issuer, s.next().unwrap(), self.obs, 0u32)
+        fill(issuer, s.next().unwrap(), &self.pipe.slots, 0u32)?;
+        fill(issuer, s.next().unwrap(), &self.pipe.obs, 0u32)
     }
 }
 
@@ -197,16 +206,20 @@ struct Rig {
     device: Device,
     origin: Stream,
     kernel: Kernel,
-    buffers: Vec<DeviceBuffer<u32>>,
-    pinned: Vec<PinnedBuffer<u32>>,
     initial: Vec<DeviceBuffer<u32>>,
     initial_pinned: Vec<DeviceBuffer<u32>>,
     reset: &'static Program,
     _module: Module,
 }
 
+/// The buffers every program's launches, copies and fills write.
+struct Memory {
+    buffers: Vec<DeviceBuffer<u32>>,
+    pinned: Vec<PinnedBuffer<u32>>,
+}
+
 impl Rig {
-    fn new(options: &RandomOptions) -> Rig {
+    fn new(options: &RandomOptions) -> (Rig, Memory) {
         let device = Device::new(None).unwrap();
         let origin = Stream::new(&device, 0).unwrap();
         let module = Module::from_cuda_source(&device, "capture_random", SOURCE).unwrap();
@@ -238,31 +251,44 @@ impl Rig {
         let pinned = (0..words.pinned)
             .map(|_| PinnedBuffer::zeros(&device, words.pinned_len).unwrap())
             .collect();
-        Rig {
+        let rig = Rig {
             reset: Reset::program(words.buffers, words.pinned),
             device,
             origin,
             kernel,
-            buffers,
-            pinned,
             initial,
             initial_pinned,
             _module: module,
+        };
+        (rig, Memory { buffers, pinned })
+    }
+
+    fn reset<'a>(&'a self, pipe: &'a RandomPipe<'a>) -> Reset<'a> {
+        Reset {
+            program: self.reset,
+            pipe,
+            initial: &self.initial,
+            initial_pinned: &self.initial_pinned,
         }
     }
 }
 
-/// One program's per-run memory: slots, observations and the predecessor lists.
+/// One program's per-run memory that its launches read: the predecessor lists; and its host
+/// functions' log.
 struct Run {
-    slots: DeviceBuffer<u32>,
-    obs: DeviceBuffer<u32>,
     offsets: DeviceBuffer<u32>,
     preds: DeviceBuffer<u32>,
     log: Arc<HostLog>,
 }
 
+/// One program's per-run memory that its launches write: slots and observations.
+struct Outputs {
+    slots: DeviceBuffer<u32>,
+    obs: DeviceBuffer<u32>,
+}
+
 impl Run {
-    fn new(rig: &Rig, model: &Model) -> Run {
+    fn new(rig: &Rig, model: &Model) -> (Run, Outputs) {
         let n = model.ancestors.len();
         let mut offsets = vec![0u32];
         let mut preds = Vec::new();
@@ -271,57 +297,56 @@ impl Run {
             offsets.push(preds.len() as u32);
         }
         preds.push(0); // never empty
-        Run {
-            slots: DeviceBuffer::zeros(&rig.device, n.max(1)).unwrap(),
-            obs: DeviceBuffer::zeros(&rig.device, n.max(1)).unwrap(),
+        let run = Run {
             offsets: DeviceBuffer::from_host(&rig.device, &offsets).unwrap(),
             preds: DeviceBuffer::from_host(&rig.device, &preds).unwrap(),
             log: HostLog::new(n),
-        }
+        };
+        let outputs = Outputs {
+            slots: DeviceBuffer::zeros(&rig.device, n.max(1)).unwrap(),
+            obs: DeviceBuffer::zeros(&rig.device, n.max(1)).unwrap(),
+        };
+        (run, outputs)
     }
 
-    fn pipe<'a>(&'a self, rig: &'a Rig, random: &'a RandomProgram, spin: u64) -> RandomPipe<'a> {
+    fn pipe<'a>(
+        &'a self,
+        rig: &'a Rig,
+        memory: &'a mut Memory,
+        outputs: &'a mut Outputs,
+        random: &'a RandomProgram,
+        spin: u64,
+    ) -> RandomPipe<'a> {
         let log = Arc::clone(&self.log);
-        let memory = RandomMemory::new(&rig.buffers, &rig.pinned).with_host(move |op| {
-            log.runs.fetch_add(1, Ordering::SeqCst);
-            let now = log.clock.fetch_add(1, Ordering::SeqCst) + 1;
-            log.stamps[op as usize].store(now, Ordering::SeqCst);
-        });
+        let memory =
+            RandomMemory::new(&mut memory.buffers, &mut memory.pinned).with_host(move |op| {
+                log.runs.fetch_add(1, Ordering::SeqCst);
+                let now = log.clock.fetch_add(1, Ordering::SeqCst) + 1;
+                log.stamps[op as usize].store(now, Ordering::SeqCst);
+            });
         RandomPipe {
             random,
             memory,
             kernel: &rig.kernel,
-            slots: &self.slots,
+            slots: &mut outputs.slots,
             offsets: &self.offsets,
             preds: &self.preds,
-            obs: &self.obs,
+            obs: &mut outputs.obs,
             spin,
         }
     }
 
-    fn reset<'a>(&'a self, rig: &'a Rig) -> Reset<'a> {
-        Reset {
-            program: rig.reset,
-            buffers: &rig.buffers,
-            pinned: &rig.pinned,
-            initial: &rig.initial,
-            initial_pinned: &rig.initial_pinned,
-            slots: &self.slots,
-            obs: &self.obs,
-        }
-    }
-
-    /// What the last run left (call after synchronizing the origin).
-    fn outcome(&self, rig: &Rig, n: usize) -> Outcome {
+    /// What the last run of `pipe` left (call after synchronizing the origin).
+    fn outcome(pipe: &RandomPipe<'_>, origin: &Stream, n: usize) -> Outcome {
         let mut words = Vec::new();
-        for b in &rig.buffers {
-            words.extend(b.to_vec_on(&rig.origin).unwrap());
+        for b in pipe.memory.buffers.iter() {
+            words.extend(b.to_vec_on(origin).unwrap());
         }
-        for p in &rig.pinned {
+        for p in pipe.memory.pinned.iter() {
             words.extend(p.to_vec().unwrap());
         }
-        let mut slots = self.slots.to_vec_on(&rig.origin).unwrap();
-        let mut obs = self.obs.to_vec_on(&rig.origin).unwrap();
+        let mut slots = pipe.slots.to_vec_on(origin).unwrap();
+        let mut obs = pipe.obs.to_vec_on(origin).unwrap();
         slots.truncate(n);
         obs.truncate(n);
         Outcome { words, slots, obs }
@@ -374,7 +399,7 @@ fn options() -> RandomOptions {
 #[ignore = "needs a CUDA GPU"]
 fn random_programs_capture_exactly_their_plan_and_replay_like_eager_runs() {
     let options = options();
-    let rig = Rig::new(&options);
+    let (rig, mut memory) = Rig::new(&options);
     let origin = &rig.origin;
     let mut eager = Eager::new(origin);
     eager.check(false); // random programs race; only values no race decides are compared
@@ -390,7 +415,7 @@ fn random_programs_capture_exactly_their_plan_and_replay_like_eager_runs() {
         let plan = random.plan().unwrap();
         let model = Model::new(&random, &plan);
         let n = plan.len();
-        let run = Run::new(&rig, &model);
+        let (run, mut outputs) = Run::new(&rig, &model);
         let check = |got: &Outcome, what: &str| {
             let diffs = model.differences(got);
             assert!(
@@ -401,14 +426,18 @@ fn random_programs_capture_exactly_their_plan_and_replay_like_eager_runs() {
             );
         };
 
-        eager.run(&run.reset(&rig)).unwrap();
-        eager.run(&run.pipe(&rig, &random, 5_000)).unwrap();
-        origin.synchronize().unwrap();
-        let eager_outcome = run.outcome(&rig, n);
+        let eager_outcome = {
+            let pipe = run.pipe(&rig, &mut memory, &mut outputs, &random, 5_000);
+            eager.run(&rig.reset(&pipe)).unwrap();
+            eager.run(&pipe).unwrap();
+            origin.synchronize().unwrap();
+            Run::outcome(&pipe, origin, n)
+        };
         check(&eager_outcome, "eager run");
         run.check_hosts(&random, &plan, 1, "eager run");
 
-        let graph = capture.capture(run.pipe(&rig, &random, 5_000)).unwrap();
+        let pipe = run.pipe(&rig, &mut memory, &mut outputs, &random, 5_000);
+        let graph = capture.capture(pipe).unwrap();
         let report = graph
             .verify()
             .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
@@ -416,11 +445,11 @@ fn random_programs_capture_exactly_their_plan_and_replay_like_eager_runs() {
         let exec = graph.instantiate().unwrap();
         for replay in 0..3 {
             // The graph holds the buffers until it is dropped: reset them in stream order.
-            eager.run(&run.reset(&rig)).unwrap();
+            eager.run(&rig.reset(exec.pipeline())).unwrap();
             exec.launch(origin).unwrap();
             origin.synchronize().unwrap();
             let what = format!("replay {replay}");
-            let replayed = run.outcome(&rig, n);
+            let replayed = Run::outcome(exec.pipeline(), origin, n);
             check(&replayed, &what);
             run.check_hosts(&random, &plan, replay + 2, &what);
             // The same as the eager run wherever no race decides.
@@ -466,7 +495,7 @@ fn random_programs_capture_exactly_their_plan_and_replay_like_eager_runs() {
 #[ignore = "needs a CUDA GPU"]
 fn dropped_orderings_show_in_the_values() {
     let options = options();
-    let rig = Rig::new(&options);
+    let (rig, mut memory) = Rig::new(&options);
     let mut eager = Eager::new(&rig.origin);
     eager.check(false);
     let (mut tried, mut caught) = (0, 0);
@@ -491,13 +520,14 @@ fn dropped_orderings_show_in_the_values() {
         tried += 1;
         // The kernel still reads the slots the intact plan names.
         let model = Model::new(&random, &plan);
-        let run = Run::new(&rig, &model);
-        eager.run(&run.reset(&rig)).unwrap();
+        let (run, mut outputs) = Run::new(&rig, &model);
         // Long spins: a launch that lost an ordering starts well before the one it should follow
         // ends.
-        eager.run(&run.pipe(&rig, &broken, 100_000)).unwrap();
+        let pipe = run.pipe(&rig, &mut memory, &mut outputs, &broken, 100_000);
+        eager.run(&rig.reset(&pipe)).unwrap();
+        eager.run(&pipe).unwrap();
         rig.origin.synchronize().unwrap();
-        let got = run.outcome(&rig, plan.len());
+        let got = Run::outcome(&pipe, &rig.origin, plan.len());
         if got.slots != model.expected.slots {
             caught += 1;
         }

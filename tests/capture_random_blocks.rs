@@ -549,7 +549,7 @@ fn run_program(
     replays: u64,
 ) {
     let seed = r.seed;
-    let buffers: Vec<DeviceBuffer<u32>> = (0..r.buffers())
+    let mut buffers: Vec<DeviceBuffer<u32>> = (0..r.buffers())
         .map(|_| DeviceBuffer::zeros(device, r.buffer_len()).unwrap())
         .collect();
     let mut flags: Vec<DeviceFlag> = (0..r.flags().len())
@@ -561,7 +561,7 @@ fn run_program(
     let pipeline = RandomPipeline {
         random: r,
         kernel,
-        memory: RandomMemory::new(&buffers, &[]).with_flags(&flags),
+        memory: RandomMemory::new(&mut buffers, &mut []).with_flags(&flags),
     };
     let sums = |times: u64| -> Vec<Vec<u32>> {
         expected
@@ -569,7 +569,10 @@ fn run_program(
             .map(|&e| vec![(e * times) as u32; r.buffer_len()])
             .collect()
     };
-    let read = || -> Vec<Vec<u32>> { buffers.iter().map(|b| b.to_vec().unwrap()).collect() };
+    // Read through the pipeline's borrow of the buffers (a graph holds it from the capture on).
+    let read = |memory: &RandomMemory<'_>| -> Vec<Vec<u32>> {
+        memory.buffers.iter().map(|b| b.to_vec().unwrap()).collect()
+    };
     streamgraph::Eager::new(origin)
         .check(false) // the programs race on purpose (checks are on in debug builds)
         .run(&pipeline)
@@ -578,7 +581,7 @@ fn run_program(
     if std::env::var_os("STREAMGRAPH_TEST_TRACE").is_some() {
         eprintln!("  eager done");
     }
-    assert_eq!(read(), sums(1), "seed {seed}: eager");
+    assert_eq!(read(&pipeline.memory), sums(1), "seed {seed}: eager");
     let graph = Capture::new(origin)
         .check(false)
         .capture(pipeline)
@@ -599,7 +602,7 @@ fn run_program(
             .synchronize()
             .unwrap_or_else(|e| panic!("seed {seed}: replay {}: {e}", times - 1));
         assert_eq!(
-            read(),
+            read(&exec.pipeline().memory),
             sums(times),
             "seed {seed}: eager + {} replays",
             times - 1

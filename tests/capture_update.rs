@@ -8,7 +8,6 @@ mod common;
 use std::time::Instant;
 
 use common::Kernels;
-use streamgraph::__private::arg_write;
 use streamgraph::{
     capture, pipeline, DeviceBuffer, Error, GraphStats, KernelArg, OpRef, Pipeline, Stream,
     UpdateRejection,
@@ -164,14 +163,15 @@ fn set_kernel_args_changes_one_launch_in_place_and_is_cheap() {
 
     // The argument is a view of the same buffer the pipeline borrows. The executable graph
     // holds the `&mut` borrows of `x` and `y`, so the kernel's written pointers are named
-    // through shared views of them (`arg_write`: the write the graph already does).
-    let view = exec.pipeline().x.as_view();
+    // through shared references to those borrows (`write_through`: the write the graph
+    // already does).
+    let view = &exec.pipeline().x;
     let (value, add) = (42u32, 1000u32);
     let one = 1u32;
-    let y_view = exec.pipeline().y.as_view();
-    let write_args = [arg_write(&view), KernelArg::value(&value)];
+    let y_view = &exec.pipeline().y;
+    let write_args = [KernelArg::write_through(view), KernelArg::value(&value)];
     let add_args = [
-        arg_write(&y_view),
+        KernelArg::write_through(y_view),
         KernelArg::value(&add),
         KernelArg::value(&one),
     ];
@@ -210,7 +210,7 @@ fn set_kernel_args_changes_one_launch_in_place_and_is_cheap() {
     let rounds = 10_000;
     let started = Instant::now();
     for v in 0..rounds {
-        let args = [arg_write(&view), KernelArg::value(&v)];
+        let args = [KernelArg::write_through(view), KernelArg::value(&v)];
         exec.set_kernel_args(write, &k.write_value, &args).unwrap();
     }
     let per_call = started.elapsed() / rounds;

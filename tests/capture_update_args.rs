@@ -9,7 +9,7 @@ mod common;
 use std::sync::OnceLock;
 
 use common::Kernels;
-use streamgraph::__private::{arg_write, fill};
+use streamgraph::__private::{arg_place, fill, place};
 use streamgraph::{
     capture, DeviceBuffer, Error, Issuer, KernelArg, LaunchConfig, Pipeline, Program,
     ProgramBuilder, Stream, StreamOptions,
@@ -45,19 +45,19 @@ impl Pipeline for Stamps<'_> {
 
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
         let st = &program().statements;
-        fill(issuer, &st[0], &*self.out, self.base)?;
+        fill(issuer, &st[0], &self.out, self.base)?;
         let config = LaunchConfig {
             grid: 1u32.into(),
             block: 1u32.into(),
             shared_mem_bytes: 0,
         };
         for (i, value) in self.values.iter().enumerate() {
-            let slot = self.out.slice(i..i + 1);
+            let slot = arg_place(place(&self.out).slice(i..i + 1))?;
             issuer.launch(
                 &st[1],
                 &self.k.write_value,
                 config,
-                &[arg_write(&slot), KernelArg::value(value)],
+                &[slot, KernelArg::value(value)],
             )?;
         }
         Ok(())

@@ -6,7 +6,6 @@
 
 mod common;
 
-use streamgraph::__private::arg_write;
 use streamgraph::{
     capture, pipeline, AccessMode, Capture, DeviceBuffer, DeviceFlag, Error, Kernel, KernelArg,
     Module, OpRef, Pipeline, Plan, StatementKind, Stream,
@@ -474,14 +473,14 @@ fn set_kernel_args_reaches_a_launch_inside_a_loop_body() {
     assert_eq!(read(exec.pipeline().x), 4);
 
     // New arguments of the launch in the body: the same buffer (a view of the memory the
-    // graph already writes), a new increment. They take effect on the next launch, in every
-    // iteration.
-    let view = exec.pipeline().x.as_view();
+    // graph already writes, through the pipeline's exclusive borrow), a new increment. They take
+    // effect on the next launch, in every iteration.
+    let x = &exec.pipeline().x;
     let by = 5u32;
     exec.set_kernel_args(
         OpRef::new(launch),
         &k.add,
-        &[arg_write(&view), KernelArg::value(&by)],
+        &[KernelArg::write_through(x), KernelArg::value(&by)],
     )
     .unwrap();
     exec.launch(&origin).unwrap();
@@ -494,7 +493,7 @@ fn set_kernel_args_reaches_a_launch_inside_a_loop_body() {
         .set_kernel_args(
             OpRef::new(&program.statements[2]),
             &k.add,
-            &[arg_write(&view), KernelArg::value(&by)],
+            &[KernelArg::write_through(x), KernelArg::value(&by)],
         )
         .unwrap_err();
     assert!(e.to_string().contains("is not a launch"), "{e}");

@@ -7,7 +7,7 @@
 mod common;
 
 use common::{single, Kernels};
-use streamgraph::__private::{arg_value, arg_write};
+use streamgraph::__private::{arg_place, arg_value, place};
 use streamgraph::{
     AccessMode, Capture, CaptureFault, CaptureOutcome, DeviceBuffer, Eager, Error, Issuer,
     Pipeline, Program, ProgramBuilder, Stream, StreamOptions,
@@ -39,7 +39,7 @@ fn program() -> &'static Program {
 /// `fault_at` (none when it is past the end).
 struct Injected<'a> {
     k: &'a Kernels,
-    x: &'a [DeviceBuffer<u32>],
+    x: &'a mut [DeviceBuffer<u32>],
     fault_at: usize,
 }
 
@@ -59,7 +59,7 @@ impl Pipeline for Injected<'_> {
                 &s[i],
                 &self.k.write_value,
                 single(),
-                &[arg_write(&self.x[buffer]), arg_value(&value)],
+                &[arg_place(place(&self.x).index(buffer))?, arg_value(&value)],
             )
         };
         for i in 0..s.len() {
@@ -129,7 +129,7 @@ fn a_forbidden_call_at_every_position_is_a_typed_error_and_the_stream_recovers()
         let e = capture
             .capture(Injected {
                 k: &k,
-                x: &x,
+                x: &mut x,
                 fault_at: at,
             })
             .map(drop)
@@ -162,7 +162,7 @@ fn a_forbidden_call_at_every_position_is_a_typed_error_and_the_stream_recovers()
         Eager::new(&origin)
             .run(&Injected {
                 k: &k,
-                x: &x,
+                x: &mut x,
                 fault_at: usize::MAX,
             })
             .unwrap();
@@ -175,7 +175,7 @@ fn a_forbidden_call_at_every_position_is_a_typed_error_and_the_stream_recovers()
             .fallback_to_eager(true)
             .run(Injected {
                 k: &k,
-                x: &x,
+                x: &mut x,
                 fault_at: at,
             })
             .unwrap();
@@ -210,7 +210,7 @@ fn out_of_memory_is_a_typed_error() {
     let graph = Capture::new(&origin)
         .capture(Injected {
             k: &k,
-            x: &x,
+            x: &mut x,
             fault_at: usize::MAX,
         })
         .unwrap();

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use streamgraph::{
     AccessMode, DeviceBuffer, DeviceRange, Error, FillPattern, HostFn, Issuer, Kernel, KernelArg,
-    LaunchConfig, MemoryRef, Pipeline, Statement, StatementKind, StaticAccess, StreamOptions,
+    LaunchConfig, MemoryMut, MemoryRef, Pipeline, Statement, StatementKind, StaticAccess,
+    StreamOptions,
 };
 
 /// Kernels of the test pipelines.
@@ -107,7 +108,7 @@ impl Issuer for Recorder {
     fn copy(
         &mut self,
         _: &'static Statement,
-        _: MemoryRef<'_>,
+        _: MemoryMut<'_>,
         _: MemoryRef<'_>,
     ) -> Result<(), Error> {
         unreachable!("no copies in these pipelines")
@@ -115,7 +116,7 @@ impl Issuer for Recorder {
     fn fill(
         &mut self,
         stmt: &'static Statement,
-        dst: MemoryRef<'_>,
+        dst: MemoryMut<'_>,
         pattern: FillPattern,
     ) -> Result<(), Error> {
         self.check(stmt)?;
@@ -153,7 +154,7 @@ impl Issuer for Recorder {
 }
 
 /// The line of the `main: launch k.scale` statement above.
-const DIAMOND_FIRST_LINE: u32 = 38;
+const DIAMOND_FIRST_LINE: u32 = 39;
 
 #[test]
 fn program_describes_streams_events_and_statements() {
@@ -237,8 +238,8 @@ fn locations_are_real_lines_and_columns() {
         "{:?}",
         p.statements[0].location
     );
-    assert_eq!(p.location.line, 33);
-    assert_eq!(p.streams[1].location.line, 35);
+    assert_eq!(p.location.line, 34);
+    assert_eq!(p.streams[1].location.line, 36);
     assert_eq!(
         p.statements[0].to_string(),
         format!(

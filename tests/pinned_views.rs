@@ -24,11 +24,11 @@ pipeline! {
         stream main;
         stream down;
         for c in 0..chunks {
-            main: copy dev.slice(c * m..(c + 1) * m) <- host_in.slice(c * m..(c + 1) * m);
+            main: copy dev.slice_mut(c * m..(c + 1) * m) <- host_in.slice(c * m..(c + 1) * m);
         }
         down: wait_stream main;
         for c in 0..chunks {
-            down: copy host_out.slice(c * m..(c + 1) * m) <- dev.slice((chunks - 1 - c) * m..(chunks - c) * m);
+            down: copy host_out.slice_mut(c * m..(c + 1) * m) <- dev.slice((chunks - 1 - c) * m..(chunks - c) * m);
         }
     }
 }
@@ -139,12 +139,10 @@ fn copies_into_a_view_respect_the_guards_of_its_buffer() {
     let (device, stream) = setup();
     let dev = DeviceBuffer::from_host(&device, &[7u32, 8, 9, 10]).unwrap();
     let mut host = PinnedBuffer::<u32>::zeros(&device, 8).unwrap();
-    {
-        let guard = host.as_slice().unwrap();
-        let refused = stream.copy(&mut host.slice(2..6), &dev).unwrap_err();
-        assert!(matches!(refused, Error::PinnedBusy { .. }), "{refused}");
-        assert_eq!(&*guard, &[0; 8]);
-    }
+    // A copy into a view while a guard of the buffer lives does not compile: only
+    // `slice_mut`, which borrows the buffer exclusively, is a copy target
+    // (`tests/ui/copy_into_shared_pinned_view.rs`); a replay that would write it while a guard
+    // made through the graph's borrow lives is refused (above).
     stream.copy(&mut host.slice_mut(2..6), &dev).unwrap();
     // A mutable guard waits for every copy touching the buffer.
     {

@@ -166,7 +166,7 @@ fn issuers_without_collectives_refuse_them_with_a_typed_error() {
         fn copy(
             &mut self,
             stmt: &'static streamgraph::Statement,
-            dst: streamgraph::MemoryRef<'_>,
+            dst: streamgraph::MemoryMut<'_>,
             src: streamgraph::MemoryRef<'_>,
         ) -> streamgraph::Result<()> {
             self.0.copy(stmt, dst, src)
@@ -174,7 +174,7 @@ fn issuers_without_collectives_refuse_them_with_a_typed_error() {
         fn fill(
             &mut self,
             stmt: &'static streamgraph::Statement,
-            dst: streamgraph::MemoryRef<'_>,
+            dst: streamgraph::MemoryMut<'_>,
             pattern: streamgraph::FillPattern,
         ) -> streamgraph::Result<()> {
             self.0.fill(stmt, dst, pattern)

@@ -357,8 +357,8 @@ const fn at(line: u32) -> Location {
     }
 }
 
-struct Handmade {
-    x: streamgraph::DeviceBuffer<f32>,
+struct Handmade<'a> {
+    x: &'a mut streamgraph::DeviceBuffer<f32>,
     synced: bool,
 }
 
@@ -415,7 +415,7 @@ static HANDMADE: Program = Program {
     location: at(1),
 };
 
-impl Pipeline for Handmade {
+impl Pipeline for Handmade<'_> {
     fn program(&self) -> &'static Program {
         &HANDMADE
     }
@@ -434,20 +434,24 @@ impl Pipeline for Handmade {
             issuer.record(&s[1])?;
             issuer.wait(&s[2])?;
         }
-        issuer.launch(&s[3], &k, cfg, &[arg_read(&self.x)])
+        issuer.launch(&s[3], &k, cfg, &[arg_read(&*self.x)])
     }
 }
 
 #[test]
 fn plan_build_issues_a_pipeline_through_the_planner() {
-    let x = streamgraph::DeviceBuffer::<f32>::for_planning(1024).unwrap();
-    let synced = Handmade { x, synced: true };
+    let mut x = streamgraph::DeviceBuffer::<f32>::for_planning(1024).unwrap();
+    let synced = Handmade {
+        x: &mut x,
+        synced: true,
+    };
     let p: Plan = Plan::build(&synced).unwrap();
     assert_eq!(p.edges(), edges(&[(0, 1)]));
     p.check_races().unwrap();
 
+    let mut y = streamgraph::DeviceBuffer::for_planning(1024).unwrap();
     let racy = Handmade {
-        x: streamgraph::DeviceBuffer::for_planning(1024).unwrap(),
+        x: &mut y,
         synced: false,
     };
     let p = Plan::build(&racy).unwrap();

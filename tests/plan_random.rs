@@ -537,10 +537,14 @@ fn every_feature_can_be_turned_off() {
 fn replay_needs_enough_kernels_and_memory() {
     let r = RandomProgram::new(7);
     let mut planner = Planner::new(r.program);
-    let (buffers, pinned) = memory(&r);
-    let all = RandomMemory::new(&buffers, &pinned);
+    let (mut buffers, mut pinned) = memory(&r);
     let err = r
-        .replay(&mut planner, &[], &all, RandomProgram::launch_config())
+        .replay(
+            &mut planner,
+            &[],
+            &RandomMemory::new(&mut buffers, &mut pinned),
+            RandomProgram::launch_config(),
+        )
         .unwrap_err();
     assert!(
         err.to_string()
@@ -549,34 +553,28 @@ fn replay_needs_enough_kernels_and_memory() {
     );
     let kernels = [Kernel::for_planning("k0")];
     let cases = [
-        (
-            RandomMemory::new(&buffers[..2], &pinned),
-            "needs 4 buffer(s) but 2 were given",
-        ),
-        (
-            RandomMemory::new(&buffers, &pinned[..1]),
-            "needs 2 pinned buffer(s) but 1 were given",
-        ),
+        (2, 2, "needs 4 buffer(s) but 2 were given"),
+        (4, 1, "needs 2 pinned buffer(s) but 1 were given"),
     ];
-    for (memory, message) in cases {
+    for (device, host, message) in cases {
         let err = r
             .replay(
                 &mut planner,
                 &kernels,
-                &memory,
+                &RandomMemory::new(&mut buffers[..device], &mut pinned[..host]),
                 RandomProgram::launch_config(),
             )
             .unwrap_err();
         assert!(err.to_string().contains(message), "{err}");
     }
-    let short: Vec<DeviceBuffer<u32>> = (0..4)
+    let mut short: Vec<DeviceBuffer<u32>> = (0..4)
         .map(|_| DeviceBuffer::for_planning(8).unwrap())
         .collect();
     let err = r
         .replay(
             &mut planner,
             &kernels,
-            &RandomMemory::new(&short, &pinned),
+            &RandomMemory::new(&mut short, &mut pinned),
             RandomProgram::launch_config(),
         )
         .unwrap_err();
@@ -585,8 +583,13 @@ fn replay_needs_enough_kernels_and_memory() {
             .contains("needs buffers of 16 elements but buffer 0 has 8"),
         "{err}"
     );
-    r.replay(&mut planner, &kernels, &all, RandomProgram::launch_config())
-        .unwrap();
+    r.replay(
+        &mut planner,
+        &kernels,
+        &RandomMemory::new(&mut buffers, &mut pinned),
+        RandomProgram::launch_config(),
+    )
+    .unwrap();
     assert_eq!(planner.finish().edges(), r.plan().unwrap().edges());
 }
 
@@ -598,10 +601,10 @@ fn replays_issue_what_the_calls_say() {
     use std::sync::Arc;
     for seed in 0..100 {
         let r = RandomProgram::new(seed);
-        let (buffers, pinned) = memory(&r);
+        let (mut buffers, mut pinned) = memory(&r);
         let runs = Arc::new(AtomicUsize::new(0));
         let counter = Arc::clone(&runs);
-        let mem = RandomMemory::new(&buffers, &pinned).with_host(move |_| {
+        let mem = RandomMemory::new(&mut buffers, &mut pinned).with_host(move |_| {
             counter.fetch_add(1, Ordering::SeqCst);
         });
         let mut planner = Planner::new(r.program);

@@ -104,8 +104,8 @@ static DIAMOND: Program = Program {
 
 struct Diamond<'a> {
     k: &'a Kernels,
-    x: &'a DeviceBuffer<u32>,
-    y: &'a DeviceBuffer<u32>,
+    x: &'a mut DeviceBuffer<u32>,
+    y: &'a mut DeviceBuffer<u32>,
 }
 
 impl Pipeline for Diamond<'_> {
@@ -138,7 +138,7 @@ impl Pipeline for Diamond<'_> {
             single(),
             &[
                 KernelArg::value(&slow),
-                arg_write(self.x),
+                arg_write(&self.x),
                 KernelArg::value(&seven),
             ],
         )?;
@@ -150,8 +150,8 @@ impl Pipeline for Diamond<'_> {
             single(),
             &[
                 KernelArg::value(&fast),
-                arg_write(self.y),
-                KernelArg::read(self.x),
+                arg_write(&self.y),
+                KernelArg::read(&*self.x),
                 KernelArg::value(&one),
             ],
         )
@@ -163,15 +163,15 @@ impl Pipeline for Diamond<'_> {
 fn a_two_stream_pipeline_with_record_and_wait_gives_the_ordered_result() {
     let k = Kernels::new();
     let origin = Stream::new(&k.device, 0).unwrap();
-    let x = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
-    let y = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let mut x = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
     let mut eager = Eager::new(&origin);
     eager.check(true);
     eager
         .run(&Diamond {
             k: &k,
-            x: &x,
-            y: &y,
+            x: &mut x,
+            y: &mut y,
         })
         .unwrap();
     // Only the origin is synchronized: the join must have made it wait for `side`.
@@ -191,12 +191,12 @@ fn a_two_stream_pipeline_with_record_and_wait_gives_the_ordered_result() {
     );
 
     // A second run reuses the streams and starts after the first (fork from the origin).
-    let z = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let mut z = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
     eager
         .run(&Diamond {
             k: &k,
-            x: &x,
-            y: &z,
+            x: &mut x,
+            y: &mut z,
         })
         .unwrap();
     origin.synchronize().unwrap();
@@ -259,8 +259,8 @@ static WAIT_FIRST: Program = Program {
 
 struct WaitFirst<'a> {
     k: &'a Kernels,
-    x: &'a DeviceBuffer<u32>,
-    y: &'a DeviceBuffer<u32>,
+    x: &'a mut DeviceBuffer<u32>,
+    y: &'a mut DeviceBuffer<u32>,
 }
 
 impl Pipeline for WaitFirst<'_> {
@@ -280,13 +280,13 @@ impl Pipeline for WaitFirst<'_> {
             &s[1],
             &self.k.write_value,
             single(),
-            &[arg_write(self.y), KernelArg::value(&two)],
+            &[arg_write(&self.y), KernelArg::value(&two)],
         )?;
         issuer.launch(
             &s[2],
             &self.k.write_value,
             single(),
-            &[arg_write(self.x), KernelArg::value(&one)],
+            &[arg_write(&self.x), KernelArg::value(&one)],
         )?;
         issuer.record(&s[3])?;
         issuer.wait_stream(&s[4])
@@ -298,13 +298,13 @@ impl Pipeline for WaitFirst<'_> {
 fn waits_on_events_not_recorded_in_this_run_issue_nothing() {
     let k = Kernels::new();
     let origin = Stream::new(&k.device, 0).unwrap();
-    let x = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
-    let y = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let mut x = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
     let mut eager = Eager::new(&origin);
     let p = WaitFirst {
         k: &k,
-        x: &x,
-        y: &y,
+        x: &mut x,
+        y: &mut y,
     };
     for run in 1..=2u64 {
         eager.run(&p).unwrap();
@@ -359,8 +359,8 @@ static SINGLE: Program = Program {
 
 struct Single<'a> {
     k: &'a Kernels,
-    x: &'a DeviceBuffer<u32>,
-    y: &'a DeviceBuffer<u32>,
+    x: &'a mut DeviceBuffer<u32>,
+    y: &'a mut DeviceBuffer<u32>,
     done: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
@@ -376,15 +376,15 @@ impl Pipeline for Single<'_> {
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
         use streamgraph::__private as p;
         let s = &SINGLE.statements;
-        p::fill(issuer, &s[0], self.x, 5u32)?;
-        p::copy(issuer, &s[1], self.y, self.x)?;
+        p::fill(issuer, &s[0], &self.x, 5u32)?;
+        p::copy(issuer, &s[1], &self.y, &*self.x)?;
         let (ten, n) = (10u32, self.y.len() as u32);
         issuer.launch(
             &s[2],
             &self.k.add,
             common::linear(n),
             &[
-                arg_write(self.y),
+                arg_write(&self.y),
                 KernelArg::value(&ten),
                 KernelArg::value(&n),
             ],
@@ -401,15 +401,15 @@ impl Pipeline for Single<'_> {
 fn a_single_stream_pipeline_issues_no_event_calls() {
     let k = Kernels::new();
     let origin = Stream::new(&k.device, 0).unwrap();
-    let x = DeviceBuffer::<u32>::zeros(&k.device, 300).unwrap();
-    let y = DeviceBuffer::<u32>::zeros(&k.device, 300).unwrap();
+    let mut x = DeviceBuffer::<u32>::zeros(&k.device, 300).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeros(&k.device, 300).unwrap();
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut eager = Eager::new(&origin);
     eager
         .run(&Single {
             k: &k,
-            x: &x,
-            y: &y,
+            x: &mut x,
+            y: &mut y,
             done: done.clone(),
         })
         .unwrap();
@@ -434,15 +434,15 @@ fn a_single_stream_pipeline_issues_no_event_calls() {
 fn errors_name_the_statement_that_failed() {
     let k = Kernels::new();
     let origin = Stream::new(&k.device, 0).unwrap();
-    let x = DeviceBuffer::<u32>::zeros(&k.device, 300).unwrap();
-    let y = DeviceBuffer::<u32>::zeros(&k.device, 299).unwrap(); // the copy's lengths differ
+    let mut x = DeviceBuffer::<u32>::zeros(&k.device, 300).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeros(&k.device, 299).unwrap(); // the copy's lengths differ
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut eager = Eager::new(&origin);
     let err = eager
         .run(&Single {
             k: &k,
-            x: &x,
-            y: &y,
+            x: &mut x,
+            y: &mut y,
             done,
         })
         .unwrap_err();

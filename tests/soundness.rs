@@ -2,7 +2,10 @@
 //! `unsafe` that corrupted memory, read torn data or kept a stream capturing before the holes
 //! were closed. The ones the type system closes are compile-fail cases in `tests/ui/`
 //! (`unsafe_memory_impl`, `memory_ref_fields`, `memory_ref_from_raw`, `bool_buffer`,
-//! `write_shared_kernel_arg`, `copy_into_shared_pinned`, `view_not_copy`).
+//! `write_shared_kernel_arg`, `copy_into_shared_pinned`, `view_not_copy`, and writes through
+//! shared borrows: `copy_into_shared_device_view`, `copy_into_shared_pinned_view`,
+//! `write_shared_under_mut`, `write_shared_alias`; `tests/write_borrows.rs` plans the writes
+//! that go through exclusive borrows).
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
 mod common;
@@ -63,7 +66,7 @@ impl<I: Issuer + ?Sized> Issuer for Dyn<'_, I> {
     fn copy(
         &mut self,
         stmt: &'static streamgraph::Statement,
-        dst: streamgraph::MemoryRef<'_>,
+        dst: streamgraph::MemoryMut<'_>,
         src: streamgraph::MemoryRef<'_>,
     ) -> Result<(), Error> {
         self.0.copy(stmt, dst, src)
@@ -71,7 +74,7 @@ impl<I: Issuer + ?Sized> Issuer for Dyn<'_, I> {
     fn fill(
         &mut self,
         stmt: &'static streamgraph::Statement,
-        dst: streamgraph::MemoryRef<'_>,
+        dst: streamgraph::MemoryMut<'_>,
         pattern: streamgraph::FillPattern,
     ) -> Result<(), Error> {
         self.0.fill(stmt, dst, pattern)
@@ -142,7 +145,8 @@ fn plan_only_sizes_are_checked_not_wrapped() {
 #[test]
 fn verify_and_equivalence_reject_edges_outside_the_plan() {
     let program = one_launch("Edges");
-    let x = DeviceBuffer::<u32>::for_planning(4).unwrap();
+    let mut x = DeviceBuffer::<u32>::for_planning(4).unwrap();
+    let x = &mut x;
     let k = Kernel::for_planning("k");
     let p = Hand {
         program,
@@ -206,12 +210,15 @@ fn pinned_reads_wait_for_the_copies_writing_them() {
             ],
         )
         .unwrap();
-    stream.copy(&mut host, &x).unwrap();
+    // The exclusive borrow a pipeline writes through; guards can still be made through a
+    // shared reference to it (as through `GraphExec::pipeline`).
+    let host = &mut host;
+    stream.copy(&mut *host, &x).unwrap();
     // No synchronize: the guard waits for the copy (before, this read 0 under a live DMA).
     let seen = host.as_slice().unwrap();
     assert_eq!(&*seen, &[7]);
-    // While the slice lives, a copy into the buffer (here through a hand-written pipeline,
-    // which holds it shared) is refused and nothing is issued.
+    // While the slice lives, a copy into the buffer (here through a hand-written pipeline
+    // that borrows it `&mut`) is refused and nothing is issued.
     let mut b = ProgramBuilder::new("IntoPinned");
     let main = b.stream("main");
     b.copy(main, "host", "x");
@@ -306,13 +313,13 @@ fn graphs_keep_the_memory_and_modules_they_use() {
         program,
         body: move |program: &'static Program, issuer: &mut dyn Issuer| {
             let value = 0x5a5a_5a5au32;
-            let b = b.borrow();
+            let mut b = b.borrow_mut();
             let kk = kk.borrow();
             issuer.launch(
                 &program.statements[0],
                 kk.as_ref().unwrap(),
                 single(),
-                &[arg_write(b.as_ref().unwrap()), arg_value(&value)],
+                &[KernelArg::write(b.as_mut().unwrap()), arg_value(&value)],
             )
         },
     };
@@ -338,19 +345,20 @@ fn a_panic_in_update_args_keeps_the_memory_already_set() {
     let x = Rc::new(RefCell::new(Some(
         DeviceBuffer::<u32>::zeros(&k.device, 1 << 20).unwrap(),
     )));
-    let y = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let y = &mut y;
     let panics = Rc::new(std::cell::Cell::new(false));
     let (xx, pp, kernel) = (x.clone(), panics.clone(), k.write_value.clone());
     let p = Hand {
         program,
         body: move |program: &'static Program, issuer: &mut dyn Issuer| {
             let value = 0x5a5a_5a5au32;
-            let x = xx.borrow();
+            let mut x = xx.borrow_mut();
             issuer.launch(
                 &program.statements[0],
                 &kernel,
                 single(),
-                &[arg_write(x.as_ref().unwrap()), arg_value(&value)],
+                &[KernelArg::write(x.as_mut().unwrap()), arg_value(&value)],
             )?;
             if pp.get() {
                 panic!("a pipeline panicked half-way through an update");
@@ -415,12 +423,12 @@ fn a_failed_update_keeps_the_old_memory() {
                 return Err(Error::InvalidArgument("no buffer".into()));
             }
             let value = 0x5a5a_5a5au32;
-            let b = b.borrow();
+            let mut b = b.borrow_mut();
             issuer.launch(
                 &program.statements[0],
                 &kernel,
                 single(),
-                &[arg_write(b.as_ref().unwrap()), arg_value(&value)],
+                &[KernelArg::write(b.as_mut().unwrap()), arg_value(&value)],
             )
         },
     };
@@ -478,7 +486,8 @@ fn set_kernel_args_refuses_arguments_for_another_kernel() {
 fn a_panic_in_issue_ends_the_capture() {
     let k = Kernels::new();
     let stream = Stream::new(&k.device, 0).unwrap();
-    let x = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let mut x = DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let x = &mut x;
     let mut b = ProgramBuilder::new("Panicky");
     let (main, side) = (b.stream("main"), b.stream("side"));
     b.launch(side, "k", &[("x", AccessMode::Write)]);
@@ -587,7 +596,8 @@ fn graphs_keep_pinned_memory_they_copy() {
     let host = Rc::new(RefCell::new(Some(
         PinnedBuffer::from_slice(&k.device, &[42u32; 1024]).unwrap(),
     )));
-    let x = DeviceBuffer::<u32>::zeros(&k.device, 1024).unwrap();
+    let mut x = DeviceBuffer::<u32>::zeros(&k.device, 1024).unwrap();
+    let x = &mut x;
     let h = host.clone();
     let p = Hand {
         program,

@@ -19,9 +19,9 @@
 use std::ffi::c_void;
 use std::ptr;
 
-use ::streamgraph::__private::{arg_write, copy};
+use ::streamgraph::__private::{arg_place, copy_with, place};
 use ::streamgraph::{
-    Capture, Device, DeviceBuffer, Eager, Error, GraphExec, Issuer, Kernel, KernelArg,
+    Capture, CopySource, Device, DeviceBuffer, Eager, Error, GraphExec, Issuer, Kernel, KernelArg,
     LaunchConfig, PinnedBuffer, Pipeline, Program, ProgramBuilder, Stream, StreamOptions,
 };
 use cudarc::driver::sys;
@@ -513,7 +513,7 @@ impl Pipeline for Chunks<'_> {
             Phase::Duplex => (true, false, true),
         };
         let all = self.phase == Phase::All;
-        for (c, (input, output)) in self.ins.iter().zip(self.outs.iter()).enumerate() {
+        for (c, input) in self.ins.iter().enumerate().take(self.outs.len()) {
             let b = c % self.dev.len();
             let ids = &self.st.per_buffer[b];
             let dev = &self.dev[b];
@@ -521,7 +521,8 @@ impl Pipeline for Chunks<'_> {
                 if all {
                     issuer.wait(&s[ids[0]])?;
                 }
-                copy(issuer, &s[ids[1]], dev, input)?;
+                let into = place(&self.dev).index(b);
+                copy_with(issuer, &s[ids[1]], into, input, CopySource::copy_source_of)?;
                 if all {
                     issuer.record(&s[ids[2]])?;
                 }
@@ -535,7 +536,7 @@ impl Pipeline for Chunks<'_> {
                     self.work,
                     config,
                     &[
-                        arg_write(dev),
+                        arg_place(place(&self.dev).index(b))?,
                         KernelArg::value(&n),
                         KernelArg::value(&self.iters),
                     ],
@@ -555,7 +556,8 @@ impl Pipeline for Chunks<'_> {
                 } else {
                     dev
                 };
-                copy(issuer, &s[ids[7]], output, from)?;
+                let into = place(&self.outs).index(c);
+                copy_with(issuer, &s[ids[7]], into, from, CopySource::copy_source_of)?;
                 if all {
                     issuer.record(&s[ids[8]])?;
                 }

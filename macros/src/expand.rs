@@ -11,7 +11,8 @@ use syn::visit_mut::VisitMut;
 use syn::{GenericParam, Lifetime, LifetimeParam};
 
 use crate::model::{
-    Arg, BufferExpr, CollectiveOp, Errors, Kind, Mode, Node, Param, ParamKind, Program, Warning,
+    write_form, Arg, BufferExpr, CollectiveOp, Errors, Kind, Mode, Node, Param, ParamKind, Program,
+    Warning,
 };
 use crate::syntax::{Header, Input};
 use crate::validate::{line_column, validate};
@@ -483,6 +484,83 @@ fn device_memory(program: &Program, b: &BufferExpr) -> TokenStream {
     quote_spanned!(span=> ::streamgraph::__private::device_memory #args)
 }
 
+/// A written buffer as the `Place` generated code writes: `place(&self.x)`, the `&&mut` that
+/// `issue(&self)` holds for a `&mut` parameter, then `.index(i)` for each index and `.slice(r)`
+/// for a `.slice_mut(r)` (or `.slice(r)`), every token on the user's expression. Writing it
+/// needs the parameter's memory to be writable through that borrow (the runtime's
+/// `DeviceMemoryMut`, `CopyTarget`), which a shared borrow under the `&mut` is not; the macro
+/// reports the cases it sees itself and generates no write for them ([`write_rejected`]).
+fn place(b: &BufferExpr) -> TokenStream {
+    let span = b.expr.span();
+    let Some(form) = write_form(&b.expr) else {
+        // Reported; the statement is not generated.
+        return quote_spanned!(span=> ::core::unreachable!());
+    };
+    let root = &b.root;
+    let binding = quote_spanned!(root.span()=> &self.#root);
+    let mut tokens = quote_spanned!(span=> ::streamgraph::__private::place);
+    tokens.extend([TokenTree::Group(group(binding, root.span()))]);
+    for index in form.indices {
+        let at = index.span();
+        tokens.extend(quote_spanned!(at=> .index));
+        tokens.extend([TokenTree::Group(group(index.to_token_stream(), at))]);
+    }
+    if let Some((method, range)) = form.slice {
+        let at = method.span();
+        tokens.extend(quote_spanned!(at=> .slice));
+        tokens.extend([TokenTree::Group(group(
+            range.to_token_stream(),
+            range.span(),
+        ))]);
+    }
+    let mut tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    if let Some(last) = tokens.last_mut() {
+        last.set_span(last_span(&b.expr));
+    }
+    tokens.into_iter().collect()
+}
+
+/// `(tokens)`, the parentheses spanned at `span`.
+fn group(tokens: TokenStream, span: Span) -> proc_macro2::Group {
+    let mut g = proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, tokens);
+    g.set_span(span);
+    g
+}
+
+/// Whether a write of `stmt` is already reported (through a shared parameter, a buffer
+/// borrowed shared under a `&mut`, or in a shape the pipeline cannot write through its
+/// borrow): its code would only add type errors to the message.
+fn write_rejected(program: &Program, stmt: &crate::model::Statement) -> bool {
+    // A collective's first participant issues them all.
+    let participants = match stmt.kind {
+        Kind::Collective { first, count, .. } => program.statements.get(first..first + count),
+        _ => None,
+    };
+    participants
+        .unwrap_or(std::slice::from_ref(stmt))
+        .iter()
+        .flat_map(|s| s.kind.writes())
+        .any(|b| {
+            program
+                .param(&b.root)
+                .is_none_or(|p| p.kind != ParamKind::Mut || p.shared_under_mut())
+                || write_form(&b.expr).is_none()
+        })
+}
+
+/// `match RESULT { Ok(v) => v, Err(e) => return Err(e.in_statement(__stmt)) }`: a write's
+/// index or range out of bounds ends the statement with its typed error.
+fn or_return(result: TokenStream) -> TokenStream {
+    quote! {
+        match #result {
+            ::core::result::Result::Ok(__v) => __v,
+            ::core::result::Result::Err(__e) => {
+                return ::core::result::Result::Err(__e.in_statement(__stmt));
+            }
+        }
+    }
+}
+
 /// `path`, spanning all of `expr`: its first tokens carry the span of `expr`'s first token,
 /// its last one the span of `expr`'s last token, so that an error on the path underlines the
 /// user's expression, all of it.
@@ -522,9 +600,11 @@ fn statement(program: &Program, i: usize) -> TokenStream {
             .is_some_and(|p| p.is_pageable_host())
     });
     let call = match &stmt.kind {
-        // Host memory in a launch, fill or copy is already reported; the type errors of the
-        // impossible call would only add noise.
-        _ if host_memory => quote!(::core::result::Result::<(), #p::Error>::Ok(())),
+        // Host memory in a launch, fill or copy is already reported, and so is a write the
+        // pipeline cannot make; the type errors of the impossible call would only add noise.
+        _ if host_memory || write_rejected(program, stmt) => {
+            quote!(::core::result::Result::<(), #p::Error>::Ok(()))
+        }
         Kind::Launch {
             kernel,
             grid,
@@ -536,7 +616,11 @@ fn statement(program: &Program, i: usize) -> TokenStream {
                 .as_ref()
                 .map_or_else(|| quote!(0), ToTokens::to_token_stream);
             let args = args.iter().map(|a| match a {
-                Arg::Write(b) => buffer_arg(program, b, quote!(#p::arg_write)),
+                Arg::Write(b) => {
+                    let function = respan(quote!(#p::arg_place), b.expr.span());
+                    let place = place(b);
+                    or_return(quote!(#function(#place)))
+                }
                 Arg::Read(b) => buffer_arg(program, b, quote!(#p::arg_read)),
                 Arg::Value(e) => {
                     let kernel_arg = spanning(quote!(::streamgraph::KernelValue::kernel_arg), e);
@@ -559,14 +643,14 @@ fn statement(program: &Program, i: usize) -> TokenStream {
             }
         }
         Kind::Copy { dst, src } => {
-            let target = spanning(quote!(::streamgraph::CopyTarget::copy_target_of), &dst.expr);
             let source = spanning(quote!(::streamgraph::CopySource::copy_source_of), &src.expr);
-            let (dst, src) = (buffer(program, dst), buffer(program, src));
-            quote!(#p::copy_with(__issuer, __stmt, #dst, #target, #src, #source))
+            let copy_with = respan(quote!(#p::copy_with), dst.expr.span());
+            let (dst, src) = (place(dst), buffer(program, src));
+            quote!(#copy_with(__issuer, __stmt, #dst, #src, #source))
         }
         Kind::Fill { dst, value } => {
             let span = dst.expr.span();
-            let memory = device_memory(program, dst);
+            let memory = place(dst);
             let (dst_var, value_var) = (
                 syn::Ident::new("__dst", span),
                 syn::Ident::new("__value", span),
@@ -574,12 +658,12 @@ fn statement(program: &Program, i: usize) -> TokenStream {
             let p = respan(p.clone(), span);
             let mut arg = proc_macro2::Group::new(
                 proc_macro2::Delimiter::Parenthesis,
-                dst_var.to_token_stream(),
+                quote_spanned!(span=> &#dst_var),
             );
             arg.set_span(last_span(&dst.expr));
             let zero = quote_spanned!(span=> #p::fill_value_of #arg);
             let pattern = quote_spanned!(value.span()=> ::streamgraph::FillValue::pattern);
-            // A `match`, not a `let`: the temporaries of `x.slice(0..n)` live through it.
+            // A `match`, not a `let`: the temporaries of the place live through it.
             quote_spanned!(span=> (match #memory {
                 #dst_var => {
                     #[allow(unused_assignments)]
@@ -617,13 +701,21 @@ fn statement(program: &Program, i: usize) -> TokenStream {
                 let Kind::Collective { send, recv, .. } = &program.statements[j].kind else {
                     return quote!();
                 };
-                let recv_memory = device_memory(program, recv);
-                let send_memory = send
-                    .as_ref()
-                    .map_or_else(|| recv_memory.clone(), |b| device_memory(program, b));
+                let recv_place = place(recv);
                 let span = recv.expr.span();
-                let part = respan(quote!(#p::collective_part), span);
-                quote_spanned!(span=> #part(&Self::PROGRAM.statements[#j], #send_memory, #recv_memory))
+                let stmt_j = quote!(&Self::PROGRAM.statements[#j]);
+                let part = match send {
+                    Some(send) => {
+                        let send_memory = device_memory(program, send);
+                        let part = respan(quote!(#p::collective_part), span);
+                        quote_spanned!(span=> #part(#stmt_j, #send_memory, #recv_place))
+                    }
+                    None => {
+                        let part = respan(quote!(#p::collective_part_in_place), span);
+                        quote_spanned!(span=> #part(#stmt_j, #recv_place))
+                    }
+                };
+                or_return(part)
             });
             let call = respan(quote!(#p::collective), comm.span());
             quote! {
@@ -680,7 +772,7 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains(":: streamgraph :: __private :: arg_write (:: streamgraph :: __private :: device_memory (x , :: streamgraph :: DeviceMemory :: len))"),
+            out.contains(":: streamgraph :: __private :: arg_place (:: streamgraph :: __private :: place (& self . x))"),
             "{out}"
         );
         assert!(
@@ -693,7 +785,13 @@ mod tests {
         );
         assert!(out.contains("__issuer . record (__stmt)"), "{out}");
         assert!(out.contains("for i in 0 .. n"), "{out}");
-        assert!(out.contains("match :: streamgraph :: __private :: device_memory (& (x . slice (i .. i + 1)) , :: streamgraph :: DeviceMemory :: len)"), "{out}");
+        assert!(
+            out.contains(
+                "match :: streamgraph :: __private :: place (& self . x) . slice (i .. i + 1)"
+            ),
+            "{out}"
+        );
+        assert!(out.contains("fill_value_of (& __dst)"), "{out}");
         assert!(out.contains("__value = 0.0f32 ;"), "{out}");
         assert!(out.contains(":: streamgraph :: __private :: fill_with (__issuer , __stmt , __dst , __value , :: streamgraph :: FillValue :: pattern)"), "{out}");
         assert!(
@@ -720,7 +818,7 @@ mod tests {
             }
         });
         assert!(
-            out.contains(":: streamgraph :: __private :: copy_with (__issuer , __stmt , & (d . slice (0 .. n)) , :: streamgraph :: CopyTarget :: copy_target_of , h , :: streamgraph :: CopySource :: copy_source_of)"),
+            out.contains(":: streamgraph :: __private :: copy_with (__issuer , __stmt , :: streamgraph :: __private :: place (& self . d) . slice (0 .. n) , h , :: streamgraph :: CopySource :: copy_source_of)"),
             "{out}"
         );
         assert!(out.contains("StatementKind :: Copy"), "{out}");

@@ -95,6 +95,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/ui/collective_stream_twice.rs"),
     source!("tests/ui/collective_unknown_comm.rs"),
     source!("tests/ui/collective_wrong_types.rs"),
+    source!("tests/ui/copy_into_shared_device_view.rs"),
     source!("tests/ui/block_race_in_body.rs"),
     source!("tests/ui/block_race_with_outside.rs"),
     source!("tests/ui/block_record_inside_wait_outside.rs"),
@@ -105,6 +106,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/ui/buffer_expression.rs"),
     source!("tests/ui/buffer_not_parameter.rs"),
     source!("tests/ui/copy_into_shared_pinned.rs"),
+    source!("tests/ui/copy_into_shared_pinned_view.rs"),
     source!("tests/ui/copy_not_memory_target.rs"),
     source!("tests/ui/copy_pageable.rs"),
     source!("tests/ui/copy_wrong_memory.rs"),
@@ -138,6 +140,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/ui/pass_all_forms.rs"),
     source!("tests/ui/pass_race_check_incomplete.rs"),
     source!("tests/ui/pass_uncertain_races.rs"),
+    source!("tests/ui/pass_write_parts.rs"),
     source!("tests/ui/race_check_incomplete_denied.rs"),
     source!("tests/ui/race_in_every_branch.rs"),
     source!("tests/ui/race_loop_carried.rs"),
@@ -155,8 +158,12 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/ui/view_not_copy.rs"),
     source!("tests/ui/wait_stream_self.rs"),
     source!("tests/ui/wait_unrecorded.rs"),
+    source!("tests/ui/write_form_unsupported.rs"),
+    source!("tests/ui/write_shared_alias.rs"),
     source!("tests/ui/write_shared_kernel_arg.rs"),
+    source!("tests/ui/write_shared_under_mut.rs"),
     source!("tests/ui/write_through_shared.rs"),
+    source!("tests/write_borrows.rs"),
 ];
 
 /// The directories whose `*.rs` files are searched for seeds.

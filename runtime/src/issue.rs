@@ -8,7 +8,7 @@
 
 use crate::comm::Communicator;
 use crate::error::Error;
-use crate::ffi::memory::MemoryRef;
+use crate::ffi::memory::{MemoryMut, MemoryRef};
 use crate::ffi::KernelArg;
 use crate::memory::DeviceFlag;
 use crate::module::Kernel;
@@ -115,18 +115,20 @@ pub trait Issuer {
         args: &[KernelArg<'_>],
     ) -> Result<(), Error>;
     /// `copy DST <- SRC` on `stmt.stream`; both sides have the same element type and the
-    /// issuer checks that they have the same length.
+    /// issuer checks that they have the same length. `dst` was made through an exclusive
+    /// borrow of the memory ([`MemoryMut`]).
     fn copy(
         &mut self,
         stmt: &'static Statement,
-        dst: MemoryRef<'_>,
+        dst: MemoryMut<'_>,
         src: MemoryRef<'_>,
     ) -> Result<(), Error>;
-    /// `fill BUF = VALUE` on `stmt.stream`; `dst` is device memory.
+    /// `fill BUF = VALUE` on `stmt.stream`; `dst` is device memory, made through an exclusive
+    /// borrow of it.
     fn fill(
         &mut self,
         stmt: &'static Statement,
-        dst: MemoryRef<'_>,
+        dst: MemoryMut<'_>,
         pattern: FillPattern,
     ) -> Result<(), Error>;
     /// `host F` on `stmt.stream`: `f` runs on a driver thread once the stream's earlier work is
@@ -198,8 +200,8 @@ pub struct CollectivePart<'a> {
     pub statement: &'static Statement,
     /// The memory the participant contributes (read).
     pub send: MemoryRef<'a>,
-    /// The memory the participant's result is written to.
-    pub recv: MemoryRef<'a>,
+    /// The memory the participant's result is written to, made through an exclusive borrow.
+    pub recv: MemoryMut<'a>,
     /// The element type of both.
     pub elem: ElementType,
 }
@@ -326,14 +328,18 @@ pub mod __private {
     use std::marker::PhantomData;
 
     use super::*;
-    use crate::memory::{device_ref, CopySource, CopyTarget, DeviceMemory, FillValue, Zeroable};
+    use crate::memory::__private::Place;
+    use crate::memory::{
+        device_ref, CopySource, CopyTarget, DeviceMemory, DeviceMemoryMut, FillValue, Zeroable,
+    };
     use crate::operand::CollectiveElem;
 
-    /// `copy DST <- SRC`: both sides must hold the same element type.
+    /// `copy DST <- SRC`: both sides must hold the same element type; `dst` is borrowed
+    /// exclusively, through the `&&mut` of `issue(&self)`.
     pub fn copy<I, T, D, S>(
         issuer: &mut I,
         stmt: &'static Statement,
-        dst: &D,
+        dst: &&mut D,
         src: &S,
     ) -> Result<(), Error>
     where
@@ -341,7 +347,7 @@ pub mod __private {
         D: CopyTarget<T> + ?Sized,
         S: CopySource<T> + ?Sized,
     {
-        issuer.copy(stmt, dst.copy_target(), src.copy_source())
+        issuer.copy(stmt, MemoryMut::copy_target_through(dst), src.copy_source())
     }
 
     /// The kernel of `launch KERNEL<<<…>>>(…)`, as generated code passes it: `as_kernel` is
@@ -354,62 +360,64 @@ pub mod __private {
         as_kernel(kernel)
     }
 
-    /// `copy DST <- SRC`, as generated code issues it: `target` and `source` are
-    /// `CopyTarget::copy_target_of` and `CopySource::copy_source_of` at the user's expressions,
-    /// tied to one element type `T`, so that memory that cannot take part in a copy of `T` is
-    /// reported there, in the user's terms, rather than as a bound of this function.
+    /// `copy DST <- SRC`, as generated code issues it: `dst` is the place written (a
+    /// parameter borrowed `&mut`, an element or part of it), which must be a copy target of
+    /// `T`; `source` is `CopySource::copy_source_of` at the user's source expression, tied to
+    /// the same `T`, so that memory that cannot be the source of a copy of `T` is reported
+    /// there, in the user's terms, rather than as a bound of this function.
     pub fn copy_with<I, T, D, S>(
         issuer: &mut I,
         stmt: &'static Statement,
-        dst: &D,
-        target: for<'a> fn(&'a D, PhantomData<T>) -> MemoryRef<'a>,
+        dst: Place<'_, D>,
         src: &S,
         source: for<'a> fn(&'a S, PhantomData<T>) -> MemoryRef<'a>,
     ) -> Result<(), Error>
     where
         I: Issuer + ?Sized,
-        D: ?Sized,
+        D: CopyTarget<T> + ?Sized,
         S: ?Sized,
     {
-        issuer.copy(stmt, target(dst, PhantomData), source(src, PhantomData))
+        issuer.copy(stmt, dst.copy_target()?, source(src, PhantomData))
     }
 
-    /// `fill BUF = VALUE`.
+    /// `fill BUF = VALUE`; `dst` is borrowed exclusively, through the `&&mut` of
+    /// `issue(&self)`.
     pub fn fill<I, D>(
         issuer: &mut I,
         stmt: &'static Statement,
-        dst: &D,
+        dst: &&mut D,
         value: D::Elem,
     ) -> Result<(), Error>
     where
         I: Issuer + ?Sized,
-        D: DeviceMemory + ?Sized,
+        D: DeviceMemoryMut + ?Sized,
         D::Elem: FillValue,
     {
-        fill_with(issuer, stmt, dst, value, D::Elem::pattern)
+        issuer.fill(stmt, MemoryMut::device_through(dst), value.pattern())
     }
 
-    /// `fill BUF = VALUE`, as generated code issues it: `pattern` is `FillValue::pattern` at
-    /// the call site, so that an element type that cannot be filled is reported there, in the
-    /// user's terms, rather than as a bound of this function.
+    /// `fill BUF = VALUE`, as generated code issues it: `dst` is the place written, which must
+    /// be writable device memory; `pattern` is `FillValue::pattern` at the call site, so that an
+    /// element type that cannot be filled is reported there, in the user's terms, rather than
+    /// as a bound of this function.
     pub fn fill_with<I, D>(
         issuer: &mut I,
         stmt: &'static Statement,
-        dst: &D,
+        dst: Place<'_, D>,
         value: D::Elem,
         pattern: fn(D::Elem) -> FillPattern,
     ) -> Result<(), Error>
     where
         I: Issuer + ?Sized,
-        D: DeviceMemory + ?Sized,
+        D: DeviceMemoryMut + ?Sized,
     {
-        issuer.fill(stmt, device_ref(dst), pattern(value))
+        issuer.fill(stmt, dst.device()?, pattern(value))
     }
 
     /// The value a `fill` of `dst` starts from: generated code assigns the user's value to it,
     /// so that a value of another type than the memory's elements is reported on the value, as
     /// a plain type mismatch.
-    pub fn fill_value_of<D: DeviceMemory + ?Sized>(dst: &D) -> D::Elem {
+    pub fn fill_value_of<D: DeviceMemoryMut + ?Sized>(dst: &Place<'_, D>) -> D::Elem {
         let _ = dst;
         Zeroable::zeroed()
     }
@@ -457,23 +465,42 @@ pub mod __private {
     }
 
     /// One participant of a collective: device memory of one element type that collectives
-    /// carry, on both sides.
+    /// carry, on both sides; `recv`, written, is a place borrowed exclusively.
     pub fn collective_part<'a, S, R>(
         stmt: &'static Statement,
         send: &'a S,
-        recv: &'a R,
-    ) -> CollectivePart<'a>
+        recv: Place<'a, R>,
+    ) -> Result<CollectivePart<'a>, Error>
     where
         S: DeviceMemory + ?Sized,
-        R: DeviceMemory<Elem = S::Elem> + ?Sized,
+        R: DeviceMemoryMut<Elem = S::Elem> + ?Sized,
         S::Elem: CollectiveElem,
     {
-        CollectivePart {
+        Ok(CollectivePart {
             statement: stmt,
             send: device_ref(send),
-            recv: device_ref(recv),
+            recv: recv.device()?,
             elem: <S::Elem as CollectiveElem>::TYPE,
-        }
+        })
+    }
+
+    /// One participant of an in-place collective (`&mut x`): `recv`, a place borrowed
+    /// exclusively, is sent and written.
+    pub fn collective_part_in_place<'a, R>(
+        stmt: &'static Statement,
+        recv: Place<'a, R>,
+    ) -> Result<CollectivePart<'a>, Error>
+    where
+        R: DeviceMemoryMut + ?Sized,
+        R::Elem: CollectiveElem,
+    {
+        let recv = recv.device()?;
+        Ok(CollectivePart {
+            statement: stmt,
+            send: recv.memory_ref(),
+            recv,
+            elem: <R::Elem as CollectiveElem>::TYPE,
+        })
     }
 
     /// `limit = N` of a `while`: the number of iterations at most.

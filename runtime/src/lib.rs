@@ -32,7 +32,7 @@ pub use error::{CaptureFault, Error, Mismatch, OpEdge, OpInfo, Result, UpdateRej
 pub use event::Event;
 pub use exec::capture::{Capture, CaptureMode};
 pub use exec::eager::{Eager, EagerStats};
-pub use ffi::memory::MemoryRef;
+pub use ffi::memory::{MemoryMut, MemoryRef};
 pub use ffi::KernelArg;
 pub use graph::{
     capture, CaptureOutcome, Graph, GraphExec, GraphExecHandle, GraphHandle, GraphStats,

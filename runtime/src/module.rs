@@ -179,8 +179,11 @@ impl Module {
     /// (and of its clones) passes arguments matching the kernel's C signature** — as many as
     /// it declares, in order, each a [`KernelArg`] of the C type at that position (`float*` ⇔
     /// a `DeviceBuffer<f32>` or view, `float` ⇔ `KernelArg::value(&f32)`, a struct ⇔ a
-    /// `#[repr(C)]` Rust struct of the same layout), and device memory large enough for every
-    /// access the kernel makes. Launches themselves are then safe.
+    /// `#[repr(C)]` Rust struct of the same layout), device memory large enough for every
+    /// access the kernel makes, and every pointer the kernel writes through passed as a write
+    /// ([`KernelArg::write`], [`KernelArg::write_through`], `&mut x` in a pipeline), never as
+    /// [`KernelArg::read`]: a read argument may be a shared borrow that others read meanwhile.
+    /// Launches themselves are then safe.
     ///
     /// See [`cuModuleGetFunction`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html).
     pub unsafe fn kernel(&self, name: &str) -> Result<Kernel> {

@@ -4,10 +4,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use streamgraph::__private::{arg_read, arg_value, arg_write, fill};
+use streamgraph::__private::{arg_value, fill};
 use streamgraph::{
-    AccessMode, DeviceMemory, DeviceRange, Dim3, Error, Issuer, Kernel, LaunchConfig, Program,
-    StatementKind,
+    AccessMode, DeviceMemory, DeviceMemoryMut, DeviceRange, Dim3, Error, Issuer, Kernel, KernelArg,
+    LaunchConfig, Program, StatementKind,
 };
 use streamgraph::{Plan, Planner};
 
@@ -43,6 +43,9 @@ unsafe impl DeviceMemory for Region {
     }
 }
 
+// SAFETY: as for `DeviceMemory`: nothing ever writes the range, the planner only records it.
+unsafe impl DeviceMemoryMut for Region {}
+
 pub fn config() -> LaunchConfig {
     LaunchConfig {
         grid: Dim3::from(1),
@@ -73,21 +76,24 @@ pub fn issue<I: Issuer + ?Sized>(
     };
     match stmt.kind {
         StatementKind::Launch { kernel } => {
-            let buffers: Vec<Region> = stmt.accesses.iter().map(|a| region(a.buffer)).collect();
+            let mut buffers: Vec<Region> = stmt.accesses.iter().map(|a| region(a.buffer)).collect();
             let n = 7u32;
             let mut args: Vec<_> = stmt
                 .accesses
                 .iter()
-                .zip(&buffers)
+                .zip(&mut buffers)
                 .map(|(a, r)| match a.mode {
-                    AccessMode::Read => arg_read(r),
-                    AccessMode::Write => arg_write(r),
+                    AccessMode::Read => KernelArg::read::<Region>(r),
+                    AccessMode::Write => KernelArg::write(r),
                 })
                 .collect();
             args.push(arg_value(&n));
             issuer.launch(stmt, &Kernel::for_planning(kernel), config(), &args)
         }
-        StatementKind::Fill => fill(issuer, stmt, &region(stmt.accesses[0].buffer), 0u8),
+        StatementKind::Fill => {
+            let mut target = region(stmt.accesses[0].buffer);
+            fill(issuer, stmt, &&mut target, 0u8)
+        }
         StatementKind::Host => issuer.host(stmt, Arc::new(|| {})),
         StatementKind::Copy => {
             panic!("copies need CopySource/CopyTarget memory; see the unit tests")

@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use proc_macro2::TokenStream;
 use proptest::prelude::*;
 use quote::{format_ident, quote};
-use streamgraph_runtime::__private::{arg_read, arg_write};
+use streamgraph_runtime::__private::{arg_place, arg_read, place};
 use streamgraph_runtime::{
     AccessMode, DeviceBuffer, DeviceMemory, Dim3, Issuer, Kernel, LaunchConfig,
 };
@@ -245,7 +245,7 @@ fn runtime_races(p: &Prog) -> Races {
     }
     let program = b.build();
 
-    let buffers: Vec<DeviceBuffer<f32>> = (0..p.buffers)
+    let mut buffers: Vec<DeviceBuffer<f32>> = (0..p.buffers)
         .map(|_| DeviceBuffer::for_planning(64).unwrap())
         .collect();
     let kernel = Kernel::for_planning("f");
@@ -255,6 +255,8 @@ fn runtime_races(p: &Prog) -> Races {
         shared_mem_bytes: 0,
     };
     let mut planner = Planner::new(program);
+    // Launches write the buffers through this exclusive borrow, as a pipeline's `&mut` does.
+    let written = &mut buffers;
     for (st, stmt) in p.stmts.iter().zip(program.statements) {
         match st {
             St::Launch { touches, .. } => {
@@ -262,9 +264,9 @@ fn runtime_races(p: &Prog) -> Races {
                     .iter()
                     .map(|&(b, w)| {
                         if w {
-                            arg_write(&buffers[b])
+                            arg_place(place(&written).index(b)).unwrap()
                         } else {
-                            arg_read(&buffers[b])
+                            arg_read(&written[b])
                         }
                     })
                     .collect();

@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 
 use syn::Ident;
 
-use crate::model::{Errors, Kind, Mode, Node, ParamKind, Program, Statement};
+use crate::model::{write_form, Errors, Kind, Mode, Node, ParamKind, Program, Statement};
 
 /// Checks every rule, recording each violation in `errors`.
 pub fn validate(program: &Program, errors: &mut Errors) {
@@ -347,10 +347,14 @@ fn kernels_and_fills_use_device_memory(program: &Program, errors: &mut Errors) {
     }
 }
 
-/// A statement writes a buffer only through a parameter declared `&mut`.
+/// A statement writes a buffer only through a parameter declared `&mut`, whose buffer is
+/// borrowed exclusively (not `&mut &DeviceBuffer<T>` nor `&mut DeviceView<'_, T>`), and names
+/// it in a shape that generated code writes through that borrow ([`write_form`]).
 ///
-/// Writes are `&mut x` arguments, copy destinations and fill targets.
+/// Writes are `&mut x` arguments, copy destinations, fill targets and collectives' receive
+/// buffers.
 fn writes_go_through_mut_parameters(program: &Program, errors: &mut Errors) {
+    let mut shared_reported: Vec<&Ident> = Vec::new();
     for stmt in &program.statements {
         for access in stmt.accesses.iter().filter(|a| a.mode == Mode::Write) {
             let Some(param) = program.param(&access.buffer) else {
@@ -366,6 +370,35 @@ fn writes_go_through_mut_parameters(program: &Program, errors: &mut Errors) {
                         access.buffer,
                         param.name,
                         crate::text::type_text(&param.ty)
+                    ),
+                );
+            } else if param.shared_under_mut() && !shared_reported.contains(&&param.name) {
+                shared_reported.push(&param.name);
+                errors.spanned(
+                    &param.ty,
+                    format!(
+                        "`{}` writes `{}`, but `{}` is declared `{}`: the buffer is borrowed \
+                         shared, so the pipeline cannot write it; declare `{}: {}`",
+                        stmt.text,
+                        access.buffer,
+                        param.name,
+                        crate::text::type_text(&param.ty),
+                        param.name,
+                        crate::text::type_text(&param.exclusive_type())
+                    ),
+                );
+            }
+        }
+        for written in stmt.kind.writes() {
+            if write_form(&written.expr).is_none() {
+                let text = crate::text::text_of(&written.expr);
+                errors.spanned(
+                    &written.expr,
+                    format!(
+                        "`{}` writes `{text}`, which the pipeline cannot write through its \
+                         `&mut` borrow of `{}`: a write names the parameter (`{}`), an element \
+                         of it (`{}[i]`) or a part of either (`{}.slice_mut(a..b)`)",
+                        stmt.text, written.root, written.root, written.root, written.root
                     ),
                 );
             }

@@ -571,7 +571,7 @@ impl NodeBook {
         for (part, added) in parts.iter().zip(nodes) {
             let stmt = part.statement;
             let occurrence = self.issued(stmt)?;
-            for (side, write) in [(&part.send, false), (&part.recv, true)] {
+            for (side, write) in [(part.send, false), (part.recv.memory_ref(), true)] {
                 if let Memory::Device(r) = side.memory() {
                     remember(&mut self.memory, r);
                 }

@@ -52,7 +52,7 @@ use crate::event::Event;
 use crate::exec::book::{Issued, NodeBook};
 use crate::exec::expect::Expected;
 use crate::ffi::conditional::{self as cond, CondFlag, CondKernels, CondKind};
-use crate::ffi::memory::MemoryRef;
+use crate::ffi::memory::{MemoryMut, MemoryRef};
 use crate::ffi::KernelArg;
 use crate::issue::{Body, CollectivePart, Issuer, Pipeline, StreamOptions};
 use crate::memory::{DeviceBuffer, DeviceFlag, DeviceMemory};
@@ -1053,8 +1053,8 @@ impl Eager {
                 entries.push((
                     &ranks.comms[k],
                     &**stream.as_cudarc(),
-                    &part.send,
-                    &part.recv,
+                    part.send,
+                    part.recv.memory_ref(),
                     part.elem,
                 ));
             }
@@ -1109,9 +1109,10 @@ impl Issuer for Eager {
     fn copy(
         &mut self,
         stmt: &'static Statement,
-        dst: MemoryRef<'_>,
+        dst: MemoryMut<'_>,
         src: MemoryRef<'_>,
     ) -> Result<(), Error> {
+        let dst = dst.memory_ref();
         let _traced = self.traced(stmt);
         if let Some(expect) = self.expect.as_deref_mut() {
             let accesses = vec![
@@ -1158,9 +1159,10 @@ impl Issuer for Eager {
     fn fill(
         &mut self,
         stmt: &'static Statement,
-        dst: MemoryRef<'_>,
+        dst: MemoryMut<'_>,
         pattern: FillPattern,
     ) -> Result<(), Error> {
+        let dst = dst.memory_ref();
         let _traced = self.traced(stmt);
         if let Some(expect) = self.expect.as_deref_mut() {
             let accesses = vec![BufferAccess::of(&dst.memory(), AccessMode::Write)];

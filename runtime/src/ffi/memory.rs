@@ -489,6 +489,73 @@ impl<'a> MemoryRef<'a> {
     pub(crate) fn holder(&self) -> HolderKind<'a> {
         self.holder.0
     }
+
+    /// The elements `start..end` of this memory (counted in elements of
+    /// [`MemoryRef::elem_size`] bytes), with the same holder; `None` when they do not lie
+    /// inside it.
+    pub(crate) fn elements(&self, start: usize, end: usize) -> Option<MemoryRef<'a>> {
+        let size = self.elem_size;
+        let offset = start.checked_mul(size)?;
+        let bytes = end.checked_sub(start)?.checked_mul(size)?;
+        if offset.checked_add(bytes)? > self.memory.bytes() {
+            return None;
+        }
+        let memory = match self.memory {
+            Memory::Device(range) => Memory::Device(DeviceRange {
+                ptr: range.ptr.checked_add(u64::try_from(offset).ok()?)?,
+                bytes,
+                ..range
+            }),
+            // Inside the range checked above, so inside the same allocation.
+            Memory::PinnedHost { ptr, .. } => Memory::PinnedHost {
+                ptr: ptr.wrapping_add(offset),
+                bytes,
+            },
+            Memory::PageableHost { ptr, .. } => Memory::PageableHost {
+                ptr: ptr.wrapping_add(offset),
+                bytes,
+            },
+        };
+        Some(MemoryRef { memory, ..*self })
+    }
+}
+
+/// Memory that a copy or fill writes, or a collective's result: a [`MemoryRef`] made through
+/// an **exclusive** borrow of the memory (or through a shared reference to one, which is what
+/// a pipeline's `issue(&self)` holds for a buffer it borrowed `&mut`), so that nothing but the
+/// holder of that borrow writes the memory while it lives. A shared borrow of a buffer never
+/// makes one: [`crate::Issuer`]'s writes take this type, so a `&DeviceBuffer` (or a view of one)
+/// can only be read.
+///
+/// Made by [`MemoryMut::copy_target`], [`MemoryMut::device`] and their `_through` forms
+/// (which take the `&&mut` that `issue(&self)` holds).
+#[derive(Debug)]
+pub struct MemoryMut<'a> {
+    memory: MemoryRef<'a>,
+}
+
+impl<'a> MemoryMut<'a> {
+    /// `memory`, which the caller reached through an exclusive borrow (or a shared reference
+    /// to one) that lives for `'a`.
+    pub(crate) fn exclusive(memory: MemoryRef<'a>) -> MemoryMut<'a> {
+        MemoryMut { memory }
+    }
+
+    /// The memory, as a reference that reads it (for the driver calls that write it, and for
+    /// bookkeeping).
+    pub fn memory_ref(&self) -> MemoryRef<'a> {
+        self.memory
+    }
+
+    /// The memory.
+    pub fn memory(&self) -> Memory {
+        self.memory.memory
+    }
+
+    /// Size of one element in bytes.
+    pub fn elem_size(&self) -> usize {
+        self.memory.elem_size
+    }
 }
 /// The host allocations among a copy's sides, for the DMA protocol (`true`: written).
 fn host_sides<'x>(dst: &MemoryRef<'x>, src: &MemoryRef<'x>) -> Vec<(&'x PinnedAlloc, bool)> {

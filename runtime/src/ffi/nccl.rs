@@ -144,8 +144,8 @@ fn red_op(op: ReduceOp) -> sys::ncclRedOp_t {
 pub(crate) type GroupRank<'x, 'a> = (
     &'x RawComm,
     &'x cudarc::driver::CudaStream,
-    &'x MemoryRef<'a>,
-    &'x MemoryRef<'a>,
+    MemoryRef<'a>,
+    MemoryRef<'a>,
     ElementType,
 );
 

@@ -12,7 +12,7 @@
 use crate::error::Error;
 use crate::exec::book::{encode, encode_launch, Issued, LaunchShape, OPAQUE};
 use crate::ffi::graph::{Keep, NodeHandle, OwnedExec};
-use crate::ffi::memory::{HolderKind, MemoryRef};
+use crate::ffi::memory::{HolderKind, MemoryMut, MemoryRef};
 use crate::ffi::KernelArg;
 use crate::issue::{Body, Issuer};
 use crate::memory::DeviceFlag;
@@ -288,9 +288,10 @@ impl Issuer for Updater<'_> {
     fn copy(
         &mut self,
         stmt: &'static Statement,
-        dst: MemoryRef<'_>,
+        dst: MemoryMut<'_>,
         src: MemoryRef<'_>,
     ) -> Result<(), Error> {
+        let dst = dst.memory_ref();
         let i = self.next_op(stmt)?;
         if self.encode(&Issued::Copy(dst, src)) && self.state.values(i) == Some(&self.scratch[..]) {
             Ok(())
@@ -302,9 +303,10 @@ impl Issuer for Updater<'_> {
     fn fill(
         &mut self,
         stmt: &'static Statement,
-        dst: MemoryRef<'_>,
+        dst: MemoryMut<'_>,
         pattern: FillPattern,
     ) -> Result<(), Error> {
+        let dst = dst.memory_ref();
         let i = self.next_op(stmt)?;
         if self.encode(&Issued::Fill(dst, pattern))
             && self.state.values(i) == Some(&self.scratch[..])

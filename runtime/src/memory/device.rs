@@ -243,8 +243,9 @@ impl<T> DeviceBuffer<T> {
 /// A read-only sub-range of a [`DeviceBuffer`], borrowed from it. Keeps its own copy of the
 /// address so that a kernel argument can point at it.
 ///
-/// Not `Copy`: a view passed into a pipeline is that pipeline's. Pipelines and the safe write
-/// APIs write device memory only through `&mut` borrows or a [`DeviceViewMut`].
+/// A copy source and a kernel input, never written: it borrows the buffer shared, and others
+/// may be reading it. Pipelines and the safe write APIs write device memory only through
+/// `&mut` borrows or a [`DeviceViewMut`] ([`DeviceBuffer::slice_mut`]). Not `Copy`.
 pub struct DeviceView<'a, T> {
     alloc: &'a Arc<DeviceAlloc>,
     ptr: u64,
@@ -438,7 +439,7 @@ unsafe impl<T: Pod> CopySource<T> for DeviceBuffer<T> {
     }
 }
 
-// SAFETY: as above; device memory.
+// SAFETY: as above; device memory, which only `&mut DeviceBuffer` (or the owner) writes.
 unsafe impl<T: Pod> CopyTarget<T> for DeviceBuffer<T> {
     fn copy_target(&self) -> MemoryRef<'_> {
         self.as_view().memory()
@@ -452,13 +453,6 @@ unsafe impl<T: Pod> CopySource<T> for DeviceView<'_, T> {
     }
 }
 
-// SAFETY: as above; device memory (pipelines write views only of `&mut` parameters).
-unsafe impl<T: Pod> CopyTarget<T> for DeviceView<'_, T> {
-    fn copy_target(&self) -> MemoryRef<'_> {
-        self.memory()
-    }
-}
-
 // SAFETY: as for `DeviceView`.
 unsafe impl<T: Pod> CopySource<T> for DeviceViewMut<'_, T> {
     fn copy_source(&self) -> MemoryRef<'_> {
@@ -466,7 +460,7 @@ unsafe impl<T: Pod> CopySource<T> for DeviceViewMut<'_, T> {
     }
 }
 
-// SAFETY: as for `DeviceView`.
+// SAFETY: as for `DeviceView`; made from `&mut DeviceBuffer` only, and not `Copy`.
 unsafe impl<T: Pod> CopyTarget<T> for DeviceViewMut<'_, T> {
     fn copy_target(&self) -> MemoryRef<'_> {
         self.view.memory()

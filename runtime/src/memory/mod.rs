@@ -17,6 +17,13 @@
 //! `copy` and `fill` statements accept. They are `unsafe` to implement: the implementer
 //! promises that the memory named is live (see each trait).
 //!
+//! Memory is written only through an exclusive borrow: `&mut DeviceBuffer`, a
+//! [`DeviceViewMut`] (from [`DeviceBuffer::slice_mut`]), `&mut PinnedBuffer`, a
+//! [`PinnedViewMut`], `&mut DeviceFlag`, `&mut CudaSlice` or a `CudaViewMut`. The read-only views
+//! ([`DeviceView`], [`PinnedView`], cudarc's `CudaView`) and shared references are copy
+//! sources and kernel inputs only: a write takes a [`MemoryMut`], which only an exclusive
+//! borrow makes.
+//!
 //! The synchronous conveniences ([`DeviceBuffer::from_host`], [`DeviceBuffer::to_vec`], …)
 //! run on the current stream when it belongs to the buffer's device (see
 //! [`crate::current_stream`]), else on the device's default stream, and wait for it. Work on
@@ -44,6 +51,7 @@ pub use bytemuck::{Pod, Zeroable};
 pub use cudarc::driver::DeviceRepr;
 
 use crate::error::{Error, Result};
+use crate::ffi::memory::MemoryMut;
 use crate::ffi::memory::{Holder, MemoryRef};
 use crate::ffi::KernelArg;
 use crate::operand::{BufferAccess, DeviceRange, FillPattern};
@@ -95,13 +103,21 @@ pub unsafe trait DeviceMemory {
 }
 
 /// Device memory that may be written through this value: what the safe write APIs
-/// ([`KernelArg::write`], [`Stream::fill`](crate::stream::Stream::fill)) take by `&mut`, so
-/// that a write needs an exclusive borrow of the memory.
+/// ([`KernelArg::write`], [`Stream::fill`](crate::stream::Stream::fill), [`MemoryMut::device`])
+/// take by `&mut` (or as the `&&mut` of a pipeline's `issue(&self)`), so that a write needs an
+/// exclusive borrow of the memory. The read-only views and shared references are not.
 ///
 /// # Safety
 ///
 /// As for [`DeviceMemory`]; and a value of the type is the only one through which its memory
 /// may be written while it lives (it borrows the memory exclusively, or owns it).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be written: it is not device memory borrowed exclusively",
+    label = "written here, through a shared borrow or something that is not device memory",
+    note = "device memory is written through `&mut DeviceBuffer<T>`, a `DeviceViewMut` \
+            (`x.slice_mut(0..n)`), `&mut DeviceFlag`, `&mut CudaSlice<T>` or a `CudaViewMut`; a \
+            pipeline parameter that a statement writes is declared `x: &mut DeviceBuffer<T>`"
+)]
 pub unsafe trait DeviceMemoryMut: DeviceMemory {}
 
 /// Memory a `copy` can read from: device, pinned or pageable host memory of `T`.
@@ -130,28 +146,55 @@ pub unsafe trait CopySource<T> {
     }
 }
 
-/// Memory a `copy` can write to: device or pinned host memory of `T`.
+/// Memory a `copy` can write to: device or pinned host memory of `T` that this value owns or
+/// borrows exclusively. A copy writes it only through an exclusive borrow of the value
+/// ([`Stream::copy`](crate::stream::Stream::copy) takes `&mut`, [`MemoryMut::copy_target`]
+/// `&mut` or the `&&mut` of a pipeline's `issue(&self)`); the read-only views
+/// ([`DeviceView`], [`PinnedView`], cudarc's `CudaView`) and shared references are not
+/// targets.
 ///
 /// # Safety
 ///
-/// As for [`CopySource`] (for the [`MemoryRef`]s of its methods); host memory it names is page-locked and guarded against Rust
-/// references while copies write it (as [`MemoryRef::from_raw`] requires).
+/// As for [`CopySource`] (for the [`MemoryRef`]s of its methods); host memory it names is
+/// page-locked and guarded against Rust references while copies write it (as
+/// [`MemoryRef::from_raw`] requires); and a value of the type is the only one through which
+/// its memory may be written while it lives (it borrows the memory exclusively, or owns it).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be the destination of a copy",
-    label = "not writable device or page-locked host memory",
+    label = "not device or page-locked host memory borrowed exclusively",
     note = "a copy writes a `DeviceBuffer<T>`, a `PinnedBuffer<T>` or a mutable view of either \
-            (`x.slice_mut(0..n)`), borrowed `&mut`, with the same element type as the source"
+            (`x.slice_mut(0..n)`), borrowed `&mut`, with the same element type as the source; \
+            a read-only view (`x.slice(0..n)`) or a shared borrow cannot be written"
 )]
 pub unsafe trait CopyTarget<T> {
-    /// The memory, borrowed from `self`.
+    /// The memory, borrowed from `self`. It names the memory only: writing it takes a
+    /// [`MemoryMut`], made from an exclusive borrow of `self`.
     fn copy_target(&self) -> MemoryRef<'_>;
+}
 
-    /// [`CopyTarget::copy_target`], for `elem`'s element type (see
-    /// [`CopySource::copy_source_of`]).
-    #[doc(hidden)]
-    fn copy_target_of(&self, elem: PhantomData<T>) -> MemoryRef<'_> {
-        let _ = elem;
-        self.copy_target()
+impl<'a> MemoryMut<'a> {
+    /// The memory of `dst`, for a copy to write: `dst` borrowed exclusively.
+    pub fn copy_target<T, D: CopyTarget<T> + ?Sized>(dst: &'a mut D) -> MemoryMut<'a> {
+        let dst: &'a D = dst;
+        MemoryMut::exclusive(dst.copy_target())
+    }
+
+    /// The memory of `dst`, for a copy to write, through a shared reference to an exclusive
+    /// borrow: what a hand-written [`crate::Pipeline`]'s `issue(&self)` holds for a buffer it
+    /// borrowed `&mut` (the borrow proves that nothing else writes the memory while it lives).
+    pub fn copy_target_through<T, D: CopyTarget<T> + ?Sized>(dst: &'a &mut D) -> MemoryMut<'a> {
+        MemoryMut::exclusive((**dst).copy_target())
+    }
+
+    /// The memory of `dst`, for a fill to write: `dst` borrowed exclusively.
+    pub fn device<M: DeviceMemoryMut + ?Sized>(dst: &'a mut M) -> MemoryMut<'a> {
+        MemoryMut::exclusive(device_ref(&*dst))
+    }
+
+    /// As [`MemoryMut::device`], through a shared reference to an exclusive borrow (see
+    /// [`MemoryMut::copy_target_through`]).
+    pub fn device_through<M: DeviceMemoryMut + ?Sized>(dst: &'a &mut M) -> MemoryMut<'a> {
+        MemoryMut::exclusive(device_ref(&**dst))
     }
 }
 
@@ -201,7 +244,8 @@ fn buffer_arg<M: DeviceMemory + ?Sized>(m: &M, mode: AccessMode) -> KernelArg<'_
 #[doc(hidden)]
 pub mod __private {
     //! Entry points of generated code; they erase types after the compiler (and the macro's
-    //! checks: writes go through `&mut` parameters) has checked them. Not public API.
+    //! checks) has checked them. Not public API. Every write takes an exclusive borrow: a
+    //! [`Place`], made from the `&&mut` that `issue(&self)` holds for a `&mut` parameter.
     use super::*;
 
     /// `&x` in launch arguments.
@@ -209,9 +253,178 @@ pub mod __private {
         buffer_arg(m, AccessMode::Read)
     }
 
-    /// `&mut x` in launch arguments (the macro checked that `x` is borrowed `&mut`).
-    pub fn arg_write<M: DeviceMemory + ?Sized>(m: &M) -> KernelArg<'_> {
-        buffer_arg(m, AccessMode::Write)
+    /// `&mut x` in launch arguments, through a shared reference to an exclusive borrow (as
+    /// [`KernelArg::write_through`]).
+    pub fn arg_write<'a, M: DeviceMemoryMut + ?Sized>(m: &'a &mut M) -> KernelArg<'a> {
+        buffer_arg(&**m, AccessMode::Write)
+    }
+
+    /// What a statement writes: a parameter that the pipeline borrowed `&mut`, reached through
+    /// `issue(&self)` ([`place`]), optionally one element of it (`xs[i]`, [`Place::index`]) and
+    /// a part of that (`x.slice_mut(a..b)`, [`Place::slice`]). Only an exclusive borrow makes
+    /// one, and it is written only when its memory is writable ([`DeviceMemoryMut`],
+    /// [`CopyTarget`]): a buffer borrowed shared under the `&mut` (`&mut &DeviceBuffer<T>`,
+    /// `&mut DeviceView<'_, T>`) is not. An index or range out of bounds is kept as an error,
+    /// returned when the place is written.
+    pub struct Place<'a, M: ?Sized> {
+        memory: Result<&'a M, Error>,
+        part: Option<(Bound<usize>, Bound<usize>)>,
+    }
+
+    impl<M: ?Sized> std::fmt::Debug for Place<'_, M> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("Place")
+                .field("error", &self.memory.as_ref().err())
+                .field("part", &self.part)
+                .finish_non_exhaustive()
+        }
+    }
+
+    /// The parameter `m` as a [`Place`]: `&self.x` of `issue(&self)` for `x: &mut M`.
+    pub fn place<'a, M: ?Sized>(m: &'a &mut M) -> Place<'a, M> {
+        Place {
+            memory: Ok(&**m),
+            part: None,
+        }
+    }
+
+    fn element<'a, B>(place: Place<'a, [B]>, i: usize) -> Place<'a, B> {
+        let memory = place.memory.and_then(|all| {
+            all.get(i).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "index {i} is out of bounds of {} buffers",
+                    all.len()
+                ))
+            })
+        });
+        Place { memory, part: None }
+    }
+
+    impl<'a, B> Place<'a, [B]> {
+        /// Element `i` (`xs[i]`): the elements of a slice borrowed exclusively are.
+        pub fn index(self, i: usize) -> Place<'a, B> {
+            element(self, i)
+        }
+    }
+
+    impl<'a, B> Place<'a, Vec<B>> {
+        /// Element `i` (`xs[i]`).
+        pub fn index(self, i: usize) -> Place<'a, B> {
+            let Place { memory, part } = self;
+            element(
+                Place {
+                    memory: memory.map(Vec::as_slice),
+                    part,
+                },
+                i,
+            )
+        }
+    }
+
+    impl<'a, B, const N: usize> Place<'a, [B; N]> {
+        /// Element `i` (`xs[i]`).
+        pub fn index(self, i: usize) -> Place<'a, B> {
+            let Place { memory, part } = self;
+            element(
+                Place {
+                    memory: memory.map(|a| a.as_slice()),
+                    part,
+                },
+                i,
+            )
+        }
+    }
+
+    impl<'a, M: ?Sized> Place<'a, M> {
+        /// The elements in `range` (`x.slice_mut(a..b)`, or `x.slice(a..b)` as a write).
+        pub fn slice(self, range: impl RangeBounds<usize>) -> Place<'a, M> {
+            let range = (range.start_bound().cloned(), range.end_bound().cloned());
+            match self.part {
+                None => Place {
+                    memory: self.memory,
+                    part: Some(range),
+                },
+                Some(_) => Place {
+                    memory: Err(Error::InvalidArgument(
+                        "a written buffer is sliced twice; write one `.slice_mut(a..b)`".into(),
+                    )),
+                    part: None,
+                },
+            }
+        }
+
+        /// The memory and the elements `start..end` of it, of `len`.
+        fn resolve(self, len: usize) -> Result<(&'a M, usize, usize)> {
+            let memory = self.memory?;
+            let Some(range) = self.part else {
+                return Ok((memory, 0, len));
+            };
+            let (start, end) = resolve(range, len).ok_or_else(|| out_of_bounds(&range, len))?;
+            Ok((memory, start, end))
+        }
+
+        /// The device memory of the place and the range of it written.
+        fn device_range(self) -> Result<(&'a M, DeviceRange)>
+        where
+            M: DeviceMemoryMut,
+        {
+            let len = self.memory.as_ref().map_or(0, |m| m.len());
+            let (m, start, end) = self.resolve(len)?;
+            let whole = m.range();
+            let (ptr, n) = sub_range::<M::Elem>(whole.ptr, len, start..end)?;
+            let bytes = bytes_of::<M::Elem>(n)?;
+            Ok((
+                m,
+                DeviceRange {
+                    ptr,
+                    bytes,
+                    ..whole
+                },
+            ))
+        }
+
+        /// The device memory of the place, for a fill that writes it.
+        pub(crate) fn device(self) -> Result<MemoryMut<'a>>
+        where
+            M: DeviceMemoryMut,
+        {
+            let (m, range) = self.device_range()?;
+            let size = std::mem::size_of::<M::Elem>();
+            Ok(MemoryMut::exclusive(MemoryRef::promised_device(
+                range,
+                size,
+                m.holder(),
+            )))
+        }
+
+        /// The memory of the place, for a copy into it.
+        pub(crate) fn copy_target<T>(self) -> Result<MemoryMut<'a>>
+        where
+            M: CopyTarget<T>,
+        {
+            let whole = self.memory.as_ref().ok().map(|m| m.copy_target());
+            let len = whole.map_or(0, |w| w.memory().bytes() / w.elem_size().max(1));
+            let (m, start, end) = self.resolve(len)?;
+            let part = m.copy_target().elements(start, end).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "elements {start}..{end} of a copy destination of {len} elements do not lie \
+                     in its memory"
+                ))
+            })?;
+            Ok(MemoryMut::exclusive(part))
+        }
+    }
+
+    /// `&mut x`, `&mut x.slice_mut(a..b)` or `&mut xs[i]` in launch arguments.
+    pub fn arg_place<M: DeviceMemoryMut + ?Sized>(place: Place<'_, M>) -> Result<KernelArg<'_>> {
+        let (m, range) = place.device_range()?;
+        Ok(KernelArg::buffer(
+            BufferAccess {
+                range,
+                mode: AccessMode::Write,
+            },
+            m.holder(),
+        ))
     }
 
     /// `memory`, which must be device memory: generated code passes `DeviceMemory::len` as

@@ -201,14 +201,14 @@ impl<T> PinnedBuffer<T> {
     }
 }
 
-/// A sub-range of a [`PinnedBuffer`] borrowed from it ([`PinnedBuffer::slice`]): a copy
-/// source, and the target of copies in pipelines whose parameter is `&mut PinnedBuffer` (as
-/// for [`crate::DeviceView`]).
+/// A sub-range of a [`PinnedBuffer`] borrowed from it shared ([`PinnedBuffer::slice`]): a
+/// copy source only. Copies write pinned memory through `&mut PinnedBuffer` or a
+/// [`PinnedViewMut`] ([`PinnedBuffer::slice_mut`]).
 ///
 /// The DMA protocol guards the whole buffer: a copy from a view counts as a copy from the
-/// buffer, so the buffer's [`PinnedBuffer::as_mut_slice`] waits for it; a copy into a view
-/// counts as a copy into the buffer, refused while a guard of it lives and waited for by the
-/// guards made later.
+/// buffer, so the buffer's [`PinnedBuffer::as_mut_slice`] waits for it; a copy into a
+/// [`PinnedViewMut`] counts as a copy into the buffer, refused while a guard of it lives and
+/// waited for by the guards made later.
 pub struct PinnedView<'a, T> {
     alloc: &'a Arc<PinnedAlloc>,
     /// First element, counted from the buffer's start.
@@ -323,16 +323,6 @@ unsafe impl<T: Pod> CopySource<T> for PinnedView<'_, T> {
 unsafe impl<T: Pod> CopySource<T> for PinnedViewMut<'_, T> {
     fn copy_source(&self) -> MemoryRef<'_> {
         self.view.memory()
-    }
-}
-
-// SAFETY: as for `PinnedView`. Copies into it are refused while a guard of the buffer lives,
-// and later guards wait for them (the DMA protocol guards the buffer as a whole, whichever
-// borrow the copy came through, as for `PinnedBuffer`'s own `copy_target(&self)`); pipelines
-// write views only of `&mut` parameters.
-unsafe impl<T: Pod> CopyTarget<T> for PinnedView<'_, T> {
-    fn copy_target(&self) -> MemoryRef<'_> {
-        self.memory()
     }
 }
 

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::comm::Communicator;
 use crate::error::{Error, Result};
-use crate::ffi::memory::MemoryRef;
+use crate::ffi::memory::{MemoryMut, MemoryRef};
 use crate::ffi::KernelArg;
 use crate::issue::{Body, CollectivePart, Issuer};
 use crate::memory::{DeviceFlag, DeviceMemory};
@@ -326,7 +326,7 @@ impl Issuer for Planner {
     fn copy(
         &mut self,
         stmt: &'static Statement,
-        dst: MemoryRef<'_>,
+        dst: MemoryMut<'_>,
         src: MemoryRef<'_>,
     ) -> Result<()> {
         let _traced = trace::statement(Some(self.program), stmt);
@@ -352,7 +352,7 @@ impl Issuer for Planner {
     fn fill(
         &mut self,
         stmt: &'static Statement,
-        dst: MemoryRef<'_>,
+        dst: MemoryMut<'_>,
         _pattern: FillPattern,
     ) -> Result<()> {
         let _traced = trace::statement(Some(self.program), stmt);
@@ -559,14 +559,14 @@ mod tests {
         planner
             .copy(
                 &program.statements[0],
-                device(0x1000, 64),
+                MemoryMut::exclusive(device(0x1000, 64)),
                 host.part(0, 16).unwrap(),
             )
             .unwrap();
         planner
             .copy(
                 &program.statements[1],
-                host.part(8, 16).unwrap(),
+                MemoryMut::exclusive(host.part(8, 16).unwrap()),
                 device(0x2000, 64),
             )
             .unwrap();
@@ -610,7 +610,11 @@ mod tests {
         let program = b.build();
         let mut planner = Planner::new(program);
         let err = planner
-            .copy(&program.statements[0], device(0, 64), device(0x100, 32))
+            .copy(
+                &program.statements[0],
+                MemoryMut::exclusive(device(0, 64)),
+                device(0x100, 32),
+            )
             .unwrap_err();
         let msg = err.to_string();
         assert!(
@@ -629,7 +633,7 @@ mod tests {
         CollectivePart {
             statement: stmt,
             send: device(ptr, 64),
-            recv: device(ptr, 64),
+            recv: MemoryMut::exclusive(device(ptr, 64)),
             elem: crate::operand::ElementType::F32,
         }
     }

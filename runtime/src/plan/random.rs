@@ -45,11 +45,11 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::ffi::memory::MemoryRef;
+use crate::ffi::memory::{MemoryMut, MemoryRef};
 use crate::ffi::KernelArg;
 use crate::issue::{__private as issue, Body, Issuer};
 use crate::memory::{
-    __private as gen, CopySource, CopyTarget, DeviceBuffer, DeviceFlag, DeviceView, PinnedBuffer,
+    __private as gen, CopySource, DeviceBuffer, DeviceFlag, DeviceView, FillValue, PinnedBuffer,
 };
 use crate::module::Kernel;
 use crate::operand::{Dim3, FillPattern, HostFn, LaunchConfig};
@@ -459,14 +459,15 @@ impl Block {
 pub type RandomHostFn = Arc<dyn Fn(u32) + Send + Sync + 'static>;
 
 /// The memory a [`RandomProgram`] is replayed on, and what its host functions do.
-#[derive(Clone)]
+///
+/// The buffers are borrowed `&mut`: the program's launches, copies and fills write them.
 pub struct RandomMemory<'a> {
     /// The device buffers: at least [`RandomProgram::buffers`], each of
     /// [`RandomProgram::buffer_len`] elements.
-    pub buffers: &'a [DeviceBuffer<u32>],
+    pub buffers: &'a mut [DeviceBuffer<u32>],
     /// The pinned buffers: at least [`RandomProgram::pinned`], each of
     /// [`RandomProgram::pinned_len`] elements.
-    pub pinned: &'a [PinnedBuffer<u32>],
+    pub pinned: &'a mut [PinnedBuffer<u32>],
     /// What every host function runs, given its operation's index (nothing by default).
     pub host: RandomHostFn,
     /// The flags of device blocks: at least [`RandomProgram::flags`]`.len()`, set to those
@@ -476,7 +477,7 @@ pub struct RandomMemory<'a> {
 
 impl<'a> RandomMemory<'a> {
     /// Device and pinned buffers, with host functions that do nothing.
-    pub fn new(buffers: &'a [DeviceBuffer<u32>], pinned: &'a [PinnedBuffer<u32>]) -> Self {
+    pub fn new(buffers: &'a mut [DeviceBuffer<u32>], pinned: &'a mut [PinnedBuffer<u32>]) -> Self {
         RandomMemory {
             buffers,
             pinned,
@@ -880,10 +881,10 @@ impl RandomProgram {
             else {
                 return Ok(());
             };
-            let buf = &memory.buffers[buffer];
             let arg = match mode {
-                AccessMode::Read => gen::arg_read(buf),
-                AccessMode::Write => gen::arg_write(buf),
+                AccessMode::Read => gen::arg_read(&memory.buffers[buffer]),
+                AccessMode::Write => gen::arg_place(gen::place(&memory.buffers).index(buffer))
+                    .map_err(|e| e.in_statement(statement))?,
             };
             issuer.launch(
                 statement,
@@ -933,15 +934,15 @@ impl RandomProgram {
                     end,
                     value,
                 } => {
-                    let buf = &memory.buffers[buffer];
-                    if start == 0 && end == buf.len() {
-                        issue::fill(issuer, statement, buf, value)?;
-                    } else {
-                        let part = buf
-                            .try_slice(start..end)
-                            .map_err(|e| e.in_statement(statement))?;
-                        issue::fill(issuer, statement, &part, value)?;
-                    }
+                    let place = gen::place(&memory.buffers).index(buffer);
+                    issue::fill_with(
+                        issuer,
+                        statement,
+                        place.slice(start..end),
+                        value,
+                        FillValue::pattern,
+                    )
+                    .map_err(|e| e.in_statement(statement))?;
                 }
                 Call::Copy {
                     statement,
@@ -949,10 +950,9 @@ impl RandomProgram {
                     src,
                     ..
                 } => {
-                    let side =
-                        |p: Place| Side::new(memory, p).map_err(|e| e.in_statement(statement));
-                    let (dst, src) = (side(dst)?, side(src)?);
-                    issuer.copy(statement, dst.target(), src.source())?;
+                    let src = Side::new(memory, src).map_err(|e| e.in_statement(statement))?;
+                    let dst = target(memory, dst).map_err(|e| e.in_statement(statement))?;
+                    issuer.copy(statement, dst, src.source())?;
                 }
                 Call::Host { statement, value } => {
                     let host = Arc::clone(&memory.host);
@@ -1006,10 +1006,10 @@ impl RandomProgram {
         let kernels: Vec<Kernel> = (0..self.kernels())
             .map(|k| Kernel::for_planning(&format!("k{k}")))
             .collect();
-        let buffers: Vec<DeviceBuffer<u32>> = (0..self.buffers())
+        let mut buffers: Vec<DeviceBuffer<u32>> = (0..self.buffers())
             .map(|_| DeviceBuffer::for_planning(self.buffer_len()))
             .collect::<Result<_>>()?;
-        let pinned: Vec<PinnedBuffer<u32>> = (0..self.pinned())
+        let mut pinned: Vec<PinnedBuffer<u32>> = (0..self.pinned())
             .map(|_| PinnedBuffer::for_planning(self.pinned_len()))
             .collect::<Result<_>>()?;
         let flags: Vec<DeviceFlag> = (0..self.flag_values.len())
@@ -1019,7 +1019,7 @@ impl RandomProgram {
         self.replay(
             &mut planner,
             &kernels,
-            &RandomMemory::new(&buffers, &pinned).with_flags(&flags),
+            &RandomMemory::new(&mut buffers, &mut pinned).with_flags(&flags),
             Self::launch_config(),
         )?;
         Ok(planner.finish())
@@ -1060,6 +1060,28 @@ impl RandomProgram {
     }
 }
 
+/// The destination of a copy, written through the replay's exclusive borrow of its memory.
+fn target<'m>(memory: &'m RandomMemory<'_>, place: Place) -> Result<MemoryMut<'m>> {
+    let missing = |what: &str, len: usize| {
+        Error::InvalidArgument(format!("the copy names {what} {} of {len}", place.buffer))
+    };
+    if place.pinned {
+        if place.buffer >= memory.pinned.len() {
+            return Err(missing("pinned buffer", memory.pinned.len()));
+        }
+        return gen::place(&memory.pinned)
+            .index(place.buffer)
+            .copy_target::<u32>();
+    }
+    if place.buffer >= memory.buffers.len() {
+        return Err(missing("buffer", memory.buffers.len()));
+    }
+    gen::place(&memory.buffers)
+        .index(place.buffer)
+        .slice(place.range())
+        .copy_target::<u32>()
+}
+
 /// One side of a copy, borrowed from the replay's memory.
 enum Side<'m> {
     Whole(&'m DeviceBuffer<u32>),
@@ -1068,7 +1090,7 @@ enum Side<'m> {
 }
 
 impl<'m> Side<'m> {
-    fn new(memory: &RandomMemory<'m>, place: Place) -> Result<Side<'m>> {
+    fn new(memory: &'m RandomMemory<'_>, place: Place) -> Result<Side<'m>> {
         let memory_for = |what: &str, len: usize| {
             Error::InvalidArgument(format!("the copy names {what} {} of {len}", place.buffer))
         };
@@ -1087,14 +1109,6 @@ impl<'m> Side<'m> {
             Ok(Side::Whole(buf))
         } else {
             Ok(Side::Part(buf.try_slice(place.range())?))
-        }
-    }
-
-    fn target(&self) -> MemoryRef<'_> {
-        match self {
-            Side::Whole(b) => CopyTarget::<u32>::copy_target(*b),
-            Side::Part(v) => v.copy_target(),
-            Side::Pinned(p) => CopyTarget::<u32>::copy_target(*p),
         }
     }
 
@@ -1341,7 +1355,7 @@ impl<I: Issuer + ?Sized> Issuer for Forward<'_, I> {
     fn copy(
         &mut self,
         stmt: &'static Statement,
-        dst: MemoryRef<'_>,
+        dst: MemoryMut<'_>,
         src: MemoryRef<'_>,
     ) -> Result<()> {
         self.0.copy(stmt, dst, src)
@@ -1349,7 +1363,7 @@ impl<I: Issuer + ?Sized> Issuer for Forward<'_, I> {
     fn fill(
         &mut self,
         stmt: &'static Statement,
-        dst: MemoryRef<'_>,
+        dst: MemoryMut<'_>,
         pattern: FillPattern,
     ) -> Result<()> {
         self.0.fill(stmt, dst, pattern)
