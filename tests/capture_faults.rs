@@ -392,9 +392,9 @@ fn a_global_capture_inside_another_on_the_same_thread_is_refused() {
         Duration::from_secs(60),
         "a global capture begun inside another",
         || {
-            let s = setup();
+            let mut s = setup();
             struct NestedGlobal<'a> {
-                s: &'a Setup,
+                s: RefCell<&'a mut Setup>,
                 inner: Rc<RefCell<Option<Result<(), Error>>>>,
             }
             impl Pipeline for NestedGlobal<'_> {
@@ -405,12 +405,14 @@ fn a_global_capture_inside_another_on_the_same_thread_is_refused() {
                     vec![StreamOptions::default(); 2]
                 }
                 fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
-                    let inner = Capture::new(&self.s.extra)
+                    let mut s = self.s.borrow_mut();
+                    let extra = s.extra.clone();
+                    let inner = Capture::new(&extra)
                         .mode(CaptureMode::Global)
-                        .capture(self.s.pipeline(Misdeed::Nothing))
+                        .capture(s.pipeline(Misdeed::Nothing))
                         .map(drop);
                     *self.inner.borrow_mut() = Some(inner);
-                    self.s.pipeline(Misdeed::Nothing).issue(issuer)
+                    s.pipeline(Misdeed::Nothing).issue(issuer)
                 }
             }
             let inner = Rc::new(RefCell::new(None));
@@ -419,7 +421,7 @@ fn a_global_capture_inside_another_on_the_same_thread_is_refused() {
                 .check(false);
             let graph = capture
                 .capture(NestedGlobal {
-                    s: &s,
+                    s: RefCell::new(&mut s),
                     inner: inner.clone(),
                 })
                 .unwrap();
@@ -442,7 +444,8 @@ fn a_global_capture_inside_another_on_the_same_thread_is_refused() {
             drop(graph);
             s.still_works(&mut capture);
             // Once the outer capture has ended, the thread may begin a global capture again.
-            Capture::new(&s.extra)
+            let extra = s.extra.clone();
+            Capture::new(&extra)
                 .mode(CaptureMode::Global)
                 .capture(s.pipeline(Misdeed::Nothing))
                 .unwrap();

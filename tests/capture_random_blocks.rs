@@ -362,10 +362,10 @@ fn the_held_out_programs_loop_bodies_end_after_all_their_work() {
     let kernels = ScriptKernels::planning();
     for (text, flat, join, body_edges, end) in cases {
         let script = Script::parse("Script", text);
-        let memory = ScriptMemory::planning(&script);
+        let mut memory = ScriptMemory::planning(&script);
         let plan = Plan::build(&ScriptPipeline {
             script: &script,
-            memory: &memory,
+            memory: memory.parts(),
             kernels: &kernels,
         })
         .unwrap();
@@ -415,23 +415,26 @@ fn run_script(
     kernels: &ScriptKernels,
     replays: usize,
 ) {
-    let memory = ScriptMemory::on(device, script);
-    let pipeline = || ScriptPipeline {
-        script,
-        memory: &memory,
-        kernels,
-    };
+    let mut memory = ScriptMemory::on(device, script);
     let mut expected = State::new(script);
     streamgraph::Eager::new(origin)
         .check(false) // the programs race on purpose (checks are on in debug builds)
-        .run(&pipeline())
+        .run(&ScriptPipeline {
+            script,
+            memory: memory.parts(),
+            kernels,
+        })
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     origin.synchronize().unwrap();
     script.run_on(&mut expected);
     assert_eq!(memory.read(), expected, "{name}: eager");
     let graph = Capture::new(origin)
         .check(false)
-        .capture(pipeline())
+        .capture(ScriptPipeline {
+            script,
+            memory: memory.parts(),
+            kernels,
+        })
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     let report = graph.verify().unwrap_or_else(|e| panic!("{name}: {e}"));
     assert!(report.operations > script.len() / 2, "{name}: {report:?}");
@@ -441,7 +444,11 @@ fn run_script(
             .unwrap_or_else(|e| panic!("{name}: replay {replay}: {e}"));
         origin.synchronize().unwrap();
         script.run_on(&mut expected);
-        assert_eq!(memory.read(), expected, "{name}: replay {replay}");
+        assert_eq!(
+            exec.pipeline().memory.read(),
+            expected,
+            "{name}: replay {replay}"
+        );
     }
 }
 
@@ -712,10 +719,10 @@ fn block_programs_capture_as_planned() {
     let kernels = ScriptKernels::compiled(&device);
     for (name, text) in SCRIPTS {
         let script = Script::parse(name, text);
-        let memory = ScriptMemory::on(&device, &script);
+        let mut memory = ScriptMemory::on(&device, &script);
         let pipeline = ScriptPipeline {
             script: &script,
-            memory: &memory,
+            memory: memory.parts(),
             kernels: &kernels,
         };
         let graph = Capture::new(&origin)
@@ -739,7 +746,7 @@ fn block_programs_capture_as_planned() {
     let mut programs = 0;
     for r in programs_with_blocks(options, 0, count) {
         programs += 1;
-        let buffers: Vec<DeviceBuffer<u32>> = (0..r.buffers())
+        let mut buffers: Vec<DeviceBuffer<u32>> = (0..r.buffers())
             .map(|_| DeviceBuffer::zeros(&device, r.buffer_len()).unwrap())
             .collect();
         let mut flags: Vec<DeviceFlag> = (0..r.flags().len())
@@ -749,7 +756,7 @@ fn block_programs_capture_as_planned() {
         let pipeline = RandomPipeline {
             random: &r,
             kernel: &kernel,
-            memory: RandomMemory::new(&buffers, &[]).with_flags(&flags),
+            memory: RandomMemory::new(&mut buffers, &mut []).with_flags(&flags),
         };
         let graph = Capture::new(&origin)
             .check(false)

@@ -683,8 +683,9 @@ fn graphs_naming_two_empty_pinned_buffers_in_opposite_orders_do_not_deadlock() {
                     let start = start.clone();
                     std::thread::spawn(move || {
                         let stream = Stream::new(&device, 0).unwrap();
-                        let x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
-                        let none = DeviceBuffer::<u32>::zeros(&device, 0).unwrap();
+                        let mut x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+                        let mut none = DeviceBuffer::<u32>::zeros(&device, 0).unwrap();
+                        let (x, none) = (&mut x, &mut none);
                         let p = Hand {
                             program,
                             body: move |program: &'static Program, issuer: &mut dyn Issuer| {
@@ -741,7 +742,8 @@ fn an_executable_graph_keeps_only_the_streams_where_a_launch_may_still_run() {
         k.spin.clone(),
         DeviceBuffer::from_host(&k.device, &[7u32]).unwrap(),
     );
-    let host = PinnedBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let mut host = PinnedBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let host = &mut host;
     let (d, t, r) = (delay.clone(), token.clone(), ran.clone());
     let p = Hand {
         program,

@@ -20,10 +20,10 @@
 #![allow(dead_code)]
 
 use serde_json::Value;
-use streamgraph::__private::{arg_value, arg_write, copy, fill};
+use streamgraph::__private::{arg_place, arg_value, arg_write, copy_with, fill_with, place};
 use streamgraph::{
-    AccessMode, Device, DeviceBuffer, DeviceFlag, Dim3, Error, Issuer, Kernel, LaunchConfig,
-    Module, Pipeline, Program, ProgramBuilder, StreamOptions,
+    AccessMode, CopySource, Device, DeviceBuffer, DeviceFlag, Dim3, Error, FillValue, Issuer,
+    Kernel, LaunchConfig, MemoryRef, Module, Pipeline, Program, ProgramBuilder, StreamOptions,
 };
 
 /// One statement of a [`Script`]: its index in the program and what it does.
@@ -530,10 +530,37 @@ impl ScriptMemory {
     }
 
     /// What the memory holds now.
+    pub fn read(&mut self) -> State {
+        self.parts().read()
+    }
+
+    /// The memory as a pipeline borrows it: what it writes, exclusively.
+    pub fn parts(&mut self) -> ScriptParts<'_> {
+        ScriptParts {
+            total: &mut self.total,
+            source: &self.source,
+            outputs: &mut self.outputs,
+            flags: &mut self.flags,
+            counters: &mut self.counters,
+        }
+    }
+}
+
+/// [`ScriptMemory`] borrowed by a pipeline: what it writes borrowed `&mut`.
+pub struct ScriptParts<'a> {
+    pub total: &'a mut DeviceBuffer<u32>,
+    pub source: &'a DeviceBuffer<u32>,
+    pub outputs: &'a mut [DeviceBuffer<u32>],
+    pub flags: &'a mut [DeviceFlag],
+    pub counters: &'a mut [DeviceBuffer<u32>],
+}
+
+impl ScriptParts<'_> {
+    /// What the memory holds now.
     pub fn read(&self) -> State {
         let one = |b: &DeviceBuffer<u32>| b.to_vec().unwrap()[0];
         State {
-            total: one(&self.total),
+            total: one(self.total),
             outputs: self.outputs.iter().map(one).collect(),
             flags: self.flags.iter().map(|f| f.get().unwrap()).collect(),
             counters: self.counters.iter().map(one).collect(),
@@ -544,8 +571,13 @@ impl ScriptMemory {
 /// A script as a pipeline over `memory`.
 pub struct ScriptPipeline<'a> {
     pub script: &'a Script,
-    pub memory: &'a ScriptMemory,
+    pub memory: ScriptParts<'a>,
     pub kernels: &'a ScriptKernels,
+}
+
+/// A copy's whole source buffer.
+fn whole(src: &DeviceBuffer<u32>, _: std::marker::PhantomData<u32>) -> MemoryRef<'_> {
+    src.copy_source()
 }
 
 fn one_thread() -> LaunchConfig {
@@ -558,7 +590,7 @@ fn one_thread() -> LaunchConfig {
 
 impl ScriptPipeline<'_> {
     fn issue_list<I: Issuer + ?Sized>(&self, issuer: &mut I, stmts: &[Stmt]) -> Result<(), Error> {
-        let m = self.memory;
+        let m = &self.memory;
         let k = self.kernels;
         for stmt in stmts {
             let st = &self.script.program.statements[stmt.id];
@@ -573,14 +605,34 @@ impl ScriptPipeline<'_> {
                 Kind::Record { .. } => issuer.record(st)?,
                 Kind::Wait { .. } => issuer.wait(st)?,
                 Kind::WaitStream { .. } => issuer.wait_stream(st)?,
-                Kind::Copy { .. } => {
-                    copy::<_, u32, _, _>(issuer, st, &m.outputs[stmt.id], &m.source)?
-                }
-                Kind::Fill { .. } => fill(issuer, st, &m.outputs[stmt.id], value)?,
-                Kind::SetFlag { block, value, .. } => fill(issuer, st, &m.flags[*block], *value)?,
-                Kind::SetCounter { block, value, .. } => {
-                    fill(issuer, st, &m.counters[*block], *value)?
-                }
+                Kind::Copy { .. } => copy_with(
+                    issuer,
+                    st,
+                    place(&m.outputs).index(stmt.id),
+                    m.source,
+                    whole,
+                )?,
+                Kind::Fill { .. } => fill_with(
+                    issuer,
+                    st,
+                    place(&m.outputs).index(stmt.id),
+                    value,
+                    u32::pattern,
+                )?,
+                Kind::SetFlag { block, value, .. } => fill_with(
+                    issuer,
+                    st,
+                    place(&m.flags).index(*block),
+                    *value,
+                    u32::pattern,
+                )?,
+                Kind::SetCounter { block, value, .. } => fill_with(
+                    issuer,
+                    st,
+                    place(&m.counters).index(*block),
+                    *value,
+                    u32::pattern,
+                )?,
                 Kind::Init {
                     block, count, flag, ..
                 } => issuer.launch(
@@ -588,8 +640,8 @@ impl ScriptPipeline<'_> {
                     &k.init,
                     one_thread(),
                     &[
-                        arg_write(&m.counters[*block]),
-                        arg_write(&m.flags[*block]),
+                        arg_place(place(&m.counters).index(*block))?,
+                        arg_place(place(&m.flags).index(*block))?,
                         arg_value(count),
                         arg_value(flag),
                     ],
@@ -598,7 +650,10 @@ impl ScriptPipeline<'_> {
                     st,
                     &k.step,
                     one_thread(),
-                    &[arg_write(&m.counters[*block]), arg_write(&m.flags[*block])],
+                    &[
+                        arg_place(place(&m.counters).index(*block))?,
+                        arg_place(place(&m.flags).index(*block))?,
+                    ],
                 )?,
                 Kind::While {
                     block, limit, body, ..
