@@ -12,12 +12,14 @@ use std::path::{Path, PathBuf};
 
 /// The floors, from the ground up: which top-level module lives on each. Modules of one
 /// floor may use each other only as the circle rule allows; the CUDA objects are ordered
-/// among themselves (a memory's copies take a stream, a stream's events are events).
+/// among themselves (the memory traits below streams, whose copies take them; a buffer's copies
+/// take a stream; a stream's events are events).
 const FLOORS: &[(&str, u16)] = &[
     ("program", 10),
     ("operand", 10),
     ("error", 20),
     ("ffi", 30),
+    ("access", 40),
     ("device", 40),
     ("trace", 40),
     ("stream", 41),

@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 // Private modules, one floor each (README "Layout"; tests/floors.rs checks them); every public item has one path: the root.
+mod access;
 mod comm;
 mod device;
 mod error;

@@ -40,11 +40,13 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaStream};
 
+use crate::access::{CopySource, CopyTarget, DeviceMemoryMut, FillValue};
 use crate::device::{require_driver, Device};
 use crate::error::{CaptureFault, Error, Result};
 use crate::event::Event;
 use crate::ffi;
-use crate::operand::HostFn;
+use crate::ffi::memory::MemoryRef;
+use crate::operand::{FillPattern, HostFn};
 
 /// Clamps a requested stream priority into the driver's range `(least, greatest)`.
 ///
@@ -245,6 +247,33 @@ impl Stream {
         ffi::launch_host_fn_once(&self.inner, f, "Stream::launch_host_fn")
     }
 
+    /// Queues a copy of `src` into `dst` (same element type and length) on this stream.
+    ///
+    /// A pageable host source (`&[T]`, `Vec<T>`) is staged by the driver before this returns;
+    /// a pinned destination is written later, in stream order, and its `as_slice` waits for
+    /// it. A copy into a pinned buffer whose `as_slice` guard is alive is refused
+    /// ([`Error::PinnedBusy`]); so is a copy on a stream that code outside streamgraph is
+    /// capturing ([`Error::StreamCapturing`]).
+    pub fn copy<T, D, S>(&self, dst: &mut D, src: &S) -> Result<()>
+    where
+        D: CopyTarget<T> + ?Sized,
+        S: CopySource<T> + ?Sized,
+    {
+        copy_checked(self, &dst.copy_target(), &src.copy_source(), "Stream::copy")
+    }
+
+    /// Queues a fill of every element of `dst` with `value` on this stream (refused with
+    /// [`Error::StreamCapturing`] while code outside streamgraph captures the stream).
+    pub fn fill<M>(&self, dst: &mut M, value: M::Elem) -> Result<()>
+    where
+        M: DeviceMemoryMut + ?Sized,
+        M::Elem: FillValue,
+    {
+        let memory =
+            MemoryRef::promised_device(dst.range(), std::mem::size_of::<M::Elem>(), dst.holder());
+        fill_checked(self, &memory, value.pattern(), "Stream::fill")
+    }
+
     /// Refuses `what` while this stream is capturing (see [`Error::StreamCapturing`]).
     #[inline]
     pub(crate) fn refuse_capturing(&self, what: &'static str) -> Result<()> {
@@ -319,6 +348,30 @@ fn refuse_while_capturing(stream: &Stream, fault: CaptureFault) -> Result<()> {
         // A capture code (e.g. an implicit dependency in global mode) becomes its fault.
         Err(e) => Err(Error::driver("cuStreamIsCapturing", e)),
     }
+}
+
+/// Queues a copy of `src` into `dst` on `stream` for a caller outside a pipeline's statements
+/// (which go to `ffi::memory::copy` themselves): refused while other code captures the stream.
+pub(crate) fn copy_checked(
+    stream: &Stream,
+    dst: &MemoryRef<'_>,
+    src: &MemoryRef<'_>,
+    what: &'static str,
+) -> Result<()> {
+    let stream = &stream.inner;
+    ffi::status::outside_capture(stream, what, || ffi::memory::copy(stream, dst, src, true))
+}
+
+/// Queues a fill of `dst` on `stream` for a caller outside a pipeline's statements: refused
+/// while other code captures the stream.
+pub(crate) fn fill_checked(
+    stream: &Stream,
+    dst: &MemoryRef<'_>,
+    pattern: FillPattern,
+    what: &'static str,
+) -> Result<()> {
+    let stream = &stream.inner;
+    ffi::status::outside_capture(stream, what, || ffi::memory::fill(stream, dst, pattern))
 }
 
 #[cfg(test)]

@@ -71,7 +71,7 @@ impl<T: Pod> DeviceBuffer<T> {
     pub fn zeros(device: &Device, len: usize) -> Result<Self> {
         let buffer = Self::alloc(device, len)?;
         let stream = current_stream_on(device);
-        super::copy::fill_checked(
+        crate::stream::fill_checked(
             &stream,
             &device_ref(&buffer),
             FillPattern::U8(0),
@@ -93,7 +93,7 @@ impl<T: Pod> DeviceBuffer<T> {
     /// driver has staged `src` by then).
     pub fn from_host_on(stream: &Stream, src: &[T]) -> Result<Self> {
         let buffer = Self::alloc(&stream.device(), src.len())?;
-        super::copy::copy_checked(
+        crate::stream::copy_checked(
             stream,
             &buffer.copy_target(),
             &MemoryRef::pageable(src),
@@ -111,7 +111,7 @@ impl<T: Pod> DeviceBuffer<T> {
 
     /// Queues an overwrite of the buffer with `src` (same length) on `stream`.
     pub fn copy_from_host_on(&mut self, stream: &Stream, src: &[T]) -> Result<()> {
-        super::copy::copy_checked(
+        crate::stream::copy_checked(
             stream,
             &self.copy_target(),
             &MemoryRef::pageable(src),
