@@ -6,6 +6,10 @@
 #
 #   bash benches/host-overhead.sh              # every case
 #   bash benches/host-overhead.sh capture 1000  # one case and size
+#   bash benches/host-overhead.sh --guard      # what streamgraph adds over hand-written driver
+#                                              # code, against benches/host-overhead.baseline:
+#                                              # fails when a count grows by more than 10 %
+#   bash benches/host-overhead.sh --baseline   # writes the baseline anew
 #
 # Needs a C compiler (cc) and valgrind. Prints, per case, instructions per round and per
 # operation (N operations a round; a capture of N = 0 is one round's fixed cost).
@@ -31,7 +35,46 @@ count() {
     "$bin" "$1" "$2" "$3" 2>&1 | awk '/refs:/ { gsub(",", "", $4); print $4 }'
 }
 
-if [ $# -ge 2 ]; then
+if [ "${1:-}" = --guard ] || [ "${1:-}" = --baseline ]; then
+  # What streamgraph adds, per operation, over the same work written against the driver by
+  # hand: small sizes, so that the guard runs in seconds.
+  baseline=benches/host-overhead.baseline
+  n=100
+  per() { echo $(( ($(count "$1" "$2" 20) - $(count "$1" "$2" 10)) / 50 )); }
+  raw0=$(per raw 0); cap0=$(per capture 0)
+  raw=$(per raw $n); cap=$(per capture $n)
+  rawset=$(per rawset $n); set=$(per set $n)
+  rawupd=$(per rawupdate $n); upd=$(per update $n)
+  args=$(per args $n)
+  measured=$(cat <<TXT
+capture $(( cap0 - raw0 ))
+launch $(( (cap - raw - cap0 + raw0) / n ))
+set_kernel_args $(( (set - rawset) / n ))
+update $(( (upd - rawupd) / n ))
+update_args $(( args / n ))
+TXT
+)
+  if [ "$1" = --baseline ]; then
+    { echo "# What streamgraph adds, in instructions (bash benches/host-overhead.sh --guard):"
+      echo "# capture: per capture; launch: per captured launch; set_kernel_args: per call;"
+      echo "# update: per updated launch (re-capture + exec update); update_args: per launch."
+      echo "$measured"; } > "$baseline"
+    cat "$baseline"
+    exit 0
+  fi
+  status=0
+  printf '%-16s %10s %10s\n' path baseline now
+  while read -r path now; do
+    was=$(awk -v p="$path" '$1 == p { print $2 }' "$baseline")
+    [ -n "$was" ] || { echo "host-overhead: $path is not in $baseline" >&2; status=1; continue; }
+    printf '%-16s %10s %10s\n' "$path" "$was" "$now"
+    if [ $(( now * 10 )) -gt $(( was * 11 )) ] && [ $(( now - was )) -gt 2 ]; then
+      echo "host-overhead: $path grew from $was to $now instructions (more than 10 %)" >&2
+      status=1
+    fi
+  done <<< "$measured"
+  exit $status
+elif [ $# -ge 2 ]; then
   cases=("$1 $2 ${3:-10}")
 else
   cases=("raw 0 200" "counted 0 200" "capture 0 200" "raw 10 100" "capture 10 100" "raw 1000 10" \
