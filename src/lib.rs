@@ -134,7 +134,7 @@
 //!
 //! ## 4. Test it: eager runs against graph replays
 //!
-//! With the `testing` feature, [`testing::compare`](crate::testing) runs a pipeline eagerly,
+//! With the `testing` feature, `testing::compare` runs a pipeline eagerly,
 //! captures it, verifies the graph against the plan, replays it and compares chosen outputs
 //! bitwise (or within a tolerance), reporting the first differing element as
 //! [`Error::OutputMismatch`]:

@@ -99,7 +99,7 @@ pub unsafe trait CopySource<T> {
 /// borrows exclusively. A copy writes it only through an exclusive borrow of the value
 /// ([`Stream::copy`](crate::stream::Stream::copy) takes `&mut`, [`MemoryMut::copy_target`]
 /// `&mut` or the `&&mut` of a pipeline's `issue(&self)`); the read-only views
-/// ([`DeviceView`], [`PinnedView`], cudarc's `CudaView`) and shared references are not
+/// ([`DeviceView`](crate::DeviceView), [`PinnedView`](crate::PinnedView), cudarc's `CudaView`) and shared references are not
 /// targets.
 ///
 /// # Safety
