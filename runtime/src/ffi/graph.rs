@@ -25,10 +25,12 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, CudaEvent, CudaStream, DriverError};
 
+use super::device_alloc::DeviceAlloc;
 use super::ensure_current;
 use super::host_fn::report_host_fn_panic;
 use super::launch::{with_param_array, CodeOwner, FunctionHandle, KernelArg, LoadedFunction};
-use super::memory::{DeviceAlloc, HolderKind, PinnedAlloc};
+use super::memory::HolderKind;
+use super::pinned::PinnedAlloc;
 use super::status::{stream_capture_status, CaptureStatus};
 use crate::error::{CaptureFault, Error, Result, UpdateRejection};
 use crate::operand::{HostFn, LaunchConfig};
@@ -294,7 +296,7 @@ impl Keep {
                     None => self.pinned.push((a.clone(), write)),
                 }
             }
-            // Cudarc memory never reaches a capture (`memory::cudarc_ordered` refuses it).
+            // Cudarc memory never reaches a capture (`cudarc_order::cudarc_ordered` refuses it).
             HolderKind::Foreign | HolderKind::Pageable | HolderKind::Cudarc(_) => {}
         }
     }

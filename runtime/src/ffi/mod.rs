@@ -20,6 +20,9 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaStream, DriverError};
 use crate::error::{CaptureFault, Error};
 
 pub(crate) mod conditional;
+pub(crate) mod copy;
+pub(crate) mod cudarc_order;
+pub(crate) mod device_alloc;
 pub(crate) mod graph;
 mod host_fn;
 mod launch;
@@ -29,6 +32,7 @@ pub(crate) mod nccl;
 mod nvrtc;
 #[cfg(feature = "nvtx")]
 pub(crate) mod nvtx;
+pub(crate) mod owned;
 pub(crate) mod pinned;
 pub(crate) mod status;
 

@@ -41,7 +41,7 @@ impl Stream {
 }
 
 /// Queues a copy of `src` into `dst` on `stream` for a caller outside a pipeline's statements
-/// (which go to `ffi::memory::copy` themselves): refused while other code captures the stream.
+/// (which go to `ffi::copy::copy` themselves): refused while other code captures the stream.
 pub(crate) fn copy_checked(
     stream: &Stream,
     dst: &MemoryRef<'_>,
@@ -49,7 +49,7 @@ pub(crate) fn copy_checked(
     what: &'static str,
 ) -> Result<()> {
     let stream = stream.as_cudarc();
-    ffi::status::outside_capture(stream, what, || ffi::memory::copy(stream, dst, src, true))
+    ffi::status::outside_capture(stream, what, || ffi::copy::copy(stream, dst, src, true))
 }
 
 /// Queues a fill of `dst` on `stream` for a caller outside a pipeline's statements: refused
@@ -61,5 +61,5 @@ pub(crate) fn fill_checked(
     what: &'static str,
 ) -> Result<()> {
     let stream = stream.as_cudarc();
-    ffi::status::outside_capture(stream, what, || ffi::memory::fill(stream, dst, pattern))
+    ffi::status::outside_capture(stream, what, || ffi::copy::fill(stream, dst, pattern))
 }
