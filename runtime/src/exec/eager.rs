@@ -1069,7 +1069,7 @@ impl Eager {
             // participant's are found and booked as its operation.
             let capturing: Vec<&cudarc::driver::CudaStream> = entries.iter().map(|e| e.1).collect();
             let added =
-                crate::ffi::graph::capture_group(&capturing, || nccl::group(&call, &entries))?;
+                crate::ffi::collective::capture_group(&capturing, || nccl::group(&call, &entries))?;
             let owner: std::sync::Arc<dyn Any + Send + Sync> = ranks.clone();
             book.note_collective(parts, added, owner)
         }
