@@ -359,7 +359,7 @@ impl Kernel {
         };
         if cudarc {
             ffi::ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
-            ffi::memory::cudarc_ordered(
+            ffi::cudarc_order::cudarc_ordered(
                 stream.as_cudarc(),
                 args.iter().map(KernelArg::holder),
                 launch,

@@ -351,7 +351,7 @@ fn refuse_while_capturing(stream: &Stream, fault: CaptureFault) -> Result<()> {
 }
 
 /// Queues a copy of `src` into `dst` on `stream` for a caller outside a pipeline's statements
-/// (which go to `ffi::memory::copy` themselves): refused while other code captures the stream.
+/// (which go to `ffi::copy::copy` themselves): refused while other code captures the stream.
 pub(crate) fn copy_checked(
     stream: &Stream,
     dst: &MemoryRef<'_>,
@@ -359,7 +359,7 @@ pub(crate) fn copy_checked(
     what: &'static str,
 ) -> Result<()> {
     let stream = &stream.inner;
-    ffi::status::outside_capture(stream, what, || ffi::memory::copy(stream, dst, src, true))
+    ffi::status::outside_capture(stream, what, || ffi::copy::copy(stream, dst, src, true))
 }
 
 /// Queues a fill of `dst` on `stream` for a caller outside a pipeline's statements: refused
@@ -371,7 +371,7 @@ pub(crate) fn fill_checked(
     what: &'static str,
 ) -> Result<()> {
     let stream = &stream.inner;
-    ffi::status::outside_capture(stream, what, || ffi::memory::fill(stream, dst, pattern))
+    ffi::status::outside_capture(stream, what, || ffi::copy::fill(stream, dst, pattern))
 }
 
 #[cfg(test)]

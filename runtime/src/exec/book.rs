@@ -12,8 +12,10 @@
 //! random-program GPU suite captures every program that way.
 
 use crate::error::{Error, Result};
+use crate::ffi::capture::{self as gffi, CaptureModeRaw};
 use crate::ffi::conditional::{BodyGraph, Conditional};
-use crate::ffi::graph::{self as gffi, CaptureModeRaw, Keep, NodeHandle};
+use crate::ffi::graph::NodeHandle;
+use crate::ffi::keep::{launch_kept_host_fn, Keep};
 use crate::ffi::memory::MemoryRef;
 use crate::ffi::KernelArg;
 use crate::memory::{device_ref, DeviceBuffer, DeviceFlag};
@@ -556,14 +558,14 @@ impl NodeBook {
     }
 
     /// Books the participants of a collective just captured (`parts` in participant order,
-    /// `nodes` what each added, from [`crate::ffi::graph::capture_group`]): one operation per
+    /// `nodes` what each added, from [`crate::ffi::collective::capture_group`]): one operation per
     /// participant, known by its last node, the others internal to it. The graph keeps the
     /// buffers and `comm` (the communicator's ranks) alive.
     #[cfg(feature = "nccl")]
     pub(crate) fn note_collective(
         &mut self,
         parts: &[crate::issue::CollectivePart<'_>],
-        nodes: Vec<crate::ffi::graph::ParticipantNodes>,
+        nodes: Vec<crate::ffi::collective::ParticipantNodes>,
         comm: std::sync::Arc<dyn std::any::Any + Send + Sync>,
     ) -> Result<()> {
         // Never inside a block's body: the issuer refuses that before NCCL is called.
@@ -741,7 +743,7 @@ impl NodeBook {
 
     /// Launches a host function the graph keeps alive.
     pub(crate) fn launch_host_fn(&mut self, stream: &Stream, f: HostFn) -> Result<()> {
-        gffi::launch_kept_host_fn(stream.as_cudarc(), f, &mut self.keep)
+        launch_kept_host_fn(stream.as_cudarc(), f, &mut self.keep)
     }
 }
 

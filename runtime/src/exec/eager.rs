@@ -1069,7 +1069,7 @@ impl Eager {
             // participant's are found and booked as its operation.
             let capturing: Vec<&cudarc::driver::CudaStream> = entries.iter().map(|e| e.1).collect();
             let added =
-                crate::ffi::graph::capture_group(&capturing, || nccl::group(&call, &entries))?;
+                crate::ffi::collective::capture_group(&capturing, || nccl::group(&call, &entries))?;
             let owner: std::sync::Arc<dyn Any + Send + Sync> = ranks.clone();
             book.note_collective(parts, added, owner)
         }
@@ -1143,7 +1143,7 @@ impl Issuer for Eager {
                     pipeline: None,
                 });
             }
-            crate::ffi::memory::copy(
+            crate::ffi::copy::copy(
                 self.stream(stmt.stream)?.as_cudarc(),
                 &dst,
                 &src,
@@ -1170,7 +1170,7 @@ impl Issuer for Eager {
         }
         self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let stream = self.stream(stmt.stream).map_err(|e| e.in_statement(stmt))?;
-        crate::ffi::memory::fill(stream.as_cudarc(), &dst, pattern)
+        crate::ffi::copy::fill(stream.as_cudarc(), &dst, pattern)
             .map_err(|e| e.in_statement(stmt))?;
         self.stats.fills += 1;
         self.booked(stmt, Issued::Fill(dst, pattern))

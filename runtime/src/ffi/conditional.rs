@@ -17,8 +17,9 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
 
+use super::capture::{capture_state, tip_node, CaptureModeRaw};
 use super::ensure_current;
-use super::graph::{capture_state, tip_node, CaptureModeRaw, NodeHandle, OwnedGraph};
+use super::graph::{NodeHandle, OwnedGraph};
 use super::launch::{
     launch_kernel, load_module, module_function, CodeOwner, KernelArg, LoadedFunction,
 };
@@ -494,18 +495,6 @@ impl OwnedGraph {
             Ok(())
         } else {
             Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE))
-        }
-    }
-}
-
-impl CaptureModeRaw {
-    fn raw(self) -> sys::CUstreamCaptureMode {
-        match self {
-            CaptureModeRaw::ThreadLocal => {
-                sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
-            }
-            CaptureModeRaw::Global => sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
-            CaptureModeRaw::Relaxed => sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED,
         }
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
 
+use super::owned::Owned;
 use super::{memory, CUfunction};
 use crate::operand::{BufferAccess, LaunchConfig};
 
@@ -250,7 +251,7 @@ pub(crate) fn module_function(
     match module.load_function(name) {
         Ok(f) => Ok(Some(LoadedFunction {
             func: f.cu_function(),
-            module: Arc::new(memory::Owned::new(module.clone())),
+            module: Arc::new(Owned::new(module.clone())),
         })),
         Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_FOUND)) => Ok(None),
         Err(e) => Err(e),
@@ -259,7 +260,7 @@ pub(crate) fn module_function(
 
 /// What keeps a function's module loaded: the module, or a cudarc function (which holds its
 /// module). Graphs keep one for every kernel they launch.
-pub(crate) type CodeOwner = Arc<memory::Owned>;
+pub(crate) type CodeOwner = Arc<Owned>;
 
 /// A kernel function together with the module that keeps it loaded: the only form in which a
 /// function reaches the driver.
@@ -274,7 +275,7 @@ impl LoadedFunction {
     pub(crate) fn from_cudarc(func: cudarc::driver::CudaFunction) -> LoadedFunction {
         LoadedFunction {
             func: func.cu_function(),
-            module: Arc::new(memory::Owned::new(func)),
+            module: Arc::new(Owned::new(func)),
         }
     }
 }

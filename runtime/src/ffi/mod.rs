@@ -4,9 +4,9 @@
 //! it is sound. The wrappers are safe functions whose arguments carry their own proof: handles
 //! come as the cudarc objects that own them (`CudaStream`, `CudaEvent`, `CudaContext`), memory
 //! as [`memory::MemoryRef`]s and [`KernelArg`]s, which only live buffers (or an `unsafe`
-//! promise) can make, and graphs as the owned types of [`graph`], which keep what their
-//! launches touch. A wrapper whose soundness would rest on its caller is an `unsafe fn` with a
-//! `# Safety` section, called only from inside this module.
+//! promise) can make, and graphs as the owned types of [`graph`] and [`graph_exec`], which
+//! keep what their launches touch ([`keep`]). A wrapper whose soundness would rest on its
+//! caller is an `unsafe fn` with a `# Safety` section, called only from inside this module.
 //!
 //! Nothing here may run before [`driver_present`] said yes: cudarc's dynamic loader panics when
 //! `libcuda` is missing; [`init`] checks it.
@@ -19,9 +19,17 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaStream, DriverError};
 
 use crate::error::{CaptureFault, Error};
 
+pub(crate) mod capture;
+#[cfg(feature = "nccl")]
+pub(crate) mod collective;
 pub(crate) mod conditional;
+pub(crate) mod copy;
+pub(crate) mod cudarc_order;
+pub(crate) mod device_alloc;
 pub(crate) mod graph;
+pub(crate) mod graph_exec;
 mod host_fn;
+pub(crate) mod keep;
 mod launch;
 pub(crate) mod memory;
 #[cfg(feature = "nccl")]
@@ -29,6 +37,7 @@ pub(crate) mod nccl;
 mod nvrtc;
 #[cfg(feature = "nvtx")]
 pub(crate) mod nvtx;
+pub(crate) mod owned;
 pub(crate) mod pinned;
 pub(crate) mod status;
 

@@ -11,7 +11,9 @@
 
 use crate::error::Error;
 use crate::exec::book::{encode, encode_launch, Issued, LaunchShape, OPAQUE};
-use crate::ffi::graph::{Keep, NodeHandle, OwnedExec};
+use crate::ffi::graph::NodeHandle;
+use crate::ffi::graph_exec::OwnedExec;
+use crate::ffi::keep::Keep;
 use crate::ffi::memory::{HolderKind, MemoryMut, MemoryRef};
 use crate::ffi::KernelArg;
 use crate::issue::{Body, Issuer};

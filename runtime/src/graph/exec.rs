@@ -8,7 +8,7 @@ use super::{GraphCore, OpRef, VerifyReport};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::exec::capture::{Capture, CaptureSettings};
-use crate::ffi::graph::{GraphExecHandle, OwnedExec};
+use crate::ffi::graph_exec::{GraphExecHandle, OwnedExec};
 use crate::ffi::KernelArg;
 use crate::issue::Pipeline;
 use crate::module::Kernel;

@@ -59,7 +59,8 @@ mod args;
 mod exec;
 mod verify;
 
-pub use crate::ffi::graph::{GraphExecHandle, GraphHandle};
+pub use crate::ffi::graph::GraphHandle;
+pub use crate::ffi::graph_exec::GraphExecHandle;
 
 pub use exec::{GraphExec, GraphStats};
 pub(crate) use verify::check_edges;

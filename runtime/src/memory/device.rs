@@ -11,7 +11,9 @@ use super::{
 };
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::ffi::memory::{read_device, DeviceAlloc, Holder, MemoryRef};
+use crate::ffi::copy::read_device;
+use crate::ffi::device_alloc::DeviceAlloc;
+use crate::ffi::memory::{Holder, MemoryRef};
 use crate::operand::{DeviceRange, FillPattern};
 use crate::stream::{current_stream_on, Stream};
 

@@ -5,7 +5,8 @@ use std::fmt;
 use super::{device_ref, CopySource, CopyTarget, DeviceBuffer, DeviceMemory, DeviceMemoryMut};
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::ffi::memory::{read_device, Holder, MemoryRef};
+use crate::ffi::copy::read_device;
+use crate::ffi::memory::{Holder, MemoryRef};
 use crate::operand::DeviceRange;
 use crate::stream::Stream;
 

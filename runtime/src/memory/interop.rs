@@ -11,7 +11,8 @@
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DeviceSlice};
 
 use super::{CopySource, CopyTarget, DeviceBuffer, DeviceMemory, DeviceMemoryMut, Pod};
-use crate::ffi::memory::{DeviceAlloc, Holder, MemoryRef};
+use crate::ffi::device_alloc::DeviceAlloc;
+use crate::ffi::memory::{Holder, MemoryRef};
 use crate::ffi::status::{stream_capture_status, CaptureStatus};
 use crate::operand::DeviceRange;
 

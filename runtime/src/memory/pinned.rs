@@ -9,7 +9,8 @@ use std::sync::Arc;
 use super::{bytes_of, out_of_bounds, resolve, CopySource, CopyTarget, Pod};
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::ffi::memory::{MemoryRef, PinnedAlloc, PinnedRead, PinnedWrite};
+use crate::ffi::memory::MemoryRef;
+use crate::ffi::pinned::{PinnedAlloc, PinnedRead, PinnedWrite};
 use crate::operand::DeviceRange;
 
 /// A buffer of `T` in page-locked (pinned) host memory: copies to and from it run

@@ -1,0 +1,173 @@
+//! Stream capture: beginning a capture, ending it in an [`OwnedGraph`], and reading what it
+//! has recorded so far (the graph a stream captures into, the nodes the stream depends on).
+
+use cudarc::driver::sys;
+use cudarc::driver::{CudaStream, DriverError};
+
+use super::ensure_current;
+use super::graph::{NodeHandle, OwnedGraph};
+use super::keep::Keep;
+use super::status::CaptureStatus;
+use crate::error::{CaptureFault, Error, Result};
+
+/// `cuStreamBeginCapture_v2` of `stream` in `mode`.
+///
+/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
+pub(crate) fn begin_capture(stream: &CudaStream, mode: CaptureModeRaw) -> Result<(), DriverError> {
+    ensure_current(stream.context())?;
+    // SAFETY: `stream` owns its live handle; no pointer is passed.
+    unsafe { sys::cuStreamBeginCapture_v2(stream.cu_stream(), mode.raw()) }.result()
+}
+
+/// The capture modes of `cuStreamBeginCapture`, without naming `sys` outside `ffi`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CaptureModeRaw {
+    ThreadLocal,
+    Global,
+    Relaxed,
+}
+
+impl CaptureModeRaw {
+    /// The driver's capture mode.
+    pub(super) fn raw(self) -> sys::CUstreamCaptureMode {
+        match self {
+            CaptureModeRaw::ThreadLocal => {
+                sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+            }
+            CaptureModeRaw::Global => sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
+            CaptureModeRaw::Relaxed => sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED,
+        }
+    }
+}
+
+/// `cuStreamEndCapture`: ends the capture begun on `stream` and returns its graph.
+///
+/// On failure the capture is over as well (the driver ends it and drops what it recorded);
+/// a partial graph the driver still hands back is destroyed here.
+///
+/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
+pub(crate) fn end_capture(stream: &CudaStream, mut keep: Keep) -> Result<OwnedGraph, DriverError> {
+    let ctx = stream.context();
+    ensure_current(ctx)?;
+    let mut graph: sys::CUgraph = std::ptr::null_mut();
+    // SAFETY: `stream` owns its live handle; `graph` is a valid out-pointer for the call.
+    let ended = unsafe { sys::cuStreamEndCapture(stream.cu_stream(), &mut graph) }.result();
+    let owned = (!graph.is_null()).then(|| {
+        // The host functions launched during the capture are nodes of this graph now.
+        keep.mark_captured();
+        // SAFETY: `graph` is the live graph of `ctx` the driver just handed over for this
+        // capture, owned by nothing else; `keep` is what the capture collected for its nodes.
+        unsafe { OwnedGraph::from_raw(graph, ctx, keep) }
+    });
+    match (ended, owned) {
+        (Ok(()), Some(g)) => Ok(g),
+        (Ok(()), None) => Err(DriverError(
+            sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+        )),
+        // Dropping the partial graph destroys it.
+        (Err(e), _) => Err(e),
+    }
+}
+
+/// What a capturing stream's capture looks like right after an operation was issued on it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CaptureTip {
+    /// The capture's status.
+    pub(crate) status: CaptureStatus,
+    /// The stream's current dependency set has exactly one node: this one.
+    pub(crate) single: Option<NodeHandle>,
+    /// How many nodes the dependency set holds.
+    pub(crate) count: usize,
+}
+
+/// The one node a capturing `stream` depends on right after `what` (e.g. "the operation") was
+/// issued on it: the node `what` created. Errors name an invalidated or ended capture, or a
+/// stream that other code used meanwhile.
+pub(crate) fn tip_node(stream: &CudaStream, what: &str) -> Result<NodeHandle> {
+    let tip = capture_tip(stream).map_err(|e| Error::driver("cuStreamGetCaptureInfo", e))?;
+    match tip.status {
+        CaptureStatus::Active => {}
+        CaptureStatus::Invalidated => return Err(Error::capture(CaptureFault::Invalidated)),
+        CaptureStatus::None => return Err(Error::capture(CaptureFault::Unjoined)),
+    }
+    tip.single.ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "after {what} the capturing stream depends on {} nodes instead of the one it created; the stream was used by other code during the capture",
+            tip.count
+        ))
+    })
+}
+
+/// `cuStreamGetCaptureInfo_v3` of `stream`: the capture status and the stream's current
+/// dependency set. Right after an operation was issued, that set is exactly the node the
+/// operation created.
+///
+/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
+///
+/// Called right after an operation was issued on `stream` from this thread, so `ctx` is
+/// current already: no second context check on this per-operation path.
+pub(crate) fn capture_tip(stream: &CudaStream) -> Result<CaptureTip, DriverError> {
+    debug_assert!(super::current_context().is_ok_and(|c| c == stream.context().cu_ctx()));
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    let mut deps: *const sys::CUgraphNode = std::ptr::null();
+    let mut count: usize = 0;
+    // SAFETY: `stream` owns its live handle; every out-pointer is valid for the call; the
+    // optional outputs we do not want (id, graph, edge data) are null, which the driver allows.
+    unsafe {
+        sys::cuStreamGetCaptureInfo_v3(
+            stream.cu_stream(),
+            &mut status,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            &mut deps,
+            std::ptr::null_mut(),
+            &mut count,
+        )
+    }
+    .result()?;
+    let single = if count == 1 && !deps.is_null() {
+        // SAFETY: the driver returned an array of `count` (= 1) nodes at `deps`, valid until
+        // the next driver call on this stream; it is read at once.
+        // The node belongs to the capture's graph, which `OwnedGraph::bind` names once it ends.
+        Some(NodeHandle::new(unsafe { *deps }, std::ptr::null_mut()))
+    } else {
+        None
+    };
+    Ok(CaptureTip {
+        status: status.into(),
+        single,
+        count,
+    })
+}
+
+/// The graph `stream` is capturing into, and the stream's current dependencies.
+pub(super) fn capture_state(
+    stream: &CudaStream,
+) -> std::result::Result<(CaptureStatus, sys::CUgraph, Vec<sys::CUgraphNode>), DriverError> {
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    let mut graph: sys::CUgraph = std::ptr::null_mut();
+    let mut deps: *const sys::CUgraphNode = std::ptr::null();
+    let mut count: usize = 0;
+    // SAFETY: `stream` owns its live handle; every out-pointer is valid for the call; the
+    // outputs not wanted (id, edge data) are null, which the driver allows.
+    unsafe {
+        sys::cuStreamGetCaptureInfo_v3(
+            stream.cu_stream(),
+            &mut status,
+            std::ptr::null_mut(),
+            &mut graph,
+            &mut deps,
+            std::ptr::null_mut(),
+            &mut count,
+        )
+    }
+    .result()?;
+    let deps = if count == 0 || deps.is_null() {
+        Vec::new()
+    } else {
+        // SAFETY: the driver returned an array of `count` nodes at `deps`, valid until the
+        // next driver call on this stream; it is copied at once.
+        unsafe { std::slice::from_raw_parts(deps, count) }.to_vec()
+    };
+    Ok((status.into(), graph, deps))
+}

@@ -1,0 +1,174 @@
+//! Capturing a collective: which participant each node that an NCCL group adds to a capture
+//! belongs to ([`capture_group`]), so that the node book can map the collective's nodes.
+
+use std::collections::HashSet;
+
+use cudarc::driver::sys;
+use cudarc::driver::CudaStream;
+
+use super::capture::capture_state;
+use super::ensure_current;
+use super::graph::{dependencies, graph_nodes, NodeHandle};
+use super::status::CaptureStatus;
+use crate::error::{CaptureFault, Error, Result};
+
+/// The nodes one participant of a collective added to a capture.
+#[derive(Debug)]
+pub(crate) struct ParticipantNodes {
+    /// The node its stream depends on after the collective: its last node, or an empty node
+    /// joining what it left the stream depending on (see [`capture_group`]).
+    pub(crate) exit: NodeHandle,
+    /// Its other nodes.
+    pub(crate) inner: Vec<NodeHandle>,
+}
+
+/// Runs `issue`, the NCCL group of a collective whose participants are `streams` (all
+/// capturing into one graph, in participant order), and finds what it added to the capture:
+/// each new node belongs to the one participant whose stream's dependencies it leads to.
+/// A participant that is not left depending on exactly one node of its own gets an empty node
+/// joining what its stream depends on, so that every participant ends in one node.
+///
+/// Refuses (an error, the group issued) nodes that lead to no participant's stream or to
+/// several: NCCL's graph would then order participants in ways the pipeline's model does not
+/// say, and the graph could not be verified exactly.
+pub(crate) fn capture_group(
+    streams: &[&CudaStream],
+    issue: impl FnOnce() -> Result<()>,
+) -> Result<Vec<ParticipantNodes>> {
+    let Some(first) = streams.first() else {
+        return Err(Error::InvalidArgument(
+            "a collective without participants".into(),
+        ));
+    };
+    ensure_current(first.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+    let info =
+        |s: &CudaStream| capture_state(s).map_err(|e| Error::driver("cuStreamGetCaptureInfo", e));
+    let (status, graph, _) = info(first)?;
+    if status != CaptureStatus::Active || graph.is_null() {
+        return Err(Error::InvalidArgument(
+            "a collective's first participant is not capturing".into(),
+        ));
+    }
+    for s in &streams[1..] {
+        let (status, g, _) = info(s)?;
+        if status != CaptureStatus::Active || g != graph {
+            return Err(Error::InvalidArgument(
+                "a collective's participants are not capturing into one graph".into(),
+            ));
+        }
+    }
+    // SAFETY: `graph` is the graph of the capture under way on `first`.
+    let before: HashSet<usize> = unsafe { graph_nodes(graph) }
+        .map_err(|e| Error::driver("cuGraphGetNodes", e))?
+        .into_iter()
+        .map(|n| n as usize)
+        .collect();
+    issue()?;
+    ensure_current(first.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+    // `graph` is read again only while the capture that owns it is still under way.
+    match info(first)? {
+        (CaptureStatus::Active, g, _) if g == graph => {}
+        (CaptureStatus::Invalidated, ..) => return Err(Error::capture(CaptureFault::Invalidated)),
+        _ => return Err(Error::capture(CaptureFault::Unjoined)),
+    }
+    // SAFETY: `graph` is the graph of the capture still under way on `first` (checked just
+    // above).
+    let added: Vec<sys::CUgraphNode> = unsafe { graph_nodes(graph) }
+        .map_err(|e| Error::driver("cuGraphGetNodes", e))?
+        .into_iter()
+        .filter(|n| !before.contains(&(*n as usize)))
+        .collect();
+    let index: std::collections::HashMap<usize, usize> = added
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| (n as usize, i))
+        .collect();
+    let mut deps = Vec::with_capacity(added.len());
+    for &n in &added {
+        // SAFETY: `n` is a node of the capture's graph, alive while the capture runs.
+        deps.push(
+            unsafe { dependencies(n) }
+                .map_err(|e| Error::driver("cuGraphNodeGetDependencies", e))?,
+        );
+    }
+    let mut owner: Vec<Option<usize>> = vec![None; added.len()];
+    let mut tips = Vec::with_capacity(streams.len());
+    for (k, s) in streams.iter().enumerate() {
+        ensure_current(s.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+        let (status, _, tip) = info(s)?;
+        if status != CaptureStatus::Active {
+            return Err(Error::capture(CaptureFault::Invalidated));
+        }
+        let mut stack: Vec<usize> = tip
+            .iter()
+            .filter_map(|n| index.get(&(*n as usize)).copied())
+            .collect();
+        while let Some(i) = stack.pop() {
+            match owner[i] {
+                Some(o) if o == k => continue,
+                Some(o) => {
+                    return Err(Error::InvalidArgument(format!(
+                        "NCCL added graph nodes that participants {o} and {k} both depend on; this NCCL's capture of the group cannot be verified against the pipeline's model"
+                    )))
+                }
+                None => owner[i] = Some(k),
+            }
+            stack.extend(
+                deps[i]
+                    .iter()
+                    .filter_map(|d| index.get(&(*d as usize)).copied()),
+            );
+        }
+        tips.push(tip);
+    }
+    if owner.iter().any(Option::is_none) {
+        return Err(Error::InvalidArgument(
+            "NCCL added graph nodes that no participant's stream depends on; this NCCL's capture of the group cannot be verified against the pipeline's model".into(),
+        ));
+    }
+    let mut out = Vec::with_capacity(streams.len());
+    for (k, (s, tip)) in streams.iter().zip(tips).enumerate() {
+        let own: Vec<sys::CUgraphNode> = added
+            .iter()
+            .zip(&owner)
+            .filter(|(_, o)| **o == Some(k))
+            .map(|(&n, _)| n)
+            .collect();
+        let single_own = tip.len() == 1 && own.contains(&tip[0]);
+        let exit = if single_own {
+            tip[0]
+        } else {
+            ensure_current(s.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+            let mut node: sys::CUgraphNode = std::ptr::null_mut();
+            // SAFETY: `graph` is the capture's live graph; `tip` are nodes of it (the stream's
+            // dependencies just reported), `tip.len()` of them.
+            unsafe { sys::cuGraphAddEmptyNode(&mut node, graph, tip.as_ptr(), tip.len()) }
+                .result()
+                .map_err(|e| Error::driver("cuGraphAddEmptyNode", e))?;
+            let mut set = [node];
+            // SAFETY: `s` is capturing into `graph`, of which `node` is a node.
+            unsafe {
+                sys::cuStreamUpdateCaptureDependencies_v2(
+                    s.cu_stream(),
+                    set.as_mut_ptr(),
+                    std::ptr::null(),
+                    1,
+                    sys::CUstreamUpdateCaptureDependencies_flags::CU_STREAM_SET_CAPTURE_DEPENDENCIES
+                        as u32,
+                )
+            }
+            .result()
+            .map_err(|e| Error::driver("cuStreamUpdateCaptureDependencies", e))?;
+            node
+        };
+        out.push(ParticipantNodes {
+            exit: NodeHandle::new(exit, std::ptr::null_mut()),
+            inner: own
+                .into_iter()
+                .filter(|&n| n != exit)
+                .map(|n| NodeHandle::new(n, std::ptr::null_mut()))
+                .collect(),
+        });
+    }
+    Ok(out)
+}
