@@ -58,10 +58,10 @@ use crate::graph::VerifyReport;
 use crate::issue::Pipeline;
 use crate::stream::Stream;
 
+mod random;
+
 pub use crate::graph::{captured_dot, side_by_side_dot, verify_body_edges, verify_edges};
-pub use crate::plan::random::{
-    Block, Call, Place, RandomHostFn, RandomMemory, RandomOptions, RandomProgram,
-};
+pub use random::{Block, Call, Place, RandomHostFn, RandomMemory, RandomOptions, RandomProgram};
 
 /// How far two elements may be apart and still match: `|a - b| <= absolute + relative ·
 /// max(|a|, |b|)`. [`Tolerance::EXACT`] (the default) compares bit patterns.

@@ -55,7 +55,7 @@ use crate::module::Kernel;
 use crate::operand::{Dim3, FillPattern, HostFn, LaunchConfig};
 use crate::program::{AccessMode, Program, Statement, StatementKind};
 
-use super::{Plan, Planner, ProgramBuilder};
+use crate::plan::{Plan, Planner, ProgramBuilder};
 
 /// What [`RandomProgram::with_options`] may generate.
 ///
