@@ -84,8 +84,6 @@ mod builder;
 pub(crate) mod dot;
 mod planner;
 mod race;
-#[cfg(feature = "testing")]
-pub mod random;
 mod reach;
 
 pub use crate::error::{Race, RaceSide};

@@ -1,0 +1,224 @@
+//! The control structure of a random program ([`Block`]) and the walks over it that
+//! generation needs.
+
+use std::ops::Range;
+
+/// The control structure of a [`RandomProgram`](super::RandomProgram): its statements, in source order, grouped
+/// into straight runs, `for` loops and `if`s.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Block {
+    /// Statements issued once each, in order (indices into [`Program::statements`](crate::program::Program::statements)).
+    Run(Range<usize>),
+    /// `for _ in 0..times { body }`.
+    For {
+        /// How often the body is issued (2 or 3).
+        times: usize,
+        /// The loop body.
+        body: Vec<Block>,
+    },
+    /// `if condition { body }`, with the condition fixed for the program.
+    If {
+        /// Whether the body is issued.
+        taken: bool,
+        /// The body.
+        body: Vec<Block>,
+    },
+    /// A device `while FLAG, limit = limit { body }` whose flag stays set: the body runs
+    /// `limit` times. Statement `header` is the block itself.
+    DeviceWhile {
+        /// The block statement.
+        header: usize,
+        /// How often the body runs (0 to 3).
+        limit: u32,
+        /// The body.
+        body: Vec<Block>,
+    },
+    /// A device `if FLAG { then } else { otherwise }` with the flag fixed for the program.
+    DeviceIf {
+        /// The block statement.
+        header: usize,
+        /// Whether `then` runs (else `otherwise`).
+        taken: bool,
+        /// The `then` body.
+        then: Vec<Block>,
+        /// The `else` body (possibly empty).
+        otherwise: Vec<Block>,
+    },
+}
+
+impl Block {
+    /// The statements of the block, in source order.
+    pub fn statements(&self) -> Range<usize> {
+        match self {
+            Block::Run(r) => r.clone(),
+            Block::For { body, .. } | Block::If { body, .. } => {
+                let start = body.first().map_or(0, |b| b.statements().start);
+                let end = body.last().map_or(start, |b| b.statements().end);
+                start..end
+            }
+            Block::DeviceWhile { header, body, .. } => {
+                *header..body.last().map_or(header + 1, |b| b.statements().end)
+            }
+            Block::DeviceIf {
+                header,
+                then,
+                otherwise,
+                ..
+            } => {
+                let end = otherwise
+                    .last()
+                    .or(then.last())
+                    .map_or(header + 1, |b| b.statements().end);
+                *header..end
+            }
+        }
+    }
+
+    /// Appends the statements this block issues, in issue order.
+    pub(super) fn issue_order(&self, out: &mut Vec<usize>) {
+        match self {
+            Block::Run(r) => out.extend(r.clone()),
+            Block::For { times, body } => {
+                for _ in 0..*times {
+                    body.iter().for_each(|b| b.issue_order(out));
+                }
+            }
+            Block::If { taken, body } => {
+                if *taken {
+                    body.iter().for_each(|b| b.issue_order(out));
+                }
+            }
+            // A block's bodies are issued once each (a capture and a plan issue them once,
+            // whatever the device later decides).
+            Block::DeviceWhile { header, body, .. } => {
+                out.push(*header);
+                body.iter().for_each(|b| b.issue_order(out));
+            }
+            Block::DeviceIf {
+                header,
+                then,
+                otherwise,
+                ..
+            } => {
+                out.push(*header);
+                then.iter().for_each(|b| b.issue_order(out));
+                otherwise.iter().for_each(|b| b.issue_order(out));
+            }
+        }
+    }
+
+    /// Sets `out[i]` to the innermost device body holding statement `i` (`(header, branch)`,
+    /// branch 0 for a `while` body or `then`, 1 for `else`), `inside` for those of no block
+    /// of its own.
+    pub(super) fn innermost_bodies(
+        &self,
+        inside: Option<(usize, usize)>,
+        out: &mut [Option<(usize, usize)>],
+    ) {
+        let mut mark = |i: usize| {
+            if let Some(o) = out.get_mut(i) {
+                *o = inside;
+            }
+        };
+        match self {
+            Block::Run(r) => r.clone().for_each(mark),
+            Block::For { body, .. } | Block::If { body, .. } => {
+                body.iter().for_each(|b| b.innermost_bodies(inside, out))
+            }
+            Block::DeviceWhile { header, body, .. } => {
+                mark(*header);
+                body.iter()
+                    .for_each(|b| b.innermost_bodies(Some((*header, 0)), out));
+            }
+            Block::DeviceIf {
+                header,
+                then,
+                otherwise,
+                ..
+            } => {
+                mark(*header);
+                then.iter()
+                    .for_each(|b| b.innermost_bodies(Some((*header, 0)), out));
+                otherwise
+                    .iter()
+                    .for_each(|b| b.innermost_bodies(Some((*header, 1)), out));
+            }
+        }
+    }
+
+    /// Marks the statements inside device block bodies, and numbers the blocks' flags.
+    pub(super) fn device_bodies(
+        &self,
+        inside: bool,
+        in_body: &mut [bool],
+        flags: &mut Vec<(usize, u32)>,
+    ) {
+        let mark = |r: Range<usize>, in_body: &mut [bool]| {
+            for i in r {
+                if let Some(b) = in_body.get_mut(i) {
+                    *b = true;
+                }
+            }
+        };
+        match self {
+            Block::Run(r) => {
+                if inside {
+                    mark(r.clone(), in_body);
+                }
+            }
+            Block::For { body, .. } | Block::If { body, .. } => body
+                .iter()
+                .for_each(|b| b.device_bodies(inside, in_body, flags)),
+            Block::DeviceWhile { header, body, .. } => {
+                if inside {
+                    mark(*header..header + 1, in_body);
+                }
+                flags.push((*header, 1));
+                body.iter()
+                    .for_each(|b| b.device_bodies(true, in_body, flags));
+            }
+            Block::DeviceIf {
+                header,
+                taken,
+                then,
+                otherwise,
+            } => {
+                if inside {
+                    mark(*header..header + 1, in_body);
+                }
+                flags.push((*header, u32::from(*taken)));
+                then.iter()
+                    .chain(otherwise)
+                    .for_each(|b| b.device_bodies(true, in_body, flags));
+            }
+        }
+    }
+}
+
+/// For each device block header: `(None, end)` for a `while`, `(Some(otherwise), end)` for an
+/// `if`.
+pub(super) fn block_extents(block: &Block, out: &mut [Option<(Option<usize>, usize)>]) {
+    match block {
+        Block::Run(_) => {}
+        Block::For { body, .. } | Block::If { body, .. } => {
+            body.iter().for_each(|b| block_extents(b, out))
+        }
+        Block::DeviceWhile { header, body, .. } => {
+            out[*header] = Some((None, block.statements().end));
+            body.iter().for_each(|b| block_extents(b, out));
+        }
+        Block::DeviceIf {
+            header,
+            then,
+            otherwise,
+            ..
+        } => {
+            let end = block.statements().end;
+            let mid = otherwise.first().map_or(end, |b| b.statements().start);
+            out[*header] = Some((Some(mid), end));
+            then.iter()
+                .chain(otherwise)
+                .for_each(|b| block_extents(b, out));
+        }
+    }
+}
