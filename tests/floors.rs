@@ -484,3 +484,36 @@ fn each_kind_of_violation_is_caught() {
         "{found:?}"
     );
 }
+
+/// Files of one concept: no source file of the runtime or the macro crate is over 700 lines,
+/// test-only files aside (a file whose module is compiled only under `cfg(test)`).
+#[test]
+fn no_source_file_is_over_700_lines() {
+    const TEST_ONLY: &[&str] = &[
+        "macros/src/fuzz_tests.rs",
+        "macros/src/validate/agree_tests.rs",
+    ];
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["runtime/src", "macros/src"] {
+        sources(&root.join(dir), &mut files);
+    }
+    let mut long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let shown = f
+                .strip_prefix(root)
+                .expect("under the root")
+                .display()
+                .to_string();
+            let lines = fs::read_to_string(f)
+                .expect("sources are UTF-8")
+                .lines()
+                .count();
+            (lines > 700 && !TEST_ONLY.contains(&shown.as_str()) && !shown.ends_with("tests.rs"))
+                .then(|| format!("{shown}: {lines} lines"))
+        })
+        .collect();
+    long.sort();
+    assert!(long.is_empty(), "split these files:\n{}", long.join("\n"));
+}
