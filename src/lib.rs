@@ -374,3 +374,22 @@ pub struct ReadmeDoctests;
 #[cfg(doctest)]
 pub struct CollectivesDoctests;
 
+#[cfg(test)]
+mod tests {
+    /// The README's first code block, the program it tells a newcomer to paste into a fresh
+    /// crate, is `examples/pipeline_basics.rs` (its `//!` header aside), which its Setup runs.
+    #[test]
+    fn readme_first_block_is_the_pipeline_basics_example() {
+        let readme = include_str!("../README.md");
+        let open = "```rust\n";
+        let start = readme.find(open).expect("the README has a Rust block") + open.len();
+        let len = readme[start..].find("```\n").expect("the block ends");
+        let example = include_str!("../examples/pipeline_basics.rs");
+        let code: String = example
+            .lines()
+            .skip_while(|l| l.starts_with("//!") || l.is_empty())
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(&readme[start..start + len], code);
+    }
+}
