@@ -26,7 +26,8 @@
 //! ```
 //!
 //! Loading a kernel is the one `unsafe` promise: that every launch passes arguments matching
-//! its C signature. Everything after that is safe.
+//! its C signature. Everything after that is safe. [`Module::from_ptx`] loads PTX instead of
+//! compiling CUDA C++.
 //!
 //! ## 2. Declare a pipeline
 //!
@@ -170,20 +171,171 @@
 //! # Ok::<(), streamgraph::Error>(())
 //! ```
 //!
+//! The pipeline borrows its buffers, so `compare` takes a state and a closure that builds the
+//! pipeline from it; the outputs are read from the same state between runs.
+//! `examples/eager_vs_captured.rs` is a whole program around it. The same module has seeded
+//! random programs and the edge comparison behind [`Graph::verify`] for edge sets given by hand.
+//!
+//! ## Features
+//!
+//! streamgraph drives CUDA through [cudarc](https://crates.io/crates/cudarc) 0.19 (re-exported
+//! as [`cudarc`]) and needs a CUDA 12.4 or later driver (conditional graph nodes). It picks
+//! cudarc's CUDA version and loading mode through features of its own, one of each:
+//!
+//! | feature | meaning |
+//! | --- | --- |
+//! | `cuda-13000` (default), `cuda-13010` … `cuda-13040`, `cuda-12040` … `cuda-12090` | the CUDA driver API version cudarc binds; the driver must support at least that version |
+//! | `cuda-version-from-build-system` | cudarc asks `nvcc` at build time |
+//! | `dynamic-loading` (default) | `libcuda`/`libnvrtc` are opened at run time: builds without CUDA; no driver is [`Error::NoDriver`] |
+//! | `fallback-dynamic-loading`, `dynamic-linking` | cudarc's other modes (`dynamic-linking` needs the CUDA libraries at link time) |
+//!
+//! and, optionally, `testing` (the `testing` module: eager runs against graph replays, seeded
+//! random programs), `tracing` and `nvtx` ([Observability](#observability)), and `nccl`
+//! (collective statements run through NCCL, loaded at run time: docs/COLLECTIVES.md).
+//!
+//! A crate that uses cudarc itself must enable the **same** CUDA version feature on both
+//! (cudarc accepts only one), e.g. next to a CUDA 12.8 cudarc:
+//!
+//! ```toml
+//! [dependencies]
+//! cudarc = { version = "0.19", default-features = false, features = ["std", "driver", "nvrtc", "cuda-12080", "dynamic-loading"] }
+//! streamgraph = { version = "0.1", default-features = false, features = ["cuda-12080", "dynamic-loading"] }
+//! ```
+//!
+//! CI builds the default set, a CUDA 12.8 set, and such a user crate (`tests/user-crate`).
+//!
+//! ## The race check
+//!
+//! Two statements on different streams that touch the same buffer, one of them writing, with no
+//! happens-before path between them (docs/MODEL.md) are a compile error that names both, where
+//! they are, and the record and wait that would order them.
+//!
+//! **What writes.** `&mut x` in launch arguments, a `copy` destination and a `fill` target
+//! write; `&x` and a `copy` source read. A statement writes only a parameter declared `&mut`
+//! whose buffer it borrows exclusively — `x: &mut DeviceBuffer<T>`, `&mut PinnedBuffer<T>`,
+//! `&mut DeviceViewMut<'_, T>`, `&mut [DeviceBuffer<T>]` — and names it whole (`x`), as an
+//! element (`xs[i]`) or as one part of either (`x.slice_mut(a..b)`; `x.slice(a..b)` as a write
+//! means the same); a written part or element out of bounds is a typed error of its statement.
+//! A buffer borrowed shared under the `&mut` (`x: &mut &DeviceBuffer<T>`,
+//! `&mut DeviceView<'_, T>`) is refused with a message on the parameter's type.
+//!
+//! **Loops and branches.** The check follows the model through `for` loops (a body is checked
+//! against its own next iteration) and `if`s (only races certain on every path are reported).
+//! Its work grows with statements × streams (loops are iterated to a fixed point, never
+//! unrolled per stream), so large pipelines compile quickly; at most 20 races are listed, then
+//! one error counts the rest. If a pipeline's branches and loops give some pairs of statements
+//! more orderings than the check follows, a warning (`use of deprecated unit struct
+//! PIPELINE::static_race_check_incomplete`) says that those pairs are left to
+//! [`Plan::check_races`]. `for` and `if` nest at most 128 levels deep.
+//!
+//! **At run time.** What the check cannot decide statically — sub-ranges such as
+//! `x.slice(0..n)`, aliasing buffers — the plan checks on real address ranges
+//! ([`Plan::check_races`]). [`Eager::check`] does so before each run; [`Capture::check`] also
+//! compares each captured graph with the plan, edge for edge. Both are on by default in debug
+//! builds and off in release builds, like overflow checks; the environment variable
+//! `STREAMGRAPH_CHECKS=1` (or `0`) turns them on (or off) by default in any build.
+//! [`Graph::verify`] runs the comparison on demand. Two parts of one buffer, planned without a
+//! GPU:
+//!
+//! ```
+//! use streamgraph::{pipeline, DeviceBuffer, Error, Kernel, Plan};
+//!
+//! pipeline! {
+//!     /// Two streams update two parts of `x`; no wait orders them, so they must not overlap.
+//!     pipeline Parts(x: &mut DeviceBuffer<f32>, k: &Kernel, split: usize, rest: usize) {
+//!         stream left;
+//!         stream right;
+//!         left: launch k<<<1, 256>>>(&mut x.slice_mut(0..split));
+//!         right: launch k<<<1, 256>>>(&mut x.slice_mut(rest..1024));
+//!     }
+//! }
+//!
+//! let k = Kernel::for_planning("k");
+//! let mut x = DeviceBuffer::<f32>::for_planning(1024)?;
+//! let apart = Plan::build(&Parts::new(&mut x, &k, 512, 512))?;
+//! apart.check_races()?; // [0, 512) and [512, 1024): no race
+//! let overlapping = Plan::build(&Parts::new(&mut x, &k, 600, 500))?;
+//! assert!(matches!(overlapping.check_races(), Err(Error::Race(_))));
+//! # Ok::<(), Error>(())
+//! ```
+//!
+//! **Other mistakes** get a message on the user's tokens that says what to write instead, e.g.
+//!
+//! ```text
+//! error: statements are not method calls on streams: write `side: wait ready;`
+//! error: unknown stream `sied`: did you mean `side`? (declared streams are `main`, `side`; ...)
+//! error: buffer `x` is passed by value: write `&mut x` if the kernel writes it, or `&x` if it only reads it ...
+//! error[E0277]: `DeviceBuffer<f32>` is not a kernel
+//! ```
+//!
+//! (`tests/ui/` holds one case per message.) While a statement has an unknown name, the race
+//! check waits for the fix, so no race follows from the misspelt name.
+//!
+//! ## Captures
+//!
+//! [`capture`]`(origin, pipeline)` is [`Capture::new`]`(origin).capture(pipeline)`; the builder
+//! also sets the [`CaptureMode`], [`Capture::check`], [`Capture::fallback_to_eager`] and
+//! [`Capture::cross_check_nodes`]. Keep the default mode, [`CaptureMode::ThreadLocal`]: while a
+//! [`CaptureMode::Global`] capture runs, streamgraph's synchronizations, queries, allocations,
+//! instantiations and module loads on other threads fail with a typed
+//! [`CaptureFault::Implicit`] that they must retry (docs/RELIABILITY.md, "Threads", counts
+//! them). Capture faults — a
+//! synchronize inside a capture, waiting on an event recorded outside it, unjoined work, another
+//! thread's synchronisation in global mode, a global-mode capture begun inside another on the
+//! same thread — are typed errors ([`Error::Capture`], [`CaptureFault`]) that name the statement
+//! and its source location; the capture is ended cleanly and the streams stay usable.
+//!
+//! ## Loops and branches on the device
+//!
+//! `STREAM: while FLAG { … }` (optionally `while FLAG, limit = N`) and
+//! `STREAM: if FLAG { … } else { … }` are **device blocks**, decided by a [`DeviceFlag`]
+//! parameter that kernels write (`&mut flag` is an `unsigned int*` on the device;
+//! `fill flag = 1u32` sets it in stream order; [`DeviceFlag::new`], `set`, `get` from the host).
+//!
+//! - **Eagerly**, the runtime issues the body, reads the flag back (a copy and a synchronize of
+//!   the block's stream) and repeats while it is non-zero, at most `limit` times.
+//! - **Captured**, the block is one CUDA conditional node (WHILE; an `if` with `else` is two IF
+//!   nodes): a built-in kernel (compiled once per device with NVRTC) copies the flag into the
+//!   node's handle before it and, for a `while`, at the end of every iteration, counting
+//!   iterations for `limit`; the body is captured into the node's body graph. One graph launch
+//!   runs the whole loop. User kernels never see a graph handle.
+//! - The body is a **nested pipeline** on the block's stream: its other streams fork from it at
+//!   the body's start and join it at the end, and events do not cross its boundary.
+//! - **Checks.** In the plan and in the static race check the block is one operation on its
+//!   stream that reads the flag and does everything its body does; the body itself is checked
+//!   as a pipeline of its own. Compile errors: a flag that is not a parameter or not a
+//!   `DeviceFlag`, a `host` function in a body (it would need a round trip to the host), a
+//!   `wait` in a body on an event recorded outside it or outside on one recorded inside it,
+//!   `else if` (nest another block instead).
+//! - **Verification.** [`Graph::verify`] checks the outer graph against the plan and each body
+//!   graph against its nested plan ([`Plan::bodies`]), and that the end of each body (the
+//!   built-in kernel after its join, which the next iteration waits for) follows all of the
+//!   body's work: directly from operations of the body's join, or through them (the join does
+//!   not wait again for a stream whose last command was a record the block's stream already
+//!   waited for, so the end follows that stream's work through what the block's stream ran
+//!   since); [`Plan::to_dot`] and [`Graph::to_dot`] draw bodies as clusters, nested as the
+//!   blocks are. Graphs with device blocks replay, upload and update (`update_with` new
+//!   arguments of kernels inside a body, `set_kernel_args` on a launch inside a body) like any
+//!   other.
+//!
 //! ## Observability
 //!
-//! The `tracing` feature opens a span per pipeline run, capture or plan and per statement
-//! issued (pipeline name, statement text, source location, stream); the `nvtx` feature opens
-//! NVTX ranges with the same names for Nsight Systems, loading the NVTX library at run time
-//! (no ranges, and no error, without it). Both compile to nothing when off.
+//! Two optional features show what a pipeline issues, at no cost when they are off (the hooks
+//! are compiled out):
 //!
-//! ## Checks
+//! - `tracing`: a span per pipeline run, capture or plan (`pipeline`, fields `name`, `mode`,
+//!   `location`; level INFO) and per statement issued (`statement`, fields `pipeline`,
+//!   `statement` (its text), `location`, `stream`; level DEBUG), target `streamgraph`.
+//! - `nvtx`: NVTX ranges per pipeline and per statement, so Nsight Systems shows the
+//!   pipeline's name and each statement's text on the CPU timeline. Ranges are made only while
+//!   a profiler listens (it sets `NVTX_INJECTION64_PATH`, as `nsys profile` does); otherwise a
+//!   statement pays one check of a static. The NVTX library (`libnvToolsExt`, or
+//!   `libnvtx3interop` from CUDA 12.8 on) is loaded at run time; without it there are no
+//!   ranges, and no error.
 //!
-//! [`Eager::check`] builds each pipeline's plan and refuses races on real address ranges before
-//! a run; [`Capture::check`] also compares each captured graph with the plan, edge for edge.
-//! Both are on by default in debug builds and off in release builds, like overflow checks;
-//! the environment variable `STREAMGRAPH_CHECKS=1` (or `0`) turns them on (or off) by default
-//! in any build. [`Graph::verify`] runs the comparison on demand.
+//! ```toml
+//! streamgraph = { version = "0.1", features = ["tracing", "nvtx"] }
+//! ```
 //!
 //! ## What safe code cannot do
 //!
@@ -216,3 +368,28 @@ pub use streamgraph_macros::pipeline;
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// docs/COLLECTIVES.md's examples, compiled as doctests.
+#[doc = include_str!("../docs/COLLECTIVES.md")]
+#[cfg(doctest)]
+pub struct CollectivesDoctests;
+
+#[cfg(test)]
+mod tests {
+    /// The README's first code block, the program it tells a newcomer to paste into a fresh
+    /// crate, is `examples/pipeline_basics.rs` (its `//!` header aside), which its Setup runs.
+    #[test]
+    fn readme_first_block_is_the_pipeline_basics_example() {
+        let readme = include_str!("../README.md");
+        let open = "```rust\n";
+        let start = readme.find(open).expect("the README has a Rust block") + open.len();
+        let len = readme[start..].find("```\n").expect("the block ends");
+        let example = include_str!("../examples/pipeline_basics.rs");
+        let code: String = example
+            .lines()
+            .skip_while(|l| l.starts_with("//!") || l.is_empty())
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(&readme[start..start + len], code);
+    }
+}
