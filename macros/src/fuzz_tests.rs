@@ -83,6 +83,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/runtime_no_driver.rs"),
     source!("tests/runtime_stream.rs"),
     source!("tests/soundness.rs"),
+    source!("tests/soundness_edges.rs"),
     source!("tests/ui.rs"),
     source!("tests/ui/block_else_if.rs"),
     source!("tests/ui/block_flag_not_device_flag.rs"),
