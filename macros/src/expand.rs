@@ -143,7 +143,7 @@ pub fn expand(program: &Program) -> TokenStream {
         .filter(|(p, _)| p.kind == ParamKind::Value)
         .map(|(p, ty)| {
             quote_spanned! {p.ty.span()=>
-                <#ty as ::streamgraph::ValueParameter>::check();
+                <#ty as ::streamgraph::__private::ValueParameter>::check();
             }
         });
     let options = program.streams.iter().map(|s| {
@@ -475,7 +475,7 @@ fn device_memory(program: &Program, b: &BufferExpr) -> TokenStream {
     let expr = &b.expr;
     let span = expr.span();
     let memory = buffer(program, b);
-    let check = quote_spanned!(span=> ::streamgraph::DeviceMemory::len);
+    let check = quote_spanned!(span=> ::streamgraph::__private::DeviceMemory::len);
     let mut args = proc_macro2::Group::new(
         proc_macro2::Delimiter::Parenthesis,
         quote_spanned!(span=> #memory, #check),
@@ -623,14 +623,18 @@ fn statement(program: &Program, i: usize) -> TokenStream {
                 }
                 Arg::Read(b) => buffer_arg(program, b, quote!(#p::arg_read)),
                 Arg::Value(e) => {
-                    let kernel_arg = spanning(quote!(::streamgraph::KernelValue::kernel_arg), e);
+                    let kernel_arg =
+                        spanning(quote!(::streamgraph::__private::KernelValue::kernel_arg), e);
                     let value = borrow(e);
                     quote!(#p::value_with(#value, #kernel_arg))
                 }
             });
             let grid = quote_spanned!(grid.span()=> #p::Dim3::from(#grid));
             let block = quote_spanned!(block.span()=> #p::Dim3::from(#block));
-            let as_kernel = spanning(quote!(::streamgraph::LaunchKernel::as_kernel), kernel);
+            let as_kernel = spanning(
+                quote!(::streamgraph::__private::LaunchKernel::as_kernel),
+                kernel,
+            );
             let kernel_ref = kernel_ref(program, kernel);
             let kernel = quote!(#p::kernel_with(#kernel_ref, #as_kernel));
             quote! {
@@ -643,7 +647,10 @@ fn statement(program: &Program, i: usize) -> TokenStream {
             }
         }
         Kind::Copy { dst, src } => {
-            let source = spanning(quote!(::streamgraph::CopySource::copy_source_of), &src.expr);
+            let source = spanning(
+                quote!(::streamgraph::__private::CopySource::copy_source_of),
+                &src.expr,
+            );
             let copy_with = respan(quote!(#p::copy_with), dst.expr.span());
             let (dst, src) = (place(dst), buffer(program, src));
             quote!(#copy_with(__issuer, __stmt, #dst, #src, #source))
@@ -662,7 +669,8 @@ fn statement(program: &Program, i: usize) -> TokenStream {
             );
             arg.set_span(last_span(&dst.expr));
             let zero = quote_spanned!(span=> #p::fill_value_of #arg);
-            let pattern = quote_spanned!(value.span()=> ::streamgraph::FillValue::pattern);
+            let pattern =
+                quote_spanned!(value.span()=> ::streamgraph::__private::FillValue::pattern);
             // A `match`, not a `let`: the temporaries of the place live through it.
             quote_spanned!(span=> (match #memory {
                 #dst_var => {
@@ -768,7 +776,7 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains("< u32 as :: streamgraph :: ValueParameter > :: check ()"),
+            out.contains("< u32 as :: streamgraph :: __private :: ValueParameter > :: check ()"),
             "{out}"
         );
         assert!(
@@ -776,11 +784,11 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains(":: streamgraph :: __private :: value_with (& n , :: streamgraph :: KernelValue :: kernel_arg)"),
+            out.contains(":: streamgraph :: __private :: value_with (& n , :: streamgraph :: __private :: KernelValue :: kernel_arg)"),
             "{out}"
         );
         assert!(
-            out.contains(":: streamgraph :: __private :: kernel_with (& k . f , :: streamgraph :: LaunchKernel :: as_kernel)"),
+            out.contains(":: streamgraph :: __private :: kernel_with (& k . f , :: streamgraph :: __private :: LaunchKernel :: as_kernel)"),
             "{out}"
         );
         assert!(out.contains("__issuer . record (__stmt)"), "{out}");
@@ -793,7 +801,7 @@ mod tests {
         );
         assert!(out.contains("fill_value_of (& __dst)"), "{out}");
         assert!(out.contains("__value = 0.0f32 ;"), "{out}");
-        assert!(out.contains(":: streamgraph :: __private :: fill_with (__issuer , __stmt , __dst , __value , :: streamgraph :: FillValue :: pattern)"), "{out}");
+        assert!(out.contains(":: streamgraph :: __private :: fill_with (__issuer , __stmt , __dst , __value , :: streamgraph :: __private :: FillValue :: pattern)"), "{out}");
         assert!(
             out.contains("text : \"main: launch k.f<<<n, 256>>>(&mut x, n)\""),
             "{out}"
@@ -818,7 +826,7 @@ mod tests {
             }
         });
         assert!(
-            out.contains(":: streamgraph :: __private :: copy_with (__issuer , __stmt , :: streamgraph :: __private :: place (& self . d) . slice (0 .. n) , h , :: streamgraph :: CopySource :: copy_source_of)"),
+            out.contains(":: streamgraph :: __private :: copy_with (__issuer , __stmt , :: streamgraph :: __private :: place (& self . d) . slice (0 .. n) , h , :: streamgraph :: __private :: CopySource :: copy_source_of)"),
             "{out}"
         );
         assert!(out.contains("StatementKind :: Copy"), "{out}");
