@@ -1,7 +1,8 @@
-//! Collectives: one statement per participant, consecutive.
+//! Collectives: one statement per participant, consecutive, and the collective as written
+//! for the rules of `validate`.
 
 use quote::ToTokens;
-use syn::Expr;
+use syn::{Expr, Ident};
 
 use super::{Access, BufferExpr, Errors, Kind, Mode, Program, Statement};
 use crate::syntax;
@@ -25,8 +26,50 @@ pub const REDUCTIONS: [(&str, &str); 5] = [
     ("avg", "Avg"),
 ];
 
+/// A collective as written, for the rules of `validate`.
+pub struct Collective {
+    pub written: syntax::CollectiveStmt,
+}
+
+impl Collective {
+    /// The keyword: `all_reduce`, `all_gather`, `reduce_scatter` or `broadcast`.
+    pub fn word(&self) -> String {
+        self.written.keyword.to_string()
+    }
+
+    /// Whether it combines the ranks' buffers with a reduction (`all_reduce`,
+    /// `reduce_scatter`).
+    pub fn reduces(&self) -> bool {
+        reduces(&self.word())
+    }
+
+    /// Whether a participant may name one buffer, sent and received in place (`all_reduce`,
+    /// `broadcast`).
+    pub fn in_place(&self) -> bool {
+        matches!(self.word().as_str(), "all_reduce" | "broadcast")
+    }
+}
+
+/// Whether collective `word` takes a reduction.
+fn reduces(word: &str) -> bool {
+    matches!(word, "all_reduce" | "reduce_scatter")
+}
+
+/// The buffer expression under a `&` or `&mut`, as a collective's participant writes it.
+pub fn unborrowed(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Reference(r) => &r.expr,
+        other => other,
+    }
+}
+
 impl Program {
     /// A collective: one statement per participant, consecutive; returns the first's id.
+    ///
+    /// Resolution looks up its names: the communicator, the streams and the buffers. Whether
+    /// it is well formed (each stream once, its options, its buffers borrowed as it uses them)
+    /// is `validate`'s; a malformed collective is resolved as far as it goes (a missing root is
+    /// participant 0, a missing reduction `sum`).
     pub(super) fn resolve_collective(
         &mut self,
         c: syntax::CollectiveStmt,
@@ -35,148 +78,36 @@ impl Program {
         let first = self.statements.len();
         let errors_before = errors.count();
         let word = c.keyword.to_string();
-        let reduces = matches!(word.as_str(), "all_reduce" | "reduce_scatter");
-        let in_place_allowed = matches!(word.as_str(), "all_reduce" | "broadcast");
-        // The communicator: a parameter.
-        let comm = match &c.comm {
-            Expr::Path(p) if p.qself.is_none() => p.path.get_ident().cloned(),
-            _ => None,
-        };
-        let comm = match comm {
-            Some(name) if self.param(&name).is_some() => Some(name),
-            Some(name) => {
-                let params: Vec<String> = self.params.iter().map(|p| p.name.to_string()).collect();
-                let similar = closest(&name.to_string(), params.iter().map(String::as_str))
-                    .map(|s| format!("did you mean `{s}`? "))
-                    .unwrap_or_default();
-                errors.spanned(
-                    &name,
-                    format!(
-                        "unknown communicator `{name}`: it is not a parameter of this pipeline; \
-                         {similar}the communicator of `{word}` is a parameter of type \
-                         `&Communicator`, e.g. `{name}: &Communicator`"
-                    ),
-                );
-                None
-            }
-            None => {
-                errors.spanned(
-                    &c.comm,
-                    format!(
-                        "the communicator of `{word}` is a parameter name, of type \
-                         `&Communicator`, e.g. `{word}(comm, …) {{ … }}` with a parameter \
-                         `comm: &Communicator`"
-                    ),
-                );
-                None
-            }
-        };
-        // The participants' streams: declared, each once.
-        let mut streams = Vec::new();
-        for (k, part) in c.parts.iter().enumerate() {
-            let stream = self.stream_index(&part.stream, errors);
-            if let Some(j) = c.parts[..k].iter().position(|p| p.stream == part.stream) {
-                errors.spanned(
-                    &part.stream,
-                    format!(
-                        "stream `{}` is listed twice in this `{word}` (participants {j} and {k}): \
-                         each participant is one rank, on a stream of its own; list each \
-                         stream once",
-                        part.stream
-                    ),
-                );
-            }
-            streams.push(stream);
-        }
-        if c.parts.is_empty() {
-            errors.spanned(
-                &c.keyword,
-                format!(
-                    "this `{word}` lists no participant: write one `STREAM: &mut BUFFER` per \
-                     rank of the communicator, e.g. `{word}(comm, …) {{ s0: &mut x0, s1: &mut x1 }};`"
-                ),
-            );
-        }
-        // The options: a reduction, or a root.
-        let mut reduce = None;
-        let mut root = None;
-        for (name, value) in &c.options {
-            match (name.to_string().as_str(), value) {
-                ("root", Some(stream)) if word == "broadcast" => {
-                    match c.parts.iter().position(|p| p.stream == *stream) {
-                        Some(k) => root = Some(k),
-                        None => errors.spanned(
-                            stream,
-                            format!(
-                                "the root of this `broadcast` must be one of its participants' \
-                                 streams; `{stream}` is not listed"
-                            ),
-                        ),
-                    }
-                }
-                (op, None) if reduces && REDUCTIONS.iter().any(|(r, _)| *r == op) => {
-                    if reduce.is_some() {
-                        errors.spanned(name, format!("`{word}` takes one reduction; keep one"));
-                    }
-                    reduce = Some(name.clone());
-                }
-                _ => {
-                    let expected = if reduces {
-                        format!(
-                            "a reduction: one of {}",
-                            REDUCTIONS.map(|(r, _)| format!("`{r}`")).join(", ")
-                        )
-                    } else if word == "broadcast" {
-                        "`root = STREAM`".to_owned()
-                    } else {
-                        "no option".to_owned()
-                    };
-                    errors.spanned(
-                        name,
-                        format!("unexpected option of `{word}`: after the communicator it takes {expected}"),
-                    );
-                }
-            }
-        }
-        if reduces && reduce.is_none() && c.options.is_empty() {
-            errors.spanned(
-                &c.keyword,
-                format!(
-                    "`{word}` needs a reduction after the communicator: one of {}, e.g. \
-                     `{word}(comm, sum) {{ … }}`",
-                    REDUCTIONS.map(|(r, _)| format!("`{r}`")).join(", ")
-                ),
-            );
-        }
-        if word == "broadcast" && root.is_none() && !c.options.iter().any(|(n, _)| n == "root") {
-            errors.spanned(
-                &c.keyword,
-                "`broadcast` needs its root after the communicator: `broadcast(comm, root = \
-                 STREAM) { … }`, where STREAM is the participant whose buffer is sent",
-            );
-        }
-        // The buffers: `&mut RECV`, or `&SEND => &mut RECV`.
-        let mut buffers = Vec::new();
-        for part in &c.parts {
-            let recv = self.collective_buffer(&word, &part.recv, true, errors);
-            let send = match &part.send {
-                Some(send) => Some(self.collective_buffer(&word, send, false, errors)),
-                None => {
-                    if !in_place_allowed {
-                        errors.spanned(
-                            &part.recv,
-                            format!(
-                                "`{word}` needs a send and a receive buffer on each stream: \
-                                 write `{}: &SEND => &mut RECV`",
-                                part.stream
-                            ),
-                        );
-                    }
-                    None
-                }
-            };
-            buffers.push((send, recv));
-        }
+        let comm = self.communicator(&word, &c.comm, errors);
+        let streams: Vec<usize> = c
+            .parts
+            .iter()
+            .map(|part| self.stream_index(&part.stream, errors))
+            .collect();
+        let reduce = c
+            .options
+            .iter()
+            .find(|(name, value)| {
+                reduces(&word) && value.is_none() && REDUCTIONS.iter().any(|(r, _)| name == r)
+            })
+            .map(|(name, _)| name.clone());
+        let root = c
+            .options
+            .iter()
+            .find_map(|(name, value)| value.as_ref().filter(|_| name == "root"))
+            .and_then(|stream| c.parts.iter().position(|p| p.stream == *stream));
+        let buffers: Vec<(Option<Option<BufferExpr>>, Option<BufferExpr>)> = c
+            .parts
+            .iter()
+            .map(|part| {
+                let recv = self.buffer_expr(unborrowed(&part.recv).clone(), errors);
+                let send = part
+                    .send
+                    .as_ref()
+                    .map(|send| self.buffer_expr(unborrowed(send).clone(), errors));
+                (send, recv)
+            })
+            .collect();
         let parts_text: Vec<String> = c
             .parts
             .iter()
@@ -216,7 +147,7 @@ impl Program {
                 _ => None,
             })
             .collect();
-        for (k, part) in c.parts.into_iter().enumerate() {
+        for (k, part) in c.parts.iter().enumerate() {
             let last = part
                 .recv
                 .to_token_stream()
@@ -263,51 +194,57 @@ impl Program {
                 stream: streams[k],
                 text: text.clone(),
                 first: part.stream.span(),
-                stream_name: part.stream,
+                stream_name: part.stream.clone(),
                 kind,
                 accesses,
                 last,
                 unresolved: failed,
             });
         }
+        let (keyword, semi) = (c.keyword.clone(), c.semi.span);
+        self.collectives.push(Collective { written: c });
         if count == 0 {
             // Keep numbering: one placeholder stands for the empty collective.
-            return self.push_placeholder(c.keyword, 0, c.semi.span, text);
+            return self.push_placeholder(keyword, 0, semi, text);
         }
         first
     }
 
-    /// A collective's buffer: `&mut BUF` for the receive side (`write`), `&BUF` for the send
-    /// side.
-    fn collective_buffer(
-        &self,
-        word: &str,
-        expr: &Expr,
-        write: bool,
-        errors: &mut Errors,
-    ) -> Option<BufferExpr> {
-        let (inner, mutable) = match expr {
-            Expr::Reference(r) => (&*r.expr, r.mutability.is_some()),
-            other => (other, false),
+    /// The communicator of a collective: the parameter its expression names; `None` (an error
+    /// recorded) when it names none.
+    fn communicator(&self, word: &str, comm: &Expr, errors: &mut Errors) -> Option<Ident> {
+        let name = match comm {
+            Expr::Path(p) if p.qself.is_none() => p.path.get_ident().cloned(),
+            _ => None,
         };
-        let text = text_of(inner);
-        if write && !mutable {
-            errors.spanned(
-                expr,
-                format!(
-                    "`{word}` writes this buffer: write `&mut {text}` (a collective reads and \
-                     writes its receive buffer)"
-                ),
-            );
-            return None;
+        match name {
+            Some(name) if self.param(&name).is_some() => Some(name),
+            Some(name) => {
+                let params: Vec<String> = self.params.iter().map(|p| p.name.to_string()).collect();
+                let similar = closest(&name.to_string(), params.iter().map(String::as_str))
+                    .map(|s| format!("did you mean `{s}`? "))
+                    .unwrap_or_default();
+                errors.spanned(
+                    &name,
+                    format!(
+                        "unknown communicator `{name}`: it is not a parameter of this pipeline; \
+                         {similar}the communicator of `{word}` is a parameter of type \
+                         `&Communicator`, e.g. `{name}: &Communicator`"
+                    ),
+                );
+                None
+            }
+            None => {
+                errors.spanned(
+                    comm,
+                    format!(
+                        "the communicator of `{word}` is a parameter name, of type \
+                         `&Communicator`, e.g. `{word}(comm, …) {{ … }}` with a parameter \
+                         `comm: &Communicator`"
+                    ),
+                );
+                None
+            }
         }
-        if !write && (mutable || !matches!(expr, Expr::Reference(_))) {
-            errors.spanned(
-                expr,
-                format!("`{word}` only reads its send buffer: write `&{text}`"),
-            );
-            return None;
-        }
-        self.buffer_expr(inner.clone(), errors)
     }
 }

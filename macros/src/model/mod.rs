@@ -20,7 +20,7 @@ use syn::{Attribute, Expr, Generics, Ident, Pat, Type, Visibility};
 use crate::syntax::{self, Else, Input, Item, StreamOpt};
 use crate::text::closest;
 
-pub use collective::{CollectiveOp, REDUCTIONS};
+pub use collective::{unborrowed, Collective, CollectiveOp, REDUCTIONS};
 pub use errors::{Errors, Warning};
 pub use operand::{write_form, Access, BufferExpr, Mode};
 pub use param::{Param, ParamKind};
@@ -40,6 +40,8 @@ pub struct Program {
     pub statements: Vec<Statement>,
     /// The body's control flow over `statements`.
     pub body: Vec<Node>,
+    /// Every collective as written, in source order.
+    pub collectives: Vec<Collective>,
 }
 
 /// `stream NAME(...)`.
@@ -106,6 +108,7 @@ impl Program {
             events: Vec::new(),
             statements: Vec::new(),
             body: Vec::new(),
+            collectives: Vec::new(),
         };
         let mut stmts = Vec::new();
         for item in input.items {

@@ -8,6 +8,7 @@
 #[allow(clippy::unwrap_used)] // tests may unwrap
 mod agree_tests;
 mod blocks;
+mod collectives;
 mod data_races;
 mod memory;
 mod names;
@@ -24,6 +25,9 @@ pub use data_races::MAX_RACE_DIAGNOSTICS;
 
 /// Checks every rule, recording each violation in `errors`.
 pub fn validate(program: &Program, errors: &mut Errors) {
+    let before = errors.count();
+    collectives::collectives_are_well_formed(program, errors);
+    let collectives_well_formed = errors.count() == before;
     names::at_least_one_stream(program, errors);
     names::unique_names(program, errors);
     waits::waits_follow_records(program, errors);
@@ -33,7 +37,11 @@ pub fn validate(program: &Program, errors: &mut Errors) {
     writes::writes_go_through_mut_parameters(program, errors);
     blocks::bodies_hold_only_device_work(program, errors);
     blocks::block_events_stay_in_their_body(program, errors);
-    data_races::no_static_races(program, errors);
+    // A malformed collective is resolved as far as it goes (its root, its reduction): its
+    // races wait for the fix, as those of a statement with an unknown name do.
+    if collectives_well_formed {
+        data_races::no_static_races(program, errors);
+    }
 }
 
 /// `line:column` of a span (1-based column, as the runtime's `Location`).

@@ -82,3 +82,44 @@ fn no_stream_is_an_error() {
     let errors = errors_of(parse_quote! { pipeline P() {} });
     assert!(errors[0].contains("declares no stream"));
 }
+
+#[test]
+fn collective_rules_are_validate_s_and_resolution_keeps_going() {
+    let input: crate::syntax::Input = parse_quote! {
+        pipeline P(x0: &mut B, x1: &mut B, g: &mut B, comm: &Communicator) {
+            stream s0;
+            stream s1;
+            all_reduce(comm) { s0: &x0, s0: &mut x1 };
+            all_gather(comm, sum) { s0: &mut x0, s1: x1 => &mut g };
+            broadcast(comm, root = s2) { s0: &mut x0, s1: &mut x1 };
+        }
+    };
+    let mut errors = Errors::default();
+    let program = Program::from_syntax(input, &mut errors);
+    // Resolution finds every name; the collectives are resolved as written.
+    assert_eq!(errors.count(), 0);
+    assert_eq!(program.collectives.len(), 3);
+    assert!(program.statements.iter().all(|s| !s.unresolved));
+    assert!(matches!(
+        program.statements[4].kind,
+        crate::model::Kind::Collective {
+            op: crate::model::CollectiveOp::Broadcast { root: 0 },
+            ..
+        }
+    ));
+    validate(&program, &mut errors);
+    let errors: Vec<String> = errors.into_vec().iter().map(ToString::to_string).collect();
+    let expected = [
+        "stream `s0` is listed twice in this `all_reduce` (participants 0 and 1)",
+        "`all_reduce` needs a reduction after the communicator",
+        "`all_reduce` writes this buffer: write `&mut x0`",
+        "unexpected option of `all_gather`: after the communicator it takes no option",
+        "`all_gather` needs a send and a receive buffer on each stream: write `s0: &SEND",
+        "`all_gather` only reads its send buffer: write `&x1`",
+        "the root of this `broadcast` must be one of its participants' streams; `s2` is not",
+    ];
+    assert_eq!(errors.len(), expected.len(), "{errors:#?}");
+    for (error, expected) in errors.iter().zip(expected) {
+        assert!(error.starts_with(expected), "{error:?} is not {expected:?}");
+    }
+}
