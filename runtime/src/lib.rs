@@ -63,8 +63,8 @@ pub use stream::{clamp_priority, current_stream, Stream, StreamGuard};
 pub mod testing;
 
 /// Items used by code that `pipeline!` generates (and by hand-written issuers in tests). Not
-/// part of the public API. Listed one by one: generated code names every item it uses through
-/// this module, `::streamgraph::__private::NAME`, and nothing else goes through it.
+/// part of the public API. Listed one by one: generated code names every runtime item it uses
+/// through this module, as `::streamgraph::__private::NAME`.
 #[doc(hidden)]
 pub mod __private {
     pub use crate::error::Error;
@@ -73,8 +73,12 @@ pub mod __private {
         fill_value_of, fill_with, host, if_else, kernel_with, limit, while_loop,
     };
     pub use crate::issue::{Issuer, LaunchKernel, Pipeline, StreamOptions, ValueParameter};
+    // `GraphCopySource`, `NotPageable` and `PageableHost` are named by no generated code, but by
+    // the compiler's message on pageable host memory, which this path keeps short.
     pub use crate::memory::__private::{
-        arg_place, arg_read, arg_value, arg_write, device_memory, place, value_with, Place,
+        arg_place, arg_read, arg_value, arg_write, device_memory, graph_copy_source,
+        graph_copyable, place, value_with, GraphCopySource, NotPageable, OtherProbe, PageableHost,
+        PageableProbe, Place, SourceProbe,
     };
     pub use crate::memory::{CopySource, DeviceFlag, DeviceMemory, FillValue, KernelValue};
     pub use crate::operand::{Dim3, LaunchConfig, ReduceOp};

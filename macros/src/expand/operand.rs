@@ -2,14 +2,14 @@
 //! token on the user's expression so that type errors land there.
 
 use proc_macro2::{Span, TokenStream, TokenTree};
-use quote::{quote_spanned, ToTokens};
+use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 
 use crate::model::{write_form, BufferExpr, ParamKind, Program};
 
 /// A buffer expression as the reference generated code passes on: the binding itself for a
 /// reference parameter's whole buffer, a borrow of the value otherwise.
-pub(super) fn buffer(program: &Program, b: &BufferExpr) -> TokenStream {
+fn buffer(program: &Program, b: &BufferExpr) -> TokenStream {
     let expr = &b.expr;
     let by_ref = program
         .param(&b.root)
@@ -168,4 +168,28 @@ pub(super) fn last_span(expr: &syn::Expr) -> Span {
         .into_iter()
         .last()
         .map_or_else(|| expr.span(), |t| t.span())
+}
+
+/// A copy's source as generated code passes it: `graph_copy_source(SOURCE, CHECK)`, where
+/// `CHECK`, a closure over the source's type, calls `graph_copyable` on what `SourceProbe`
+/// finds of it, every token on the user's source expression. Pageable host memory (a slice or
+/// `Vec` of plain data) is thus refused by its type, however the user spells it, and the
+/// source is evaluated once, in its place.
+pub(super) fn graph_copy_source(program: &Program, src: &BufferExpr) -> TokenStream {
+    let span = src.expr.span();
+    let memory = buffer(program, src);
+    let p = quote_spanned!(span=> ::streamgraph::__private);
+    let source = proc_macro2::Ident::new("__source", span);
+    let mut args = proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, TokenStream::new());
+    args.set_span(last_span(&src.expr));
+    let kind = quote_spanned!(span=> (&#p::SourceProbe(#source)).kind #args);
+    let function = respan(quote!(#p::graph_copy_source), span);
+    quote_spanned! {span=>
+        #function(#memory, |#source| {
+            // One of the two answers the probe; the other stays unused.
+            #[allow(unused_imports)]
+            use #p::{OtherProbe as _, PageableProbe as _};
+            #p::graph_copyable(#source, #kind)
+        })
+    }
 }

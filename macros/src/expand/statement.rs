@@ -5,7 +5,8 @@ use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 
 use super::operand::{
-    borrow, buffer, buffer_arg, device_memory, kernel_ref, last_span, place, respan, spanning,
+    borrow, buffer_arg, device_memory, graph_copy_source, kernel_ref, last_span, place, respan,
+    spanning,
 };
 use crate::model::{write_form, Arg, Kind, Node, ParamKind, Program};
 
@@ -102,15 +103,10 @@ fn device_block(
 fn statement(program: &Program, i: usize) -> TokenStream {
     let stmt = &program.statements[i];
     let p = quote!(::streamgraph::__private);
-    let host_memory = stmt.accesses.iter().any(|a| {
-        program
-            .param(&a.buffer)
-            .is_some_and(|p| p.is_pageable_host())
-    });
     let call = match &stmt.kind {
-        // Host memory in a launch, fill or copy is already reported, and so is a write the
-        // pipeline cannot make; the type errors of the impossible call would only add noise.
-        _ if host_memory || write_rejected(program, stmt) => {
+        // A write the pipeline cannot make is already reported; the type errors of the
+        // impossible call would only add noise.
+        _ if write_rejected(program, stmt) => {
             quote!(::core::result::Result::<(), #p::Error>::Ok(()))
         }
         Kind::Launch {
@@ -160,7 +156,7 @@ fn statement(program: &Program, i: usize) -> TokenStream {
                 &src.expr,
             );
             let copy_with = respan(quote!(#p::copy_with), dst.expr.span());
-            let (dst, src) = (place(dst), buffer(program, src));
+            let (dst, src) = (place(dst), graph_copy_source(program, src));
             quote!(#copy_with(__issuer, __stmt, #dst, #src, #source))
         }
         Kind::Fill { dst, value } => {

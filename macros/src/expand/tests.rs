@@ -76,7 +76,7 @@ fn generates_struct_constructor_and_pipeline_impl() {
 }
 
 #[test]
-fn copies_pass_buffers_and_skip_pageable_memory() {
+fn copies_pass_buffers_and_check_their_source_by_type() {
     let out = expand_str(quote! {
         pipeline P(d: &mut DeviceBuffer<f32>, h: &PinnedBuffer<f32>, v: &[f32], n: usize) {
             stream main;
@@ -85,17 +85,28 @@ fn copies_pass_buffers_and_skip_pageable_memory() {
         }
     });
     assert!(
-        out.contains(":: streamgraph :: __private :: copy_with (__issuer , __stmt , :: streamgraph :: __private :: place (& self . d) . slice (0 .. n) , h , :: streamgraph :: __private :: CopySource :: copy_source_of)"),
+        out.contains(":: streamgraph :: __private :: copy_with (__issuer , __stmt , :: streamgraph :: __private :: place (& self . d) . slice (0 .. n) , :: streamgraph :: __private :: graph_copy_source (h , | __source | {"),
+        "{out}"
+    );
+    assert!(
+        out.contains("}) , :: streamgraph :: __private :: CopySource :: copy_source_of)"),
         "{out}"
     );
     assert!(out.contains("StatementKind :: Copy"), "{out}");
+    // Pageable host memory is the compiler's to find, from the source's type: both copies
+    // are generated, each with the check, and the macro reports nothing.
     assert_eq!(
         out.matches(":: streamgraph :: __private :: copy_with (")
             .count(),
-        1,
+        2,
         "{out}"
     );
-    assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+    assert!(
+        out.contains(":: streamgraph :: __private :: graph_copy_source (v , | __source | { # [allow (unused_imports)] use :: streamgraph :: __private :: { OtherProbe as _ , PageableProbe as _ } ; :: streamgraph :: __private :: graph_copyable (__source , (& :: streamgraph :: __private :: SourceProbe (__source)) . kind ()) })"),
+        "{out}"
+    );
+    assert_eq!(out.matches("graph_copyable (").count(), 2, "{out}");
+    assert!(!out.contains("compile_error"), "{out}");
 }
 
 #[test]

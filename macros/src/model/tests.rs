@@ -107,23 +107,27 @@ fn typos_get_the_closest_declared_name() {
 }
 
 #[test]
-fn pageable_host_types() {
+fn shared_borrows_under_mut_are_read_from_references_alone() {
     let (p, _) = resolve(parse_quote! {
-        pipeline P(a: &[f32], b: &mut Vec<u8>, c: Vec<u8>, d: &PinnedBuffer<f32>, e: &mut DeviceBuffer<f32>) {}
-    });
-    let pageable: Vec<bool> = p.params.iter().map(Param::is_pageable_host).collect();
-    assert_eq!(pageable, [true, true, true, false, false]);
-    // Containers of buffers are not pageable memory: a copy names one of their elements.
-    let (p, _) = resolve(parse_quote! {
-        pipeline P(
-            a: &[PinnedBuffer<f32>], b: Vec<PinnedBuffer<f32>>, c: &mut [PinnedBuffer<u8>],
-            d: &mut Vec<DeviceBuffer<f32>>, e: [&CudaSlice<f32>; 2], f: &[Chunk<f32>],
-            g: &[[f32; 4]], h: &[Vec<f32>], i: &[Pixel], j: &mut [&mut PinnedViewMut<'_, f32>]
+        pipeline P<'a>(
+            a: &mut &'a DeviceBuffer<f32>, b: &mut [&'a B], c: &mut &mut &'a T,
+            d: &mut [&'a B; 2], e: &mut DeviceBuffer<f32>, f: &mut [B], g: &'a B,
+            h: &mut DeviceView<'a, f32>, i: &mut V<'a, f32>
         ) {}
     });
-    let pageable: Vec<bool> = p.params.iter().map(Param::is_pageable_host).collect();
+    let shared: Vec<bool> = p.params.iter().map(Param::shared_under_mut).collect();
+    // A read-only view is the type system's to refuse (`DeviceMemoryMut`, `CopyTarget`),
+    // under its own name or any other.
     assert_eq!(
-        pageable,
-        [false, false, false, false, false, false, true, true, true, false]
+        shared,
+        [true, true, true, true, false, false, false, false, false]
+    );
+    let exclusive: Vec<String> = p.params[..3]
+        .iter()
+        .map(|p| crate::text::type_text(&p.exclusive_type()))
+        .collect();
+    assert_eq!(
+        exclusive,
+        ["&mut DeviceBuffer<f32>", "&mut [&'a mut B]", "&mut &mut T"]
     );
 }

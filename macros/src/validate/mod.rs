@@ -10,7 +10,6 @@ mod agree_tests;
 mod blocks;
 mod collectives;
 mod data_races;
-mod memory;
 mod names;
 pub mod race;
 #[cfg(test)]
@@ -32,8 +31,6 @@ pub fn validate(program: &Program, errors: &mut Errors) {
     names::unique_names(program, errors);
     waits::waits_follow_records(program, errors);
     waits::wait_stream_names_another_stream(program, errors);
-    memory::copies_avoid_pageable_memory(program, errors);
-    memory::kernels_and_fills_use_device_memory(program, errors);
     writes::writes_go_through_mut_parameters(program, errors);
     blocks::bodies_hold_only_device_work(program, errors);
     blocks::block_events_stay_in_their_body(program, errors);
