@@ -119,7 +119,11 @@ mod validate;
 ///
 /// Type errors land on the user's tokens and speak of the traits a pipeline needs: a kernel
 /// must be a `LaunchKernel`, a launch argument passed
-/// by value a `KernelValue`, a parameter declared without `&` a `ValueParameter` (`Copy`).
+/// by value a `KernelValue`, a parameter declared without `&` a `ValueParameter` (`Copy`), a
+/// buffer `DeviceMemory` (`DeviceMemoryMut` where written), a copy's source a `CopySource`
+/// that is not pageable host memory and its destination a `CopyTarget`. What a parameter's
+/// type is comes from these traits, never from the type's name: a renamed import or an alias
+/// gets the same checks, races included, as the type it names.
 #[proc_macro]
 pub fn pipeline(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
     expand::pipeline(input.into()).into()

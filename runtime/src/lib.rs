@@ -63,14 +63,28 @@ pub use stream::{clamp_priority, current_stream, Stream, StreamGuard};
 #[cfg(feature = "testing")]
 pub mod testing;
 
-/// Items used by code that `pipeline!` generates. Not part of the public API.
+/// Items used by code that `pipeline!` generates (and by hand-written issuers in tests). Not
+/// part of the public API. Listed one by one: generated code names every runtime item it uses
+/// through this module, as `::streamgraph::__private::NAME`.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::issue::__private::*;
-    pub use crate::issue::*;
-    pub use crate::memory::__private::*;
-    pub use crate::operand::*;
-    pub use crate::program::*;
-    pub use crate::DeviceFlag;
-    pub use crate::Error;
+    pub use crate::error::Error;
+    pub use crate::issue::__private::{
+        collective, collective_part, collective_part_in_place, copy, copy_with, fill,
+        fill_value_of, fill_with, host, if_else, kernel_with, limit, while_loop,
+    };
+    pub use crate::issue::{Issuer, LaunchKernel, Pipeline, StreamOptions, ValueParameter};
+    // `GraphCopySource`, `NotPageable` and `PageableHost` are named by no generated code, but by
+    // the compiler's message on pageable host memory, which this path keeps short.
+    pub use crate::memory::__private::{
+        arg_place, arg_read, arg_value, arg_write, device_memory, graph_copy_source,
+        graph_copyable, place, value_with, GraphCopySource, NotPageable, OtherProbe, PageableHost,
+        PageableProbe, Place, SourceProbe,
+    };
+    pub use crate::memory::{CopySource, DeviceFlag, DeviceMemory, FillValue, KernelValue};
+    pub use crate::operand::{Dim3, LaunchConfig, ReduceOp};
+    pub use crate::program::{
+        AccessMode, Collective, EventDecl, Location, Program, Statement, StatementKind,
+        StaticAccess, StreamDecl,
+    };
 }

@@ -28,8 +28,9 @@ use streamgraph_runtime::{
 use streamgraph_runtime::{Planner, ProgramBuilder};
 use syn::Ident;
 
+use super::data_races::to_flow;
 use super::race::{self, Cmd, Touch};
-use super::{to_flow, validate, MAX_RACE_DIAGNOSTICS};
+use super::{validate, MAX_RACE_DIAGNOSTICS};
 use crate::model::{Errors, Program};
 
 /// One straight-line statement; indices name streams `s{i}`, events `e{i}`, buffers `b{i}`.

@@ -264,6 +264,77 @@ pub mod __private {
         memory
     }
 
+    /// Pageable host memory, as [`SourceProbe`] finds a copy source: a slice or `Vec` of
+    /// plain data.
+    #[derive(Debug)]
+    pub struct PageableHost;
+
+    /// Any other copy source, as [`SourceProbe`] finds it: device or page-locked host memory.
+    #[derive(Debug)]
+    pub struct NotPageable;
+
+    /// A copy source under test. Generated code calls `(&SourceProbe(src)).kind()` with both
+    /// [`PageableProbe`] and [`OtherProbe`] in scope, and the rules of method calls pick
+    /// [`PageableProbe::kind`] where it applies (a slice or `Vec` of plain data, behind at
+    /// most one more reference), [`OtherProbe::kind`], one autoref further, everywhere else:
+    /// the answer depends on the type alone, however the user spells or aliases it.
+    #[derive(Debug)]
+    pub struct SourceProbe<'a, S: ?Sized>(pub &'a S);
+
+    /// [`SourceProbe::kind`] of pageable host memory.
+    pub trait PageableProbe {
+        /// [`PageableHost`].
+        fn kind(&self) -> PageableHost {
+            PageableHost
+        }
+    }
+
+    impl<T: Pod> PageableProbe for SourceProbe<'_, [T]> {}
+    impl<T: Pod> PageableProbe for SourceProbe<'_, Vec<T>> {}
+    impl<T: Pod> PageableProbe for SourceProbe<'_, &[T]> {}
+    impl<T: Pod> PageableProbe for SourceProbe<'_, &mut [T]> {}
+    impl<T: Pod> PageableProbe for SourceProbe<'_, &Vec<T>> {}
+    impl<T: Pod> PageableProbe for SourceProbe<'_, &mut Vec<T>> {}
+
+    /// [`SourceProbe::kind`] of every other copy source.
+    pub trait OtherProbe {
+        /// [`NotPageable`].
+        fn kind(&self) -> NotPageable {
+            NotPageable
+        }
+    }
+
+    impl<S: ?Sized> OtherProbe for &SourceProbe<'_, S> {}
+
+    /// What [`SourceProbe`] finds of a copy source that a CUDA graph can copy.
+    #[diagnostic::on_unimplemented(
+        message = "`{S}` is pageable host memory, which a pipeline cannot copy",
+        label = "pageable host memory (a slice or `Vec`): a CUDA graph cannot copy it",
+        note = "declare the parameter as a `PinnedBuffer<T>` (page-locked host memory), made \
+                from the host data with `PinnedBuffer::from_slice(&device, &data)`"
+    )]
+    pub trait GraphCopySource<S: ?Sized> {}
+
+    // Not offered as the fix: the error speaks of the source, not of the probe's answer.
+    #[diagnostic::do_not_recommend]
+    impl<S: ?Sized> GraphCopySource<S> for NotPageable {}
+
+    /// The source of a copy, which must be memory a CUDA graph can copy: generated code passes
+    /// as `check` a closure that calls [`graph_copyable`] on its argument, at the user's source
+    /// expression, so that pageable host memory is refused there at compile time rather than
+    /// by the capture (`CaptureFault::PageableMemory`). `check` is never called: it is
+    /// type-checked for the source's type, and the source is evaluated once, here.
+    pub fn graph_copy_source<S: ?Sized>(source: &S, check: fn(&S)) -> &S {
+        let _ = check;
+        source
+    }
+
+    /// Compiles only when `kind`, what [`SourceProbe`] finds of `source`, is
+    /// [`NotPageable`].
+    pub fn graph_copyable<S: ?Sized, K: GraphCopySource<S>>(source: &S, kind: K) {
+        let _ = (source, kind);
+    }
+
     /// A by-value launch argument, as generated code passes it: `kernel_arg` is
     /// `KernelValue::kernel_arg` at the user's expression, so that a value that cannot be
     /// passed by value is reported there, in the user's terms, rather than as a bound of this

@@ -1,0 +1,94 @@
+//! The static description of the pipeline: `PROGRAM`, its streams, events and statements.
+
+use proc_macro2::{Span, TokenStream};
+use quote::quote;
+
+use crate::model::{CollectiveOp, Kind, Mode, Program};
+use crate::validate::line_column;
+
+fn location(span: Span) -> TokenStream {
+    let (line, column) = line_column(span);
+    quote!(::streamgraph::__private::Location { file: ::core::file!(), line: #line, column: #column })
+}
+
+pub(super) fn program_const(program: &Program) -> TokenStream {
+    let name = program.name.to_string();
+    let streams = program.streams.iter().map(|s| {
+        let n = s.name.to_string();
+        let loc = location(s.name.span());
+        quote!(::streamgraph::__private::StreamDecl { name: #n, location: #loc })
+    });
+    let events = program.events.iter().map(|e| {
+        let n = e.name.to_string();
+        let loc = location(e.name.span());
+        quote!(::streamgraph::__private::EventDecl { name: #n, location: #loc })
+    });
+    let statements = program.statements.iter().map(|s| {
+        let id = s.id;
+        let stream = s.stream;
+        let kind = match &s.kind {
+            Kind::Launch { kernel, .. } => {
+                let k = crate::text::text_of(kernel);
+                quote!(Launch { kernel: #k })
+            }
+            Kind::Copy { .. } => quote!(Copy),
+            Kind::Fill { .. } => quote!(Fill),
+            Kind::Host { .. } => quote!(Host),
+            Kind::Record { event, .. } => quote!(Record { event: #event }),
+            Kind::Wait { event, .. } => quote!(Wait { event: #event }),
+            Kind::WaitStream { stream, .. } => quote!(WaitStream { stream: #stream }),
+            Kind::Block {
+                looping: true, end, ..
+            } => quote!(While { end: #end }),
+            Kind::Block { otherwise, end, .. } => {
+                quote!(If { otherwise: #otherwise, end: #end })
+            }
+            Kind::Collective {
+                op, first, count, ..
+            } => {
+                let op = match op {
+                    CollectiveOp::AllReduce => quote!(AllReduce),
+                    CollectiveOp::AllGather => quote!(AllGather),
+                    CollectiveOp::ReduceScatter => quote!(ReduceScatter),
+                    CollectiveOp::Broadcast { root } => quote!(Broadcast { root: #root }),
+                };
+                quote!(Collective {
+                    op: ::streamgraph::__private::Collective::#op,
+                    first: #first,
+                    count: #count,
+                })
+            }
+        };
+        let accesses = s.accesses.iter().map(|a| {
+            let buffer = a.buffer.to_string();
+            let mode = match a.mode {
+                Mode::Read => quote!(Read),
+                Mode::Write => quote!(Write),
+            };
+            let whole = a.whole;
+            quote!(::streamgraph::__private::StaticAccess {
+                buffer: #buffer,
+                mode: ::streamgraph::__private::AccessMode::#mode,
+                whole: #whole,
+            })
+        });
+        let text = &s.text;
+        let loc = location(s.first);
+        quote!(::streamgraph::__private::Statement {
+            id: #id,
+            stream: #stream,
+            kind: ::streamgraph::__private::StatementKind::#kind,
+            text: #text,
+            accesses: &[#(#accesses),*],
+            location: #loc,
+        })
+    });
+    let loc = location(program.pipeline_span);
+    quote!(::streamgraph::__private::Program {
+        name: #name,
+        streams: &[#(#streams),*],
+        events: &[#(#events),*],
+        statements: &[#(#statements),*],
+        location: #loc,
+    })
+}

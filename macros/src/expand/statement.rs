@@ -1,0 +1,279 @@
+//! The issuing code of each statement, of host control flow and of device blocks.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned;
+
+use super::operand::{
+    borrow, buffer_arg, device_memory, graph_copy_source, kernel_ref, last_span, place, respan,
+    spanning,
+};
+use crate::model::{write_form, Arg, Kind, Node, ParamKind, Program};
+
+pub(super) fn nodes(program: &Program, nodes: &[Node]) -> TokenStream {
+    nodes.iter().map(|n| node(program, n)).collect()
+}
+
+fn node(program: &Program, node: &Node) -> TokenStream {
+    match node {
+        Node::Stmt(i) => statement(program, *i),
+        Node::For {
+            for_token,
+            pat,
+            expr,
+            body,
+        } => {
+            let body = nodes(program, body);
+            quote!(#for_token #pat in #expr { #body })
+        }
+        Node::If {
+            if_token,
+            cond,
+            then,
+            otherwise,
+        } => {
+            let then = nodes(program, then);
+            let otherwise = otherwise.as_ref().map(|o| {
+                let o = nodes(program, o);
+                quote!(else { #o })
+            });
+            quote!(#if_token #cond { #then } #otherwise)
+        }
+        Node::Block {
+            stmt,
+            body,
+            otherwise,
+        } => device_block(program, *stmt, body, otherwise.as_deref()),
+    }
+}
+
+/// A device `while`/`if`: one issuer call with the bodies as closures over a `dyn Issuer`.
+fn device_block(
+    program: &Program,
+    i: usize,
+    body: &[Node],
+    otherwise: Option<&[Node]>,
+) -> TokenStream {
+    let p = quote!(::streamgraph::__private);
+    let stmt = &program.statements[i];
+    let Kind::Block {
+        looping,
+        flag,
+        flag_param,
+        limit,
+        ..
+    } = &stmt.kind
+    else {
+        return TokenStream::new();
+    };
+    let Some(name) = flag_param else {
+        // Already reported: the flag is no parameter.
+        return TokenStream::new();
+    };
+    let span = flag.span();
+    let flag = quote_spanned!(span=> { let __flag: &#p::DeviceFlag = #name; __flag });
+    let closure = |nodes_: &[Node]| {
+        let code = nodes(program, nodes_);
+        quote! {
+            &mut |__issuer: &mut dyn #p::Issuer| -> ::core::result::Result<(), #p::Error> {
+                #code
+                ::core::result::Result::Ok(())
+            }
+        }
+    };
+    let then = closure(body);
+    let call = if *looping {
+        let limit = limit.as_ref().map_or_else(
+            || quote!(::core::option::Option::None),
+            |l| quote_spanned!(l.span()=> #p::limit(#l)),
+        );
+        quote!(#p::while_loop(__issuer, __stmt, #flag, #limit, #then))
+    } else {
+        let otherwise = closure(otherwise.unwrap_or_default());
+        quote!(#p::if_else(__issuer, __stmt, #flag, #then, #otherwise))
+    };
+    quote! {
+        {
+            let __stmt: &'static #p::Statement = &Self::PROGRAM.statements[#i];
+            #call.map_err(|e| e.in_statement(__stmt))?;
+        }
+    }
+}
+
+fn statement(program: &Program, i: usize) -> TokenStream {
+    let stmt = &program.statements[i];
+    let p = quote!(::streamgraph::__private);
+    let call = match &stmt.kind {
+        // A write the pipeline cannot make is already reported; the type errors of the
+        // impossible call would only add noise.
+        _ if write_rejected(program, stmt) => {
+            quote!(::core::result::Result::<(), #p::Error>::Ok(()))
+        }
+        Kind::Launch {
+            kernel,
+            grid,
+            block,
+            shared,
+            args,
+        } => {
+            let shared = shared
+                .as_ref()
+                .map_or_else(|| quote!(0), ToTokens::to_token_stream);
+            let args = args.iter().map(|a| match a {
+                Arg::Write(b) => {
+                    let function = respan(quote!(#p::arg_place), b.expr.span());
+                    let place = place(b);
+                    or_return(quote!(#function(#place)))
+                }
+                Arg::Read(b) => buffer_arg(program, b, quote!(#p::arg_read)),
+                Arg::Value(e) => {
+                    let kernel_arg =
+                        spanning(quote!(::streamgraph::__private::KernelValue::kernel_arg), e);
+                    let value = borrow(e);
+                    quote!(#p::value_with(#value, #kernel_arg))
+                }
+            });
+            let grid = quote_spanned!(grid.span()=> #p::Dim3::from(#grid));
+            let block = quote_spanned!(block.span()=> #p::Dim3::from(#block));
+            let as_kernel = spanning(
+                quote!(::streamgraph::__private::LaunchKernel::as_kernel),
+                kernel,
+            );
+            let kernel_ref = kernel_ref(program, kernel);
+            let kernel = quote!(#p::kernel_with(#kernel_ref, #as_kernel));
+            quote! {
+                __issuer.launch(
+                    __stmt,
+                    #kernel,
+                    #p::LaunchConfig { grid: #grid, block: #block, shared_mem_bytes: #shared },
+                    &[#(#args),*],
+                )
+            }
+        }
+        Kind::Copy { dst, src } => {
+            let source = spanning(
+                quote!(::streamgraph::__private::CopySource::copy_source_of),
+                &src.expr,
+            );
+            let copy_with = respan(quote!(#p::copy_with), dst.expr.span());
+            let (dst, src) = (place(dst), graph_copy_source(program, src));
+            quote!(#copy_with(__issuer, __stmt, #dst, #src, #source))
+        }
+        Kind::Fill { dst, value } => {
+            let span = dst.expr.span();
+            let memory = place(dst);
+            let (dst_var, value_var) = (
+                syn::Ident::new("__dst", span),
+                syn::Ident::new("__value", span),
+            );
+            let p = respan(p.clone(), span);
+            let mut arg = proc_macro2::Group::new(
+                proc_macro2::Delimiter::Parenthesis,
+                quote_spanned!(span=> &#dst_var),
+            );
+            arg.set_span(last_span(&dst.expr));
+            let zero = quote_spanned!(span=> #p::fill_value_of #arg);
+            let pattern =
+                quote_spanned!(value.span()=> ::streamgraph::__private::FillValue::pattern);
+            // A `match`, not a `let`: the temporaries of the place live through it.
+            quote_spanned!(span=> (match #memory {
+                #dst_var => {
+                    #[allow(unused_assignments)]
+                    let mut #value_var = #zero;
+                    #value_var = #value;
+                    #p::fill_with(__issuer, __stmt, #dst_var, #value_var, #pattern)
+                }
+            }))
+        }
+        Kind::Host { func } => quote!(#p::host(__issuer, __stmt, #func)),
+        Kind::Record { .. } => quote!(__issuer.record(__stmt)),
+        Kind::Wait { .. } => quote!(__issuer.wait(__stmt)),
+        Kind::WaitStream { .. } => quote!(__issuer.wait_stream(__stmt)),
+        // Generated with its bodies by `device_block`.
+        Kind::Block { .. } => quote!(::core::result::Result::<(), #p::Error>::Ok(())),
+        Kind::Collective {
+            comm,
+            reduce,
+            first,
+            count,
+            ..
+        } => {
+            let reduce = reduce.as_ref().map_or_else(
+                || quote!(Sum),
+                |r| {
+                    let name = crate::model::REDUCTIONS
+                        .iter()
+                        .find(|(w, _)| r == w)
+                        .map_or("Sum", |(_, n)| n);
+                    let name = format_ident!("{}", name);
+                    quote!(#name)
+                },
+            );
+            let parts = (*first..first + count).map(|j| {
+                let Kind::Collective { send, recv, .. } = &program.statements[j].kind else {
+                    return quote!();
+                };
+                let recv_place = place(recv);
+                let span = recv.expr.span();
+                let stmt_j = quote!(&Self::PROGRAM.statements[#j]);
+                let part = match send {
+                    Some(send) => {
+                        let send_memory = device_memory(program, send);
+                        let part = respan(quote!(#p::collective_part), span);
+                        quote_spanned!(span=> #part(#stmt_j, #send_memory, #recv_place))
+                    }
+                    None => {
+                        let part = respan(quote!(#p::collective_part_in_place), span);
+                        quote_spanned!(span=> #part(#stmt_j, #recv_place))
+                    }
+                };
+                or_return(part)
+            });
+            let call = respan(quote!(#p::collective), comm.span());
+            quote! {
+                #call(__issuer, __stmt, #comm, #p::ReduceOp::#reduce, &[#(#parts),*])
+            }
+        }
+    };
+    let stmt_var = format_ident!("__stmt");
+    quote! {
+        {
+            let #stmt_var: &'static #p::Statement = &Self::PROGRAM.statements[#i];
+            #call.map_err(|e| e.in_statement(#stmt_var))?;
+        }
+    }
+}
+
+/// Whether a write of `stmt` is already reported (through a shared parameter, a buffer
+/// borrowed shared under a `&mut`, or in a shape the pipeline cannot write through its
+/// borrow): its code would only add type errors to the message.
+fn write_rejected(program: &Program, stmt: &crate::model::Statement) -> bool {
+    // A collective's first participant issues them all.
+    let participants = match stmt.kind {
+        Kind::Collective { first, count, .. } => program.statements.get(first..first + count),
+        _ => None,
+    };
+    participants
+        .unwrap_or(std::slice::from_ref(stmt))
+        .iter()
+        .flat_map(|s| s.kind.writes())
+        .any(|b| {
+            program
+                .param(&b.root)
+                .is_none_or(|p| p.kind != ParamKind::Mut || p.shared_under_mut())
+                || write_form(&b.expr).is_none()
+        })
+}
+
+/// `match RESULT { Ok(v) => v, Err(e) => return Err(e.in_statement(__stmt)) }`: a write's
+/// index or range out of bounds ends the statement with its typed error.
+fn or_return(result: TokenStream) -> TokenStream {
+    quote! {
+        match #result {
+            ::core::result::Result::Ok(__v) => __v,
+            ::core::result::Result::Err(__e) => {
+                return ::core::result::Result::Err(__e.in_statement(__stmt));
+            }
+        }
+    }
+}

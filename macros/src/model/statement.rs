@@ -1,0 +1,352 @@
+//! Operation statements `STREAM: OP;`: what each does, the buffers it touches, its text.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote_spanned, ToTokens};
+use syn::{Expr, Ident};
+
+use super::{Access, BufferExpr, CollectiveOp, Errors, Mode, ParamKind, Program};
+use crate::syntax::{self, Op};
+use crate::text::text_of;
+
+/// One operation statement `STREAM: OP;`.
+pub struct Statement {
+    pub id: usize,
+    /// Index into [`Program::streams`] (0 when the name is unknown; an error is recorded).
+    pub stream: usize,
+    pub stream_name: Ident,
+    pub kind: Kind,
+    pub accesses: Vec<Access>,
+    /// Normalised source text, `STREAM: OP`.
+    pub text: String,
+    /// The statement's first token (its stream name) and its `;`, for spans and locations.
+    pub first: Span,
+    pub last: Span,
+    /// Resolving it recorded an error (an unknown name, a malformed launch): its stream, events
+    /// or buffers are placeholders, so cross-statement rules skip it rather than report
+    /// follow-on errors.
+    pub unresolved: bool,
+}
+
+impl Statement {
+    /// Tokens spanning the whole statement, for `syn::Error::new_spanned`.
+    pub fn tokens(&self) -> TokenStream {
+        let (first, last) = (self.first, self.last);
+        let a = quote_spanned!(first=> __first);
+        let b = quote_spanned!(last=> __last);
+        quote::quote!(#a #b)
+    }
+}
+
+/// What a statement does, with its user expressions.
+pub enum Kind {
+    Launch {
+        kernel: Expr,
+        grid: Expr,
+        block: Expr,
+        shared: Option<Expr>,
+        args: Vec<Arg>,
+    },
+    Copy {
+        dst: BufferExpr,
+        src: BufferExpr,
+    },
+    Fill {
+        dst: BufferExpr,
+        value: Expr,
+    },
+    Host {
+        func: Expr,
+    },
+    Record {
+        event: usize,
+    },
+    Wait {
+        event: usize,
+        name: Ident,
+    },
+    WaitStream {
+        stream: usize,
+        name: Ident,
+    },
+    /// A device block `while`/`if`: its body statements are `id + 1 .. otherwise` and
+    /// `otherwise .. end` (the `else`).
+    Block {
+        /// `true` for `while`, `false` for `if`.
+        looping: bool,
+        /// The flag expression as written.
+        flag: Expr,
+        /// The flag's parameter, when the expression is one.
+        flag_param: Option<Ident>,
+        limit: Option<Expr>,
+        otherwise: usize,
+        end: usize,
+    },
+    /// Participant `id - first` of a collective of `count` participants (statements
+    /// `first .. first + count`, consecutive, one per stream). Only the first is in the
+    /// program's body ([`Node::Stmt`]); it issues them all.
+    Collective {
+        op: CollectiveOp,
+        /// The communicator parameter.
+        comm: Ident,
+        /// The reduction (`sum`, `prod`, `min`, `max`, `avg`) of a reducing collective.
+        reduce: Option<Ident>,
+        first: usize,
+        count: usize,
+        /// The participant's send buffer; `None` in place (it sends `recv`).
+        send: Option<BufferExpr>,
+        recv: BufferExpr,
+    },
+}
+
+impl Kind {
+    /// The buffers the statement writes: `&mut` launch arguments, a copy destination, a fill
+    /// target, a collective's receive buffer.
+    pub fn writes(&self) -> Vec<&BufferExpr> {
+        match self {
+            Kind::Launch { args, .. } => args
+                .iter()
+                .filter_map(|a| match a {
+                    Arg::Write(b) => Some(b),
+                    _ => None,
+                })
+                .collect(),
+            Kind::Copy { dst, .. } | Kind::Fill { dst, .. } => vec![dst],
+            Kind::Collective { recv, .. } => vec![recv],
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// A launch argument.
+pub enum Arg {
+    /// `&mut BUF`.
+    Write(BufferExpr),
+    /// `&BUF`.
+    Read(BufferExpr),
+    /// Anything else, passed by value.
+    Value(Expr),
+}
+
+impl Program {
+    pub(super) fn resolve_op(&mut self, stmt: syntax::OpStmt, errors: &mut Errors) -> usize {
+        let id = self.statements.len();
+        let errors_before = errors.count();
+        let stream = self.stream_index(&stmt.stream, errors);
+        let mut accesses = Vec::new();
+        let (kind, op_text) = match stmt.op {
+            Op::Launch(l) => {
+                let config: Vec<Expr> = l.config.into_iter().collect();
+                if config.len() < 2 {
+                    let at = config.first().map_or_else(
+                        || Ident::new("launch", l.open).into_token_stream(),
+                        ToTokens::into_token_stream,
+                    );
+                    errors.spanned(
+                        at,
+                        "this launch configuration has no block size: write \
+                         `<<<GRID, BLOCK>>>` or `<<<GRID, BLOCK, SHARED_BYTES>>>`",
+                    );
+                } else if config.len() > 3 {
+                    errors.spanned(
+                        &config[3],
+                        "a launch configuration has at most three items: \
+                         `<<<GRID, BLOCK, SHARED_BYTES>>>` (use a tuple for 2D or 3D sizes)",
+                    );
+                }
+                let mut items = config.iter().cloned();
+                let grid = items.next().unwrap_or_else(|| syn::parse_quote!(1u32));
+                let block = items.next().unwrap_or_else(|| syn::parse_quote!(1u32));
+                let shared = items.next();
+                let mut args = Vec::new();
+                for arg in l.args {
+                    args.push(match arg {
+                        Expr::Reference(r) => {
+                            let buffer = self.buffer_expr(*r.expr.clone(), errors);
+                            let mode = if r.mutability.is_some() {
+                                Mode::Write
+                            } else {
+                                Mode::Read
+                            };
+                            if let Some(b) = &buffer {
+                                accesses.push(Access {
+                                    buffer: b.root.clone(),
+                                    mode,
+                                    whole: b.whole,
+                                    at: r.to_token_stream(),
+                                });
+                            }
+                            match (buffer, mode) {
+                                (Some(b), Mode::Write) => Arg::Write(b),
+                                (Some(b), Mode::Read) => Arg::Read(b),
+                                (None, _) => Arg::Value(Expr::Reference(r)),
+                            }
+                        }
+                        other => self.value_arg(other, errors),
+                    });
+                }
+                let text = format!(
+                    "launch {}<<<{}>>>({})",
+                    text_of(&l.kernel),
+                    config.iter().map(text_of).collect::<Vec<_>>().join(", "),
+                    args.iter().map(arg_text).collect::<Vec<_>>().join(", "),
+                );
+                (
+                    Kind::Launch {
+                        kernel: l.kernel,
+                        grid,
+                        block,
+                        shared,
+                        args,
+                    },
+                    text,
+                )
+            }
+            Op::Copy { dst, src } => {
+                let text = format!("copy {} <- {}", text_of(&dst), text_of(&src));
+                let dst_at = dst.to_token_stream();
+                let src_at = src.to_token_stream();
+                let dst = self.buffer_expr(dst, errors);
+                let src = self.buffer_expr(src, errors);
+                let (Some(dst), Some(src)) = (dst, src) else {
+                    return self.push_placeholder(stmt.stream, stream, stmt.semi.span, text);
+                };
+                accesses.push(Access {
+                    buffer: src.root.clone(),
+                    mode: Mode::Read,
+                    whole: src.whole,
+                    at: src_at,
+                });
+                accesses.push(Access {
+                    buffer: dst.root.clone(),
+                    mode: Mode::Write,
+                    whole: dst.whole,
+                    at: dst_at,
+                });
+                (Kind::Copy { dst, src }, text)
+            }
+            Op::Fill { dst, value } => {
+                let text = format!("fill {} = {}", text_of(&dst), text_of(&value));
+                let at = dst.to_token_stream();
+                let Some(dst) = self.buffer_expr(dst, errors) else {
+                    return self.push_placeholder(stmt.stream, stream, stmt.semi.span, text);
+                };
+                accesses.push(Access {
+                    buffer: dst.root.clone(),
+                    mode: Mode::Write,
+                    whole: dst.whole,
+                    at,
+                });
+                (Kind::Fill { dst, value }, text)
+            }
+            Op::Host { func } => {
+                let text = format!("host {}", text_of(&func));
+                (Kind::Host { func }, text)
+            }
+            Op::Record { event } => {
+                let text = format!("record {event}");
+                (
+                    Kind::Record {
+                        event: self.event_index(&event, errors),
+                    },
+                    text,
+                )
+            }
+            Op::Wait { event } => {
+                let text = format!("wait {event}");
+                (
+                    Kind::Wait {
+                        event: self.event_index(&event, errors),
+                        name: event,
+                    },
+                    text,
+                )
+            }
+            Op::WaitStream { stream: other } => {
+                let text = format!("wait_stream {other}");
+                (
+                    Kind::WaitStream {
+                        stream: self.stream_index(&other, errors),
+                        name: other,
+                    },
+                    text,
+                )
+            }
+        };
+        self.statements.push(Statement {
+            id,
+            stream,
+            text: format!("{}: {}", stmt.stream, op_text),
+            first: stmt.stream.span(),
+            stream_name: stmt.stream,
+            kind,
+            accesses,
+            last: stmt.semi.span,
+            unresolved: errors.count() > errors_before,
+        });
+        id
+    }
+
+    /// Keeps numbering intact for a statement whose buffers could not be resolved: it becomes a
+    /// host statement that does nothing (the error already recorded stops compilation).
+    pub(super) fn push_placeholder(
+        &mut self,
+        stream_name: Ident,
+        stream: usize,
+        last: Span,
+        text: String,
+    ) -> usize {
+        let id = self.statements.len();
+        self.statements.push(Statement {
+            id,
+            stream,
+            text: format!("{stream_name}: {text}"),
+            first: stream_name.span(),
+            stream_name,
+            kind: Kind::Host {
+                func: syn::parse_quote!(|| {}),
+            },
+            accesses: Vec::new(),
+            last,
+            unresolved: true,
+        });
+        id
+    }
+
+    /// A launch argument written without `&`/`&mut`: passed by value, unless it names a
+    /// reference parameter, which cannot be (a buffer missing its `&mut`/`&`, most often). That
+    /// is an error, and the argument is kept as a read so that no type error follows it.
+    fn value_arg(&self, expr: Expr, errors: &mut Errors) -> Arg {
+        let param = match &expr {
+            Expr::Path(path) if path.qself.is_none() => {
+                path.path.get_ident().and_then(|name| self.param(name))
+            }
+            _ => None,
+        };
+        let Some(param) = param.filter(|p| p.kind != ParamKind::Value) else {
+            return Arg::Value(expr);
+        };
+        let name = &param.name;
+        errors.spanned(
+            &expr,
+            format!(
+                "buffer `{name}` is passed by value: write `&mut {name}` if the kernel writes \
+                 it, or `&{name}` if it only reads it (parameter `{name}` is `{}`; a value \
+                 passed by value is a parameter declared without `&`, such as `n: u32`)",
+                crate::text::type_text(&param.ty)
+            ),
+        );
+        Arg::Read(BufferExpr {
+            root: name.clone(),
+            expr,
+            whole: true,
+        })
+    }
+}
+
+fn arg_text(arg: &Arg) -> String {
+    match arg {
+        Arg::Write(b) => format!("&mut {}", text_of(&b.expr)),
+        Arg::Read(b) => format!("&{}", text_of(&b.expr)),
+        Arg::Value(e) => text_of(e),
+    }
+}

@@ -1,0 +1,335 @@
+//! The data-race rule: the program lowered to [`race`]'s model, the analysis run on the
+//! pipeline and on each device block's body, and the diagnostics.
+
+use syn::Ident;
+
+use super::{line_column, race};
+use crate::model::{Errors, Kind, Mode, Node, Program, Statement};
+
+/// Conflicting whole-buffer accesses on different streams are ordered by happens-before.
+///
+/// Conflicting: two statements touch the same whole buffer, at least one writing. Ordered: by a
+/// happens-before path (README "The model") on every path through the program. Sub-ranges and
+/// uncertain cases are left to the run-time plan.
+///
+/// At most [`MAX_RACE_DIAGNOSTICS`] races are reported, one per pair of statements and buffer,
+/// in source order; one more error counts the rest. When the analysis could not decide every
+/// pair, a warning says so: those pairs are left to the run-time plan.
+///
+/// Not checked while a statement is unresolved (an unknown stream, event or buffer): its
+/// placeholders would order or race the wrong statements, and the name error comes first.
+pub(super) fn no_static_races(program: &Program, errors: &mut Errors) {
+    if program.streams.len() < 2 || program.statements.iter().any(|s| s.unresolved) {
+        return;
+    }
+    let buffers: Vec<&Ident> = program.params.iter().map(|p| &p.name).collect();
+    // The pipeline, then every device block's body as a pipeline of its own (README "Loops and branches on the device"):
+    // in its enclosing code a block is one operation on its stream.
+    let mut scopes: Vec<&[Node]> = vec![&program.body];
+    let mut i = 0;
+    while let Some(nodes) = scopes.get(i).copied() {
+        collect_bodies(nodes, &mut scopes);
+        i += 1;
+    }
+    let mut races = Vec::new();
+    let mut complete = true;
+    for nodes in scopes {
+        let flow = to_flow(nodes, program, &buffers);
+        let events = program.events.len() + synthetic_events(program);
+        let analysis = race::certain_races(program.streams.len(), events, &flow);
+        races.extend(analysis.races);
+        complete &= analysis.complete;
+    }
+    for r in races.iter().take(MAX_RACE_DIAGNOSTICS) {
+        let first = &program.statements[r.first];
+        let second = &program.statements[r.second];
+        let buffer = buffers[r.buffer];
+        report_race(program, first, second, buffer, r, errors);
+    }
+    if let Some(next) = races.get(MAX_RACE_DIAGNOSTICS) {
+        let rest = races.len() - MAX_RACE_DIAGNOSTICS;
+        let (line, column) = line_column(program.statements[next.second].first);
+        errors.spanned(
+            &program.name,
+            format!(
+                "and {rest} more data race{} in pipeline `{}`, not listed: only the first \
+                 {MAX_RACE_DIAGNOSTICS} are reported (the next is on `{}`, at {line}:{column}); \
+                 fix those first, or list them all with `Plan::races`",
+                if rest == 1 { "" } else { "s" },
+                program.name,
+                buffers[next.buffer],
+            ),
+        );
+    }
+    if !complete {
+        errors.warn(
+            program.name.span(),
+            "static_race_check_incomplete",
+            format!(
+                "the static race check of pipeline `{}` is incomplete: its `if`s and loops give \
+                 some pairs of statements more distinct orderings than the check follows, so \
+                 races between those are not compile errors; `Plan::check_races` catches them \
+                 at run time (turn it on with `STREAMGRAPH_CHECKS=1`, `Eager::check(true)` or \
+                 `Capture::check(true)`)",
+                program.name,
+            ),
+        );
+    }
+}
+
+/// The bodies of the device blocks directly in `nodes` (through host `for`/`if`, not through
+/// other blocks: those are found in their own turn).
+fn collect_bodies<'p>(nodes: &'p [Node], out: &mut Vec<&'p [Node]>) {
+    for node in nodes {
+        match node {
+            Node::Stmt(_) => {}
+            Node::For { body, .. } => collect_bodies(body, out),
+            Node::If {
+                then, otherwise, ..
+            } => {
+                collect_bodies(then, out);
+                collect_bodies(otherwise.as_deref().unwrap_or_default(), out);
+            }
+            Node::Block {
+                body, otherwise, ..
+            } => {
+                out.push(body);
+                if let Some(o) = otherwise {
+                    out.push(o);
+                }
+            }
+        }
+    }
+}
+
+/// Every buffer access of the statements in `nodes`, nested blocks' bodies included.
+fn touches(nodes: &[Node], program: &Program, buffers: &[&Ident], out: &mut Vec<race::Touch>) {
+    let add = |stmt: &Statement, out: &mut Vec<race::Touch>| {
+        for t in stmt_touches(stmt, buffers) {
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        }
+    };
+    for node in nodes {
+        match node {
+            Node::Stmt(i) => {
+                for j in participants(program, *i) {
+                    add(&program.statements[j], out);
+                }
+            }
+            Node::For { body, .. } => touches(body, program, buffers, out),
+            Node::If {
+                then, otherwise, ..
+            } => {
+                touches(then, program, buffers, out);
+                touches(
+                    otherwise.as_deref().unwrap_or_default(),
+                    program,
+                    buffers,
+                    out,
+                );
+            }
+            Node::Block {
+                stmt,
+                body,
+                otherwise,
+            } => {
+                add(&program.statements[*stmt], out);
+                touches(body, program, buffers, out);
+                touches(
+                    otherwise.as_deref().unwrap_or_default(),
+                    program,
+                    buffers,
+                    out,
+                );
+            }
+        }
+    }
+}
+
+/// The most data races reported per pipeline; a last error counts the others.
+pub const MAX_RACE_DIAGNOSTICS: usize = 20;
+
+/// `nodes` in the race engine's model, buffers numbered by their index in `buffers`.
+pub(super) fn to_flow(nodes: &[Node], program: &Program, buffers: &[&Ident]) -> Vec<race::Flow> {
+    let mut flow = Vec::new();
+    for node in nodes {
+        if let Node::Stmt(i) = node {
+            if let Kind::Collective { .. } = program.statements[*i].kind {
+                collective_flow(program, *i, buffers, &mut flow);
+                continue;
+            }
+        }
+        flow.push(match node {
+            Node::Stmt(i) => {
+                let stmt = &program.statements[*i];
+                race::Flow::Cmd(match &stmt.kind {
+                    Kind::Record { event, .. } => race::Cmd::Record {
+                        stream: stmt.stream,
+                        event: *event,
+                    },
+                    Kind::Wait { event, .. } => race::Cmd::Wait {
+                        stream: stmt.stream,
+                        event: *event,
+                    },
+                    Kind::WaitStream { stream, .. } => race::Cmd::WaitStream {
+                        stream: stmt.stream,
+                        other: *stream,
+                    },
+                    _ => race::Cmd::Op {
+                        stmt: stmt.id,
+                        stream: stmt.stream,
+                        touches: stmt_touches(stmt, buffers),
+                    },
+                })
+            }
+            Node::For { body, .. } => race::Flow::Loop(to_flow(body, program, buffers)),
+            Node::Block { stmt, .. } => {
+                let block = &program.statements[*stmt];
+                let mut all = Vec::new();
+                touches(std::slice::from_ref(node), program, buffers, &mut all);
+                race::Flow::Cmd(race::Cmd::Op {
+                    stmt: block.id,
+                    stream: block.stream,
+                    touches: all,
+                })
+            }
+            Node::If {
+                then, otherwise, ..
+            } => race::Flow::If(
+                to_flow(then, program, buffers),
+                to_flow(otherwise.as_deref().unwrap_or_default(), program, buffers),
+            ),
+        });
+    }
+    flow
+}
+
+/// The statements a node `Node::Stmt(i)` issues: `i`, or every participant of the collective
+/// that `i` starts.
+fn participants(program: &Program, i: usize) -> std::ops::Range<usize> {
+    match program.statements[i].kind {
+        Kind::Collective { first, count, .. } if first == i => first..first + count,
+        _ => i..i + 1,
+    }
+}
+
+/// The events the race model needs beyond the declared ones: one per statement when the
+/// program has a collective (see [`collective_flow`]), else none.
+fn synthetic_events(program: &Program) -> usize {
+    if program
+        .statements
+        .iter()
+        .any(|s| matches!(s.kind, Kind::Collective { .. }))
+    {
+        program.statements.len()
+    } else {
+        0
+    }
+}
+
+/// The buffers `stmt` touches, numbered by their index in `buffers`.
+fn stmt_touches(stmt: &Statement, buffers: &[&Ident]) -> Vec<race::Touch> {
+    stmt.accesses
+        .iter()
+        .filter_map(|a| {
+            Some(race::Touch {
+                buffer: buffers.iter().position(|b| **b == a.buffer)?,
+                write: a.mode == Mode::Write,
+                whole: a.whole,
+            })
+        })
+        .collect()
+}
+
+/// A collective in the race model, exactly as the run-time plan orders it: each
+/// participant's stream frontier is snapshotted (an event of its own, numbered after the
+/// declared events by statement id), each participant is one operation on its stream
+/// touching its own buffers, then each participant's stream waits for the other
+/// participants' snapshots (for `broadcast`, the root's): what follows a participant follows
+/// the other streams' work from before the collective, but no participant waits for another.
+fn collective_flow(program: &Program, first: usize, buffers: &[&Ident], out: &mut Vec<race::Flow>) {
+    let Kind::Collective { op, count, .. } = program.statements[first].kind else {
+        return;
+    };
+    let base = program.events.len();
+    let sources: Vec<usize> = match op {
+        crate::model::CollectiveOp::Broadcast { root } => vec![root],
+        _ => (0..count).collect(),
+    };
+    let stream = |k: usize| program.statements[first + k].stream;
+    for &j in &sources {
+        out.push(race::Flow::Cmd(race::Cmd::Record {
+            stream: stream(j),
+            event: base + first + j,
+        }));
+    }
+    for k in 0..count {
+        let stmt = &program.statements[first + k];
+        out.push(race::Flow::Cmd(race::Cmd::Op {
+            stmt: stmt.id,
+            stream: stmt.stream,
+            touches: stmt_touches(stmt, buffers),
+        }));
+    }
+    for k in 0..count {
+        for &j in sources.iter().filter(|&&j| j != k) {
+            out.push(race::Flow::Cmd(race::Cmd::Wait {
+                stream: stream(k),
+                event: base + first + j,
+            }));
+        }
+    }
+}
+
+/// The data-race diagnostic: on both statements, with the `record`/`wait` pair that fixes it.
+fn report_race(
+    program: &Program,
+    first: &Statement,
+    second: &Statement,
+    buffer: &Ident,
+    race: &race::Race,
+    errors: &mut Errors,
+) {
+    let verb = |w: bool| if w { "writes" } else { "reads" };
+    let (l1, c1) = line_column(first.first);
+    let (l2, c2) = line_column(second.first);
+    let suffix = if race.first_writes { "ready" } else { "free" };
+    let event = format!("{buffer}_{suffix}");
+    let declared = program.events.iter().any(|e| e.name == event);
+    let declare = if declared {
+        String::new()
+    } else {
+        format!(" (declare `event {event};`)")
+    };
+    let from = &program.streams[first.stream].name;
+    let to = &program.streams[second.stream].name;
+    let when = if race.loop_carried {
+        " in the previous iteration of the loop"
+    } else {
+        ""
+    };
+    let message = format!(
+        "data race on `{buffer}`: `{}` (at {l2}:{c2}) {} `{buffer}` on stream `{to}` while \
+         `{}` (at {l1}:{c1}){when} {} it on stream `{from}`, and nothing orders the two; \
+         add `{from}: record {event};` after the {} and `{to}: wait {event};` before this \
+         statement{declare}",
+        second.text,
+        verb(race.second_writes),
+        first.text,
+        verb(race.first_writes),
+        if race.first_writes { "write" } else { "read" },
+    );
+    let mut error = syn::Error::new_spanned(second.tokens(), message);
+    error.combine(syn::Error::new_spanned(
+        first.tokens(),
+        format!(
+            "the other side of the data race on `{buffer}`: `{}` {} `{buffer}` here, on stream \
+             `{from}`",
+            first.text,
+            verb(race.first_writes)
+        ),
+    ));
+    errors.push(error);
+}
