@@ -95,7 +95,8 @@ pub mod __private {
     /// `&mut DeviceView<'_, T>`) is not. An index or range out of bounds is kept as an error,
     /// returned when the place is written.
     pub struct Place<'a, M: ?Sized> {
-        memory: Result<&'a M, Error>,
+        /// The memory, or why there is none (boxed: a place moves through generated code).
+        memory: std::result::Result<&'a M, Box<Error>>,
         part: Option<(Bound<usize>, Bound<usize>)>,
     }
 
@@ -109,6 +110,7 @@ pub mod __private {
     }
 
     /// The parameter `m` as a [`Place`]: `&self.x` of `issue(&self)` for `x: &mut M`.
+    #[inline]
     pub fn place<'a, M: ?Sized>(m: &'a &mut M) -> Place<'a, M> {
         Place {
             memory: Ok(&**m),
@@ -119,10 +121,10 @@ pub mod __private {
     fn element<'a, B>(place: Place<'a, [B]>, i: usize) -> Place<'a, B> {
         let memory = place.memory.and_then(|all| {
             all.get(i).ok_or_else(|| {
-                Error::InvalidArgument(format!(
+                Box::new(Error::InvalidArgument(format!(
                     "index {i} is out of bounds of {} buffers",
                     all.len()
-                ))
+                )))
             })
         });
         Place { memory, part: None }
@@ -173,9 +175,9 @@ pub mod __private {
                     part: Some(range),
                 },
                 Some(_) => Place {
-                    memory: Err(Error::InvalidArgument(
+                    memory: Err(Box::new(Error::InvalidArgument(
                         "a written buffer is sliced twice; write one `.slice_mut(a..b)`".into(),
-                    )),
+                    ))),
                     part: None,
                 },
             }
@@ -183,7 +185,7 @@ pub mod __private {
 
         /// The memory and the elements `start..end` of it, of `len`.
         fn resolve(self, len: usize) -> Result<(&'a M, usize, usize)> {
-            let memory = self.memory?;
+            let memory = self.memory.map_err(|e| *e)?;
             let Some(range) = self.part else {
                 return Ok((memory, 0, len));
             };
@@ -244,7 +246,12 @@ pub mod __private {
     }
 
     /// `&mut x`, `&mut x.slice_mut(a..b)` or `&mut xs[i]` in launch arguments.
+    #[inline]
     pub fn arg_place<M: DeviceMemoryMut + ?Sized>(place: Place<'_, M>) -> Result<KernelArg<'_>> {
+        // The whole parameter (`&mut x`, the common case): nothing to resolve or check.
+        if let (Ok(m), None) = (&place.memory, &place.part) {
+            return Ok(buffer_arg(*m, AccessMode::Write));
+        }
         let (m, range) = place.device_range()?;
         Ok(KernelArg::buffer(
             BufferAccess {
