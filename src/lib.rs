@@ -358,6 +358,7 @@
 //! [`Stream::wait_stream`] order later work only and return at once, [`Stream::scope`] sets the
 //! stream that stream-less operations use ([`current_stream`]).
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use streamgraph_runtime::*;
 

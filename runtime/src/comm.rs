@@ -74,6 +74,7 @@ impl Communicator {
     ///
     /// Fails with [`Error::NoNccl`] when NCCL cannot be loaded.
     #[cfg(feature = "nccl")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
     pub fn init_all(devices: &[Device]) -> Result<Communicator> {
         let ordinals: Vec<i32> = devices.iter().map(Device::ordinal).collect();
         if ordinals.is_empty() {
@@ -106,6 +107,7 @@ impl Communicator {
     /// [`UniqueId::new`] and handed out by the launcher ([`UniqueId::to_bytes`]); the call
     /// returns when every rank has joined.
     #[cfg(feature = "nccl")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
     pub fn from_unique_id(
         id: &UniqueId,
         rank: usize,

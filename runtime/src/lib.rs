@@ -4,6 +4,8 @@
 //! Most users depend on the facade crate `streamgraph`, which re-exports this crate and the
 //! `pipeline!` macro.
 #![warn(missing_docs)]
+// docs.rs marks feature-gated items with the feature they need.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 // Private modules, one floor each (README "Layout"; tests/floors.rs checks them); every public item has one path: the root.
 mod access;
@@ -25,6 +27,7 @@ mod trace;
 
 pub use comm::Communicator;
 #[cfg(feature = "nccl")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
 pub use comm::UniqueId;
 /// The cudarc version streamgraph is built on, for interop with its types.
 pub use cudarc;
@@ -61,6 +64,7 @@ pub use stream::{clamp_priority, current_stream, Stream, StreamGuard};
 
 // Support for tests of programs that use streamgraph (documented in the module).
 #[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 
 /// Items used by code that `pipeline!` generates (and by hand-written issuers in tests). Not
