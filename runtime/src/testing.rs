@@ -52,8 +52,8 @@ use std::any::Any;
 use std::fmt;
 
 use crate::error::{Error, Mismatch, Result};
-use crate::exec::capture::Capture;
 use crate::exec::eager::Eager;
+use crate::graph::Capture;
 use crate::graph::VerifyReport;
 use crate::issue::Pipeline;
 use crate::stream::Stream;

@@ -2,7 +2,6 @@
 use std::sync::OnceLock;
 
 pub(crate) mod book;
-pub mod capture;
 pub mod eager;
 pub(crate) mod expect;
 

@@ -46,7 +46,6 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::exec::book::{CapturedBody, CapturedOp, InternalNode, LaunchShape, NodeBook};
-use crate::exec::capture::{Capture, CaptureSettings};
 use crate::ffi::graph::{NodeHandle, NodeKind, OwnedGraph};
 use crate::issue::Pipeline;
 use crate::operand::DeviceRange;
@@ -56,11 +55,14 @@ use crate::program::{OpRef, Program, Statement, StatementKind};
 use crate::stream::Stream;
 
 mod args;
+mod capture;
 mod exec;
 mod verify;
 
 pub use crate::ffi::graph::{GraphExecHandle, GraphHandle};
 
+use capture::CaptureSettings;
+pub use capture::{capture, Capture, CaptureMode, CaptureOutcome};
 pub use exec::{GraphExec, GraphStats};
 pub(crate) use verify::check_edges;
 use verify::BodyEnd;
@@ -132,23 +134,6 @@ struct PartEdges {
 }
 
 impl GraphCore {
-    /// Captures `pipeline` with `capture` and, when verification is on, checks the graph
-    /// against the plan.
-    pub(crate) fn capture<P: Pipeline + ?Sized>(
-        capture: &mut Capture,
-        pipeline: &P,
-    ) -> Result<GraphCore> {
-        let captured = capture.capture_core(pipeline)?;
-        let plan = captured.plan;
-        let mut book = captured.book;
-        let core = GraphCore::new(captured.graph, &mut book, captured.program, captured.origin);
-        capture.recycle(book);
-        if let Some(plan) = plan {
-            core.verify_against(&plan)?;
-        }
-        Ok(core)
-    }
-
     fn new(
         raw: OwnedGraph,
         book: &mut NodeBook,
@@ -618,64 +603,6 @@ impl GraphCore {
             d == range.device && start <= range.ptr && end <= stop
         }
     }
-}
-
-/// What [`Capture::run`] did.
-#[derive(Debug)]
-pub enum CaptureOutcome<P> {
-    /// The pipeline was captured.
-    Captured(Graph<P>),
-    /// Capturing failed with `fault` ([`Error::Capture`]); the capture was ended and the
-    /// pipeline ran eagerly on the same streams instead (only with
-    /// [`Capture::fallback_to_eager`]).
-    RanEagerly {
-        /// The pipeline, which ran eagerly.
-        pipeline: P,
-        /// Why capturing failed.
-        fault: Error,
-    },
-}
-
-impl<P> CaptureOutcome<P> {
-    /// Whether the pipeline was captured (rather than run eagerly).
-    pub fn is_captured(&self) -> bool {
-        matches!(self, CaptureOutcome::Captured(_))
-    }
-}
-
-impl Capture {
-    /// Captures `pipeline` into a CUDA graph that owns it.
-    ///
-    /// Errors: [`Error::Capture`] for capture faults (the capture is ended cleanly),
-    /// [`Error::GraphMismatch`] when verification is on and the graph differs from the
-    /// plan, [`Error::Race`] when verification is on and the pipeline has races, and the
-    /// errors of issuing a statement.
-    pub fn capture<P: Pipeline>(&mut self, pipeline: P) -> Result<Graph<P>> {
-        let core = GraphCore::capture(self, &pipeline)?;
-        Ok(Graph::new(core, pipeline, self.settings()))
-    }
-
-    /// Captures `pipeline`, or — with [`Capture::fallback_to_eager`] and a capture fault —
-    /// runs it eagerly on the same streams and reports that it did.
-    pub fn run<P: Pipeline>(&mut self, pipeline: P) -> Result<CaptureOutcome<P>> {
-        match GraphCore::capture(self, &pipeline) {
-            Ok(core) => Ok(CaptureOutcome::Captured(Graph::new(
-                core,
-                pipeline,
-                self.settings(),
-            ))),
-            Err(fault @ Error::Capture { .. }) if self.falls_back() => {
-                self.run_eagerly(&pipeline)?;
-                Ok(CaptureOutcome::RanEagerly { pipeline, fault })
-            }
-            Err(e) => Err(e),
-        }
-    }
-}
-
-/// Captures `pipeline` on `origin` with the default options ([`Capture::new`]).
-pub fn capture<P: Pipeline>(origin: &Stream, pipeline: P) -> Result<Graph<P>> {
-    Capture::new(origin).capture(pipeline)
 }
 
 /// `ranges` (sorted by device, then address) merged into disjoint `(device, start, end)`

@@ -38,6 +38,7 @@
 
 use std::panic::resume_unwind;
 
+use super::{Graph, GraphCore};
 use crate::error::{CaptureFault, Error, Result};
 use crate::exec::book::{BookSizes, NodeBook};
 use crate::exec::eager::Eager;
@@ -199,7 +200,7 @@ impl Capture {
         Capture {
             eager,
             mode: CaptureMode::default(),
-            verify: super::checks_by_default(),
+            verify: crate::exec::checks_by_default(),
             fallback: false,
             cross_check: false,
             sizes: BookSizes::default(),
@@ -408,6 +409,83 @@ impl Capture {
         }
         self.eager.forget_streams();
     }
+}
+
+impl GraphCore {
+    /// Captures `pipeline` with `capture` and, when verification is on, checks the graph
+    /// against the plan.
+    pub(crate) fn capture<P: Pipeline + ?Sized>(
+        capture: &mut Capture,
+        pipeline: &P,
+    ) -> Result<GraphCore> {
+        let captured = capture.capture_core(pipeline)?;
+        let plan = captured.plan;
+        let mut book = captured.book;
+        let core = GraphCore::new(captured.graph, &mut book, captured.program, captured.origin);
+        capture.recycle(book);
+        if let Some(plan) = plan {
+            core.verify_against(&plan)?;
+        }
+        Ok(core)
+    }
+}
+
+/// What [`Capture::run`] did.
+#[derive(Debug)]
+pub enum CaptureOutcome<P> {
+    /// The pipeline was captured.
+    Captured(Graph<P>),
+    /// Capturing failed with `fault` ([`Error::Capture`]); the capture was ended and the
+    /// pipeline ran eagerly on the same streams instead (only with
+    /// [`Capture::fallback_to_eager`]).
+    RanEagerly {
+        /// The pipeline, which ran eagerly.
+        pipeline: P,
+        /// Why capturing failed.
+        fault: Error,
+    },
+}
+
+impl<P> CaptureOutcome<P> {
+    /// Whether the pipeline was captured (rather than run eagerly).
+    pub fn is_captured(&self) -> bool {
+        matches!(self, CaptureOutcome::Captured(_))
+    }
+}
+
+impl Capture {
+    /// Captures `pipeline` into a CUDA graph that owns it.
+    ///
+    /// Errors: [`Error::Capture`] for capture faults (the capture is ended cleanly),
+    /// [`Error::GraphMismatch`] when verification is on and the graph differs from the
+    /// plan, [`Error::Race`] when verification is on and the pipeline has races, and the
+    /// errors of issuing a statement.
+    pub fn capture<P: Pipeline>(&mut self, pipeline: P) -> Result<Graph<P>> {
+        let core = GraphCore::capture(self, &pipeline)?;
+        Ok(Graph::new(core, pipeline, self.settings()))
+    }
+
+    /// Captures `pipeline`, or — with [`Capture::fallback_to_eager`] and a capture fault —
+    /// runs it eagerly on the same streams and reports that it did.
+    pub fn run<P: Pipeline>(&mut self, pipeline: P) -> Result<CaptureOutcome<P>> {
+        match GraphCore::capture(self, &pipeline) {
+            Ok(core) => Ok(CaptureOutcome::Captured(Graph::new(
+                core,
+                pipeline,
+                self.settings(),
+            ))),
+            Err(fault @ Error::Capture { .. }) if self.falls_back() => {
+                self.run_eagerly(&pipeline)?;
+                Ok(CaptureOutcome::RanEagerly { pipeline, fault })
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Captures `pipeline` on `origin` with the default options ([`Capture::new`]).
+pub fn capture<P: Pipeline>(origin: &Stream, pipeline: P) -> Result<Graph<P>> {
+    Capture::new(origin).capture(pipeline)
 }
 
 #[cfg(test)]
