@@ -30,7 +30,8 @@ pub use cudarc;
 pub use device::Device;
 pub use error::{CaptureFault, Error, Mismatch, OpEdge, OpInfo, Result, UpdateRejection};
 pub use event::Event;
-pub use exec::eager::{Eager, EagerStats};
+pub use exec::eager::Eager;
+pub use exec::frame::EagerStats;
 pub use ffi::memory::{MemoryMut, MemoryRef};
 pub use ffi::KernelArg;
 pub use graph::{

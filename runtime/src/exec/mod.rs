@@ -4,6 +4,7 @@ use std::sync::OnceLock;
 pub(crate) mod book;
 pub mod eager;
 pub(crate) mod expect;
+pub(crate) mod frame;
 
 /// Whether executors check by default: [`crate::Eager`] builds each pipeline's plan and refuses
 /// races before a run, [`crate::Capture`] also compares each captured graph with the plan.
