@@ -23,9 +23,9 @@
 //! of the last four it ran aside, so alternating pipelines do not make them anew.
 //!
 //! This is also the capture issuer's issuing path ([`crate::Capture`]): a capture issues the
-//! very same stream calls while the origin is capturing, and additionally books each operation
-//! in the capture's node book (its statement, shape, values and what the graph must keep; the
-//! nodes themselves are mapped to the operations once the capture has ended).
+//! very same stream calls while the origin is capturing, through [`Eager::issue_prepared`]
+//! with a recorder of its own that books each operation after it was issued (see
+//! `exec/record.rs`; the capture's recorder lives with the graphs).
 //!
 //! ```no_run
 //! use streamgraph_runtime::{Device, Eager, Pipeline, Stream};
@@ -42,29 +42,15 @@
 //! }
 //! ```
 
-use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
-use crate::comm::Communicator;
-use crate::error::{CaptureFault, Error, Result};
-use crate::exec::book::{Issued, NodeBook};
+use crate::error::Result;
 use crate::exec::expect::Expected;
-use crate::exec::frame::{stream_of, EagerStats, Frame};
-use crate::ffi::conditional::{self as cond, CondFlag, CondKernels, CondKind};
-use crate::ffi::memory::{MemoryMut, MemoryRef};
-use crate::ffi::KernelArg;
-use crate::issue::{Body, CollectivePart, Issuer, Pipeline};
-use crate::memory::{DeviceBuffer, DeviceFlag, DeviceMemory};
-use crate::module::Kernel;
-use crate::operand::{BufferAccess, FillPattern, HostFn, LaunchConfig, Memory, ReduceOp};
-#[cfg(feature = "nccl")]
-use crate::program::Collective;
-use crate::program::{AccessMode, Program, Statement, StatementKind};
+use crate::exec::frame::{EagerStats, Frame};
+use crate::exec::record::{Issue, Panic, Plain, Recorder};
+use crate::issue::Pipeline;
 use crate::stream::Stream;
 use crate::trace;
-
-/// The payload of a panic raised while a pipeline was issued.
-pub(crate) type Panic = Box<dyn Any + Send + 'static>;
 
 /// Runs pipelines eagerly on an origin stream and side streams it creates.
 ///
@@ -112,15 +98,6 @@ pub struct Eager {
     /// Set while a checked run or capture issues: what its plan saw issued, which every
     /// statement must repeat before it reaches a stream.
     pub(crate) expect: Option<Box<Expected>>,
-    /// Set while a capture issues through this issuer: the node of every operation.
-    pub(crate) book: Option<Box<NodeBook>>,
-    /// The built-in kernels of captured device blocks, loaded before a capture that needs them.
-    cond_kernels: Option<std::sync::Arc<CondKernels>>,
-    /// The iteration counters of the capture under way, one word per statement (a `while`
-    /// statement's `limit` counts in its own word): allocated before each capture of a pipeline
-    /// with `while` blocks and kept by its graph, so that no two loops (nested, or in two
-    /// graphs of one pipeline, or sharing a flag) share a count.
-    counters: Option<DeviceBuffer<u32>>,
 }
 
 impl Eager {
@@ -130,21 +107,18 @@ impl Eager {
             frame: Frame::new(origin),
             check: super::checks_by_default(),
             expect: None,
-            book: None,
-            cond_kernels: None,
-            counters: None,
         }
     }
 
     /// Whether [`Eager::run`] first builds the pipeline's happens-before plan and refuses to
-    /// run a pipeline with cross-stream races ([`Error::Race`]). On by default in debug
-    /// builds, off in release builds; `STREAMGRAPH_CHECKS=1` or `0` sets the default (see the
-    /// crate docs).
+    /// run a pipeline with cross-stream races ([`Error::Race`](crate::Error::Race)). On by
+    /// default in debug builds, off in release builds; `STREAMGRAPH_CHECKS=1` or `0` sets the
+    /// default (see the crate docs).
     ///
     /// The run then issues exactly what was checked: each statement is compared with the
     /// plan's before it reaches a stream, and a pipeline that issues another statement or
     /// other memory the second time (through a parameter with interior mutability, say)
-    /// stops there with [`Error::IssueChanged`].
+    /// stops there with [`Error::IssueChanged`](crate::Error::IssueChanged).
     pub fn check(&mut self, on: bool) -> &mut Self {
         self.check = on;
         self
@@ -168,11 +142,12 @@ impl Eager {
     /// Issues `pipeline` on the origin and side streams; returns once everything is queued.
     /// Errors name the statement that failed.
     ///
-    /// Refused with [`Error::StreamCapturing`] while code outside streamgraph captures the
-    /// origin: the capture would take the run's work into a graph that keeps nothing it touches
-    /// alive (capture pipelines with [`crate::capture`] instead). Should a capture of the origin
-    /// begin during the run (e.g. begun by the pipeline's own code), it is invalidated at the
-    /// run's end and the run fails the same way.
+    /// Refused with [`Error::StreamCapturing`](crate::Error::StreamCapturing) while code
+    /// outside streamgraph captures the origin: the capture would take the run's work into a
+    /// graph that keeps nothing it touches alive (capture pipelines with [`crate::capture`]
+    /// instead). Should a capture of the origin begin during the run (e.g. begun by the
+    /// pipeline's own code), it is invalidated at the run's end and the run fails the same
+    /// way.
     pub fn run<P: Pipeline + ?Sized>(&mut self, pipeline: &P) -> Result<()> {
         const WHAT: &str = "Eager::run";
         self.frame.origin.refuse_capturing(WHAT)?;
@@ -183,7 +158,7 @@ impl Eager {
             self.expect = Some(Box::new(Expected::new(Box::new(plan))));
         }
         self.prepare_for(pipeline)?;
-        let issued = self.issue_prepared(pipeline);
+        let issued = self.issue_prepared(pipeline, &mut Plain);
         let expected = self.expect.take();
         let issued = match issued {
             Ok(issued) => issued,
@@ -215,52 +190,29 @@ impl Eager {
         self.frame.forget();
     }
 
-    /// Loads the built-in kernels of captured device blocks when `program` has blocks (before
-    /// a capture begins: module loads are not for capturing threads).
-    ///
-    /// Also allocates the iteration counters of this capture when `program` has `while` blocks
-    /// (one word per statement; the graph keeps them).
-    pub(crate) fn prepare_blocks(&mut self, program: &'static Program) -> Result<()> {
-        self.counters = None;
-        if !program.statements.iter().any(|s| s.kind.is_block()) {
-            return Ok(());
-        }
-        if self.cond_kernels.is_none() {
-            self.cond_kernels = Some(cond::kernels(self.frame.origin.ctx())?);
-        }
-        if program
-            .statements
-            .iter()
-            .any(|s| matches!(s.kind, StatementKind::While { .. }))
-        {
-            self.counters = Some(DeviceBuffer::zeros(
-                &self.frame.origin.device(),
-                program.statements.len(),
-            )?);
-        }
-        Ok(())
-    }
-
-    /// Fork, issue, join, on streams made by [`Eager::prepare_for`] for this pipeline.
+    /// Fork, issue, join, on streams made by [`Eager::prepare_for`] for this pipeline; `rec`
+    /// is told of every statement issued ([`Recorder`]).
     ///
     /// A panic in [`Pipeline::issue`] is caught, the side streams are joined all the same, and
     /// the panic comes back as `Err` for the caller to end what it must before resuming it.
-    pub(crate) fn issue_prepared<P: Pipeline + ?Sized>(
+    pub(crate) fn issue_prepared<P: Pipeline + ?Sized, R: Recorder>(
         &mut self,
         pipeline: &P,
+        rec: &mut R,
     ) -> std::result::Result<Result<()>, Panic> {
         let multi = self.frame.begin_run();
-        let mode = match self.book {
-            Some(_) => trace::Mode::Capture,
-            None => trace::Mode::Run,
-        };
-        let _traced = trace::pipeline(pipeline.program(), mode);
+        let _traced = trace::pipeline(pipeline.program(), R::MODE);
         if multi {
             if let Err(e) = self.frame.fork() {
                 return Ok(Err(e));
             }
         }
-        let issued = catch_unwind(AssertUnwindSafe(|| pipeline.issue(self)));
+        let mut issue = Issue {
+            frame: &mut self.frame,
+            expect: self.expect.as_deref_mut(),
+            rec,
+        };
+        let issued = catch_unwind(AssertUnwindSafe(|| pipeline.issue(&mut issue)));
         // Join even after a failed statement or a panic, so that work already queued on side
         // streams still completes before later work on the origin.
         let joined = if multi { self.frame.join() } else { Ok(()) };
@@ -269,582 +221,4 @@ impl Eager {
             Err(panic) => Err(panic),
         }
     }
-
-    /// In a checked run: `stmt`, which makes no operation of its own memory, must be the
-    /// plan's next statement ([`Expected::statement`]).
-    #[inline]
-    fn expected(&mut self, stmt: &'static Statement) -> Result<()> {
-        match self.expect.as_deref_mut() {
-            None => Ok(()),
-            Some(expect) => {
-                let parts: &[(&'static Statement, Vec<BufferAccess>)] = match stmt.kind {
-                    StatementKind::Host => &[(stmt, Vec::new())],
-                    _ => &[],
-                };
-                expect.statement(stmt, parts)
-            }
-        }
-    }
-
-    /// The observability hook of one statement (nothing without the `tracing` and `nvtx`
-    /// features): a span and a range that end when the returned scope is dropped.
-    #[inline]
-    fn traced(&self, stmt: &'static Statement) -> trace::Scope {
-        trace::statement(self.frame.program(), stmt)
-    }
-
-    /// Issues body `branch` of a block on stream `root` in a frame of its own, joined at its
-    /// end.
-    fn run_body(
-        &mut self,
-        root: usize,
-        branch: usize,
-        streams: Option<Vec<Stream>>,
-        body: &mut Body<'_>,
-    ) -> std::result::Result<Result<()>, Panic> {
-        if let Some(expect) = self.expect.as_deref_mut() {
-            if let Err(e) = expect.enter_body(branch) {
-                return Ok(Err(e));
-            }
-        }
-        let outer = match self.frame.begin_body(root, streams) {
-            Ok(f) => f,
-            Err(e) => return Ok(Err(e)),
-        };
-        let issued = catch_unwind(AssertUnwindSafe(|| body(self)));
-        let joined = self.frame.join();
-        self.frame.end_body(outer);
-        let expected = match self.expect.as_deref_mut() {
-            Some(expect) => expect.leave_body(),
-            None => Ok(()),
-        };
-        match issued {
-            Ok(issued) => Ok(issued.and(joined).and(expected)),
-            Err(panic) => Err(panic),
-        }
-    }
-
-    /// A block run eagerly: the flag is read back (after the work queued on the block's
-    /// stream) before each iteration; `bodies[0]` runs while (`while`) or if (`if`) it is
-    /// non-zero, `bodies[1]` (the `else`) otherwise.
-    fn eager_block(
-        &mut self,
-        stmt: &'static Statement,
-        flag: &DeviceFlag,
-        kind: CondKind,
-        limit: Option<u32>,
-        bodies: [&mut Body<'_>; 2],
-    ) -> Result<()> {
-        let [first, second] = bodies;
-        let mut count: u32 = 0;
-        loop {
-            if kind == CondKind::While && limit.is_some_and(|l| count >= l) {
-                return Ok(());
-            }
-            let stream = self.frame.stream(stmt.stream)?.clone();
-            let on = flag.get_on(&stream)? != 0;
-            let (branch, body) = match (kind, on) {
-                (_, true) => (0, &mut *first),
-                (CondKind::While, false) => return Ok(()),
-                (CondKind::If { .. }, false) => (1, &mut *second),
-            };
-            match self.run_body(stmt.stream, branch, None, body) {
-                Ok(r) => r?,
-                Err(panic) => resume_unwind(panic),
-            }
-            if kind != CondKind::While {
-                return Ok(());
-            }
-            count = count.saturating_add(1);
-        }
-    }
-
-    /// A block captured: the built-in kernel and the conditional node on the block's stream,
-    /// then each body captured into its body graph on this depth's spare streams.
-    fn capture_block(
-        &mut self,
-        stmt: &'static Statement,
-        flag: &DeviceFlag,
-        kind: CondKind,
-        limit: Option<u32>,
-        bodies: [&mut Body<'_>; 2],
-    ) -> Result<()> {
-        if flag.is_planning() {
-            return Err(Error::PlanningOnly {
-                what: "device flag",
-            });
-        }
-        let kernels = self.cond_kernels.clone().ok_or_else(|| {
-            Error::InvalidArgument(
-                "the built-in kernels of device blocks were not loaded before the capture".into(),
-            )
-        })?;
-        let counters =
-            match (kind, &self.counters) {
-                (CondKind::While, Some(c)) if stmt.id < c.len() => Some(c),
-                (CondKind::While, _) => return Err(Error::InvalidArgument(
-                    "the iteration counters of device loops were not allocated before the capture"
-                        .into(),
-                )),
-                _ => None,
-            };
-        let cflag = CondFlag {
-            value: flag.device_ptr(),
-            // Word `stmt.id` of the capture's counters (checked in bounds above); an `if`
-            // never counts.
-            counter: counters.map_or(0, |c| c.device_ptr() + 4 * stmt.id as u64),
-            limit,
-        };
-        let stream = self.frame.stream(stmt.stream)?.clone();
-        let (parent, mode) = match self.book.as_ref() {
-            Some(book) => (book.current_body(), book.mode),
-            None => return Err(Error::InvalidArgument("no capture is under way".into())),
-        };
-        let node = cond::add_conditional(stream.as_cudarc(), &kernels, kind, &cflag, parent)?;
-        let block = match self.book.as_mut() {
-            Some(book) => book.note_block(stmt, &node, flag, counters, kernels.module())?,
-            None => return Err(Error::InvalidArgument("no capture is under way".into())),
-        };
-        let spares = self.frame.body_streams()?;
-        let body_stream = spares.get(stmt.stream).cloned().ok_or_else(|| {
-            Error::InvalidArgument(format!("no capture stream for stream {}", stmt.stream))
-        })?;
-        for (branch, body) in bodies.into_iter().enumerate().take(node.bodies.len()) {
-            let graph = node.bodies[branch];
-            cond::begin_body_capture(body_stream.as_cudarc(), graph, mode)?;
-            let index = self
-                .book
-                .as_mut()
-                .map(|book| book.enter_body(graph, block, branch));
-            let issued = self.run_body(stmt.stream, branch, Some(spares.clone()), body);
-            let empty = index.is_some_and(|k| self.book.as_ref().is_some_and(|b| b.is_empty(k)));
-            let next = match (&issued, kind) {
-                (Ok(Ok(())), CondKind::While) => {
-                    // A `while` body of the `next` kernel alone faulted now and then on driver
-                    // 580 when several ran side by side; an empty kernel before it did not.
-                    let filler = if empty {
-                        cond::launch_nop(body_stream.as_cudarc(), &kernels).map(Some)
-                    } else {
-                        Ok(None)
-                    };
-                    match filler {
-                        Ok(f) => {
-                            if let (Some(f), Some(book)) = (f, self.book.as_mut()) {
-                                book.note_filler(f);
-                            }
-                            cond::launch_next(
-                                body_stream.as_cudarc(),
-                                &kernels,
-                                node.handle,
-                                &cflag,
-                            )
-                            .map(Some)
-                        }
-                        Err(e) => Err(e),
-                    }
-                }
-                (Ok(Ok(())), CondKind::If { .. }) if empty => {
-                    cond::launch_nop(body_stream.as_cudarc(), &kernels).map(Some)
-                }
-                _ => Ok(None),
-            };
-            if let Some(book) = self.book.as_mut() {
-                if let Ok(Some(n)) = &next {
-                    book.note_sink(*n);
-                }
-                book.leave_body();
-            }
-            let ended = cond::end_body_capture(body_stream.as_cudarc());
-            match issued {
-                Err(panic) => resume_unwind(panic),
-                Ok(r) => r?,
-            }
-            next?;
-            ended.map_err(|e| Error::driver("cuStreamEndCapture", e))?;
-        }
-        Ok(())
-    }
-
-    /// Books the node the operation just issued on `stmt.stream` created, when capturing.
-    #[inline]
-    fn booked(&mut self, stmt: &'static Statement, issued: Issued<'_>) -> Result<()> {
-        let Some(book) = self.book.as_mut() else {
-            return Ok(());
-        };
-        let stream = self.frame.stream(stmt.stream)?;
-        book.note(stmt, stream, issued)
-    }
-
-    /// Notes, when capturing, that an ordering statement was issued: a fault after it names it.
-    #[inline]
-    fn booked_ordering(&mut self, stmt: &'static Statement) {
-        if let Some(book) = self.book.as_mut() {
-            book.note_ordering(stmt);
-        }
-    }
-}
-
-impl Eager {
-    /// A collective: every participant's call in one NCCL group, each on its stream.
-    fn do_collective(
-        &mut self,
-        stmt: &'static Statement,
-        comm: &Communicator,
-        op: ReduceOp,
-        parts: &[CollectivePart<'_>],
-    ) -> Result<()> {
-        let Some(program) = self.frame.program() else {
-            return Err(Error::InvalidArgument(
-                "a collective was issued before its pipeline was prepared".into(),
-            ));
-        };
-        let streams = crate::issue::check_collective(program, stmt, comm, parts)?;
-        if self
-            .book
-            .as_ref()
-            .is_some_and(|b| b.current_body().is_some())
-        {
-            return Err(Error::InvalidArgument(
-                "a collective inside a device block's body cannot be captured (CUDA does not allow NCCL's nodes in conditional bodies); issue it before or after the block".into(),
-            ));
-        }
-        #[cfg(not(feature = "nccl"))]
-        {
-            let _ = (streams, op);
-            Err(Error::InvalidArgument(
-                "collectives run through NCCL: turn on streamgraph's `nccl` feature".into(),
-            ))
-        }
-        #[cfg(feature = "nccl")]
-        {
-            use crate::ffi::nccl::{self, Call};
-            let Some(ranks) = comm.nccl_ranks() else {
-                return Err(Error::InvalidArgument(
-                    "this communicator was made with `Communicator::for_planning` and cannot run collectives; make one with `Communicator::init_all` or `Communicator::from_unique_id`".into(),
-                ));
-            };
-            let StatementKind::Collective { op: kind, .. } = stmt.kind else {
-                return Err(Error::InvalidArgument("not a collective".into()));
-            };
-            let call = match kind {
-                Collective::AllReduce => Call::AllReduce(op),
-                Collective::AllGather => Call::AllGather,
-                Collective::ReduceScatter => Call::ReduceScatter(op),
-                Collective::Broadcast { root } => {
-                    if comm.local_ranks() != comm.ranks() {
-                        return Err(Error::InvalidArgument(
-                            "`broadcast` names its root by participant, which needs every rank in this process; over several processes, use `all_reduce` or `all_gather`".into(),
-                        ));
-                    }
-                    let root = comm.rank_of(root).and_then(|r| i32::try_from(r).ok());
-                    Call::Broadcast {
-                        root: root.ok_or_else(|| {
-                            Error::InvalidArgument("the root is not a participant".into())
-                        })?,
-                    }
-                }
-            };
-            for (k, &s) in streams.iter().enumerate() {
-                self.frame.enter(s)?;
-                let device = self.frame.stream(s)?.device().ordinal();
-                let expected = ranks.devices.get(k).copied();
-                if expected != Some(device) {
-                    return Err(Error::InvalidArgument(format!(
-                        "participant {k}'s stream is on device {device}, but the communicator's local rank {k} is on device {}; list the streams in the order of the communicator's devices",
-                        expected.map_or_else(|| "?".to_owned(), |d| d.to_string())
-                    )));
-                }
-            }
-            let mut entries = Vec::with_capacity(parts.len());
-            for (k, part) in parts.iter().enumerate() {
-                let stream = self.frame.stream(streams[k])?;
-                entries.push((
-                    &ranks.comms[k],
-                    &**stream.as_cudarc(),
-                    part.send,
-                    part.recv.memory_ref(),
-                    part.elem,
-                ));
-            }
-            let _serialised = ranks
-                .lock
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let Some(book) = self.book.as_mut() else {
-                return nccl::group(&call, &entries);
-            };
-            // Captured: NCCL's calls on capturing streams add its nodes to the graph; each
-            // participant's are found and booked as its operation.
-            let capturing: Vec<&cudarc::driver::CudaStream> = entries.iter().map(|e| e.1).collect();
-            let added =
-                crate::ffi::graph::capture_group(&capturing, || nccl::group(&call, &entries))?;
-            let owner: std::sync::Arc<dyn Any + Send + Sync> = ranks.clone();
-            book.note_collective(parts, added, owner)
-        }
-    }
-}
-
-impl Issuer for Eager {
-    fn launch(
-        &mut self,
-        stmt: &'static Statement,
-        kernel: &Kernel,
-        config: LaunchConfig,
-        args: &[KernelArg<'_>],
-    ) -> Result<(), Error> {
-        let _traced = self.traced(stmt);
-        if let Some(expect) = self.expect.as_deref_mut() {
-            let accesses = args.iter().filter_map(KernelArg::access).collect();
-            expect.statement(stmt, &[(stmt, accesses)])?;
-        }
-        if stmt.stream != self.frame.root {
-            self.frame
-                .enter(stmt.stream)
-                .map_err(|e| e.in_statement(stmt))?;
-        }
-        let stream = stream_of(&self.frame.origin, &self.frame.res.sides, stmt.stream)
-            .map_err(|e| e.in_statement(stmt))?;
-        kernel
-            .issue_on(stream, config, args)
-            .map_err(|e| e.in_statement(stmt))?;
-        self.frame.stats.launches += 1;
-        match self.book.as_deref_mut() {
-            None => Ok(()),
-            Some(book) => book
-                .note_launch(stmt, stream, kernel, config, args)
-                .map_err(|e| e.in_statement(stmt)),
-        }
-    }
-
-    fn copy(
-        &mut self,
-        stmt: &'static Statement,
-        dst: MemoryMut<'_>,
-        src: MemoryRef<'_>,
-    ) -> Result<(), Error> {
-        let dst = dst.memory_ref();
-        let _traced = self.traced(stmt);
-        if let Some(expect) = self.expect.as_deref_mut() {
-            let accesses = vec![
-                BufferAccess::of(&dst.memory(), AccessMode::Write),
-                BufferAccess::of(&src.memory(), AccessMode::Read),
-            ];
-            expect.statement(stmt, &[(stmt, accesses)])?;
-        }
-        self.frame
-            .enter(stmt.stream)
-            .map_err(|e| e.in_statement(stmt))?;
-        let issue = || -> Result<()> {
-            if dst.elem_size() != src.elem_size() {
-                return Err(Error::InvalidArgument(format!(
-                    "copy between elements of {} and {} bytes",
-                    dst.elem_size(),
-                    src.elem_size()
-                )));
-            }
-            let capturing = self.book.is_some();
-            if capturing
-                && [dst.memory(), src.memory()]
-                    .iter()
-                    .any(|m| matches!(m, Memory::PageableHost { .. }))
-            {
-                return Err(Error::Capture {
-                    fault: CaptureFault::PageableMemory,
-                    statement: Some(stmt),
-                    after: None,
-                    pipeline: None,
-                });
-            }
-            crate::ffi::memory::copy(
-                self.frame.stream(stmt.stream)?.as_cudarc(),
-                &dst,
-                &src,
-                !capturing,
-            )
-        };
-        issue().map_err(|e| e.in_statement(stmt))?;
-        self.frame.stats.copies += 1;
-        self.booked(stmt, Issued::Copy(dst, src))
-            .map_err(|e| e.in_statement(stmt))
-    }
-
-    fn fill(
-        &mut self,
-        stmt: &'static Statement,
-        dst: MemoryMut<'_>,
-        pattern: FillPattern,
-    ) -> Result<(), Error> {
-        let dst = dst.memory_ref();
-        let _traced = self.traced(stmt);
-        if let Some(expect) = self.expect.as_deref_mut() {
-            let accesses = vec![BufferAccess::of(&dst.memory(), AccessMode::Write)];
-            expect.statement(stmt, &[(stmt, accesses)])?;
-        }
-        self.frame
-            .enter(stmt.stream)
-            .map_err(|e| e.in_statement(stmt))?;
-        let stream = self
-            .frame
-            .stream(stmt.stream)
-            .map_err(|e| e.in_statement(stmt))?;
-        crate::ffi::memory::fill(stream.as_cudarc(), &dst, pattern)
-            .map_err(|e| e.in_statement(stmt))?;
-        self.frame.stats.fills += 1;
-        self.booked(stmt, Issued::Fill(dst, pattern))
-            .map_err(|e| e.in_statement(stmt))
-    }
-
-    fn host(&mut self, stmt: &'static Statement, f: HostFn) -> Result<(), Error> {
-        let _traced = self.traced(stmt);
-        self.expected(stmt)?;
-        self.frame
-            .enter(stmt.stream)
-            .map_err(|e| e.in_statement(stmt))?;
-        let stream = stream_of(&self.frame.origin, &self.frame.res.sides, stmt.stream)
-            .map_err(|e| e.in_statement(stmt))?;
-        match self.book.as_mut() {
-            // A graph runs its host functions on every replay: the graph keeps them.
-            Some(book) => book.launch_host_fn(stream, f),
-            None => stream.launch_host_fn(f),
-        }
-        .map_err(|e| e.in_statement(stmt))?;
-        self.frame.stats.host_fns += 1;
-        self.booked(stmt, Issued::Host)
-            .map_err(|e| e.in_statement(stmt))
-    }
-
-    fn record(&mut self, stmt: &'static Statement) -> Result<(), Error> {
-        let _traced = self.traced(stmt);
-        self.expected(stmt)?;
-        self.frame.record(stmt).map_err(|e| e.in_statement(stmt))?;
-        self.booked_ordering(stmt);
-        Ok(())
-    }
-
-    fn wait(&mut self, stmt: &'static Statement) -> Result<(), Error> {
-        let _traced = self.traced(stmt);
-        self.expected(stmt)?;
-        self.frame.wait(stmt).map_err(|e| e.in_statement(stmt))?;
-        self.booked_ordering(stmt);
-        Ok(())
-    }
-
-    fn collective(
-        &mut self,
-        stmt: &'static Statement,
-        comm: &Communicator,
-        op: ReduceOp,
-        parts: &[CollectivePart<'_>],
-    ) -> Result<(), Error> {
-        let _traced = self.traced(stmt);
-        if let Some(expect) = self.expect.as_deref_mut() {
-            let parts: Vec<_> = parts
-                .iter()
-                .map(|p| {
-                    let accesses = vec![
-                        BufferAccess::of(&p.send.memory(), AccessMode::Read),
-                        BufferAccess::of(&p.recv.memory(), AccessMode::Write),
-                    ];
-                    (p.statement, accesses)
-                })
-                .collect();
-            expect.statement(stmt, &parts)?;
-        }
-        self.do_collective(stmt, comm, op, parts)
-            .map_err(|e| e.in_statement(stmt))
-    }
-
-    fn wait_stream(&mut self, stmt: &'static Statement) -> Result<(), Error> {
-        let _traced = self.traced(stmt);
-        self.expected(stmt)?;
-        self.frame
-            .wait_stream(stmt)
-            .map_err(|e| e.in_statement(stmt))?;
-        self.booked_ordering(stmt);
-        Ok(())
-    }
-
-    fn while_loop(
-        &mut self,
-        stmt: &'static Statement,
-        flag: &DeviceFlag,
-        limit: Option<u32>,
-        body: &mut Body<'_>,
-    ) -> Result<(), Error> {
-        let _traced = self.traced(stmt);
-        if !matches!(stmt.kind, StatementKind::While { .. }) {
-            return Err(block_kind_error(stmt, "while"));
-        }
-        self.block(stmt, flag, CondKind::While, limit, [body, &mut no_body])
-    }
-
-    fn if_else(
-        &mut self,
-        stmt: &'static Statement,
-        flag: &DeviceFlag,
-        then: &mut Body<'_>,
-        otherwise: &mut Body<'_>,
-    ) -> Result<(), Error> {
-        let _traced = self.traced(stmt);
-        let StatementKind::If {
-            otherwise: start,
-            end,
-        } = stmt.kind
-        else {
-            return Err(block_kind_error(stmt, "if"));
-        };
-        let kind = CondKind::If {
-            otherwise: start < end,
-        };
-        self.block(stmt, flag, kind, None, [then, otherwise])
-    }
-}
-
-impl Eager {
-    /// A device block on `stmt.stream`, run eagerly or captured.
-    fn block(
-        &mut self,
-        stmt: &'static Statement,
-        flag: &DeviceFlag,
-        kind: CondKind,
-        limit: Option<u32>,
-        bodies: [&mut Body<'_>; 2],
-    ) -> Result<()> {
-        if let Some(expect) = self.expect.as_deref_mut() {
-            let flag = BufferAccess {
-                range: flag.range(),
-                mode: AccessMode::Read,
-            };
-            expect.block(stmt, flag)?;
-        }
-        self.frame
-            .enter(stmt.stream)
-            .map_err(|e| e.in_statement(stmt))?;
-        let done = if self.book.is_some() {
-            self.capture_block(stmt, flag, kind, limit, bodies)
-        } else {
-            self.eager_block(stmt, flag, kind, limit, bodies)
-        };
-        // Errors of the body's statements name them already.
-        done.map_err(|e| match e {
-            e @ (Error::Statement { .. }
-            | Error::Capture {
-                statement: Some(_), ..
-            }) => e,
-            e => e.in_statement(stmt),
-        })
-    }
-}
-
-/// The missing `else` of a block: issues nothing.
-fn no_body(_: &mut dyn Issuer) -> Result<()> {
-    Ok(())
-}
-
-fn block_kind_error(stmt: &'static Statement, expected: &str) -> Error {
-    Error::InvalidArgument(format!(
-        "the statement was issued as a `{expected}` block but is a {:?}",
-        stmt.kind
-    ))
-    .in_statement(stmt)
 }

@@ -11,7 +11,10 @@
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::ffi::KernelArg;
 use crate::issue::StreamOptions;
+use crate::module::Kernel;
+use crate::operand::LaunchConfig;
 use crate::program::{Program, Statement, StatementKind};
 use crate::stream::Stream;
 
@@ -303,6 +306,38 @@ impl Frame {
                 self.res.spares.len()
             ))
         })
+    }
+
+    /// Launches `kernel` with `config` and `args` on `stmt.stream` (ordered after the fork
+    /// point first); returns the stream. Out of line, an eager run's launch: the kernel's
+    /// launch path is inlined into it once (a capture inlines [`Frame::launch_inline`] into
+    /// its own launch instead).
+    pub(super) fn launch(
+        &mut self,
+        stmt: &'static Statement,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Result<&Stream> {
+        self.launch_inline(stmt, kernel, config, args)
+    }
+
+    /// [`Frame::launch`], inlined into its caller.
+    #[inline]
+    pub(super) fn launch_inline(
+        &mut self,
+        stmt: &'static Statement,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Result<&Stream> {
+        if stmt.stream != self.root {
+            self.enter(stmt.stream)?;
+        }
+        let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)?;
+        kernel.issue_on(stream, config, args)?;
+        self.stats.launches += 1;
+        Ok(stream)
     }
 
     /// Orders stream `s` after the fork point before it issues a command that does not do so

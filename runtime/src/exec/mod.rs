@@ -1,10 +1,10 @@
 //! Executors: issuers that run a pipeline for real (eagerly) or record it (capture).
 use std::sync::OnceLock;
 
-pub(crate) mod book;
 pub mod eager;
 pub(crate) mod expect;
 pub(crate) mod frame;
+pub(crate) mod record;
 
 /// Whether executors check by default: [`crate::Eager`] builds each pipeline's plan and refuses
 /// races before a run, [`crate::Capture`] also compares each captured graph with the plan.

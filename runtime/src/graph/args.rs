@@ -9,8 +9,9 @@
 //! it stops, and the pipeline is captured anew and applied as `update` does — which also
 //! overwrites whatever the walk had set before it stopped.
 
+use super::book::{encode, encode_launch, LaunchShape, OPAQUE};
 use crate::error::Error;
-use crate::exec::book::{encode, encode_launch, Issued, LaunchShape, OPAQUE};
+use crate::exec::record::Issued;
 use crate::ffi::graph::{Keep, NodeHandle, OwnedExec};
 use crate::ffi::memory::{HolderKind, MemoryMut, MemoryRef};
 use crate::ffi::KernelArg;

@@ -37,12 +37,15 @@
 //! ```
 
 use std::panic::resume_unwind;
+use std::sync::Arc;
 
+use super::blocks;
+use super::book::{BookSizes, NodeBook, Recording};
 use super::{Graph, GraphCore};
 use crate::error::{CaptureFault, Error, Result};
-use crate::exec::book::{BookSizes, NodeBook};
 use crate::exec::eager::Eager;
 use crate::exec::expect::Expected;
+use crate::ffi::conditional::CondKernels;
 use crate::ffi::graph::{self as gffi, CaptureModeRaw, Keep, OwnedGraph};
 use crate::ffi::status::{stream_capture_status, CaptureStatus};
 use crate::issue::Pipeline;
@@ -188,6 +191,9 @@ pub struct Capture {
     /// The book of the previous capture, once its graph took what it keeps: the next
     /// capture's, without allocating it anew.
     spare: Option<Box<NodeBook>>,
+    /// The built-in kernels of captured device blocks, loaded before the first capture that
+    /// needs them.
+    kernels: Option<Arc<CondKernels>>,
 }
 
 impl Capture {
@@ -205,6 +211,7 @@ impl Capture {
             cross_check: false,
             sizes: BookSizes::default(),
             spare: None,
+            kernels: None,
         }
     }
 
@@ -282,8 +289,7 @@ impl Capture {
                 .map_err(|fault| normalize(fault_error(fault), program, None))?;
         }
         self.eager.prepare_for(pipeline)?;
-        self.eager
-            .prepare_blocks(program)
+        let counters = blocks::prepare(&mut self.kernels, self.eager.origin(), program)
             .map_err(|e| normalize(e, program, None))?;
         let origin = self.eager.origin().clone();
         // A global-mode capture holds off streamgraph's unsafe calls on other threads (one
@@ -316,42 +322,43 @@ impl Capture {
                 self.mode.raw(),
             )),
         };
-        self.eager.book = Some(book);
+        let mut recording = Recording {
+            book,
+            kernels: self.kernels.clone(),
+            counters,
+        };
         self.eager.expect = expect;
-        let issued = self.eager.issue_prepared(pipeline);
-        let book = self.eager.book.take();
+        let issued = self.eager.issue_prepared(pipeline, &mut recording);
+        // The counters stay until the capture has ended (the graph keeps them then).
+        let Recording {
+            mut book,
+            counters: _counters,
+            ..
+        } = recording;
         let expected = self.eager.expect.take();
         let issued = match issued {
             Ok(issued) => issued,
             Err(payload) => {
                 // The pipeline panicked: its side streams are joined; end the capture (the
                 // partial graph is destroyed) and let the panic go on.
-                let keep = book.map(|b| b.keep).unwrap_or_default();
-                drop(gffi::end_capture(origin.as_cudarc(), keep));
+                drop(gffi::end_capture(
+                    origin.as_cudarc(),
+                    std::mem::take(&mut book.keep),
+                ));
                 self.recover(&origin);
                 resume_unwind(payload);
             }
         };
         let issued = issued.and_then(|()| expected.as_ref().map_or(Ok(()), |e| e.finish()));
         let plan = expected.map(|e| e.into_plan());
-        let last = book.as_ref().and_then(|b| b.last);
-        let captured = match book {
-            Some(mut book) => {
-                let keep = std::mem::take(&mut book.keep);
-                let ended = gffi::end_capture(origin.as_cudarc(), keep);
-                match (issued, ended) {
-                    (Ok(()), Ok(graph)) => Ok((graph, book)),
-                    // A partial graph is destroyed as it drops here.
-                    (Err(e), _) => Err(e),
-                    (Ok(()), Err(e)) => Err(Error::driver("cuStreamEndCapture", e)),
-                }
-            }
-            None => {
-                drop(gffi::end_capture(origin.as_cudarc(), Keep::default()));
-                Err(Error::InvalidArgument(
-                    "the capture's node book went missing".into(),
-                ))
-            }
+        let last = book.last;
+        let keep = std::mem::take(&mut book.keep);
+        let ended = gffi::end_capture(origin.as_cudarc(), keep);
+        let captured = match (issued, ended) {
+            (Ok(()), Ok(graph)) => Ok((graph, book)),
+            // A partial graph is destroyed as it drops here.
+            (Err(e), _) => Err(e),
+            (Ok(()), Err(e)) => Err(Error::driver("cuStreamEndCapture", e)),
         };
         let captured = captured.and_then(|(graph, mut book)| {
             // Work issued into the capture by code outside the statements makes nodes the

@@ -45,7 +45,6 @@ use std::marker::PhantomData;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::exec::book::{CapturedBody, CapturedOp, InternalNode, LaunchShape, NodeBook};
 use crate::ffi::graph::{NodeHandle, NodeKind, OwnedGraph};
 use crate::issue::Pipeline;
 use crate::operand::DeviceRange;
@@ -53,10 +52,15 @@ use crate::plan::dot::quote;
 use crate::plan::Plan;
 use crate::program::{OpRef, Program, Statement, StatementKind};
 use crate::stream::Stream;
+use book::{CapturedBody, CapturedOp, InternalNode, LaunchShape, NodeBook};
 
 mod args;
+mod blocks;
+mod book;
 mod capture;
+mod collective;
 mod exec;
+mod recorder;
 mod verify;
 
 pub use crate::ffi::graph::{GraphExecHandle, GraphHandle};
@@ -209,7 +213,7 @@ impl GraphCore {
             .raw
             .nodes()
             .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
-        let map = crate::exec::book::node_map(&self.ops, &self.known, &listed);
+        let map = book::node_map(&self.ops, &self.known, &listed);
         Ok(self.derived().nodes.get_or_init(|| map))
     }
 
@@ -229,7 +233,7 @@ impl GraphCore {
     pub(super) fn sequence(&self) -> &[u32] {
         self.derived()
             .sequence
-            .get_or_init(|| crate::exec::book::sequence(&self.ops, &self.orderings))
+            .get_or_init(|| book::sequence(&self.ops, &self.orderings))
     }
 
     /// The indices in `ops` of the operations of graph part `part` (see [`Derived::parts`]).

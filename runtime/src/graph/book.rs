@@ -1,5 +1,6 @@
 //! The node book of a capture: which graph node each operation made, and what the graph must
-//! keep for its replays. [`crate::Eager`] fills it while a capture issues through it.
+//! keep for its replays. The capture's recorder ([`Recording`]) fills it after each statement
+//! that [`crate::Eager`]'s issuing path issued.
 //!
 //! Nodes are mapped to operations once, when the capture has ended: the driver adds a
 //! captured operation's node to the graph as the operation is issued, and `cuGraphGetNodes`
@@ -11,27 +12,18 @@
 //! ([`crate::Capture::cross_check_nodes`]): both maps are made and must be equal; the
 //! random-program GPU suite captures every program that way.
 
+use std::sync::Arc;
+
 use crate::error::{Error, Result};
-use crate::ffi::conditional::{BodyGraph, Conditional};
+use crate::exec::record::Issued;
+use crate::ffi::conditional::{BodyGraph, CondKernels, Conditional};
 use crate::ffi::graph::{self as gffi, CaptureModeRaw, Keep, NodeHandle};
-use crate::ffi::memory::MemoryRef;
 use crate::ffi::KernelArg;
 use crate::memory::{device_ref, DeviceBuffer, DeviceFlag};
 use crate::module::Kernel;
 use crate::operand::{DeviceRange, FillPattern, HostFn, LaunchConfig, Memory};
 use crate::program::{AccessMode, Program, Statement};
 use crate::stream::Stream;
-
-/// What a copy, a fill or a host function issued, for the capture's book (launches are
-/// booked by [`NodeBook::note_launch`]).
-pub(crate) enum Issued<'a> {
-    /// A copy: destination (written) and source (read).
-    Copy(MemoryRef<'a>, MemoryRef<'a>),
-    /// A fill of this memory with this pattern.
-    Fill(MemoryRef<'a>, FillPattern),
-    /// A host function.
-    Host,
-}
 
 /// One captured operation: the statement issue it came from, what it made and where its
 /// values and launch shape are kept. 32 bytes, written once per operation on a capture's hot
@@ -131,6 +123,7 @@ pub(crate) fn encode_launch(args: &[KernelArg<'_>], out: &mut Vec<u8>) -> bool {
 /// Appends what a copy's or a fill's node is made of — its operands — to `out`, in a form
 /// that two issues of one statement compare by bytes (see [`encode_launch`]). Host functions
 /// are not compared (a graph keeps the ones it captured).
+#[inline]
 pub(crate) fn encode(issued: &Issued<'_>, out: &mut Vec<u8>) -> bool {
     match issued {
         Issued::Copy(dst, src) => {
@@ -242,6 +235,19 @@ pub(crate) struct BookSizes {
     pub(crate) shapes: usize,
     pub(crate) values: usize,
     pub(crate) orderings: usize,
+}
+
+/// The recorder of a capture (see `exec/record.rs`; its hooks are in `graph/recorder.rs`):
+/// the book it fills, and what captured device blocks need.
+pub(crate) struct Recording {
+    pub(crate) book: Box<NodeBook>,
+    /// The built-in kernels of captured device blocks, loaded before a capture that needs them.
+    pub(crate) kernels: Option<Arc<CondKernels>>,
+    /// The iteration counters of this capture, one word per statement (a `while` statement's
+    /// `limit` counts in its own word): allocated before each capture of a pipeline with
+    /// `while` blocks and kept by its graph, so that no two loops (nested, or in two graphs of
+    /// one pipeline, or sharing a flag) share a count.
+    pub(crate) counters: Option<DeviceBuffer<u32>>,
 }
 
 /// What a capture learns while the pipeline is issued: the node of every operation, and
@@ -409,6 +415,7 @@ impl NodeBook {
     }
 
     /// Books the operation `stmt` just issued on `stream`.
+    #[inline]
     pub(crate) fn note(
         &mut self,
         stmt: &'static Statement,
@@ -566,7 +573,7 @@ impl NodeBook {
         nodes: Vec<crate::ffi::graph::ParticipantNodes>,
         comm: std::sync::Arc<dyn std::any::Any + Send + Sync>,
     ) -> Result<()> {
-        // Never inside a block's body: the issuer refuses that before NCCL is called.
+        // Never inside a block's body: the capture refuses that before NCCL is called.
         self.keep.hold_other(comm);
         for (part, added) in parts.iter().zip(nodes) {
             let stmt = part.statement;
@@ -734,12 +741,14 @@ impl NodeBook {
     }
 
     /// Notes an ordering statement (record, wait, wait_stream): a fault after it names it.
+    #[inline]
     pub(crate) fn note_ordering(&mut self, stmt: &'static Statement) {
         self.last = Some(stmt);
         self.orderings.push((self.ops.len() as u32, stmt.id as u32));
     }
 
     /// Launches a host function the graph keeps alive.
+    #[inline]
     pub(crate) fn launch_host_fn(&mut self, stream: &Stream, f: HostFn) -> Result<()> {
         gffi::launch_kept_host_fn(stream.as_cudarc(), f, &mut self.keep)
     }
