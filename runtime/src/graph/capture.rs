@@ -123,15 +123,14 @@ pub(crate) fn normalize(
     }
 }
 
-/// A capture that ended well: the driver's graph, its node book, and the plan to verify it
-/// against (when verification is on).
-#[derive(Debug)]
+/// A capture that ended well: the driver's graph, the book that recorded it, and the plan to
+/// verify it against (when verification is on).
 pub(crate) struct Captured {
-    pub(crate) graph: OwnedGraph,
-    pub(crate) book: Box<NodeBook>,
-    pub(crate) program: &'static Program,
-    pub(crate) origin: Stream,
-    pub(crate) plan: Option<Box<Plan>>,
+    graph: OwnedGraph,
+    book: Box<NodeBook>,
+    program: &'static Program,
+    origin: Stream,
+    plan: Option<Box<Plan>>,
 }
 
 /// The settings a graph keeps to capture its pipeline again (for updates).
@@ -382,27 +381,22 @@ impl Capture {
             })?;
             Ok((graph, book))
         });
-        if let Ok((_, book)) = &captured {
-            self.sizes = book.sizes();
-        }
         match captured {
-            Ok((graph, book)) => Ok(Captured {
-                graph,
-                book,
-                program,
-                origin,
-                plan,
-            }),
+            Ok((graph, book)) => {
+                self.sizes = book.sizes();
+                Ok(Captured {
+                    graph,
+                    book,
+                    program,
+                    origin,
+                    plan,
+                })
+            }
             Err(e) => {
                 self.recover(&origin);
                 Err(normalize(e, program, last))
             }
         }
-    }
-
-    /// Takes back the book of a capture whose graph took what it keeps, for the next one.
-    pub(crate) fn recycle(&mut self, book: Box<NodeBook>) {
-        self.spare = Some(book);
     }
 
     /// After a failed capture: make sure no stream is left capturing and start the next run
@@ -425,11 +419,17 @@ impl GraphCore {
         capture: &mut Capture,
         pipeline: &P,
     ) -> Result<GraphCore> {
-        let captured = capture.capture_core(pipeline)?;
-        let plan = captured.plan;
-        let mut book = captured.book;
-        let core = GraphCore::new(captured.graph, &mut book, captured.program, captured.origin);
-        capture.recycle(book);
+        let Captured {
+            graph,
+            mut book,
+            program,
+            origin,
+            plan,
+        } = capture.capture_core(pipeline)?;
+        let recorded = book.finish(&graph);
+        // The next capture's book, without allocating it anew.
+        capture.spare = Some(book);
+        let core = GraphCore::new(graph, program, origin, recorded);
         if let Some(plan) = plan {
             core.verify_against(&plan)?;
         }

@@ -52,7 +52,7 @@ use crate::plan::dot::quote;
 use crate::plan::Plan;
 use crate::program::{OpRef, Program, Statement, StatementKind};
 use crate::stream::Stream;
-use book::{CapturedBody, CapturedOp, InternalNode, LaunchShape, NodeBook};
+use recorded::{CapturedOp, LaunchShape, Recorded};
 
 mod args;
 mod blocks;
@@ -60,6 +60,7 @@ mod book;
 mod capture;
 mod collective;
 mod exec;
+mod recorded;
 mod recorder;
 mod verify;
 
@@ -76,53 +77,29 @@ use verify::{render_part, DotBody, DotPart, EdgeSet};
 pub use verify::{side_by_side_dot, VerifyReport};
 
 /// A captured graph without its pipeline value: the driver graph (which keeps what its nodes
-/// touch) and the operation of every node.
+/// touch) and what its capture recorded, whole.
 #[derive(Debug)]
 pub(crate) struct GraphCore {
     raw: OwnedGraph,
     program: &'static Program,
-    ops: Vec<CapturedOp>,
-    /// The launches' shapes, addressed by [`CapturedOp::shape`].
-    shapes: Vec<LaunchShape>,
-    /// The nodes known from the capture (see `NodeBook::known_nodes`).
-    known: Vec<(u32, NodeHandle)>,
-    /// The memory the operations touch, as booked (unsorted).
-    touched: Vec<DeviceRange>,
-    /// The operations' values as captured (see `book::encode`), addressed by
-    /// [`CapturedOp::values`].
-    values: Vec<u8>,
-    /// The ordering statements issued (see `NodeBook::orderings`).
-    orderings: Vec<(u32, u32)>,
     origin: Stream,
-    /// The body graphs of device blocks and the runtime's own nodes; `None` without blocks.
-    blocks: Option<Box<Blocks>>,
+    /// The operations, their shapes, values, memory and known nodes, as captured.
+    recorded: Recorded,
     /// Tables made from the above when first needed (captures that never need them do not
     /// pay for them, nor for the allocation that holds them).
     derived: OnceCell<Box<Derived>>,
 }
 
-/// How a graph's operations spread over the graph and its device blocks' body graphs.
-#[derive(Debug, Default)]
-struct Blocks {
-    /// The body graphs of device blocks.
-    bodies: Vec<CapturedBody>,
-    /// The built-in kernels before conditional nodes, and second `IF` nodes.
-    internal: Vec<InternalNode>,
-}
-
 /// What a [`GraphCore`] works out from its operations on first use.
 #[derive(Debug, Default)]
 struct Derived {
-    /// The node of every operation (`None` for those that made none), read back from the
-    /// driver (see [`GraphCore::node_map`]).
-    nodes: OnceCell<Vec<Option<NodeHandle>>>,
     /// Statement id `s` → its operations, in occurrence order:
     /// `by_statement[starts[s]..starts[s + 1]]`.
     index: OnceCell<(Vec<u32>, Vec<u32>)>,
     /// `touched` merged into disjoint `(device, start, end)` intervals in order, for a binary
     /// search per buffer argument of `set_kernel_args`.
     memory: OnceCell<Vec<(i32, u64, u64)>>,
-    /// Every statement issued, in order (see `book::sequence`).
+    /// Every statement issued, in order (see `recorded::sequence`).
     sequence: OnceCell<Vec<u32>>,
     /// Per graph part (0: the graph, `k + 1`: body graph `k` of a device block), the indices
     /// of its operations in `ops`, in issue order.
@@ -138,45 +115,20 @@ struct PartEdges {
 }
 
 impl GraphCore {
+    /// The graph `raw` of a capture of `program` on `origin`, which recorded `recorded`.
     fn new(
         raw: OwnedGraph,
-        book: &mut NodeBook,
         program: &'static Program,
         origin: Stream,
+        recorded: Recorded,
     ) -> GraphCore {
-        // Nodes of device blocks and their bodies, and of collectives, are known from the
-        // capture (and every node in cross-check mode).
-        let mut known = std::mem::take(&mut book.known_nodes);
-        for (_, node) in &mut known {
-            *node = raw.bind(*node);
-        }
-        let core = GraphCore {
+        GraphCore {
             raw,
             program,
-            shapes: std::mem::take(&mut book.shapes),
-            known,
-            touched: std::mem::take(&mut book.memory),
-            ops: std::mem::take(&mut book.ops),
-            values: std::mem::take(&mut book.values),
-            orderings: std::mem::take(&mut book.orderings),
             origin,
-            blocks: (!book.bodies.is_empty() || !book.internal.is_empty()).then(|| {
-                Box::new(Blocks {
-                    bodies: std::mem::take(&mut book.bodies),
-                    internal: std::mem::take(&mut book.internal),
-                })
-            }),
+            recorded,
             derived: OnceCell::new(),
-        };
-        // In cross-check mode the capture mapped the nodes already.
-        if let Some(map) = book.mapped.take() {
-            let _ = core.derived().nodes.set(
-                map.into_iter()
-                    .map(|n| n.map(|n| core.raw.bind(n)))
-                    .collect(),
-            );
         }
-        core
     }
 
     /// The tables made on first use.
@@ -186,13 +138,8 @@ impl GraphCore {
     }
 
     /// The body graphs of device blocks.
-    fn bodies(&self) -> &[CapturedBody] {
-        self.blocks.as_deref().map_or(&[], |b| &b.bodies)
-    }
-
-    /// The runtime's own nodes of device blocks.
-    fn internal(&self) -> &[InternalNode] {
-        self.blocks.as_deref().map_or(&[], |b| &b.internal)
+    fn bodies(&self) -> &[recorded::CapturedBody] {
+        self.recorded.bodies()
     }
 
     /// The node of every operation: the graph's nodes as `cuGraphGetNodes` lists them, in
@@ -200,7 +147,7 @@ impl GraphCore {
     /// their numbers are equal).
     #[inline]
     pub(super) fn node_map(&self) -> Result<&[Option<NodeHandle>]> {
-        match self.derived().nodes.get() {
+        match self.recorded.nodes.get() {
             Some(map) => Ok(map),
             None => self.read_node_map(),
         }
@@ -213,34 +160,34 @@ impl GraphCore {
             .raw
             .nodes()
             .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
-        let map = book::node_map(&self.ops, &self.known, &listed);
-        Ok(self.derived().nodes.get_or_init(|| map))
+        let map = recorded::node_map(&self.recorded.ops, &self.recorded.known, &listed);
+        Ok(self.recorded.nodes.get_or_init(|| map))
     }
 
     /// The shape of operation `i`, if it is a launch.
     #[inline]
     pub(super) fn launch_shape(&self, i: usize) -> Option<LaunchShape> {
-        let op = self.ops.get(i)?;
-        self.shapes.get(op.shape as usize).copied()
+        let op = self.recorded.ops.get(i)?;
+        self.recorded.shapes.get(op.shape as usize).copied()
     }
 
     /// The operations of the graph itself (not of block bodies), in issue order.
     fn outer(&self) -> impl Iterator<Item = &CapturedOp> + '_ {
-        self.ops.iter().filter(|op| op.part == 0)
+        self.recorded.ops.iter().filter(|op| op.part == 0)
     }
 
     /// The id of every statement issued, in order.
     pub(super) fn sequence(&self) -> &[u32] {
         self.derived()
             .sequence
-            .get_or_init(|| book::sequence(&self.ops, &self.orderings))
+            .get_or_init(|| recorded::sequence(&self.recorded.ops, &self.recorded.orderings))
     }
 
     /// The indices in `ops` of the operations of graph part `part` (see [`Derived::parts`]).
     fn members(&self, part: usize) -> &[usize] {
         let parts = self.derived().parts.get_or_init(|| {
             let mut parts = vec![Vec::new(); self.bodies().len() + 1];
-            for (i, op) in self.ops.iter().enumerate() {
+            for (i, op) in self.recorded.ops.iter().enumerate() {
                 if let Some(members) = parts.get_mut(op.part()) {
                     members.push(i);
                 }
@@ -266,7 +213,7 @@ impl GraphCore {
             // Counting sort of the operations by statement (ids are below
             // `statements.len()`, as `NodeBook::note` checked).
             let mut starts = vec![0u32; self.program.statements.len() + 1];
-            for op in &self.ops {
+            for op in &self.recorded.ops {
                 if let Some(count) = starts.get_mut(op.statement.id + 1) {
                     *count += 1;
                 }
@@ -275,8 +222,8 @@ impl GraphCore {
                 starts[s] += starts[s - 1];
             }
             let mut fill = starts.clone();
-            let mut by_statement = vec![0u32; self.ops.len()];
-            for (i, op) in self.ops.iter().enumerate() {
+            let mut by_statement = vec![0u32; self.recorded.ops.len()];
+            for (i, op) in self.recorded.ops.iter().enumerate() {
                 if let Some(next) = fill.get_mut(op.statement.id) {
                     by_statement[*next as usize] = i as u32;
                     *next += 1;
@@ -299,7 +246,7 @@ impl GraphCore {
     #[cold]
     fn merge_memory(&self) -> &[(i32, u64, u64)] {
         self.derived().memory.get_or_init(|| {
-            let mut ranges = self.touched.clone();
+            let mut ranges = self.recorded.touched.clone();
             ranges.sort_unstable();
             ranges.dedup();
             merged_intervals(&ranges)
@@ -324,7 +271,7 @@ impl GraphCore {
             members.iter().enumerate().map(|(l, &i)| (i, l)).collect();
         let mut index: HashMap<usize, usize> = HashMap::new();
         for (l, &i) in members.iter().enumerate() {
-            let op = &self.ops[i];
+            let op = &self.recorded.ops[i];
             match map.get(i).copied().flatten() {
                 Some(n) => {
                     index.insert(n.key(), l);
@@ -335,7 +282,7 @@ impl GraphCore {
                 )),
             }
         }
-        for n in self.internal().iter().filter(|n| n.part == part) {
+        for n in self.recorded.internal().iter().filter(|n| n.part == part) {
             if let Some(&l) = local.get(&n.op) {
                 index.insert(n.node.key(), l);
             }
@@ -370,7 +317,7 @@ impl GraphCore {
         // The node map came from the creation order: check that each node does what its
         // operation did (kind, and the function of a launch). Blocks' nodes are conditional.
         for &i in members {
-            let op = &self.ops[i];
+            let op = &self.recorded.ops[i];
             if op.node_known() {
                 continue; // a block's or a collective's nodes are its own kinds
             }
@@ -436,7 +383,7 @@ impl GraphCore {
             into_sink,
         } = self.part_edges(part)?;
         let members = self.members(part);
-        let ops: Vec<&CapturedOp> = members.iter().map(|&i| &self.ops[i]).collect();
+        let ops: Vec<&CapturedOp> = members.iter().map(|&i| &self.recorded.ops[i]).collect();
         if plan.len() != ops.len() {
             problems.push(format!(
                 "the plan has {} operation(s), the capture {}: the pipeline issued different work",
@@ -503,7 +450,7 @@ impl GraphCore {
         let labels = members
             .iter()
             .map(|&i| {
-                let op = &self.ops[i];
+                let op = &self.recorded.ops[i];
                 let name = match op.statement.kind {
                     StatementKind::Launch { kernel } => format!("launch {kernel}"),
                     _ => op.statement.text.to_string(),
@@ -528,7 +475,7 @@ impl GraphCore {
             let Some(block) = members.iter().position(|&i| i == body.block) else {
                 continue;
             };
-            let which = match (body.branch, self.ops[body.block].statement.kind) {
+            let which = match (body.branch, self.recorded.ops[body.block].statement.kind) {
                 (_, StatementKind::While { .. }) => "body",
                 (0, _) => "then",
                 _ => "else",
@@ -550,7 +497,7 @@ impl GraphCore {
     fn statement_of(&self, node: NodeHandle) -> Option<&'static Statement> {
         let map = self.node_map().ok()?;
         let i = map.iter().position(|n| *n == Some(node))?;
-        self.ops.get(i).map(|op| op.statement)
+        self.recorded.ops.get(i).map(|op| op.statement)
     }
 
     /// The index of operation `op`, checked to be one of this program's.
