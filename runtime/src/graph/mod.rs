@@ -38,19 +38,17 @@
 //! ```
 
 use std::cell::{Cell, OnceCell};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::ffi::CString;
-use std::fmt::Write as _;
 use std::marker::PhantomData;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::ffi::graph::{NodeHandle, NodeKind, OwnedGraph};
+use crate::ffi::graph::{NodeHandle, OwnedGraph};
 use crate::issue::Pipeline;
 use crate::operand::DeviceRange;
-use crate::plan::dot::quote;
 use crate::plan::Plan;
-use crate::program::{OpRef, Program, Statement, StatementKind};
+use crate::program::{OpRef, Program, Statement};
 use crate::stream::Stream;
 use recorded::{CapturedOp, LaunchShape, Recorded};
 
@@ -59,6 +57,7 @@ mod blocks;
 mod book;
 mod capture;
 mod collective;
+mod dot;
 mod exec;
 mod recorded;
 mod recorder;
@@ -68,13 +67,13 @@ pub use crate::ffi::graph::{GraphExecHandle, GraphHandle};
 
 use capture::CaptureSettings;
 pub use capture::{capture, Capture, CaptureMode, CaptureOutcome};
-pub use exec::{GraphExec, GraphStats};
-pub(crate) use verify::check_edges;
-use verify::BodyEnd;
 #[cfg(feature = "testing")]
-pub use verify::{captured_dot, verify_body_edges, verify_edges};
-use verify::{render_part, DotBody, DotPart, EdgeSet};
-pub use verify::{side_by_side_dot, VerifyReport};
+pub use dot::captured_dot;
+pub use dot::side_by_side_dot;
+pub use exec::{GraphExec, GraphStats};
+pub use verify::VerifyReport;
+#[cfg(feature = "testing")]
+pub use verify::{verify_body_edges, verify_edges};
 
 /// A captured graph without its pipeline value: the driver graph (which keeps what its nodes
 /// touch) and what its capture recorded, whole.
@@ -104,14 +103,6 @@ struct Derived {
     /// Per graph part (0: the graph, `k + 1`: body graph `k` of a device block), the indices
     /// of its operations in `ops`, in issue order.
     parts: OnceCell<Vec<Vec<usize>>>,
-}
-
-/// The edges of one graph part by its operations' local indices, what else was found, and
-/// which operations lead straight into a body's closing built-in kernel.
-struct PartEdges {
-    edges: EdgeSet,
-    problems: Vec<String>,
-    into_sink: BTreeSet<usize>,
 }
 
 impl GraphCore {
@@ -250,246 +241,6 @@ impl GraphCore {
             ranges.sort_unstable();
             ranges.dedup();
             merged_intervals(&ranges)
-        })
-    }
-
-    /// The graph's edges by operation index, plus problems (nodes that are no operation).
-    fn captured_edges(&self) -> Result<(EdgeSet, Vec<String>)> {
-        let part = self.part_edges(0)?;
-        Ok((part.edges, part.problems))
-    }
-
-    /// The edges of graph part `part` (0: the graph; `k + 1`: body graph `k`) by the local
-    /// indices of its operations. A block's built-in kernel (and second `IF` node) counts as
-    /// the block's operation; the closing kernel of a body is no operation (edges into it are
-    /// reported apart).
-    fn part_edges(&self, part: usize) -> Result<PartEdges> {
-        let mut problems = Vec::new();
-        let map = self.node_map()?;
-        let members = self.members(part);
-        let local: HashMap<usize, usize> =
-            members.iter().enumerate().map(|(l, &i)| (i, l)).collect();
-        let mut index: HashMap<usize, usize> = HashMap::new();
-        for (l, &i) in members.iter().enumerate() {
-            let op = &self.recorded.ops[i];
-            match map.get(i).copied().flatten() {
-                Some(n) => {
-                    index.insert(n.key(), l);
-                }
-                None => problems.push(format!(
-                    "operation {l} (`{}` #{} at {}) moves no bytes and made no graph node; its ordering cannot be checked",
-                    op.statement.text, op.occurrence, op.statement.location
-                )),
-            }
-        }
-        for n in self.recorded.internal().iter().filter(|n| n.part == part) {
-            if let Some(&l) = local.get(&n.op) {
-                index.insert(n.node.key(), l);
-            }
-        }
-        let body = part.checked_sub(1).and_then(|k| self.bodies().get(k));
-        let sink = body.and_then(|b| b.sink).map(|n| n.key());
-        let filler = body.and_then(|b| b.filler).map(|n| n.key());
-        let (nodes, edges) = match body {
-            None => (
-                self.raw
-                    .nodes()
-                    .map_err(|e| Error::driver("cuGraphGetNodes", e))?,
-                self.raw
-                    .edges()
-                    .map_err(|e| Error::driver("cuGraphGetEdges", e))?,
-            ),
-            Some(b) => (
-                self.raw
-                    .body_nodes(b.graph)
-                    .map_err(|e| Error::driver("cuGraphGetNodes", e))?,
-                self.raw
-                    .body_edges(b.graph)
-                    .map_err(|e| Error::driver("cuGraphGetEdges", e))?,
-            ),
-        };
-        let unknown = nodes
-            .iter()
-            .filter(|n| {
-                !index.contains_key(&n.key()) && Some(n.key()) != sink && Some(n.key()) != filler
-            })
-            .count();
-        // The node map came from the creation order: check that each node does what its
-        // operation did (kind, and the function of a launch). Blocks' nodes are conditional.
-        for &i in members {
-            let op = &self.recorded.ops[i];
-            if op.node_known() {
-                continue; // a block's or a collective's nodes are its own kinds
-            }
-            let Some(node) = map.get(i).copied().flatten() else {
-                continue;
-            };
-            let kind = self
-                .raw
-                .node_kind(node)
-                .map_err(|e| Error::driver("cuGraphNodeGetType", e))?;
-            let fits = match (op.statement.kind, kind) {
-                (StatementKind::Launch { .. }, Some(NodeKind::Kernel(f))) => {
-                    self.launch_shape(i).is_none_or(|shape| shape.func == f)
-                }
-                (StatementKind::Copy, Some(NodeKind::Memcpy))
-                | (StatementKind::Fill, Some(NodeKind::Memset))
-                | (StatementKind::Host, Some(NodeKind::Host)) => true,
-                _ => false,
-            };
-            if !fits {
-                problems.push(format!(
-                    "operation {i} (`{}` #{} at {}) is mapped to a graph node of another kind ({kind:?}): the node map is wrong",
-                    op.statement.text, op.occurrence, op.statement.location
-                ));
-            }
-        }
-        if unknown > 0 {
-            problems.push(format!(
-                "{unknown} node(s) of the graph{} belong to no statement: work was issued into the capture by code outside the pipeline's statements",
-                if part == 0 { "" } else { "'s block body" }
-            ));
-        }
-        let mut set = BTreeSet::new();
-        let mut into_sink = BTreeSet::new();
-        for (a, b) in edges {
-            match (index.get(&a.key()), index.get(&b.key())) {
-                (Some(&x), Some(&y)) if x != y => {
-                    set.insert((x, y));
-                }
-                (Some(&x), None) if Some(b.key()) == sink => {
-                    into_sink.insert(x);
-                }
-                _ => {}
-            }
-        }
-        Ok(PartEdges {
-            edges: set,
-            problems,
-            into_sink,
-        })
-    }
-
-    pub(crate) fn verify_against(&self, plan: &Plan) -> Result<VerifyReport> {
-        self.verify_part(0, plan)
-    }
-
-    /// Checks graph part `part` against `plan`, then each of its blocks' bodies against the
-    /// plan's nested plans.
-    fn verify_part(&self, part: usize, plan: &Plan) -> Result<VerifyReport> {
-        let PartEdges {
-            edges,
-            mut problems,
-            into_sink,
-        } = self.part_edges(part)?;
-        let members = self.members(part);
-        let ops: Vec<&CapturedOp> = members.iter().map(|&i| &self.recorded.ops[i]).collect();
-        if plan.len() != ops.len() {
-            problems.push(format!(
-                "the plan has {} operation(s), the capture {}: the pipeline issued different work",
-                plan.len(),
-                ops.len()
-            ));
-        } else if let Some((i, (p, c))) =
-            plan.ops().iter().zip(&ops).enumerate().find(|(_, (p, c))| {
-                p.statement.id != c.statement.id || p.occurrence != c.occurrence
-            })
-        {
-            problems.push(format!(
-                "operation {i} is `{}` in the plan but `{}` in the capture: the pipeline issued different work",
-                p.statement.text, c.statement.text
-            ));
-        }
-        let body = part.checked_sub(1).and_then(|k| self.bodies().get(k));
-        let end = body.filter(|b| b.sink.is_some()).map(|b| BodyEnd {
-            block: Some(b.block),
-            follows: into_sink,
-        });
-        let mut report = check_edges(plan, &edges, end.as_ref(), problems)?;
-        for nested in plan.bodies() {
-            let Some(&flat) = members.get(nested.block) else {
-                continue;
-            };
-            let found = self
-                .bodies()
-                .iter()
-                .position(|b| b.block == flat && b.branch == nested.branch);
-            let Some(k) = found else {
-                return Err(Error::GraphMismatch {
-                    pipeline: self.program.name,
-                    missing: Vec::new(),
-                    extra: Vec::new(),
-                    problems: vec![format!(
-                        "the plan has body {} of block `{}`, the capture none",
-                        nested.branch,
-                        plan.ops()[nested.block].statement.text
-                    )],
-                });
-            };
-            let inner = self.verify_part(k + 1, &nested.plan)?;
-            report.operations += inner.operations;
-            report.edges += inner.edges;
-        }
-        Ok(report)
-    }
-
-    fn to_dot(&self) -> Result<String> {
-        let top = self.dot_part(0)?;
-        let mut out = String::new();
-        let _ = writeln!(out, "digraph {} {{", quote(self.program.name));
-        out.push_str("  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n");
-        render_part(&mut out, self.program, &top, "c");
-        out.push_str("}\n");
-        Ok(out)
-    }
-
-    /// Graph part `part` (0: the graph; `k + 1`: body graph `k`) for the DOT picture, with
-    /// the body graphs of its blocks, recursively.
-    fn dot_part(&self, part: usize) -> Result<DotPart> {
-        let members = self.members(part);
-        let labels = members
-            .iter()
-            .map(|&i| {
-                let op = &self.recorded.ops[i];
-                let name = match op.statement.kind {
-                    StatementKind::Launch { kernel } => format!("launch {kernel}"),
-                    _ => op.statement.text.to_string(),
-                };
-                // A launch's arguments as written tell two launches of one kernel apart.
-                let arguments = crate::plan::dot::arguments_of(op.statement)
-                    .map(|a| format!("\n{a}"))
-                    .unwrap_or_default();
-                let loc = op.statement.location;
-                (
-                    format!(
-                        "{name} #{}{arguments}\n{}:{}",
-                        op.occurrence, loc.file, loc.line
-                    ),
-                    op.stream(),
-                )
-            })
-            .collect();
-        let edges = self.part_edges(part)?.edges;
-        let mut bodies = Vec::new();
-        for (k, body) in self.bodies().iter().enumerate() {
-            let Some(block) = members.iter().position(|&i| i == body.block) else {
-                continue;
-            };
-            let which = match (body.branch, self.recorded.ops[body.block].statement.kind) {
-                (_, StatementKind::While { .. }) => "body",
-                (0, _) => "then",
-                _ => "else",
-            };
-            bodies.push(DotBody {
-                block,
-                which,
-                part: self.dot_part(k + 1)?,
-            });
-        }
-        Ok(DotPart {
-            labels,
-            edges,
-            bodies,
         })
     }
 
