@@ -9,8 +9,8 @@
 //! per capture instead of one per operation. The exact route — asking the driver after each
 //! operation which node it created (`cuStreamGetCaptureInfo_v3`: right after an operation the
 //! stream's dependency set is exactly its node) — stays as a cross-check
-//! ([`crate::Capture::cross_check_nodes`]): both maps are made and must be equal; the
-//! random-program GPU suite captures every program that way.
+//! (`Capture::cross_check_nodes`, with the `testing` feature): both maps are made and must be
+//! equal; the random-program GPU suite captures every program that way.
 
 use std::cell::OnceCell;
 use std::sync::Arc;

@@ -9,8 +9,9 @@
 //! [`Graph`] knows the statement and occurrence of every node: for [`Graph::verify`],
 //! pictures, update errors and
 //! [`GraphExec::set_kernel_args`](crate::GraphExec::set_kernel_args). With
-//! [`Capture::cross_check_nodes`] it also asks the driver after each operation which node the
-//! operation created (`cuStreamGetCaptureInfo_v3`) and refuses a graph whose two maps differ.
+//! `Capture::cross_check_nodes` (a test hook of the `testing` feature) it also asks the driver
+//! after each operation which node the operation created (`cuStreamGetCaptureInfo_v3`) and
+//! refuses a graph whose two maps differ.
 //!
 //! Streams and events are created before the capture begins and reused by later captures,
 //! as [`crate::Eager`] does. Host functions are kept alive by the graph: they run on every
@@ -184,6 +185,7 @@ pub struct Capture {
     mode: CaptureMode,
     verify: bool,
     fallback: bool,
+    /// Whether captures cross-check their node maps (`Capture::cross_check_nodes`).
     cross_check: bool,
     /// What the previous capture's book held: the room the next one starts with.
     sizes: BookSizes,
@@ -219,7 +221,9 @@ impl Capture {
     /// unless that map equals the one read back once at the end (nodes in creation order).
     /// Off by default: the end-of-capture map alone is exact on the drivers streamgraph
     /// supports, and this mode exists to keep proving it (the random-program GPU suite runs
-    /// with it). It costs one driver call per operation.
+    /// with it). It costs one driver call per operation. A test hook: only with the
+    /// `testing` feature.
+    #[cfg(feature = "testing")]
     pub fn cross_check_nodes(mut self, on: bool) -> Self {
         self.cross_check = on;
         self

@@ -1,5 +1,12 @@
-//! Captured CUDA graphs ([`Graph`]) and their executable form ([`GraphExec`]): verify,
-//! draw, instantiate, replay, update.
+//! Captured CUDA graphs ([`Graph`]) and their executable form ([`GraphExec`]): capture,
+//! verify, draw, instantiate, replay, update.
+//!
+//! A graph is made by capturing, and capture lives here: [`Capture`] (`capture.rs`) issues a
+//! pipeline through [`crate::Eager`]'s issuing path with a recorder of its own
+//! (`recorder.rs`), which fills the node book (`book.rs`) with what the graph will own
+//! (`recorded.rs`) and captures device blocks (`blocks.rs`) and collectives
+//! (`collective.rs`). A graph is checked against its plan in `verify.rs` and drawn in
+//! `dot.rs`; `exec.rs` and `args.rs` launch and update its executable form.
 //!
 //! # Ownership
 //!
