@@ -78,7 +78,7 @@ elif [ $# -ge 2 ]; then
   cases=("$1 $2 ${3:-10}")
 else
   cases=("raw 0 200" "counted 0 200" "capture 0 200" "raw 10 100" "capture 10 100" "raw 1000 10" \
-    "capture 1000 10" "diamond 51 10" "set 1000 5" "rawset 1000 5" "update 1000 5" \
+    "capture 1000 10" "diamond 51 10" "eager 1000 10" "ediamond 51 10" "set 1000 5" "rawset 1000 5" "update 1000 5" \
     "rawupdate 1000 5" "args 1000 5")
 fi
 printf '%-8s %6s %14s %12s\n' case N "per round" "per op"
@@ -88,7 +88,7 @@ for c in "${cases[@]}"; do
   b=$(count "$name" "$n" "$it")
   per_round=$(( (a - b) / (5 * it) ))
   ops=$n
-  [ "$name" = diamond ] && ops=$(( n * 5 + n * 7 - 3 ))  # launches + records and waits
+  case $name in diamond | ediamond) ops=$(( n * 5 + n * 7 - 3 )) ;; esac  # launches + records and waits
   if [ "$ops" -gt 0 ]; then per_op=$(( per_round / ops )); else per_op=-; fi
   printf '%-8s %6s %14s %12s\n' "$name" "$n" "$per_round" "$per_op"
 done

@@ -15,6 +15,8 @@
 //!   statements;
 //! - `capture N`: the same chain as a pipeline, `Capture::capture` and the graph dropped;
 //! - `diamond N`: W3's diamond of `N` layers (four streams, events), captured and dropped;
+//! - `eager N`: the chain of `capture N` run eagerly (`Eager::run`, unchecked);
+//! - `ediamond N`: the diamond of `diamond N` run eagerly;
 //! - `set N`: `set_kernel_args` on each of the `N` launches of an instantiated chain;
 //! - `rawset N`: the same by hand, `cuGraphExecKernelNodeSetParams` on each node;
 //! - `update N`: `update_with` of a chain of `N` launches whose arguments change;
@@ -37,7 +39,9 @@ use std::time::Instant;
 
 use cudarc::driver::sys;
 use diamond::Diamond4;
-use streamgraph::{pipeline, Capture, Device, DeviceBuffer, Kernel, KernelArg, Module, Stream};
+use streamgraph::{
+    pipeline, Capture, Device, DeviceBuffer, Eager, Kernel, KernelArg, Module, Stream,
+};
 
 /// What a case fails with: a streamgraph error, a driver error of the hand-written capture, or
 /// a wrong argument.
@@ -277,6 +281,16 @@ fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error>
         "diamond" => best_of_five(iterations, |_| {
             Ok(capture.capture(Diamond4::new(&s.k.empty, n)).map(drop)?)
         }),
+        "eager" | "ediamond" => {
+            let mut eager = Eager::new(&s.stream);
+            eager.check(false);
+            best_of_five(iterations, |_| {
+                Ok(match case {
+                    "eager" => eager.run(&Chain::new(&s.k, n)),
+                    _ => eager.run(&Diamond4::new(&s.k.empty, n)),
+                }?)
+            })
+        }
         "set" => {
             let mut slot = DeviceBuffer::<u32>::zeros(&s.device, 1)?;
             let graph = capture.capture(Stamps::new(&s.k, &mut slot, n, 0))?;
@@ -379,7 +393,7 @@ fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error>
         }
         other => {
             Err(format!(
-                "no case `{other}`: raw, counted, capture, diamond, set, rawset, update, rawupdate or args"
+                "no case `{other}`: raw, counted, capture, diamond, eager, ediamond, set, rawset, update, rawupdate or args"
             )
             .into())
         }
@@ -397,6 +411,8 @@ const DEFAULTS: &[(&str, usize, usize)] = &[
     ("raw", 1000, 100),
     ("capture", 1000, 100),
     ("diamond", 51, 200),
+    ("eager", 1000, 100),
+    ("ediamond", 51, 200),
     ("set", 1000, 20),
     ("rawset", 1000, 20),
     ("update", 1000, 20),

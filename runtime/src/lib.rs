@@ -34,13 +34,13 @@ pub use cudarc;
 pub use device::Device;
 pub use error::{CaptureFault, Error, Mismatch, OpEdge, OpInfo, Result, UpdateRejection};
 pub use event::Event;
-pub use exec::capture::{Capture, CaptureMode};
-pub use exec::eager::{Eager, EagerStats};
+pub use exec::eager::Eager;
+pub use exec::frame::EagerStats;
 pub use ffi::memory::{MemoryMut, MemoryRef};
 pub use ffi::KernelArg;
 pub use graph::{
-    capture, CaptureOutcome, Graph, GraphExec, GraphExecHandle, GraphHandle, GraphStats,
-    VerifyReport,
+    capture, Capture, CaptureMode, CaptureOutcome, Graph, GraphExec, GraphExecHandle, GraphHandle,
+    GraphStats, VerifyReport,
 };
 pub use issue::{
     Body, CollectivePart, Issuer, LaunchKernel, Pipeline, StreamOptions, ValueParameter,

@@ -23,9 +23,9 @@
 //! of the last four it ran aside, so alternating pipelines do not make them anew.
 //!
 //! This is also the capture issuer's issuing path ([`crate::Capture`]): a capture issues the
-//! very same stream calls while the origin is capturing, and additionally books each operation
-//! in the capture's node book (its statement, shape, values and what the graph must keep; the
-//! nodes themselves are mapped to the operations once the capture has ended).
+//! very same stream calls while the origin is capturing, through [`Eager::issue_prepared`]
+//! with a recorder of its own that books each operation after it was issued (see
+//! `exec/record.rs`; the capture's recorder lives with the graphs).
 //!
 //! ```no_run
 //! use streamgraph_runtime::{Device, Eager, Pipeline, Stream};
@@ -42,47 +42,15 @@
 //! }
 //! ```
 
-use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
-use crate::comm::Communicator;
-use crate::device::Device;
-use crate::error::{CaptureFault, Error, Result};
-use crate::event::Event;
-use crate::exec::book::{Issued, NodeBook};
+use crate::error::Result;
 use crate::exec::expect::Expected;
-use crate::ffi::conditional::{self as cond, CondFlag, CondKernels, CondKind};
-use crate::ffi::memory::{MemoryMut, MemoryRef};
-use crate::ffi::KernelArg;
-use crate::issue::{Body, CollectivePart, Issuer, Pipeline, StreamOptions};
-use crate::memory::{DeviceBuffer, DeviceFlag, DeviceMemory};
-use crate::module::Kernel;
-use crate::operand::{BufferAccess, FillPattern, HostFn, LaunchConfig, Memory, ReduceOp};
-#[cfg(feature = "nccl")]
-use crate::program::Collective;
-use crate::program::{AccessMode, Program, Statement, StatementKind};
+use crate::exec::frame::{EagerStats, Frame};
+use crate::exec::record::{Issue, Panic, Plain, Recorder};
+use crate::issue::Pipeline;
 use crate::stream::Stream;
 use crate::trace;
-
-/// The payload of a panic raised while a pipeline was issued.
-pub(crate) type Panic = Box<dyn Any + Send + 'static>;
-
-/// Counts of the driver work an [`Eager`] issued, summed over its runs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct EagerStats {
-    /// Kernel launches.
-    pub launches: u64,
-    /// Copies.
-    pub copies: u64,
-    /// Fills (memsets).
-    pub fills: u64,
-    /// Host functions.
-    pub host_fns: u64,
-    /// `cuEventRecord` calls, including those for fork, join and `wait_stream`.
-    pub event_records: u64,
-    /// `cuStreamWaitEvent` calls, including those for fork, join and `wait_stream`.
-    pub event_waits: u64,
-}
 
 /// Runs pipelines eagerly on an origin stream and side streams it creates.
 ///
@@ -124,136 +92,33 @@ pub struct EagerStats {
 /// ```
 #[derive(Debug)]
 pub struct Eager {
-    origin: Stream,
-    /// The pipeline the streams and events were made for, and its stream options.
-    prepared: Option<Key>,
-    /// The streams and events of `prepared`.
-    res: Resources,
-    /// Per declared stream, in this run: whether it is ordered after the fork point yet.
-    forked: Vec<bool>,
-    /// Per declared stream, in this run: the event its last command recorded, when that was
-    /// its last command (the join can wait for it instead of recording another).
-    tails: Vec<Option<usize>>,
+    /// The streams and events of the pipeline being run, and the counts of what was issued.
+    frame: Frame,
     check: bool,
     /// Set while a checked run or capture issues: what its plan saw issued, which every
     /// statement must repeat before it reaches a stream.
     pub(crate) expect: Option<Box<Expected>>,
-    stats: EagerStats,
-    /// Set while a capture issues through this issuer: the node of every operation.
-    pub(crate) book: Option<Box<NodeBook>>,
-    /// The stream the current frame forks from and joins into: the origin, or inside a device
-    /// block's body the block's stream.
-    root: usize,
-    /// How many device block bodies enclose the statements being issued.
-    depth: usize,
-    /// The streams and events of other programs this issuer ran, most recent last.
-    parked: Vec<(Key, Resources)>,
-    /// The built-in kernels of captured device blocks, loaded before a capture that needs them.
-    cond_kernels: Option<std::sync::Arc<CondKernels>>,
-    /// The iteration counters of the capture under way, one word per statement (a `while`
-    /// statement's `limit` counts in its own word): allocated before each capture of a pipeline
-    /// with `while` blocks and kept by its graph, so that no two loops (nested, or in two
-    /// graphs of one pipeline, or sharing a flag) share a count.
-    counters: Option<DeviceBuffer<u32>>,
-}
-
-/// How many other programs' streams and events an issuer keeps aside for when it runs them
-/// again.
-const PARKED: usize = 4;
-
-/// What [`Eager`]'s streams and events are made for: a program and its stream options.
-type Key = (&'static Program, Vec<StreamOptions>);
-
-/// The streams and events [`Eager`] made for one program and its stream options.
-#[derive(Debug, Default)]
-struct Resources {
-    /// Declared streams 1.. (stream 0 is the origin).
-    sides: Vec<Stream>,
-    /// Declared events, by index.
-    events: Vec<EventSlot>,
-    /// One internal event per declared stream, recorded on it for join and `wait_stream`.
-    links: Vec<Event>,
-    /// Recorded on the origin at the start of a multi-stream run: the fork point.
-    fork: Option<Event>,
-    /// Per body depth: the fork event of a body (swapped with `fork` while it runs).
-    body_forks: Vec<Option<Event>>,
-    /// Per body depth: one stream per declared stream, on which a capture captures a body
-    /// (streams capturing the enclosing graph cannot capture a body graph).
-    spares: Vec<Vec<Stream>>,
-    /// Per body depth: the declared events as a body sees them (swapped with `events` while it
-    /// runs): driver events of their own, so that a record inside a body never changes what a
-    /// record outside it left, nor reaches into another graph during a capture.
-    body_events: Vec<Vec<EventSlot>>,
-}
-
-/// What a body's frame replaced, restored when the body ends.
-struct Frame {
-    root: usize,
-    forked: Vec<bool>,
-    tails: Vec<Option<usize>>,
-    streams: Option<(Stream, Vec<Stream>)>,
-}
-
-/// A declared event: one driver event per device it is recorded on (an event can only be
-/// recorded on streams of its own device), and which of them holds this run's latest record.
-#[derive(Debug)]
-struct EventSlot {
-    instances: Vec<Event>,
-    latest: Option<usize>,
-    /// The stream that made `latest`'s record.
-    recorded_by: usize,
-    /// Whether the origin already waits for `latest`'s record.
-    origin_waited: bool,
-}
-
-impl EventSlot {
-    /// One slot per event of `program`, each with one event of `device` and no record yet.
-    fn fresh(program: &Program, device: &Device) -> Result<Vec<EventSlot>> {
-        program
-            .events
-            .iter()
-            .map(|_| {
-                Ok(EventSlot {
-                    instances: vec![Event::new(device)?],
-                    latest: None,
-                    recorded_by: Program::ORIGIN,
-                    origin_waited: false,
-                })
-            })
-            .collect()
-    }
 }
 
 impl Eager {
     /// An eager issuer whose pipelines run as one operation on `origin`.
     pub fn new(origin: &Stream) -> Eager {
         Eager {
-            origin: origin.clone(),
-            prepared: None,
-            res: Resources::default(),
-            forked: Vec::new(),
-            tails: Vec::new(),
+            frame: Frame::new(origin),
             check: super::checks_by_default(),
             expect: None,
-            stats: EagerStats::default(),
-            book: None,
-            root: Program::ORIGIN,
-            depth: 0,
-            parked: Vec::new(),
-            cond_kernels: None,
-            counters: None,
         }
     }
 
     /// Whether [`Eager::run`] first builds the pipeline's happens-before plan and refuses to
-    /// run a pipeline with cross-stream races ([`Error::Race`]). On by default in debug
-    /// builds, off in release builds; `STREAMGRAPH_CHECKS=1` or `0` sets the default (see the
-    /// crate docs).
+    /// run a pipeline with cross-stream races ([`Error::Race`](crate::Error::Race)). On by
+    /// default in debug builds, off in release builds; `STREAMGRAPH_CHECKS=1` or `0` sets the
+    /// default (see the crate docs).
     ///
     /// The run then issues exactly what was checked: each statement is compared with the
     /// plan's before it reaches a stream, and a pipeline that issues another statement or
     /// other memory the second time (through a parameter with interior mutability, say)
-    /// stops there with [`Error::IssueChanged`].
+    /// stops there with [`Error::IssueChanged`](crate::Error::IssueChanged).
     pub fn check(&mut self, on: bool) -> &mut Self {
         self.check = on;
         self
@@ -261,30 +126,31 @@ impl Eager {
 
     /// The origin stream.
     pub fn origin(&self) -> &Stream {
-        &self.origin
+        self.frame.origin()
     }
 
     /// Counts of the driver work issued so far.
     pub fn stats(&self) -> EagerStats {
-        self.stats
+        self.frame.stats
     }
 
     /// Sets the counts back to zero.
     pub fn reset_stats(&mut self) {
-        self.stats = EagerStats::default();
+        self.frame.stats = EagerStats::default();
     }
 
     /// Issues `pipeline` on the origin and side streams; returns once everything is queued.
     /// Errors name the statement that failed.
     ///
-    /// Refused with [`Error::StreamCapturing`] while code outside streamgraph captures the
-    /// origin: the capture would take the run's work into a graph that keeps nothing it touches
-    /// alive (capture pipelines with [`crate::capture`] instead). Should a capture of the origin
-    /// begin during the run (e.g. begun by the pipeline's own code), it is invalidated at the
-    /// run's end and the run fails the same way.
+    /// Refused with [`Error::StreamCapturing`](crate::Error::StreamCapturing) while code
+    /// outside streamgraph captures the origin: the capture would take the run's work into a
+    /// graph that keeps nothing it touches alive (capture pipelines with [`crate::capture`]
+    /// instead). Should a capture of the origin begin during the run (e.g. begun by the
+    /// pipeline's own code), it is invalidated at the run's end and the run fails the same
+    /// way.
     pub fn run<P: Pipeline + ?Sized>(&mut self, pipeline: &P) -> Result<()> {
         const WHAT: &str = "Eager::run";
-        self.origin.refuse_capturing(WHAT)?;
+        self.frame.origin.refuse_capturing(WHAT)?;
         self.expect = None;
         if self.check {
             let plan = crate::plan::Plan::build(pipeline)?;
@@ -292,18 +158,18 @@ impl Eager {
             self.expect = Some(Box::new(Expected::new(Box::new(plan))));
         }
         self.prepare_for(pipeline)?;
-        let issued = self.issue_prepared(pipeline);
+        let issued = self.issue_prepared(pipeline, &mut Plain);
         let expected = self.expect.take();
         let issued = match issued {
             Ok(issued) => issued,
             Err(panic) => {
-                if self.origin.refuse_captured(WHAT).is_err() {
+                if self.frame.origin.refuse_captured(WHAT).is_err() {
                     self.forget_streams();
                 }
                 resume_unwind(panic)
             }
         };
-        if let Err(e) = self.origin.refuse_captured(WHAT) {
+        if let Err(e) = self.frame.origin.refuse_captured(WHAT) {
             // The side streams joined that capture through the origin: start afresh.
             self.forget_streams();
             return Err(e);
@@ -314,1031 +180,45 @@ impl Eager {
 
     /// Creates (or reuses) the side streams and events `pipeline` needs; nothing is issued.
     pub(crate) fn prepare_for<P: Pipeline + ?Sized>(&mut self, pipeline: &P) -> Result<()> {
-        self.prepare(pipeline.program(), pipeline.stream_options())
+        self.frame
+            .prepare(pipeline.program(), pipeline.stream_options())
     }
 
     /// Forgets the side streams and events, so that the next run creates fresh ones (after a
     /// failed capture they may still belong to it).
     pub(crate) fn forget_streams(&mut self) {
-        self.prepared = None;
-        self.parked.clear();
-        self.res = Resources::default();
-        self.root = Program::ORIGIN;
-        self.depth = 0;
+        self.frame.forget();
     }
 
-    /// Loads the built-in kernels of captured device blocks when `program` has blocks (before
-    /// a capture begins: module loads are not for capturing threads).
-    ///
-    /// Also allocates the iteration counters of this capture when `program` has `while` blocks
-    /// (one word per statement; the graph keeps them).
-    pub(crate) fn prepare_blocks(&mut self, program: &'static Program) -> Result<()> {
-        self.counters = None;
-        if !program.statements.iter().any(|s| s.kind.is_block()) {
-            return Ok(());
-        }
-        if self.cond_kernels.is_none() {
-            self.cond_kernels = Some(cond::kernels(self.origin.ctx())?);
-        }
-        if program
-            .statements
-            .iter()
-            .any(|s| matches!(s.kind, StatementKind::While { .. }))
-        {
-            self.counters = Some(DeviceBuffer::zeros(
-                &self.origin.device(),
-                program.statements.len(),
-            )?);
-        }
-        Ok(())
-    }
-
-    /// Fork, issue, join, on streams made by [`Eager::prepare_for`] for this pipeline.
+    /// Fork, issue, join, on streams made by [`Eager::prepare_for`] for this pipeline; `rec`
+    /// is told of every statement issued ([`Recorder`]).
     ///
     /// A panic in [`Pipeline::issue`] is caught, the side streams are joined all the same, and
     /// the panic comes back as `Err` for the caller to end what it must before resuming it.
-    pub(crate) fn issue_prepared<P: Pipeline + ?Sized>(
+    pub(crate) fn issue_prepared<P: Pipeline + ?Sized, R: Recorder>(
         &mut self,
         pipeline: &P,
+        rec: &mut R,
     ) -> std::result::Result<Result<()>, Panic> {
-        for slot in &mut self.res.events {
-            slot.latest = None;
-            slot.origin_waited = false;
-        }
-        let streams = self.res.sides.len() + 1;
-        self.root = Program::ORIGIN;
-        self.depth = 0;
-        self.forked.clear();
-        self.forked.resize(streams, false);
-        self.forked[Program::ORIGIN] = true;
-        self.tails.clear();
-        self.tails.resize(streams, None);
-        let multi = streams > 1;
-        let mode = match self.book {
-            Some(_) => trace::Mode::Capture,
-            None => trace::Mode::Run,
-        };
-        let _traced = trace::pipeline(pipeline.program(), mode);
+        let multi = self.frame.begin_run();
+        let _traced = trace::pipeline(pipeline.program(), R::MODE);
         if multi {
-            if let Some(fork) = &self.res.fork {
-                if let Err(e) = record_on(&mut self.stats, fork, &self.origin) {
-                    return Ok(Err(e));
-                }
+            if let Err(e) = self.frame.fork() {
+                return Ok(Err(e));
             }
         }
-        let issued = catch_unwind(AssertUnwindSafe(|| pipeline.issue(self)));
+        let mut issue = Issue {
+            frame: &mut self.frame,
+            expect: self.expect.as_deref_mut(),
+            rec,
+        };
+        let issued = catch_unwind(AssertUnwindSafe(|| pipeline.issue(&mut issue)));
         // Join even after a failed statement or a panic, so that work already queued on side
         // streams still completes before later work on the origin.
-        let joined = if multi { self.join() } else { Ok(()) };
+        let joined = if multi { self.frame.join() } else { Ok(()) };
         match issued {
             Ok(issued) => Ok(issued.and(joined)),
             Err(panic) => Err(panic),
         }
     }
-
-    /// Creates the side streams and events unless they were made for this program and options.
-    fn prepare(&mut self, program: &'static Program, options: Vec<StreamOptions>) -> Result<()> {
-        if let Some((p, o)) = &self.prepared {
-            if p.same(program) && *o == options {
-                return Ok(());
-            }
-        }
-        if program.streams.is_empty() {
-            return Err(Error::Pipeline {
-                message: format!(
-                    "pipeline `{}` declares no stream; declare one",
-                    program.name
-                ),
-                location: program.location,
-            });
-        }
-        if options.len() != program.streams.len() {
-            return Err(Error::Pipeline {
-                message: format!(
-                    "pipeline `{}` gave {} stream options for {} streams",
-                    program.name,
-                    options.len(),
-                    program.streams.len()
-                ),
-                location: program.location,
-            });
-        }
-        if let Some(i) = self
-            .parked
-            .iter()
-            .position(|((p, o), _)| p.same(program) && *o == options)
-        {
-            let (key, res) = self.parked.remove(i);
-            self.park();
-            self.prepared = Some(key);
-            self.res = res;
-            return Ok(());
-        }
-        let origin_device = self.origin.device();
-        let mut sides = Vec::with_capacity(options.len() - 1);
-        for o in &options[1..] {
-            let device = match o.device {
-                Some(d) if d >= 0 && d != origin_device.ordinal() => Device::new(Some(d))?,
-                _ => origin_device.clone(),
-            };
-            sides.push(Stream::new(&device, o.priority)?);
-        }
-        let mut links = Vec::with_capacity(options.len());
-        let mut fork = None;
-        if options.len() > 1 {
-            fork = Some(Event::new(&origin_device)?);
-            links.push(Event::new(&origin_device)?);
-            for s in &sides {
-                links.push(Event::new(&s.device())?);
-            }
-        }
-        let events = EventSlot::fresh(program, &origin_device)?;
-        let depth = block_depth(program);
-        let mut body_forks = Vec::with_capacity(depth);
-        let mut spares = Vec::with_capacity(depth);
-        let mut body_events = Vec::with_capacity(depth);
-        for _ in 0..depth {
-            body_forks.push(Some(Event::new(&origin_device)?));
-            body_events.push(EventSlot::fresh(program, &origin_device)?);
-            let mut set = Vec::with_capacity(options.len());
-            set.push(Stream::new(&origin_device, options[0].priority)?);
-            for (s, o) in sides.iter().zip(&options[1..]) {
-                set.push(Stream::new(&s.device(), o.priority)?);
-            }
-            spares.push(set);
-        }
-        self.park();
-        self.prepared = Some((program, options));
-        self.res = Resources {
-            sides,
-            events,
-            links,
-            fork,
-            body_forks,
-            spares,
-            body_events,
-        };
-        Ok(())
-    }
-
-    /// Keeps the current program's streams and events aside (the oldest kept ones go when
-    /// more than [`PARKED`] are).
-    fn park(&mut self) {
-        let Some(key) = self.prepared.take() else {
-            return;
-        };
-        self.parked.push((key, std::mem::take(&mut self.res)));
-        if self.parked.len() > PARKED {
-            self.parked.remove(0);
-        }
-    }
-
-    fn stream(&self, index: usize) -> Result<&Stream> {
-        stream_of(&self.origin, &self.res.sides, index)
-    }
-
-    /// Orders stream `s` after the fork point before it issues a command that does not do so
-    /// itself, and forgets its tail record (the command follows it).
-    #[inline]
-    fn enter(&mut self, s: usize) -> Result<()> {
-        if let Some(tail) = self.tails.get_mut(s) {
-            *tail = None;
-        }
-        if self.forked.get(s).copied().unwrap_or(true) {
-            return Ok(());
-        }
-        self.fork_into(s)
-    }
-
-    /// Stream `s`'s first command of the frame: it waits for the fork point (once a frame,
-    /// off the path of every later command).
-    #[cold]
-    #[inline(never)]
-    fn fork_into(&mut self, s: usize) -> Result<()> {
-        let side = stream_of(&self.origin, &self.res.sides, s)?;
-        if let Some(fork) = &self.res.fork {
-            wait_on(&mut self.stats, side, fork)?;
-        }
-        if let Some(forked) = self.forked.get_mut(s) {
-            *forked = true;
-        }
-        Ok(())
-    }
-
-    /// Marks stream `s` as ordered after the fork point by a wait it is about to issue on
-    /// something recorded in this run (after the fork, on a stream ordered after it).
-    fn enter_by_wait(&mut self, s: usize) {
-        if let Some(forked) = self.forked.get_mut(s) {
-            *forked = true;
-        }
-        if let Some(tail) = self.tails.get_mut(s) {
-            *tail = None;
-        }
-    }
-
-    /// The frame's root (the origin, or a block's stream inside its body) waits for every
-    /// other stream that issued anything in this frame.
-    fn join(&mut self) -> Result<()> {
-        let root = self.root;
-        for s in 0..self.res.sides.len() + 1 {
-            if s == root || !self.forked.get(s).copied().unwrap_or(false) {
-                continue;
-            }
-            let side = stream_of(&self.origin, &self.res.sides, s)?;
-            let target = stream_of(&self.origin, &self.res.sides, root)?;
-            // The side stream's last command recorded an event still holding that record:
-            // its snapshot is the stream's whole work, so wait for it directly.
-            let tail = self.tails[s].and_then(|e| {
-                let slot = &self.res.events[e];
-                match slot.latest {
-                    Some(instance) if slot.recorded_by == s => Some((slot, instance)),
-                    _ => None,
-                }
-            });
-            match tail {
-                // The root already waits for the side stream's whole work.
-                Some((slot, _)) if slot.origin_waited => {}
-                Some((slot, instance)) => {
-                    wait_on(&mut self.stats, target, &slot.instances[instance])?
-                }
-                None => {
-                    let link = self.res.links.get(s).ok_or_else(|| {
-                        Error::InvalidArgument(format!("no internal event for stream {s}"))
-                    })?;
-                    record_on(&mut self.stats, link, side)?;
-                    wait_on(&mut self.stats, target, link)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// In a checked run: `stmt`, which makes no operation of its own memory, must be the
-    /// plan's next statement ([`Expected::statement`]).
-    #[inline]
-    fn expected(&mut self, stmt: &'static Statement) -> Result<()> {
-        match self.expect.as_deref_mut() {
-            None => Ok(()),
-            Some(expect) => {
-                let parts: &[(&'static Statement, Vec<BufferAccess>)] = match stmt.kind {
-                    StatementKind::Host => &[(stmt, Vec::new())],
-                    _ => &[],
-                };
-                expect.statement(stmt, parts)
-            }
-        }
-    }
-
-    /// The observability hook of one statement (nothing without the `tracing` and `nvtx`
-    /// features): a span and a range that end when the returned scope is dropped.
-    #[inline]
-    fn traced(&self, stmt: &'static Statement) -> trace::Scope {
-        trace::statement(self.prepared.as_ref().map(|(p, _)| *p), stmt)
-    }
-
-    /// Starts the frame of a body of a block on stream `root`: every other stream forks from
-    /// `root` anew, events recorded outside are not visible, and with `streams` (a capture)
-    /// the declared streams are mapped to those.
-    fn begin_frame(&mut self, root: usize, streams: Option<Vec<Stream>>) -> Result<Frame> {
-        if self.depth >= self.res.body_events.len() {
-            return Err(Error::InvalidArgument(format!(
-                "device blocks nest {} deep here, but the pipeline's statements nest them {} deep; issue a block's statements only inside its body",
-                self.depth + 1,
-                self.res.body_events.len()
-            )));
-        }
-        let n = self.res.sides.len() + 1;
-        let mut forked = vec![false; n];
-        if let Some(f) = forked.get_mut(root) {
-            *f = true;
-        }
-        let streams = match streams {
-            Some(set) if set.len() == n => {
-                let mut set = set.into_iter();
-                let origin = set.next().unwrap_or_else(|| self.origin.clone());
-                Some((
-                    std::mem::replace(&mut self.origin, origin),
-                    std::mem::replace(&mut self.res.sides, set.collect()),
-                ))
-            }
-            Some(_) => {
-                return Err(Error::InvalidArgument(
-                    "the capture streams of a block body do not match the pipeline's streams"
-                        .into(),
-                ))
-            }
-            None => None,
-        };
-        let frame = Frame {
-            root: std::mem::replace(&mut self.root, root),
-            forked: std::mem::replace(&mut self.forked, forked),
-            tails: std::mem::replace(&mut self.tails, vec![None; n]),
-            streams,
-        };
-        if let Some(slot) = self.res.body_forks.get_mut(self.depth) {
-            std::mem::swap(&mut self.res.fork, slot);
-        }
-        if let Some(slots) = self.res.body_events.get_mut(self.depth) {
-            std::mem::swap(&mut self.res.events, slots);
-        }
-        for slot in &mut self.res.events {
-            slot.latest = None;
-            slot.origin_waited = false;
-        }
-        self.depth += 1;
-        if n > 1 {
-            if let Some(fork) = &self.res.fork {
-                let stream = stream_of(&self.origin, &self.res.sides, root)?;
-                record_on(&mut self.stats, fork, stream)?;
-            }
-        }
-        Ok(frame)
-    }
-
-    /// Ends a body's frame: everything [`Eager::begin_frame`] replaced comes back.
-    fn end_frame(&mut self, frame: Frame) {
-        self.depth = self.depth.saturating_sub(1);
-        if let Some(slot) = self.res.body_forks.get_mut(self.depth) {
-            std::mem::swap(&mut self.res.fork, slot);
-        }
-        if let Some(slots) = self.res.body_events.get_mut(self.depth) {
-            std::mem::swap(&mut self.res.events, slots);
-        }
-        self.root = frame.root;
-        self.forked = frame.forked;
-        self.tails = frame.tails;
-        if let Some((origin, sides)) = frame.streams {
-            self.origin = origin;
-            self.res.sides = sides;
-        }
-    }
-
-    /// Issues body `branch` of a block on stream `root` in a frame of its own, joined at its
-    /// end.
-    fn run_body(
-        &mut self,
-        root: usize,
-        branch: usize,
-        streams: Option<Vec<Stream>>,
-        body: &mut Body<'_>,
-    ) -> std::result::Result<Result<()>, Panic> {
-        if let Some(expect) = self.expect.as_deref_mut() {
-            if let Err(e) = expect.enter_body(branch) {
-                return Ok(Err(e));
-            }
-        }
-        let frame = match self.begin_frame(root, streams) {
-            Ok(f) => f,
-            Err(e) => return Ok(Err(e)),
-        };
-        let issued = catch_unwind(AssertUnwindSafe(|| body(self)));
-        let joined = self.join();
-        self.end_frame(frame);
-        let expected = match self.expect.as_deref_mut() {
-            Some(expect) => expect.leave_body(),
-            None => Ok(()),
-        };
-        match issued {
-            Ok(issued) => Ok(issued.and(joined).and(expected)),
-            Err(panic) => Err(panic),
-        }
-    }
-
-    /// A block run eagerly: the flag is read back (after the work queued on the block's
-    /// stream) before each iteration; `bodies[0]` runs while (`while`) or if (`if`) it is
-    /// non-zero, `bodies[1]` (the `else`) otherwise.
-    fn eager_block(
-        &mut self,
-        stmt: &'static Statement,
-        flag: &DeviceFlag,
-        kind: CondKind,
-        limit: Option<u32>,
-        bodies: [&mut Body<'_>; 2],
-    ) -> Result<()> {
-        let [first, second] = bodies;
-        let mut count: u32 = 0;
-        loop {
-            if kind == CondKind::While && limit.is_some_and(|l| count >= l) {
-                return Ok(());
-            }
-            let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)?.clone();
-            let on = flag.get_on(&stream)? != 0;
-            let (branch, body) = match (kind, on) {
-                (_, true) => (0, &mut *first),
-                (CondKind::While, false) => return Ok(()),
-                (CondKind::If { .. }, false) => (1, &mut *second),
-            };
-            match self.run_body(stmt.stream, branch, None, body) {
-                Ok(r) => r?,
-                Err(panic) => resume_unwind(panic),
-            }
-            if kind != CondKind::While {
-                return Ok(());
-            }
-            count = count.saturating_add(1);
-        }
-    }
-
-    /// A block captured: the built-in kernel and the conditional node on the block's stream,
-    /// then each body captured into its body graph on this depth's spare streams.
-    fn capture_block(
-        &mut self,
-        stmt: &'static Statement,
-        flag: &DeviceFlag,
-        kind: CondKind,
-        limit: Option<u32>,
-        bodies: [&mut Body<'_>; 2],
-    ) -> Result<()> {
-        if flag.is_planning() {
-            return Err(Error::PlanningOnly {
-                what: "device flag",
-            });
-        }
-        let kernels = self.cond_kernels.clone().ok_or_else(|| {
-            Error::InvalidArgument(
-                "the built-in kernels of device blocks were not loaded before the capture".into(),
-            )
-        })?;
-        let counters =
-            match (kind, &self.counters) {
-                (CondKind::While, Some(c)) if stmt.id < c.len() => Some(c),
-                (CondKind::While, _) => return Err(Error::InvalidArgument(
-                    "the iteration counters of device loops were not allocated before the capture"
-                        .into(),
-                )),
-                _ => None,
-            };
-        let cflag = CondFlag {
-            value: flag.device_ptr(),
-            // Word `stmt.id` of the capture's counters (checked in bounds above); an `if`
-            // never counts.
-            counter: counters.map_or(0, |c| c.device_ptr() + 4 * stmt.id as u64),
-            limit,
-        };
-        let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)?.clone();
-        let (parent, mode) = match self.book.as_ref() {
-            Some(book) => (book.current_body(), book.mode),
-            None => return Err(Error::InvalidArgument("no capture is under way".into())),
-        };
-        let node = cond::add_conditional(stream.as_cudarc(), &kernels, kind, &cflag, parent)?;
-        let block = match self.book.as_mut() {
-            Some(book) => book.note_block(stmt, &node, flag, counters, kernels.module())?,
-            None => return Err(Error::InvalidArgument("no capture is under way".into())),
-        };
-        let spares = self.res.spares.get(self.depth).cloned().ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "device blocks nest deeper than the {} level(s) prepared for",
-                self.res.spares.len()
-            ))
-        })?;
-        let body_stream = spares.get(stmt.stream).cloned().ok_or_else(|| {
-            Error::InvalidArgument(format!("no capture stream for stream {}", stmt.stream))
-        })?;
-        for (branch, body) in bodies.into_iter().enumerate().take(node.bodies.len()) {
-            let graph = node.bodies[branch];
-            cond::begin_body_capture(body_stream.as_cudarc(), graph, mode)?;
-            let index = self
-                .book
-                .as_mut()
-                .map(|book| book.enter_body(graph, block, branch));
-            let issued = self.run_body(stmt.stream, branch, Some(spares.clone()), body);
-            let empty = index.is_some_and(|k| self.book.as_ref().is_some_and(|b| b.is_empty(k)));
-            let next = match (&issued, kind) {
-                (Ok(Ok(())), CondKind::While) => {
-                    // A `while` body of the `next` kernel alone faulted now and then on driver
-                    // 580 when several ran side by side; an empty kernel before it did not.
-                    let filler = if empty {
-                        cond::launch_nop(body_stream.as_cudarc(), &kernels).map(Some)
-                    } else {
-                        Ok(None)
-                    };
-                    match filler {
-                        Ok(f) => {
-                            if let (Some(f), Some(book)) = (f, self.book.as_mut()) {
-                                book.note_filler(f);
-                            }
-                            cond::launch_next(
-                                body_stream.as_cudarc(),
-                                &kernels,
-                                node.handle,
-                                &cflag,
-                            )
-                            .map(Some)
-                        }
-                        Err(e) => Err(e),
-                    }
-                }
-                (Ok(Ok(())), CondKind::If { .. }) if empty => {
-                    cond::launch_nop(body_stream.as_cudarc(), &kernels).map(Some)
-                }
-                _ => Ok(None),
-            };
-            if let Some(book) = self.book.as_mut() {
-                if let Ok(Some(n)) = &next {
-                    book.note_sink(*n);
-                }
-                book.leave_body();
-            }
-            let ended = cond::end_body_capture(body_stream.as_cudarc());
-            match issued {
-                Err(panic) => resume_unwind(panic),
-                Ok(r) => r?,
-            }
-            next?;
-            ended.map_err(|e| Error::driver("cuStreamEndCapture", e))?;
-        }
-        Ok(())
-    }
-
-    /// Books the node the operation just issued on `stmt.stream` created, when capturing.
-    #[inline]
-    fn booked(&mut self, stmt: &'static Statement, issued: Issued<'_>) -> Result<()> {
-        let Some(book) = self.book.as_mut() else {
-            return Ok(());
-        };
-        let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)?;
-        book.note(stmt, stream, issued)
-    }
-
-    /// Notes, when capturing, that an ordering statement was issued: a fault after it names it.
-    #[inline]
-    fn booked_ordering(&mut self, stmt: &'static Statement) {
-        if let Some(book) = self.book.as_mut() {
-            book.note_ordering(stmt);
-        }
-    }
-
-    fn event_index(stmt: &'static Statement, events: usize) -> Result<usize> {
-        match stmt.kind {
-            StatementKind::Record { event } | StatementKind::Wait { event } if event < events => {
-                Ok(event)
-            }
-            StatementKind::Record { event } | StatementKind::Wait { event } => {
-                Err(Error::InvalidArgument(format!(
-                    "statement names event {event}, but the pipeline declares {events}"
-                )))
-            }
-            kind => Err(Error::InvalidArgument(format!(
-                "statement of kind {kind:?} issued as an event statement"
-            ))),
-        }
-    }
-
-    fn do_record(&mut self, stmt: &'static Statement) -> Result<()> {
-        let index = Self::event_index(stmt, self.res.events.len())?;
-        self.enter(stmt.stream)?;
-        let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)?;
-        let slot = &mut self.res.events[index];
-        let instance = match slot.instances.iter().position(|e| e.on_device_of(stream)) {
-            Some(i) => i,
-            None => {
-                slot.instances.push(Event::new(&stream.device())?);
-                slot.instances.len() - 1
-            }
-        };
-        record_on(&mut self.stats, &slot.instances[instance], stream)?;
-        slot.latest = Some(instance);
-        slot.recorded_by = stmt.stream;
-        slot.origin_waited = false;
-        if let Some(tail) = self.tails.get_mut(stmt.stream) {
-            *tail = Some(index);
-        }
-        Ok(())
-    }
-
-    fn do_wait(&mut self, stmt: &'static Statement) -> Result<()> {
-        let index = Self::event_index(stmt, self.res.events.len())?;
-        let slot = &self.res.events[index];
-        // Not recorded in this run: the model's empty snapshot, nothing to wait for.
-        let Some(latest) = slot.latest else {
-            return Ok(());
-        };
-        self.enter_by_wait(stmt.stream);
-        let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)?;
-        wait_on(
-            &mut self.stats,
-            stream,
-            &self.res.events[index].instances[latest],
-        )?;
-        if stmt.stream == self.root {
-            self.res.events[index].origin_waited = true;
-        }
-        Ok(())
-    }
-
-    fn do_wait_stream(&mut self, stmt: &'static Statement) -> Result<()> {
-        let StatementKind::WaitStream { stream: other } = stmt.kind else {
-            return Err(Error::InvalidArgument(format!(
-                "statement of kind {:?} issued as `wait_stream`",
-                stmt.kind
-            )));
-        };
-        if other == stmt.stream {
-            return Ok(());
-        }
-        if !self.forked.get(other).copied().unwrap_or(true) {
-            // `other` issued nothing in this run: its work is the fork point.
-            return self.enter(stmt.stream);
-        }
-        self.enter_by_wait(stmt.stream);
-        let waiting = stream_of(&self.origin, &self.res.sides, stmt.stream)?;
-        let waited = stream_of(&self.origin, &self.res.sides, other)?;
-        let link = self.res.links.get(other).ok_or_else(|| {
-            Error::InvalidArgument(format!("no internal event for stream {other}"))
-        })?;
-        record_on(&mut self.stats, link, waited)?;
-        wait_on(&mut self.stats, waiting, link)
-    }
-}
-
-fn record_on(stats: &mut EagerStats, event: &Event, stream: &Stream) -> Result<()> {
-    event.record(stream)?;
-    stats.event_records += 1;
-    Ok(())
-}
-
-fn wait_on(stats: &mut EagerStats, stream: &Stream, event: &Event) -> Result<()> {
-    stream.wait_event(event)?;
-    stats.event_waits += 1;
-    Ok(())
-}
-
-/// Declared stream `index`: the origin or a side stream.
-fn stream_of<'a>(origin: &'a Stream, sides: &'a [Stream], index: usize) -> Result<&'a Stream> {
-    if index == Program::ORIGIN {
-        return Ok(origin);
-    }
-    sides.get(index - 1).ok_or_else(|| {
-        Error::InvalidArgument(format!(
-            "statement names stream {index}, but the pipeline declares {}",
-            sides.len() + 1
-        ))
-    })
-}
-
-impl Eager {
-    /// A collective: every participant's call in one NCCL group, each on its stream.
-    fn do_collective(
-        &mut self,
-        stmt: &'static Statement,
-        comm: &Communicator,
-        op: ReduceOp,
-        parts: &[CollectivePart<'_>],
-    ) -> Result<()> {
-        let Some((program, _)) = &self.prepared else {
-            return Err(Error::InvalidArgument(
-                "a collective was issued before its pipeline was prepared".into(),
-            ));
-        };
-        let streams = crate::issue::check_collective(program, stmt, comm, parts)?;
-        if self
-            .book
-            .as_ref()
-            .is_some_and(|b| b.current_body().is_some())
-        {
-            return Err(Error::InvalidArgument(
-                "a collective inside a device block's body cannot be captured (CUDA does not allow NCCL's nodes in conditional bodies); issue it before or after the block".into(),
-            ));
-        }
-        #[cfg(not(feature = "nccl"))]
-        {
-            let _ = (streams, op);
-            Err(Error::InvalidArgument(
-                "collectives run through NCCL: turn on streamgraph's `nccl` feature".into(),
-            ))
-        }
-        #[cfg(feature = "nccl")]
-        {
-            use crate::ffi::nccl::{self, Call};
-            let Some(ranks) = comm.nccl_ranks() else {
-                return Err(Error::InvalidArgument(
-                    "this communicator was made with `Communicator::for_planning` and cannot run collectives; make one with `Communicator::init_all` or `Communicator::from_unique_id`".into(),
-                ));
-            };
-            let StatementKind::Collective { op: kind, .. } = stmt.kind else {
-                return Err(Error::InvalidArgument("not a collective".into()));
-            };
-            let call = match kind {
-                Collective::AllReduce => Call::AllReduce(op),
-                Collective::AllGather => Call::AllGather,
-                Collective::ReduceScatter => Call::ReduceScatter(op),
-                Collective::Broadcast { root } => {
-                    if comm.local_ranks() != comm.ranks() {
-                        return Err(Error::InvalidArgument(
-                            "`broadcast` names its root by participant, which needs every rank in this process; over several processes, use `all_reduce` or `all_gather`".into(),
-                        ));
-                    }
-                    let root = comm.rank_of(root).and_then(|r| i32::try_from(r).ok());
-                    Call::Broadcast {
-                        root: root.ok_or_else(|| {
-                            Error::InvalidArgument("the root is not a participant".into())
-                        })?,
-                    }
-                }
-            };
-            for (k, &s) in streams.iter().enumerate() {
-                self.enter(s)?;
-                let device = self.stream(s)?.device().ordinal();
-                let expected = ranks.devices.get(k).copied();
-                if expected != Some(device) {
-                    return Err(Error::InvalidArgument(format!(
-                        "participant {k}'s stream is on device {device}, but the communicator's local rank {k} is on device {}; list the streams in the order of the communicator's devices",
-                        expected.map_or_else(|| "?".to_owned(), |d| d.to_string())
-                    )));
-                }
-            }
-            let mut entries = Vec::with_capacity(parts.len());
-            for (k, part) in parts.iter().enumerate() {
-                let stream = stream_of(&self.origin, &self.res.sides, streams[k])?;
-                entries.push((
-                    &ranks.comms[k],
-                    &**stream.as_cudarc(),
-                    part.send,
-                    part.recv.memory_ref(),
-                    part.elem,
-                ));
-            }
-            let _serialised = ranks
-                .lock
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let Some(book) = self.book.as_mut() else {
-                return nccl::group(&call, &entries);
-            };
-            // Captured: NCCL's calls on capturing streams add its nodes to the graph; each
-            // participant's are found and booked as its operation.
-            let capturing: Vec<&cudarc::driver::CudaStream> = entries.iter().map(|e| e.1).collect();
-            let added =
-                crate::ffi::collective::capture_group(&capturing, || nccl::group(&call, &entries))?;
-            let owner: std::sync::Arc<dyn Any + Send + Sync> = ranks.clone();
-            book.note_collective(parts, added, owner)
-        }
-    }
-}
-
-impl Issuer for Eager {
-    fn launch(
-        &mut self,
-        stmt: &'static Statement,
-        kernel: &Kernel,
-        config: LaunchConfig,
-        args: &[KernelArg<'_>],
-    ) -> Result<(), Error> {
-        let _traced = self.traced(stmt);
-        if let Some(expect) = self.expect.as_deref_mut() {
-            let accesses = args.iter().filter_map(KernelArg::access).collect();
-            expect.statement(stmt, &[(stmt, accesses)])?;
-        }
-        if stmt.stream != self.root {
-            self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
-        }
-        let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)
-            .map_err(|e| e.in_statement(stmt))?;
-        kernel
-            .issue_on(stream, config, args)
-            .map_err(|e| e.in_statement(stmt))?;
-        self.stats.launches += 1;
-        match self.book.as_deref_mut() {
-            None => Ok(()),
-            Some(book) => book
-                .note_launch(stmt, stream, kernel, config, args)
-                .map_err(|e| e.in_statement(stmt)),
-        }
-    }
-
-    fn copy(
-        &mut self,
-        stmt: &'static Statement,
-        dst: MemoryMut<'_>,
-        src: MemoryRef<'_>,
-    ) -> Result<(), Error> {
-        let dst = dst.memory_ref();
-        let _traced = self.traced(stmt);
-        if let Some(expect) = self.expect.as_deref_mut() {
-            let accesses = vec![
-                BufferAccess::of(&dst.memory(), AccessMode::Write),
-                BufferAccess::of(&src.memory(), AccessMode::Read),
-            ];
-            expect.statement(stmt, &[(stmt, accesses)])?;
-        }
-        self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
-        let issue = || -> Result<()> {
-            if dst.elem_size() != src.elem_size() {
-                return Err(Error::InvalidArgument(format!(
-                    "copy between elements of {} and {} bytes",
-                    dst.elem_size(),
-                    src.elem_size()
-                )));
-            }
-            let capturing = self.book.is_some();
-            if capturing
-                && [dst.memory(), src.memory()]
-                    .iter()
-                    .any(|m| matches!(m, Memory::PageableHost { .. }))
-            {
-                return Err(Error::Capture {
-                    fault: CaptureFault::PageableMemory,
-                    statement: Some(stmt),
-                    after: None,
-                    pipeline: None,
-                });
-            }
-            crate::ffi::copy::copy(
-                self.stream(stmt.stream)?.as_cudarc(),
-                &dst,
-                &src,
-                !capturing,
-            )
-        };
-        issue().map_err(|e| e.in_statement(stmt))?;
-        self.stats.copies += 1;
-        self.booked(stmt, Issued::Copy(dst, src))
-            .map_err(|e| e.in_statement(stmt))
-    }
-
-    fn fill(
-        &mut self,
-        stmt: &'static Statement,
-        dst: MemoryMut<'_>,
-        pattern: FillPattern,
-    ) -> Result<(), Error> {
-        let dst = dst.memory_ref();
-        let _traced = self.traced(stmt);
-        if let Some(expect) = self.expect.as_deref_mut() {
-            let accesses = vec![BufferAccess::of(&dst.memory(), AccessMode::Write)];
-            expect.statement(stmt, &[(stmt, accesses)])?;
-        }
-        self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
-        let stream = self.stream(stmt.stream).map_err(|e| e.in_statement(stmt))?;
-        crate::ffi::copy::fill(stream.as_cudarc(), &dst, pattern)
-            .map_err(|e| e.in_statement(stmt))?;
-        self.stats.fills += 1;
-        self.booked(stmt, Issued::Fill(dst, pattern))
-            .map_err(|e| e.in_statement(stmt))
-    }
-
-    fn host(&mut self, stmt: &'static Statement, f: HostFn) -> Result<(), Error> {
-        let _traced = self.traced(stmt);
-        self.expected(stmt)?;
-        self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
-        let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)
-            .map_err(|e| e.in_statement(stmt))?;
-        match self.book.as_mut() {
-            // A graph runs its host functions on every replay: the graph keeps them.
-            Some(book) => book.launch_host_fn(stream, f),
-            None => stream.launch_host_fn(f),
-        }
-        .map_err(|e| e.in_statement(stmt))?;
-        self.stats.host_fns += 1;
-        self.booked(stmt, Issued::Host)
-            .map_err(|e| e.in_statement(stmt))
-    }
-
-    fn record(&mut self, stmt: &'static Statement) -> Result<(), Error> {
-        let _traced = self.traced(stmt);
-        self.expected(stmt)?;
-        self.do_record(stmt).map_err(|e| e.in_statement(stmt))?;
-        self.booked_ordering(stmt);
-        Ok(())
-    }
-
-    fn wait(&mut self, stmt: &'static Statement) -> Result<(), Error> {
-        let _traced = self.traced(stmt);
-        self.expected(stmt)?;
-        self.do_wait(stmt).map_err(|e| e.in_statement(stmt))?;
-        self.booked_ordering(stmt);
-        Ok(())
-    }
-
-    fn collective(
-        &mut self,
-        stmt: &'static Statement,
-        comm: &Communicator,
-        op: ReduceOp,
-        parts: &[CollectivePart<'_>],
-    ) -> Result<(), Error> {
-        let _traced = self.traced(stmt);
-        if let Some(expect) = self.expect.as_deref_mut() {
-            let parts: Vec<_> = parts
-                .iter()
-                .map(|p| {
-                    let accesses = vec![
-                        BufferAccess::of(&p.send.memory(), AccessMode::Read),
-                        BufferAccess::of(&p.recv.memory(), AccessMode::Write),
-                    ];
-                    (p.statement, accesses)
-                })
-                .collect();
-            expect.statement(stmt, &parts)?;
-        }
-        self.do_collective(stmt, comm, op, parts)
-            .map_err(|e| e.in_statement(stmt))
-    }
-
-    fn wait_stream(&mut self, stmt: &'static Statement) -> Result<(), Error> {
-        let _traced = self.traced(stmt);
-        self.expected(stmt)?;
-        self.do_wait_stream(stmt)
-            .map_err(|e| e.in_statement(stmt))?;
-        self.booked_ordering(stmt);
-        Ok(())
-    }
-
-    fn while_loop(
-        &mut self,
-        stmt: &'static Statement,
-        flag: &DeviceFlag,
-        limit: Option<u32>,
-        body: &mut Body<'_>,
-    ) -> Result<(), Error> {
-        let _traced = self.traced(stmt);
-        if !matches!(stmt.kind, StatementKind::While { .. }) {
-            return Err(block_kind_error(stmt, "while"));
-        }
-        self.block(stmt, flag, CondKind::While, limit, [body, &mut no_body])
-    }
-
-    fn if_else(
-        &mut self,
-        stmt: &'static Statement,
-        flag: &DeviceFlag,
-        then: &mut Body<'_>,
-        otherwise: &mut Body<'_>,
-    ) -> Result<(), Error> {
-        let _traced = self.traced(stmt);
-        let StatementKind::If {
-            otherwise: start,
-            end,
-        } = stmt.kind
-        else {
-            return Err(block_kind_error(stmt, "if"));
-        };
-        let kind = CondKind::If {
-            otherwise: start < end,
-        };
-        self.block(stmt, flag, kind, None, [then, otherwise])
-    }
-}
-
-impl Eager {
-    /// A device block on `stmt.stream`, run eagerly or captured.
-    fn block(
-        &mut self,
-        stmt: &'static Statement,
-        flag: &DeviceFlag,
-        kind: CondKind,
-        limit: Option<u32>,
-        bodies: [&mut Body<'_>; 2],
-    ) -> Result<()> {
-        if let Some(expect) = self.expect.as_deref_mut() {
-            let flag = BufferAccess {
-                range: flag.range(),
-                mode: AccessMode::Read,
-            };
-            expect.block(stmt, flag)?;
-        }
-        self.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
-        let done = if self.book.is_some() {
-            self.capture_block(stmt, flag, kind, limit, bodies)
-        } else {
-            self.eager_block(stmt, flag, kind, limit, bodies)
-        };
-        // Errors of the body's statements name them already.
-        done.map_err(|e| match e {
-            e @ (Error::Statement { .. }
-            | Error::Capture {
-                statement: Some(_), ..
-            }) => e,
-            e => e.in_statement(stmt),
-        })
-    }
-}
-
-/// The missing `else` of a block: issues nothing.
-fn no_body(_: &mut dyn Issuer) -> Result<()> {
-    Ok(())
-}
-
-fn block_kind_error(stmt: &'static Statement, expected: &str) -> Error {
-    Error::InvalidArgument(format!(
-        "the statement was issued as a `{expected}` block but is a {:?}",
-        stmt.kind
-    ))
-    .in_statement(stmt)
-}
-
-/// How deeply device blocks nest in `program` (0 without blocks).
-fn block_depth(program: &Program) -> usize {
-    let mut ends: Vec<usize> = Vec::new();
-    let mut deepest = 0;
-    for stmt in program.statements {
-        while ends.last().is_some_and(|&end| stmt.id >= end) {
-            ends.pop();
-        }
-        if let Some([_, otherwise]) = stmt.kind.bodies(stmt.id) {
-            ends.push(otherwise.end.max(stmt.id + 1));
-            deepest = deepest.max(ends.len());
-        }
-    }
-    deepest
 }

@@ -1,10 +1,15 @@
-//! Executors: issuers that run a pipeline for real (eagerly) or record it (capture).
+//! The eager issuer: [`crate::Eager`] (`eager.rs`) issues a pipeline's statements on real
+//! streams, with the streams, events and fork/join bookkeeping of its issuing frame
+//! (`frame.rs`), through one issuing path that tells a recorder what it issued (`record.rs`;
+//! checked runs compare each statement with the plan, `expect.rs`). A graph is made by
+//! capturing: the capture, its book, block and collective capture, verification and DOT live
+//! in `graph/`, which plugs its recorder into this path; `exec/` issues.
 use std::sync::OnceLock;
 
-pub(crate) mod book;
-pub mod capture;
 pub mod eager;
 pub(crate) mod expect;
+pub(crate) mod frame;
+pub(crate) mod record;
 
 /// Whether executors check by default: [`crate::Eager`] builds each pipeline's plan and refuses
 /// races before a run, [`crate::Capture`] also compares each captured graph with the plan.

@@ -9,8 +9,9 @@
 //! it stops, and the pipeline is captured anew and applied as `update` does — which also
 //! overwrites whatever the walk had set before it stopped.
 
+use super::recorded::{encode, encode_launch, LaunchShape, OPAQUE};
 use crate::error::Error;
-use crate::exec::book::{encode, encode_launch, Issued, LaunchShape, OPAQUE};
+use crate::exec::record::Issued;
 use crate::ffi::graph::NodeHandle;
 use crate::ffi::graph_exec::OwnedExec;
 use crate::ffi::keep::Keep;
@@ -57,6 +58,7 @@ impl ArgState {
         let nodes = base.node_map()?;
         Ok(ArgState {
             slots: core
+                .recorded
                 .ops
                 .iter()
                 .enumerate()
@@ -66,7 +68,7 @@ impl ArgState {
                     span: op.values,
                 })
                 .collect(),
-            bytes: core.values.clone(),
+            bytes: core.recorded.values.clone(),
         })
     }
 
@@ -175,7 +177,7 @@ impl<'s> Updater<'s> {
             return Ok(true);
         }
         walked?;
-        Ok(self.seq != self.core.sequence().len() || self.op != self.core.ops.len())
+        Ok(self.seq != self.core.sequence().len() || self.op != self.core.recorded.ops.len())
     }
 
     /// Stops the walk: the pipeline must be captured anew.
@@ -199,7 +201,7 @@ impl<'s> Updater<'s> {
     fn next_op(&mut self, stmt: &'static Statement) -> Result<usize, Error> {
         self.step(stmt)?;
         let i = self.op;
-        match self.core.ops.get(i) {
+        match self.core.recorded.ops.get(i) {
             Some(op) if op.statement.id == stmt.id => {
                 self.op += 1;
                 Ok(i)

@@ -4,10 +4,10 @@ use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 use super::args::{ArgState, Updater};
+use super::capture::{Capture, CaptureSettings};
 use super::{GraphCore, OpRef, VerifyReport};
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::exec::capture::{Capture, CaptureSettings};
 use crate::ffi::graph_exec::{GraphExecHandle, OwnedExec};
 use crate::ffi::KernelArg;
 use crate::issue::Pipeline;

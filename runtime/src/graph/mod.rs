@@ -1,5 +1,12 @@
-//! Captured CUDA graphs ([`Graph`]) and their executable form ([`GraphExec`]): verify,
-//! draw, instantiate, replay, update.
+//! Captured CUDA graphs ([`Graph`]) and their executable form ([`GraphExec`]): capture,
+//! verify, draw, instantiate, replay, update.
+//!
+//! A graph is made by capturing, and capture lives here: [`Capture`] (`capture.rs`) issues a
+//! pipeline through [`crate::Eager`]'s issuing path with a recorder of its own
+//! (`recorder.rs`), which fills the node book (`book.rs`) with what the graph will own
+//! (`recorded.rs`) and captures device blocks (`blocks.rs`) and collectives
+//! (`collective.rs`). A graph is checked against its plan in `verify.rs` and drawn in
+//! `dot.rs`; `exec.rs` and `args.rs` launch and update its executable form.
 //!
 //! # Ownership
 //!
@@ -38,157 +45,89 @@
 //! ```
 
 use std::cell::{Cell, OnceCell};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::ffi::CString;
-use std::fmt::Write as _;
 use std::marker::PhantomData;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::exec::book::{CapturedBody, CapturedOp, InternalNode, LaunchShape, NodeBook};
-use crate::exec::capture::{Capture, CaptureSettings};
-use crate::ffi::graph::{NodeHandle, NodeKind, OwnedGraph};
+use crate::ffi::graph::{NodeHandle, OwnedGraph};
 use crate::issue::Pipeline;
 use crate::operand::DeviceRange;
-use crate::plan::dot::quote;
 use crate::plan::Plan;
-use crate::program::{OpRef, Program, Statement, StatementKind};
+use crate::program::{OpRef, Program, Statement};
 use crate::stream::Stream;
+use recorded::{CapturedOp, LaunchShape, Recorded};
 
 mod args;
+mod blocks;
+mod book;
+mod capture;
+mod collective;
+mod dot;
 mod exec;
+mod recorded;
+mod recorder;
 mod verify;
 
 pub use crate::ffi::graph::GraphHandle;
 pub use crate::ffi::graph_exec::GraphExecHandle;
 
-pub use exec::{GraphExec, GraphStats};
-pub(crate) use verify::check_edges;
-use verify::BodyEnd;
+use capture::CaptureSettings;
+pub use capture::{capture, Capture, CaptureMode, CaptureOutcome};
 #[cfg(feature = "testing")]
-pub use verify::{captured_dot, verify_body_edges, verify_edges};
-use verify::{render_part, DotBody, DotPart, EdgeSet};
-pub use verify::{side_by_side_dot, VerifyReport};
+pub use dot::captured_dot;
+pub use dot::side_by_side_dot;
+pub use exec::{GraphExec, GraphStats};
+pub use verify::VerifyReport;
+#[cfg(feature = "testing")]
+pub use verify::{verify_body_edges, verify_edges};
 
 /// A captured graph without its pipeline value: the driver graph (which keeps what its nodes
-/// touch) and the operation of every node.
+/// touch) and what its capture recorded, whole.
 #[derive(Debug)]
 pub(crate) struct GraphCore {
     raw: OwnedGraph,
     program: &'static Program,
-    ops: Vec<CapturedOp>,
-    /// The launches' shapes, addressed by [`CapturedOp::shape`].
-    shapes: Vec<LaunchShape>,
-    /// The nodes known from the capture (see `NodeBook::known_nodes`).
-    known: Vec<(u32, NodeHandle)>,
-    /// The memory the operations touch, as booked (unsorted).
-    touched: Vec<DeviceRange>,
-    /// The operations' values as captured (see `book::encode`), addressed by
-    /// [`CapturedOp::values`].
-    values: Vec<u8>,
-    /// The ordering statements issued (see `NodeBook::orderings`).
-    orderings: Vec<(u32, u32)>,
     origin: Stream,
-    /// The body graphs of device blocks and the runtime's own nodes; `None` without blocks.
-    blocks: Option<Box<Blocks>>,
+    /// The operations, their shapes, values, memory and known nodes, as captured.
+    recorded: Recorded,
     /// Tables made from the above when first needed (captures that never need them do not
     /// pay for them, nor for the allocation that holds them).
     derived: OnceCell<Box<Derived>>,
 }
 
-/// How a graph's operations spread over the graph and its device blocks' body graphs.
-#[derive(Debug, Default)]
-struct Blocks {
-    /// The body graphs of device blocks.
-    bodies: Vec<CapturedBody>,
-    /// The built-in kernels before conditional nodes, and second `IF` nodes.
-    internal: Vec<InternalNode>,
-}
-
 /// What a [`GraphCore`] works out from its operations on first use.
 #[derive(Debug, Default)]
 struct Derived {
-    /// The node of every operation (`None` for those that made none), read back from the
-    /// driver (see [`GraphCore::node_map`]).
-    nodes: OnceCell<Vec<Option<NodeHandle>>>,
     /// Statement id `s` → its operations, in occurrence order:
     /// `by_statement[starts[s]..starts[s + 1]]`.
     index: OnceCell<(Vec<u32>, Vec<u32>)>,
     /// `touched` merged into disjoint `(device, start, end)` intervals in order, for a binary
     /// search per buffer argument of `set_kernel_args`.
     memory: OnceCell<Vec<(i32, u64, u64)>>,
-    /// Every statement issued, in order (see `book::sequence`).
+    /// Every statement issued, in order (see `recorded::sequence`).
     sequence: OnceCell<Vec<u32>>,
     /// Per graph part (0: the graph, `k + 1`: body graph `k` of a device block), the indices
     /// of its operations in `ops`, in issue order.
     parts: OnceCell<Vec<Vec<usize>>>,
 }
 
-/// The edges of one graph part by its operations' local indices, what else was found, and
-/// which operations lead straight into a body's closing built-in kernel.
-struct PartEdges {
-    edges: EdgeSet,
-    problems: Vec<String>,
-    into_sink: BTreeSet<usize>,
-}
-
 impl GraphCore {
-    /// Captures `pipeline` with `capture` and, when verification is on, checks the graph
-    /// against the plan.
-    pub(crate) fn capture<P: Pipeline + ?Sized>(
-        capture: &mut Capture,
-        pipeline: &P,
-    ) -> Result<GraphCore> {
-        let captured = capture.capture_core(pipeline)?;
-        let plan = captured.plan;
-        let mut book = captured.book;
-        let core = GraphCore::new(captured.graph, &mut book, captured.program, captured.origin);
-        capture.recycle(book);
-        if let Some(plan) = plan {
-            core.verify_against(&plan)?;
-        }
-        Ok(core)
-    }
-
+    /// The graph `raw` of a capture of `program` on `origin`, which recorded `recorded`.
     fn new(
         raw: OwnedGraph,
-        book: &mut NodeBook,
         program: &'static Program,
         origin: Stream,
+        recorded: Recorded,
     ) -> GraphCore {
-        // Nodes of device blocks and their bodies, and of collectives, are known from the
-        // capture (and every node in cross-check mode).
-        let mut known = std::mem::take(&mut book.known_nodes);
-        for (_, node) in &mut known {
-            *node = raw.bind(*node);
-        }
-        let core = GraphCore {
+        GraphCore {
             raw,
             program,
-            shapes: std::mem::take(&mut book.shapes),
-            known,
-            touched: std::mem::take(&mut book.memory),
-            ops: std::mem::take(&mut book.ops),
-            values: std::mem::take(&mut book.values),
-            orderings: std::mem::take(&mut book.orderings),
             origin,
-            blocks: (!book.bodies.is_empty() || !book.internal.is_empty()).then(|| {
-                Box::new(Blocks {
-                    bodies: std::mem::take(&mut book.bodies),
-                    internal: std::mem::take(&mut book.internal),
-                })
-            }),
+            recorded,
             derived: OnceCell::new(),
-        };
-        // In cross-check mode the capture mapped the nodes already.
-        if let Some(map) = book.mapped.take() {
-            let _ = core.derived().nodes.set(
-                map.into_iter()
-                    .map(|n| n.map(|n| core.raw.bind(n)))
-                    .collect(),
-            );
         }
-        core
     }
 
     /// The tables made on first use.
@@ -198,13 +137,8 @@ impl GraphCore {
     }
 
     /// The body graphs of device blocks.
-    fn bodies(&self) -> &[CapturedBody] {
-        self.blocks.as_deref().map_or(&[], |b| &b.bodies)
-    }
-
-    /// The runtime's own nodes of device blocks.
-    fn internal(&self) -> &[InternalNode] {
-        self.blocks.as_deref().map_or(&[], |b| &b.internal)
+    fn bodies(&self) -> &[recorded::CapturedBody] {
+        self.recorded.bodies()
     }
 
     /// The node of every operation: the graph's nodes as `cuGraphGetNodes` lists them, in
@@ -212,7 +146,7 @@ impl GraphCore {
     /// their numbers are equal).
     #[inline]
     pub(super) fn node_map(&self) -> Result<&[Option<NodeHandle>]> {
-        match self.derived().nodes.get() {
+        match self.recorded.nodes.get() {
             Some(map) => Ok(map),
             None => self.read_node_map(),
         }
@@ -225,34 +159,34 @@ impl GraphCore {
             .raw
             .nodes()
             .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
-        let map = crate::exec::book::node_map(&self.ops, &self.known, &listed);
-        Ok(self.derived().nodes.get_or_init(|| map))
+        let map = recorded::node_map(&self.recorded.ops, &self.recorded.known, &listed);
+        Ok(self.recorded.nodes.get_or_init(|| map))
     }
 
     /// The shape of operation `i`, if it is a launch.
     #[inline]
     pub(super) fn launch_shape(&self, i: usize) -> Option<LaunchShape> {
-        let op = self.ops.get(i)?;
-        self.shapes.get(op.shape as usize).copied()
+        let op = self.recorded.ops.get(i)?;
+        self.recorded.shapes.get(op.shape as usize).copied()
     }
 
     /// The operations of the graph itself (not of block bodies), in issue order.
     fn outer(&self) -> impl Iterator<Item = &CapturedOp> + '_ {
-        self.ops.iter().filter(|op| op.part == 0)
+        self.recorded.ops.iter().filter(|op| op.part == 0)
     }
 
     /// The id of every statement issued, in order.
     pub(super) fn sequence(&self) -> &[u32] {
         self.derived()
             .sequence
-            .get_or_init(|| crate::exec::book::sequence(&self.ops, &self.orderings))
+            .get_or_init(|| recorded::sequence(&self.recorded.ops, &self.recorded.orderings))
     }
 
     /// The indices in `ops` of the operations of graph part `part` (see [`Derived::parts`]).
     fn members(&self, part: usize) -> &[usize] {
         let parts = self.derived().parts.get_or_init(|| {
             let mut parts = vec![Vec::new(); self.bodies().len() + 1];
-            for (i, op) in self.ops.iter().enumerate() {
+            for (i, op) in self.recorded.ops.iter().enumerate() {
                 if let Some(members) = parts.get_mut(op.part()) {
                     members.push(i);
                 }
@@ -278,7 +212,7 @@ impl GraphCore {
             // Counting sort of the operations by statement (ids are below
             // `statements.len()`, as `NodeBook::note` checked).
             let mut starts = vec![0u32; self.program.statements.len() + 1];
-            for op in &self.ops {
+            for op in &self.recorded.ops {
                 if let Some(count) = starts.get_mut(op.statement.id + 1) {
                     *count += 1;
                 }
@@ -287,8 +221,8 @@ impl GraphCore {
                 starts[s] += starts[s - 1];
             }
             let mut fill = starts.clone();
-            let mut by_statement = vec![0u32; self.ops.len()];
-            for (i, op) in self.ops.iter().enumerate() {
+            let mut by_statement = vec![0u32; self.recorded.ops.len()];
+            for (i, op) in self.recorded.ops.iter().enumerate() {
                 if let Some(next) = fill.get_mut(op.statement.id) {
                     by_statement[*next as usize] = i as u32;
                     *next += 1;
@@ -311,250 +245,10 @@ impl GraphCore {
     #[cold]
     fn merge_memory(&self) -> &[(i32, u64, u64)] {
         self.derived().memory.get_or_init(|| {
-            let mut ranges = self.touched.clone();
+            let mut ranges = self.recorded.touched.clone();
             ranges.sort_unstable();
             ranges.dedup();
             merged_intervals(&ranges)
-        })
-    }
-
-    /// The graph's edges by operation index, plus problems (nodes that are no operation).
-    fn captured_edges(&self) -> Result<(EdgeSet, Vec<String>)> {
-        let part = self.part_edges(0)?;
-        Ok((part.edges, part.problems))
-    }
-
-    /// The edges of graph part `part` (0: the graph; `k + 1`: body graph `k`) by the local
-    /// indices of its operations. A block's built-in kernel (and second `IF` node) counts as
-    /// the block's operation; the closing kernel of a body is no operation (edges into it are
-    /// reported apart).
-    fn part_edges(&self, part: usize) -> Result<PartEdges> {
-        let mut problems = Vec::new();
-        let map = self.node_map()?;
-        let members = self.members(part);
-        let local: HashMap<usize, usize> =
-            members.iter().enumerate().map(|(l, &i)| (i, l)).collect();
-        let mut index: HashMap<usize, usize> = HashMap::new();
-        for (l, &i) in members.iter().enumerate() {
-            let op = &self.ops[i];
-            match map.get(i).copied().flatten() {
-                Some(n) => {
-                    index.insert(n.key(), l);
-                }
-                None => problems.push(format!(
-                    "operation {l} (`{}` #{} at {}) moves no bytes and made no graph node; its ordering cannot be checked",
-                    op.statement.text, op.occurrence, op.statement.location
-                )),
-            }
-        }
-        for n in self.internal().iter().filter(|n| n.part == part) {
-            if let Some(&l) = local.get(&n.op) {
-                index.insert(n.node.key(), l);
-            }
-        }
-        let body = part.checked_sub(1).and_then(|k| self.bodies().get(k));
-        let sink = body.and_then(|b| b.sink).map(|n| n.key());
-        let filler = body.and_then(|b| b.filler).map(|n| n.key());
-        let (nodes, edges) = match body {
-            None => (
-                self.raw
-                    .nodes()
-                    .map_err(|e| Error::driver("cuGraphGetNodes", e))?,
-                self.raw
-                    .edges()
-                    .map_err(|e| Error::driver("cuGraphGetEdges", e))?,
-            ),
-            Some(b) => (
-                self.raw
-                    .body_nodes(b.graph)
-                    .map_err(|e| Error::driver("cuGraphGetNodes", e))?,
-                self.raw
-                    .body_edges(b.graph)
-                    .map_err(|e| Error::driver("cuGraphGetEdges", e))?,
-            ),
-        };
-        let unknown = nodes
-            .iter()
-            .filter(|n| {
-                !index.contains_key(&n.key()) && Some(n.key()) != sink && Some(n.key()) != filler
-            })
-            .count();
-        // The node map came from the creation order: check that each node does what its
-        // operation did (kind, and the function of a launch). Blocks' nodes are conditional.
-        for &i in members {
-            let op = &self.ops[i];
-            if op.node_known() {
-                continue; // a block's or a collective's nodes are its own kinds
-            }
-            let Some(node) = map.get(i).copied().flatten() else {
-                continue;
-            };
-            let kind = self
-                .raw
-                .node_kind(node)
-                .map_err(|e| Error::driver("cuGraphNodeGetType", e))?;
-            let fits = match (op.statement.kind, kind) {
-                (StatementKind::Launch { .. }, Some(NodeKind::Kernel(f))) => {
-                    self.launch_shape(i).is_none_or(|shape| shape.func == f)
-                }
-                (StatementKind::Copy, Some(NodeKind::Memcpy))
-                | (StatementKind::Fill, Some(NodeKind::Memset))
-                | (StatementKind::Host, Some(NodeKind::Host)) => true,
-                _ => false,
-            };
-            if !fits {
-                problems.push(format!(
-                    "operation {i} (`{}` #{} at {}) is mapped to a graph node of another kind ({kind:?}): the node map is wrong",
-                    op.statement.text, op.occurrence, op.statement.location
-                ));
-            }
-        }
-        if unknown > 0 {
-            problems.push(format!(
-                "{unknown} node(s) of the graph{} belong to no statement: work was issued into the capture by code outside the pipeline's statements",
-                if part == 0 { "" } else { "'s block body" }
-            ));
-        }
-        let mut set = BTreeSet::new();
-        let mut into_sink = BTreeSet::new();
-        for (a, b) in edges {
-            match (index.get(&a.key()), index.get(&b.key())) {
-                (Some(&x), Some(&y)) if x != y => {
-                    set.insert((x, y));
-                }
-                (Some(&x), None) if Some(b.key()) == sink => {
-                    into_sink.insert(x);
-                }
-                _ => {}
-            }
-        }
-        Ok(PartEdges {
-            edges: set,
-            problems,
-            into_sink,
-        })
-    }
-
-    pub(crate) fn verify_against(&self, plan: &Plan) -> Result<VerifyReport> {
-        self.verify_part(0, plan)
-    }
-
-    /// Checks graph part `part` against `plan`, then each of its blocks' bodies against the
-    /// plan's nested plans.
-    fn verify_part(&self, part: usize, plan: &Plan) -> Result<VerifyReport> {
-        let PartEdges {
-            edges,
-            mut problems,
-            into_sink,
-        } = self.part_edges(part)?;
-        let members = self.members(part);
-        let ops: Vec<&CapturedOp> = members.iter().map(|&i| &self.ops[i]).collect();
-        if plan.len() != ops.len() {
-            problems.push(format!(
-                "the plan has {} operation(s), the capture {}: the pipeline issued different work",
-                plan.len(),
-                ops.len()
-            ));
-        } else if let Some((i, (p, c))) =
-            plan.ops().iter().zip(&ops).enumerate().find(|(_, (p, c))| {
-                p.statement.id != c.statement.id || p.occurrence != c.occurrence
-            })
-        {
-            problems.push(format!(
-                "operation {i} is `{}` in the plan but `{}` in the capture: the pipeline issued different work",
-                p.statement.text, c.statement.text
-            ));
-        }
-        let body = part.checked_sub(1).and_then(|k| self.bodies().get(k));
-        let end = body.filter(|b| b.sink.is_some()).map(|b| BodyEnd {
-            block: Some(b.block),
-            follows: into_sink,
-        });
-        let mut report = check_edges(plan, &edges, end.as_ref(), problems)?;
-        for nested in plan.bodies() {
-            let Some(&flat) = members.get(nested.block) else {
-                continue;
-            };
-            let found = self
-                .bodies()
-                .iter()
-                .position(|b| b.block == flat && b.branch == nested.branch);
-            let Some(k) = found else {
-                return Err(Error::GraphMismatch {
-                    pipeline: self.program.name,
-                    missing: Vec::new(),
-                    extra: Vec::new(),
-                    problems: vec![format!(
-                        "the plan has body {} of block `{}`, the capture none",
-                        nested.branch,
-                        plan.ops()[nested.block].statement.text
-                    )],
-                });
-            };
-            let inner = self.verify_part(k + 1, &nested.plan)?;
-            report.operations += inner.operations;
-            report.edges += inner.edges;
-        }
-        Ok(report)
-    }
-
-    fn to_dot(&self) -> Result<String> {
-        let top = self.dot_part(0)?;
-        let mut out = String::new();
-        let _ = writeln!(out, "digraph {} {{", quote(self.program.name));
-        out.push_str("  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n");
-        render_part(&mut out, self.program, &top, "c");
-        out.push_str("}\n");
-        Ok(out)
-    }
-
-    /// Graph part `part` (0: the graph; `k + 1`: body graph `k`) for the DOT picture, with
-    /// the body graphs of its blocks, recursively.
-    fn dot_part(&self, part: usize) -> Result<DotPart> {
-        let members = self.members(part);
-        let labels = members
-            .iter()
-            .map(|&i| {
-                let op = &self.ops[i];
-                let name = match op.statement.kind {
-                    StatementKind::Launch { kernel } => format!("launch {kernel}"),
-                    _ => op.statement.text.to_string(),
-                };
-                // A launch's arguments as written tell two launches of one kernel apart.
-                let arguments = crate::plan::dot::arguments_of(op.statement)
-                    .map(|a| format!("\n{a}"))
-                    .unwrap_or_default();
-                let loc = op.statement.location;
-                (
-                    format!(
-                        "{name} #{}{arguments}\n{}:{}",
-                        op.occurrence, loc.file, loc.line
-                    ),
-                    op.stream(),
-                )
-            })
-            .collect();
-        let edges = self.part_edges(part)?.edges;
-        let mut bodies = Vec::new();
-        for (k, body) in self.bodies().iter().enumerate() {
-            let Some(block) = members.iter().position(|&i| i == body.block) else {
-                continue;
-            };
-            let which = match (body.branch, self.ops[body.block].statement.kind) {
-                (_, StatementKind::While { .. }) => "body",
-                (0, _) => "then",
-                _ => "else",
-            };
-            bodies.push(DotBody {
-                block,
-                which,
-                part: self.dot_part(k + 1)?,
-            });
-        }
-        Ok(DotPart {
-            labels,
-            edges,
-            bodies,
         })
     }
 
@@ -562,7 +256,7 @@ impl GraphCore {
     fn statement_of(&self, node: NodeHandle) -> Option<&'static Statement> {
         let map = self.node_map().ok()?;
         let i = map.iter().position(|n| *n == Some(node))?;
-        self.ops.get(i).map(|op| op.statement)
+        self.recorded.ops.get(i).map(|op| op.statement)
     }
 
     /// The index of operation `op`, checked to be one of this program's.
@@ -619,64 +313,6 @@ impl GraphCore {
             d == range.device && start <= range.ptr && end <= stop
         }
     }
-}
-
-/// What [`Capture::run`] did.
-#[derive(Debug)]
-pub enum CaptureOutcome<P> {
-    /// The pipeline was captured.
-    Captured(Graph<P>),
-    /// Capturing failed with `fault` ([`Error::Capture`]); the capture was ended and the
-    /// pipeline ran eagerly on the same streams instead (only with
-    /// [`Capture::fallback_to_eager`]).
-    RanEagerly {
-        /// The pipeline, which ran eagerly.
-        pipeline: P,
-        /// Why capturing failed.
-        fault: Error,
-    },
-}
-
-impl<P> CaptureOutcome<P> {
-    /// Whether the pipeline was captured (rather than run eagerly).
-    pub fn is_captured(&self) -> bool {
-        matches!(self, CaptureOutcome::Captured(_))
-    }
-}
-
-impl Capture {
-    /// Captures `pipeline` into a CUDA graph that owns it.
-    ///
-    /// Errors: [`Error::Capture`] for capture faults (the capture is ended cleanly),
-    /// [`Error::GraphMismatch`] when verification is on and the graph differs from the
-    /// plan, [`Error::Race`] when verification is on and the pipeline has races, and the
-    /// errors of issuing a statement.
-    pub fn capture<P: Pipeline>(&mut self, pipeline: P) -> Result<Graph<P>> {
-        let core = GraphCore::capture(self, &pipeline)?;
-        Ok(Graph::new(core, pipeline, self.settings()))
-    }
-
-    /// Captures `pipeline`, or — with [`Capture::fallback_to_eager`] and a capture fault —
-    /// runs it eagerly on the same streams and reports that it did.
-    pub fn run<P: Pipeline>(&mut self, pipeline: P) -> Result<CaptureOutcome<P>> {
-        match GraphCore::capture(self, &pipeline) {
-            Ok(core) => Ok(CaptureOutcome::Captured(Graph::new(
-                core,
-                pipeline,
-                self.settings(),
-            ))),
-            Err(fault @ Error::Capture { .. }) if self.falls_back() => {
-                self.run_eagerly(&pipeline)?;
-                Ok(CaptureOutcome::RanEagerly { pipeline, fault })
-            }
-            Err(e) => Err(e),
-        }
-    }
-}
-
-/// Captures `pipeline` on `origin` with the default options ([`Capture::new`]).
-pub fn capture<P: Pipeline>(origin: &Stream, pipeline: P) -> Result<Graph<P>> {
-    Capture::new(origin).capture(pipeline)
 }
 
 /// `ranges` (sorted by device, then address) merged into disjoint `(device, start, end)`

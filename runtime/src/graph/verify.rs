@@ -1,13 +1,15 @@
-//! Checking a captured graph against its plan ([`verify_edges`]) and drawing the two in DOT.
+//! Checking a captured graph against its plan: the edges of each graph part (the graph and
+//! its device blocks' body graphs) read back from the driver and compared with the plan's,
+//! edge for edge and by happens-before ([`check_edges`]).
 
-use std::collections::BTreeSet;
-use std::fmt::Write as _;
+use std::collections::{BTreeSet, HashMap};
 
+use super::recorded::CapturedOp;
+use super::GraphCore;
 use crate::error::{Error, OpEdge, OpInfo, Result};
-use crate::plan::dot::quote;
+use crate::ffi::graph::NodeKind;
 use crate::plan::{Plan, Reach};
-use crate::program::OpRef;
-use crate::program::Program;
+use crate::program::{OpRef, StatementKind};
 
 /// What a successful [`Graph::verify`](super::Graph::verify) checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,220 +181,197 @@ pub fn verify_body_edges(
     check_edges(plan, captured, Some(&end), Vec::new())
 }
 
-/// The captured graph in Graphviz DOT with `plan`'s operation names: one cluster per stream,
-/// edges that the plan lacks in red.
-#[cfg(feature = "testing")]
-pub fn captured_dot(plan: &Plan, captured: &BTreeSet<(usize, usize)>) -> String {
-    let labels = plan_labels(plan);
-    let mut out = String::new();
-    let _ = writeln!(out, "digraph {} {{", quote(plan.program().name));
-    out.push_str("  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n");
-    render_body(
-        &mut out,
-        plan.program(),
-        &labels,
-        captured,
-        &plan.edges(),
-        "c",
-    );
-    out.push_str("}\n");
-    out
-}
-
-/// The plan (left) and the captured graph (right) side by side in one DOT picture. Edges that
-/// only one side has are drawn red (and bold) on that side.
-pub fn side_by_side_dot(plan: &Plan, captured: &BTreeSet<(usize, usize)>) -> String {
-    let labels = plan_labels(plan);
-    let model = plan.edges();
-    let mut out = String::new();
-    let _ = writeln!(out, "digraph {} {{", quote(plan.program().name));
-    out.push_str("  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n");
-    out.push_str("  subgraph cluster_plan {\n    label=\"plan\";\n");
-    render_body(&mut out, plan.program(), &labels, &model, captured, "p");
-    out.push_str("  }\n  subgraph cluster_captured {\n    label=\"captured graph\";\n");
-    render_body(&mut out, plan.program(), &labels, captured, &model, "c");
-    out.push_str("  }\n}\n");
-    out
-}
-
-/// `(label, stream)` of each operation of a plan.
-fn plan_labels(plan: &Plan) -> Vec<(String, usize)> {
-    plan.ops()
-        .iter()
-        .map(|op| (crate::plan::dot::node_label(op), op.stream))
-        .collect()
-}
-
-/// Nodes (clustered by stream) and `edges`; edges not in `other` are drawn red.
-pub(super) fn render_body(
-    out: &mut String,
-    program: &Program,
-    labels: &[(String, usize)],
-    edges: &BTreeSet<(usize, usize)>,
-    other: &BTreeSet<(usize, usize)>,
-    prefix: &str,
-) {
-    let streams = labels.iter().map(|l| l.1 + 1).max().unwrap_or(0);
-    for s in 0..streams {
-        if !labels.iter().any(|l| l.1 == s) {
-            continue; // a stream with no operation here (in a body, say) draws nothing
-        }
-        let name = program.streams.get(s).map_or("?", |d| d.name);
-        let _ = writeln!(out, "  subgraph cluster_{prefix}{s} {{");
-        let _ = writeln!(out, "    label={};", quote(&format!("stream {name}")));
-        for (i, (label, _)) in labels.iter().enumerate().filter(|(_, l)| l.1 == s) {
-            let _ = writeln!(out, "    {prefix}{i} [label={}];", quote(label));
-        }
-        out.push_str("  }\n");
-    }
-    for &(a, b) in edges {
-        if other.contains(&(a, b)) {
-            let _ = writeln!(out, "  {prefix}{a} -> {prefix}{b};");
-        } else {
-            let _ = writeln!(out, "  {prefix}{a} -> {prefix}{b} [color=red, penwidth=2];");
-        }
-    }
-}
-
 /// Edges by operation index.
 pub(super) type EdgeSet = BTreeSet<(usize, usize)>;
 
-/// One graph part of a captured graph for [`render_part`]: its operations' labels and
-/// streams, its edges by local index, and the body graphs of its device blocks.
-#[derive(Debug, Default)]
-pub(super) struct DotPart {
-    pub(super) labels: Vec<(String, usize)>,
+/// The edges of one graph part by its operations' local indices, what else was found, and
+/// which operations lead straight into a body's closing built-in kernel.
+pub(super) struct PartEdges {
     pub(super) edges: EdgeSet,
-    pub(super) bodies: Vec<DotBody>,
+    problems: Vec<String>,
+    into_sink: BTreeSet<usize>,
 }
 
-/// A body graph of a device block of a [`DotPart`].
-#[derive(Debug)]
-pub(super) struct DotBody {
-    /// The block's local index in the enclosing part.
-    pub(super) block: usize,
-    /// `body` (a `while`), `then` or `else`.
-    pub(super) which: &'static str,
-    pub(super) part: DotPart,
-}
+impl GraphCore {
+    /// The graph's edges by operation index, plus problems (nodes that are no operation).
+    pub(super) fn captured_edges(&self) -> Result<(EdgeSet, Vec<String>)> {
+        let part = self.part_edges(0)?;
+        Ok((part.edges, part.problems))
+    }
 
-/// Draws `part` (nodes named `{prefix}{i}`, clustered by stream) and, recursively, each body
-/// graph of its device blocks as a dashed cluster of its own (`cluster_{prefix}b{k}_body`,
-/// nodes named `{prefix}b{k}_{i}`), with a dotted edge from the block to each operation its
-/// body starts with, as [`Plan::to_dot`](crate::Plan::to_dot) draws nested plans.
-pub(super) fn render_part(out: &mut String, program: &Program, part: &DotPart, prefix: &str) {
-    render_body(out, program, &part.labels, &part.edges, &part.edges, prefix);
-    for (k, body) in part.bodies.iter().enumerate() {
-        let inner = format!("{prefix}b{k}_");
-        let block = part
-            .labels
-            .get(body.block)
-            .map_or("?", |(l, _)| l.lines().next().unwrap_or("?"));
-        let _ = writeln!(out, "  subgraph cluster_{inner}body {{");
-        let _ = writeln!(
-            out,
-            "    label={};",
-            quote(&format!("{} of {block}", body.which))
-        );
-        out.push_str("    style=dashed;\n");
-        render_part(out, program, &body.part, &inner);
-        out.push_str("  }\n");
-        for i in 0..body.part.labels.len() {
-            if !body.part.edges.iter().any(|&(_, b)| b == i) {
-                let _ = writeln!(
-                    out,
-                    "  {prefix}{} -> {inner}{i} [style=dotted, label={}];",
-                    body.block,
-                    quote(body.which)
-                );
+    /// The edges of graph part `part` (0: the graph; `k + 1`: body graph `k`) by the local
+    /// indices of its operations. A block's built-in kernel (and second `IF` node) counts as
+    /// the block's operation; the closing kernel of a body is no operation (edges into it are
+    /// reported apart).
+    pub(super) fn part_edges(&self, part: usize) -> Result<PartEdges> {
+        let mut problems = Vec::new();
+        let map = self.node_map()?;
+        let members = self.members(part);
+        let local: HashMap<usize, usize> =
+            members.iter().enumerate().map(|(l, &i)| (i, l)).collect();
+        let mut index: HashMap<usize, usize> = HashMap::new();
+        for (l, &i) in members.iter().enumerate() {
+            let op = &self.recorded.ops[i];
+            match map.get(i).copied().flatten() {
+                Some(n) => {
+                    index.insert(n.key(), l);
+                }
+                None => problems.push(format!(
+                    "operation {l} (`{}` #{} at {}) moves no bytes and made no graph node; its ordering cannot be checked",
+                    op.statement.text, op.occurrence, op.statement.location
+                )),
             }
         }
+        for n in self.recorded.internal().iter().filter(|n| n.part == part) {
+            if let Some(&l) = local.get(&n.op) {
+                index.insert(n.node.key(), l);
+            }
+        }
+        let body = part.checked_sub(1).and_then(|k| self.bodies().get(k));
+        let sink = body.and_then(|b| b.sink).map(|n| n.key());
+        let filler = body.and_then(|b| b.filler).map(|n| n.key());
+        let (nodes, edges) = match body {
+            None => (
+                self.raw
+                    .nodes()
+                    .map_err(|e| Error::driver("cuGraphGetNodes", e))?,
+                self.raw
+                    .edges()
+                    .map_err(|e| Error::driver("cuGraphGetEdges", e))?,
+            ),
+            Some(b) => (
+                self.raw
+                    .body_nodes(b.graph)
+                    .map_err(|e| Error::driver("cuGraphGetNodes", e))?,
+                self.raw
+                    .body_edges(b.graph)
+                    .map_err(|e| Error::driver("cuGraphGetEdges", e))?,
+            ),
+        };
+        let unknown = nodes
+            .iter()
+            .filter(|n| {
+                !index.contains_key(&n.key()) && Some(n.key()) != sink && Some(n.key()) != filler
+            })
+            .count();
+        // The node map came from the creation order: check that each node does what its
+        // operation did (kind, and the function of a launch). Blocks' nodes are conditional.
+        for &i in members {
+            let op = &self.recorded.ops[i];
+            if op.node_known() {
+                continue; // a block's or a collective's nodes are its own kinds
+            }
+            let Some(node) = map.get(i).copied().flatten() else {
+                continue;
+            };
+            let kind = self
+                .raw
+                .node_kind(node)
+                .map_err(|e| Error::driver("cuGraphNodeGetType", e))?;
+            let fits = match (op.statement.kind, kind) {
+                (StatementKind::Launch { .. }, Some(NodeKind::Kernel(f))) => {
+                    self.launch_shape(i).is_none_or(|shape| shape.func == f)
+                }
+                (StatementKind::Copy, Some(NodeKind::Memcpy))
+                | (StatementKind::Fill, Some(NodeKind::Memset))
+                | (StatementKind::Host, Some(NodeKind::Host)) => true,
+                _ => false,
+            };
+            if !fits {
+                problems.push(format!(
+                    "operation {i} (`{}` #{} at {}) is mapped to a graph node of another kind ({kind:?}): the node map is wrong",
+                    op.statement.text, op.occurrence, op.statement.location
+                ));
+            }
+        }
+        if unknown > 0 {
+            problems.push(format!(
+                "{unknown} node(s) of the graph{} belong to no statement: work was issued into the capture by code outside the pipeline's statements",
+                if part == 0 { "" } else { "'s block body" }
+            ));
+        }
+        let mut set = BTreeSet::new();
+        let mut into_sink = BTreeSet::new();
+        for (a, b) in edges {
+            match (index.get(&a.key()), index.get(&b.key())) {
+                (Some(&x), Some(&y)) if x != y => {
+                    set.insert((x, y));
+                }
+                (Some(&x), None) if Some(b.key()) == sink => {
+                    into_sink.insert(x);
+                }
+                _ => {}
+            }
+        }
+        Ok(PartEdges {
+            edges: set,
+            problems,
+            into_sink,
+        })
     }
-}
 
-#[cfg(test)]
-mod dot_tests {
-    use super::*;
-    use crate::plan::ProgramBuilder;
+    /// Checks the graph and, recursively, its blocks' body graphs against `plan` (what
+    /// [`Graph::verify`](super::Graph::verify) does).
+    pub(crate) fn verify_against(&self, plan: &Plan) -> Result<VerifyReport> {
+        self.verify_part(0, plan)
+    }
 
-    /// A `while` on `s0` whose body holds a launch and an `if`/`else` with a launch in each
-    /// branch, after a launch on `s1`.
-    #[test]
-    fn bodies_are_nested_clusters() {
-        let mut b = ProgramBuilder::new("Nest");
-        let s0 = b.stream("s0");
-        let s1 = b.stream("s1");
-        b.launch(s1, "first", &[]);
-        let program = b.build();
-        let leaf = |name: &str, stream| DotPart {
-            labels: vec![(format!("launch {name} #1\nf.rs:1"), stream)],
-            ..DotPart::default()
-        };
-        let inner_if = DotPart {
-            labels: vec![
-                ("launch body #1\nf.rs:3".into(), s0),
-                ("s1: if g #1\nf.rs:4".into(), s1),
-            ],
-            edges: BTreeSet::new(),
-            bodies: vec![
-                DotBody {
-                    block: 1,
-                    which: "then",
-                    part: leaf("yes", s1),
-                },
-                DotBody {
-                    block: 1,
-                    which: "else",
-                    part: leaf("no", s0),
-                },
-            ],
-        };
-        let top = DotPart {
-            labels: vec![
-                ("launch first #1\nf.rs:1".into(), s1),
-                ("s0: while f #1\nf.rs:2".into(), s0),
-            ],
-            edges: [(0, 1)].into_iter().collect(),
-            bodies: vec![DotBody {
-                block: 1,
-                which: "body",
-                part: inner_if,
-            }],
-        };
-        let mut out = String::new();
-        render_part(&mut out, program, &top, "c");
-        // The outer graph, its body and the body's two branches, each a cluster.
-        assert!(out.contains("subgraph cluster_cb0_body {"), "{out}");
-        assert!(out.contains("label=\"body of s0: while f #1\";"), "{out}");
-        assert!(out.contains("subgraph cluster_cb0_b0_body {"), "{out}");
-        assert!(out.contains("label=\"then of s1: if g #1\";"), "{out}");
-        assert!(out.contains("subgraph cluster_cb0_b1_body {"), "{out}");
-        assert!(out.contains("label=\"else of s1: if g #1\";"), "{out}");
-        // Streams inside a body are clusters of their own, nodes named by their part.
-        assert!(out.contains("subgraph cluster_cb0_0 {"), "{out}");
-        assert!(
-            out.contains("cb0_b0_0 [label=\"launch yes #1\\nf.rs:1\"];"),
-            "{out}"
-        );
-        // The block leads to the operations its bodies start with.
-        assert!(out.contains("c0 -> c1;"), "{out}");
-        assert!(
-            out.contains("c1 -> cb0_0 [style=dotted, label=\"body\"];"),
-            "{out}"
-        );
-        assert!(
-            out.contains("c1 -> cb0_1 [style=dotted, label=\"body\"];"),
-            "{out}"
-        );
-        assert!(
-            out.contains("cb0_1 -> cb0_b0_0 [style=dotted, label=\"then\"];"),
-            "{out}"
-        );
-        assert!(
-            out.contains("cb0_1 -> cb0_b1_0 [style=dotted, label=\"else\"];"),
-            "{out}"
-        );
-        // Braces balance.
-        assert_eq!(out.matches('{').count(), out.matches('}').count(), "{out}");
+    /// Checks graph part `part` against `plan`, then each of its blocks' bodies against the
+    /// plan's nested plans.
+    fn verify_part(&self, part: usize, plan: &Plan) -> Result<VerifyReport> {
+        let PartEdges {
+            edges,
+            mut problems,
+            into_sink,
+        } = self.part_edges(part)?;
+        let members = self.members(part);
+        let ops: Vec<&CapturedOp> = members.iter().map(|&i| &self.recorded.ops[i]).collect();
+        if plan.len() != ops.len() {
+            problems.push(format!(
+                "the plan has {} operation(s), the capture {}: the pipeline issued different work",
+                plan.len(),
+                ops.len()
+            ));
+        } else if let Some((i, (p, c))) =
+            plan.ops().iter().zip(&ops).enumerate().find(|(_, (p, c))| {
+                p.statement.id != c.statement.id || p.occurrence != c.occurrence
+            })
+        {
+            problems.push(format!(
+                "operation {i} is `{}` in the plan but `{}` in the capture: the pipeline issued different work",
+                p.statement.text, c.statement.text
+            ));
+        }
+        let body = part.checked_sub(1).and_then(|k| self.bodies().get(k));
+        let end = body.filter(|b| b.sink.is_some()).map(|b| BodyEnd {
+            block: Some(b.block),
+            follows: into_sink,
+        });
+        let mut report = check_edges(plan, &edges, end.as_ref(), problems)?;
+        for nested in plan.bodies() {
+            let Some(&flat) = members.get(nested.block) else {
+                continue;
+            };
+            let found = self
+                .bodies()
+                .iter()
+                .position(|b| b.block == flat && b.branch == nested.branch);
+            let Some(k) = found else {
+                return Err(Error::GraphMismatch {
+                    pipeline: self.program.name,
+                    missing: Vec::new(),
+                    extra: Vec::new(),
+                    problems: vec![format!(
+                        "the plan has body {} of block `{}`, the capture none",
+                        nested.branch,
+                        plan.ops()[nested.block].statement.text
+                    )],
+                });
+            };
+            let inner = self.verify_part(k + 1, &nested.plan)?;
+            report.operations += inner.operations;
+            report.edges += inner.edges;
+        }
+        Ok(report)
     }
 }

@@ -6,8 +6,8 @@ use std::fmt;
 
 use super::tolerance::{Compared, Tolerance};
 use crate::error::{Error, Mismatch, Result};
-use crate::exec::capture::Capture;
 use crate::exec::eager::Eager;
+use crate::graph::Capture;
 use crate::graph::VerifyReport;
 use crate::issue::Pipeline;
 use crate::stream::Stream;

@@ -9,8 +9,9 @@
 //! [`Graph`] knows the statement and occurrence of every node: for [`Graph::verify`],
 //! pictures, update errors and
 //! [`GraphExec::set_kernel_args`](crate::GraphExec::set_kernel_args). With
-//! [`Capture::cross_check_nodes`] it also asks the driver after each operation which node the
-//! operation created (`cuStreamGetCaptureInfo_v3`) and refuses a graph whose two maps differ.
+//! `Capture::cross_check_nodes` (a test hook of the `testing` feature) it also asks the driver
+//! after each operation which node the operation created (`cuStreamGetCaptureInfo_v3`) and
+//! refuses a graph whose two maps differ.
 //!
 //! Streams and events are created before the capture begins and reused by later captures,
 //! as [`crate::Eager`] does. Host functions are kept alive by the graph: they run on every
@@ -37,12 +38,16 @@
 //! ```
 
 use std::panic::resume_unwind;
+use std::sync::Arc;
 
+use super::blocks;
+use super::book::{BookSizes, NodeBook, Recording};
+use super::{Graph, GraphCore};
 use crate::error::{CaptureFault, Error, Result};
-use crate::exec::book::{BookSizes, NodeBook};
 use crate::exec::eager::Eager;
 use crate::exec::expect::Expected;
 use crate::ffi::capture::{self as gffi, CaptureModeRaw};
+use crate::ffi::conditional::CondKernels;
 use crate::ffi::graph::OwnedGraph;
 use crate::ffi::keep::Keep;
 use crate::ffi::status::{stream_capture_status, CaptureStatus};
@@ -121,15 +126,14 @@ pub(crate) fn normalize(
     }
 }
 
-/// A capture that ended well: the driver's graph, its node book, and the plan to verify it
-/// against (when verification is on).
-#[derive(Debug)]
+/// A capture that ended well: the driver's graph, the book that recorded it, and the plan to
+/// verify it against (when verification is on).
 pub(crate) struct Captured {
-    pub(crate) graph: OwnedGraph,
-    pub(crate) book: Box<NodeBook>,
-    pub(crate) program: &'static Program,
-    pub(crate) origin: Stream,
-    pub(crate) plan: Option<Box<Plan>>,
+    graph: OwnedGraph,
+    book: Box<NodeBook>,
+    program: &'static Program,
+    origin: Stream,
+    plan: Option<Box<Plan>>,
 }
 
 /// The settings a graph keeps to capture its pipeline again (for updates).
@@ -183,12 +187,16 @@ pub struct Capture {
     mode: CaptureMode,
     verify: bool,
     fallback: bool,
+    /// Whether captures cross-check their node maps (`Capture::cross_check_nodes`).
     cross_check: bool,
     /// What the previous capture's book held: the room the next one starts with.
     sizes: BookSizes,
     /// The book of the previous capture, once its graph took what it keeps: the next
     /// capture's, without allocating it anew.
     spare: Option<Box<NodeBook>>,
+    /// The built-in kernels of captured device blocks, loaded before the first capture that
+    /// needs them.
+    kernels: Option<Arc<CondKernels>>,
 }
 
 impl Capture {
@@ -201,11 +209,12 @@ impl Capture {
         Capture {
             eager,
             mode: CaptureMode::default(),
-            verify: super::checks_by_default(),
+            verify: crate::exec::checks_by_default(),
             fallback: false,
             cross_check: false,
             sizes: BookSizes::default(),
             spare: None,
+            kernels: None,
         }
     }
 
@@ -214,7 +223,9 @@ impl Capture {
     /// unless that map equals the one read back once at the end (nodes in creation order).
     /// Off by default: the end-of-capture map alone is exact on the drivers streamgraph
     /// supports, and this mode exists to keep proving it (the random-program GPU suite runs
-    /// with it). It costs one driver call per operation.
+    /// with it). It costs one driver call per operation. A test hook: only with the
+    /// `testing` feature.
+    #[cfg(feature = "testing")]
     pub fn cross_check_nodes(mut self, on: bool) -> Self {
         self.cross_check = on;
         self
@@ -283,8 +294,7 @@ impl Capture {
                 .map_err(|fault| normalize(fault_error(fault), program, None))?;
         }
         self.eager.prepare_for(pipeline)?;
-        self.eager
-            .prepare_blocks(program)
+        let counters = blocks::prepare(&mut self.kernels, self.eager.origin(), program)
             .map_err(|e| normalize(e, program, None))?;
         let origin = self.eager.origin().clone();
         // A global-mode capture holds off streamgraph's unsafe calls on other threads (one
@@ -317,42 +327,43 @@ impl Capture {
                 self.mode.raw(),
             )),
         };
-        self.eager.book = Some(book);
+        let mut recording = Recording {
+            book,
+            kernels: self.kernels.clone(),
+            counters,
+        };
         self.eager.expect = expect;
-        let issued = self.eager.issue_prepared(pipeline);
-        let book = self.eager.book.take();
+        let issued = self.eager.issue_prepared(pipeline, &mut recording);
+        // The counters stay until the capture has ended (the graph keeps them then).
+        let Recording {
+            mut book,
+            counters: _counters,
+            ..
+        } = recording;
         let expected = self.eager.expect.take();
         let issued = match issued {
             Ok(issued) => issued,
             Err(payload) => {
                 // The pipeline panicked: its side streams are joined; end the capture (the
                 // partial graph is destroyed) and let the panic go on.
-                let keep = book.map(|b| b.keep).unwrap_or_default();
-                drop(gffi::end_capture(origin.as_cudarc(), keep));
+                drop(gffi::end_capture(
+                    origin.as_cudarc(),
+                    std::mem::take(&mut book.keep),
+                ));
                 self.recover(&origin);
                 resume_unwind(payload);
             }
         };
         let issued = issued.and_then(|()| expected.as_ref().map_or(Ok(()), |e| e.finish()));
         let plan = expected.map(|e| e.into_plan());
-        let last = book.as_ref().and_then(|b| b.last);
-        let captured = match book {
-            Some(mut book) => {
-                let keep = std::mem::take(&mut book.keep);
-                let ended = gffi::end_capture(origin.as_cudarc(), keep);
-                match (issued, ended) {
-                    (Ok(()), Ok(graph)) => Ok((graph, book)),
-                    // A partial graph is destroyed as it drops here.
-                    (Err(e), _) => Err(e),
-                    (Ok(()), Err(e)) => Err(Error::driver("cuStreamEndCapture", e)),
-                }
-            }
-            None => {
-                drop(gffi::end_capture(origin.as_cudarc(), Keep::default()));
-                Err(Error::InvalidArgument(
-                    "the capture's node book went missing".into(),
-                ))
-            }
+        let last = book.last;
+        let keep = std::mem::take(&mut book.keep);
+        let ended = gffi::end_capture(origin.as_cudarc(), keep);
+        let captured = match (issued, ended) {
+            (Ok(()), Ok(graph)) => Ok((graph, book)),
+            // A partial graph is destroyed as it drops here.
+            (Err(e), _) => Err(e),
+            (Ok(()), Err(e)) => Err(Error::driver("cuStreamEndCapture", e)),
         };
         let captured = captured.and_then(|(graph, mut book)| {
             // Work issued into the capture by code outside the statements makes nodes the
@@ -376,27 +387,22 @@ impl Capture {
             })?;
             Ok((graph, book))
         });
-        if let Ok((_, book)) = &captured {
-            self.sizes = book.sizes();
-        }
         match captured {
-            Ok((graph, book)) => Ok(Captured {
-                graph,
-                book,
-                program,
-                origin,
-                plan,
-            }),
+            Ok((graph, book)) => {
+                self.sizes = book.sizes();
+                Ok(Captured {
+                    graph,
+                    book,
+                    program,
+                    origin,
+                    plan,
+                })
+            }
             Err(e) => {
                 self.recover(&origin);
                 Err(normalize(e, program, last))
             }
         }
-    }
-
-    /// Takes back the book of a capture whose graph took what it keeps, for the next one.
-    pub(crate) fn recycle(&mut self, book: Box<NodeBook>) {
-        self.spare = Some(book);
     }
 
     /// After a failed capture: make sure no stream is left capturing and start the next run
@@ -410,6 +416,89 @@ impl Capture {
         }
         self.eager.forget_streams();
     }
+}
+
+impl GraphCore {
+    /// Captures `pipeline` with `capture` and, when verification is on, checks the graph
+    /// against the plan.
+    pub(crate) fn capture<P: Pipeline + ?Sized>(
+        capture: &mut Capture,
+        pipeline: &P,
+    ) -> Result<GraphCore> {
+        let Captured {
+            graph,
+            mut book,
+            program,
+            origin,
+            plan,
+        } = capture.capture_core(pipeline)?;
+        let recorded = book.finish(&graph);
+        // The next capture's book, without allocating it anew.
+        capture.spare = Some(book);
+        let core = GraphCore::new(graph, program, origin, recorded);
+        if let Some(plan) = plan {
+            core.verify_against(&plan)?;
+        }
+        Ok(core)
+    }
+}
+
+/// What [`Capture::run`] did.
+#[derive(Debug)]
+pub enum CaptureOutcome<P> {
+    /// The pipeline was captured.
+    Captured(Graph<P>),
+    /// Capturing failed with `fault` ([`Error::Capture`]); the capture was ended and the
+    /// pipeline ran eagerly on the same streams instead (only with
+    /// [`Capture::fallback_to_eager`]).
+    RanEagerly {
+        /// The pipeline, which ran eagerly.
+        pipeline: P,
+        /// Why capturing failed.
+        fault: Error,
+    },
+}
+
+impl<P> CaptureOutcome<P> {
+    /// Whether the pipeline was captured (rather than run eagerly).
+    pub fn is_captured(&self) -> bool {
+        matches!(self, CaptureOutcome::Captured(_))
+    }
+}
+
+impl Capture {
+    /// Captures `pipeline` into a CUDA graph that owns it.
+    ///
+    /// Errors: [`Error::Capture`] for capture faults (the capture is ended cleanly),
+    /// [`Error::GraphMismatch`] when verification is on and the graph differs from the
+    /// plan, [`Error::Race`] when verification is on and the pipeline has races, and the
+    /// errors of issuing a statement.
+    pub fn capture<P: Pipeline>(&mut self, pipeline: P) -> Result<Graph<P>> {
+        let core = GraphCore::capture(self, &pipeline)?;
+        Ok(Graph::new(core, pipeline, self.settings()))
+    }
+
+    /// Captures `pipeline`, or — with [`Capture::fallback_to_eager`] and a capture fault —
+    /// runs it eagerly on the same streams and reports that it did.
+    pub fn run<P: Pipeline>(&mut self, pipeline: P) -> Result<CaptureOutcome<P>> {
+        match GraphCore::capture(self, &pipeline) {
+            Ok(core) => Ok(CaptureOutcome::Captured(Graph::new(
+                core,
+                pipeline,
+                self.settings(),
+            ))),
+            Err(fault @ Error::Capture { .. }) if self.falls_back() => {
+                self.run_eagerly(&pipeline)?;
+                Ok(CaptureOutcome::RanEagerly { pipeline, fault })
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Captures `pipeline` on `origin` with the default options ([`Capture::new`]).
+pub fn capture<P: Pipeline>(origin: &Stream, pipeline: P) -> Result<Graph<P>> {
+    Capture::new(origin).capture(pipeline)
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! The node book of a capture: which graph node each operation made, and what the graph must
-//! keep for its replays. [`crate::Eager`] fills it while a capture issues through it.
+//! keep for its replays. The capture's recorder ([`Recording`]) fills it after each statement
+//! that [`crate::Eager`]'s issuing path issued.
 //!
 //! Nodes are mapped to operations once, when the capture has ended: the driver adds a
 //! captured operation's node to the graph as the operation is issued, and `cuGraphGetNodes`
@@ -8,167 +9,28 @@
 //! per capture instead of one per operation. The exact route — asking the driver after each
 //! operation which node it created (`cuStreamGetCaptureInfo_v3`: right after an operation the
 //! stream's dependency set is exactly its node) — stays as a cross-check
-//! ([`crate::Capture::cross_check_nodes`]): both maps are made and must be equal; the
-//! random-program GPU suite captures every program that way.
+//! (`Capture::cross_check_nodes`, with the `testing` feature): both maps are made and must be
+//! equal; the random-program GPU suite captures every program that way.
 
+use std::cell::OnceCell;
+use std::sync::Arc;
+
+use super::recorded::{
+    encode, node_map, CapturedBody, CapturedOp, InternalNode, LaunchShape, Recorded, NO_SHAPE,
+    OPAQUE,
+};
 use crate::error::{Error, Result};
+use crate::exec::record::Issued;
 use crate::ffi::capture::{self as gffi, CaptureModeRaw};
-use crate::ffi::conditional::{BodyGraph, Conditional};
-use crate::ffi::graph::NodeHandle;
+use crate::ffi::conditional::{BodyGraph, CondKernels, Conditional};
+use crate::ffi::graph::{NodeHandle, OwnedGraph};
 use crate::ffi::keep::{launch_kept_host_fn, Keep};
-use crate::ffi::memory::MemoryRef;
 use crate::ffi::KernelArg;
 use crate::memory::{device_ref, DeviceBuffer, DeviceFlag};
 use crate::module::Kernel;
-use crate::operand::{DeviceRange, FillPattern, HostFn, LaunchConfig, Memory};
+use crate::operand::{DeviceRange, HostFn, LaunchConfig, Memory};
 use crate::program::{AccessMode, Program, Statement};
 use crate::stream::Stream;
-
-/// What a copy, a fill or a host function issued, for the capture's book (launches are
-/// booked by [`NodeBook::note_launch`]).
-pub(crate) enum Issued<'a> {
-    /// A copy: destination (written) and source (read).
-    Copy(MemoryRef<'a>, MemoryRef<'a>),
-    /// A fill of this memory with this pattern.
-    Fill(MemoryRef<'a>, FillPattern),
-    /// A host function.
-    Host,
-}
-
-/// One captured operation: the statement issue it came from, what it made and where its
-/// values and launch shape are kept. 32 bytes, written once per operation on a capture's hot
-/// path; its node is kept apart ([`NodeBook::known_nodes`], or mapped by creation order when
-/// the capture has ended).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct CapturedOp {
-    /// The statement.
-    pub(crate) statement: &'static Statement,
-    /// Which issue of the statement, from 1.
-    pub(crate) occurrence: u32,
-    /// How many nodes of its graph the operation created: 1 (0 for an empty copy or fill); a
-    /// device block its built-in kernel and its conditional node(s).
-    pub(crate) created: u32,
-    /// Where the operation's values (see [`encode`]) lie in [`NodeBook::values`];
-    /// [`OPAQUE`] as length when they cannot be compared.
-    pub(crate) values: (u32, u32),
-    /// The graph it is a node of: 0 for the captured graph, `k + 1` for
-    /// [`NodeBook::bodies`]`[k]`. Nodes of bodies, and of blocks, are known as they are made
-    /// ([`NodeBook::known_nodes`]); only the captured graph's other nodes are mapped in
-    /// creation order.
-    pub(crate) part: u32,
-    /// For launches: the index of its shape in [`NodeBook::shapes`] (the kernel, its
-    /// configuration and number of arguments, from which `GraphExec::set_kernel_args`
-    /// rebuilds the node's parameters without asking the driver); [`NO_SHAPE`] for other
-    /// operations.
-    pub(crate) shape: u32,
-}
-
-/// [`CapturedOp::shape`] of an operation that is no launch.
-pub(crate) const NO_SHAPE: u32 = u32::MAX;
-
-impl CapturedOp {
-    /// The graph part it is a node of (see [`CapturedOp::part`]).
-    pub(crate) fn part(&self) -> usize {
-        self.part as usize
-    }
-
-    /// The stream index it was issued on (its statement's).
-    pub(crate) fn stream(&self) -> usize {
-        self.statement.stream
-    }
-
-    /// Whether the operation made a graph node (not an empty copy or fill).
-    pub(crate) fn makes_node(&self) -> bool {
-        self.created > 0
-    }
-
-    /// Whether its nodes were known as they were made (a device block's, a collective
-    /// participant's), so that the creation-order map skips the `created` nodes it made.
-    pub(crate) fn node_known(&self) -> bool {
-        matches!(
-            self.statement.kind,
-            crate::program::StatementKind::Collective { .. }
-        ) || self.statement.kind.is_block()
-    }
-}
-
-/// A body graph of a captured device block.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct CapturedBody {
-    /// The body graph.
-    pub(crate) graph: BodyGraph,
-    /// The block's index in [`NodeBook::ops`].
-    pub(crate) block: usize,
-    /// 0 for a `while` body or `then`, 1 for `else`.
-    pub(crate) branch: usize,
-    /// The built-in kernel at the end of a `while` body, which follows all of the body's
-    /// work, or the empty built-in kernel of a body that captured nothing.
-    pub(crate) sink: Option<NodeHandle>,
-    /// The empty built-in kernel before `sink` in a `while` body that captured nothing.
-    pub(crate) filler: Option<NodeHandle>,
-}
-
-/// A node the runtime added that is no statement's and is part of a block's operation: the
-/// built-in kernel before its conditional node, or the second `IF` node of an `if`/`else`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct InternalNode {
-    pub(crate) part: usize,
-    pub(crate) node: NodeHandle,
-    /// The operation (a block) it belongs to.
-    pub(crate) op: usize,
-}
-
-/// The length of [`CapturedOp::values`] for values that cannot be compared.
-pub(crate) const OPAQUE: u32 = u32::MAX;
-
-/// Appends what a launch's node is made of — its argument values, one after the other — to
-/// `out`, in a form that two issues of one statement compare by bytes. `false` when a value
-/// cannot be compared (an argument whose type is not primitive), with what was appended of it
-/// left for the caller to cut.
-#[inline]
-pub(crate) fn encode_launch(args: &[KernelArg<'_>], out: &mut Vec<u8>) -> bool {
-    args.iter().all(|a| a.encode_value(out))
-}
-
-/// Appends what a copy's or a fill's node is made of — its operands — to `out`, in a form
-/// that two issues of one statement compare by bytes (see [`encode_launch`]). Host functions
-/// are not compared (a graph keeps the ones it captured).
-pub(crate) fn encode(issued: &Issued<'_>, out: &mut Vec<u8>) -> bool {
-    match issued {
-        Issued::Copy(dst, src) => {
-            memory_signature(dst.memory(), out);
-            memory_signature(src.memory(), out);
-        }
-        Issued::Fill(dst, pattern) => {
-            memory_signature(dst.memory(), out);
-            match *pattern {
-                FillPattern::U8(v) => out.extend_from_slice(&[1, v]),
-                FillPattern::U16(v) => {
-                    out.push(2);
-                    out.extend_from_slice(&v.to_le_bytes());
-                }
-                FillPattern::U32(v) => {
-                    out.push(4);
-                    out.extend_from_slice(&v.to_le_bytes());
-                }
-            }
-        }
-        Issued::Host => {}
-    }
-    true
-}
-
-fn memory_signature(m: Memory, out: &mut Vec<u8>) {
-    let (kind, device, ptr, bytes) = match m {
-        Memory::Device(r) => (0u8, r.device, r.ptr, r.bytes),
-        Memory::PinnedHost { ptr, bytes } => (1, DeviceRange::HOST, ptr as u64, bytes),
-        Memory::PageableHost { ptr, bytes } => (2, DeviceRange::HOST, ptr as u64, bytes),
-    };
-    out.push(kind);
-    out.extend_from_slice(&device.to_le_bytes());
-    out.extend_from_slice(&ptr.to_le_bytes());
-    out.extend_from_slice(&(bytes as u64).to_le_bytes());
-}
 
 /// Notes that an operation touches `range` (nothing for an empty range, once for a range the
 /// previous operation touched too).
@@ -177,64 +39,6 @@ fn remember(memory: &mut Vec<DeviceRange>, range: DeviceRange) {
     if range.bytes > 0 && memory.last() != Some(&range) {
         memory.push(range);
     }
-}
-
-/// The id of every statement issued, in issue order: the operations' statements `ops`, with
-/// the ordering statements `orderings` (see [`NodeBook::orderings`]) between them.
-pub(crate) fn sequence(ops: &[CapturedOp], orderings: &[(u32, u32)]) -> Vec<u32> {
-    let mut out = Vec::with_capacity(ops.len() + orderings.len());
-    let mut pending = orderings.iter().peekable();
-    for (i, op) in ops.iter().enumerate() {
-        while let Some(&(_, id)) = pending.next_if(|&&(at, _)| at as usize <= i) {
-            out.push(id);
-        }
-        out.push(op.statement.id as u32);
-    }
-    out.extend(pending.map(|&(_, id)| id));
-    out
-}
-
-/// The node of every operation in `ops`: those in `known` (`(operation index, node)` in
-/// operation order: nodes known as they were made) have theirs; the captured graph's other
-/// operations that made a node get `listed` (its nodes as `cuGraphGetNodes` lists them, in
-/// creation order) in turn, past the nodes that known operations created.
-pub(crate) fn node_map(
-    ops: &[CapturedOp],
-    known: &[(u32, NodeHandle)],
-    listed: &[NodeHandle],
-) -> Vec<Option<NodeHandle>> {
-    let mut known = known.iter().peekable();
-    let mut next = listed.iter().copied();
-    ops.iter()
-        .enumerate()
-        .map(|(i, op)| {
-            let own = known
-                .next_if(|&&(at, _)| at as usize == i)
-                .map(|&(_, node)| node);
-            if op.part != 0 {
-                // A body graph's node.
-                own
-            } else if op.node_known() {
-                // Its nodes are skipped in the creation order.
-                for _ in 0..op.created {
-                    next.next();
-                }
-                own
-            } else if op.makes_node() {
-                next.next()
-            } else {
-                None
-            }
-        })
-        .collect()
-}
-
-/// The captured shape of a launch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct LaunchShape {
-    pub(crate) func: crate::ffi::FunctionHandle,
-    pub(crate) config: crate::operand::LaunchConfig,
-    pub(crate) args: usize,
 }
 
 /// How much a node book holds: the room the next capture's book starts with.
@@ -246,39 +50,32 @@ pub(crate) struct BookSizes {
     pub(crate) orderings: usize,
 }
 
+/// The recorder of a capture (see `exec/record.rs`; its hooks are in `graph/recorder.rs`):
+/// the book it fills, and what captured device blocks need.
+pub(crate) struct Recording {
+    pub(crate) book: Box<NodeBook>,
+    /// The built-in kernels of captured device blocks, loaded before a capture that needs them.
+    pub(crate) kernels: Option<Arc<CondKernels>>,
+    /// The iteration counters of this capture, one word per statement (a `while` statement's
+    /// `limit` counts in its own word): allocated before each capture of a pipeline with
+    /// `while` blocks and kept by its graph, so that no two loops (nested, or in two graphs of
+    /// one pipeline, or sharing a flag) share a count.
+    pub(crate) counters: Option<DeviceBuffer<u32>>,
+}
+
 /// What a capture learns while the pipeline is issued: the node of every operation, and
 /// what the graph must keep (memory, modules, host functions) for its replays.
 #[derive(Debug)]
 pub(crate) struct NodeBook {
-    pub(crate) ops: Vec<CapturedOp>,
-    /// The shapes of the launches ([`CapturedOp::shape`]), one per launch in issue order.
-    pub(crate) shapes: Vec<LaunchShape>,
-    /// `(operation index, node)` of the operations whose nodes were known as they were made
-    /// (a block's, a body's, a collective participant's), in operation order.
-    pub(crate) known_nodes: Vec<(u32, NodeHandle)>,
-    /// Cross-check mode: the node map [`NodeBook::map_nodes`] made and checked.
-    pub(crate) mapped: Option<Vec<Option<NodeHandle>>>,
+    /// What the graph will own ([`NodeBook::finish`]).
+    rec: Recorded,
     occurrences: Vec<u32>,
     pub(crate) keep: Keep,
-    /// The device memory the operations touch, unsorted, each range once in a row (sorted and
-    /// merged when the graph is made).
-    pub(crate) memory: Vec<DeviceRange>,
     pub(crate) last: Option<&'static Statement>,
-    /// The values of every operation (see [`encode`]), one after the other.
-    pub(crate) values: Vec<u8>,
-    /// The ordering statements (record, wait, wait_stream) issued: `(position, id)`, where
-    /// `position` is the number of operations booked before it. With `ops` it gives the id of
-    /// every statement issued, in order ([`sequence`]): two issues with equal sequences build
-    /// graphs of one topology.
-    pub(crate) orderings: Vec<(u32, u32)>,
-    /// How many operations made a graph node.
-    nodes: usize,
+    /// How many operations made a node of the captured graph.
+    node_count: usize,
     /// Cross-check mode: the node the driver reported after each operation that made one.
     exact: Option<Vec<NodeHandle>>,
-    /// The body graphs of device blocks, in the order captured.
-    pub(crate) bodies: Vec<CapturedBody>,
-    /// The built-in kernels before conditional nodes, and second `IF` nodes.
-    pub(crate) internal: Vec<InternalNode>,
     /// The graph being captured into now (see [`CapturedOp::part`]), and the enclosing ones;
     /// empty while that is the captured graph itself (part 0).
     parts: Vec<usize>,
@@ -296,20 +93,12 @@ impl NodeBook {
         mode: CaptureModeRaw,
     ) -> NodeBook {
         let mut book = NodeBook {
-            ops: Vec::new(),
-            shapes: Vec::new(),
-            known_nodes: Vec::new(),
-            mapped: None,
+            rec: Recorded::default(),
             occurrences: Vec::new(),
             keep: Keep::default(),
-            memory: Vec::new(),
             last: None,
-            values: Vec::new(),
-            orderings: Vec::new(),
-            nodes: 0,
+            node_count: 0,
             exact: None,
-            bodies: Vec::new(),
-            internal: Vec::new(),
             parts: Vec::new(),
             mode,
         };
@@ -327,28 +116,28 @@ impl NodeBook {
         exact: bool,
         mode: CaptureModeRaw,
     ) {
-        self.ops.clear();
-        self.ops.reserve(sizes.ops);
-        self.shapes.clear();
-        self.shapes.reserve(sizes.shapes);
-        self.known_nodes.clear();
-        self.mapped = None;
+        let rec = &mut self.rec;
+        rec.ops.clear();
+        rec.ops.reserve(sizes.ops);
+        rec.shapes.clear();
+        rec.shapes.reserve(sizes.shapes);
+        rec.known.clear();
+        rec.touched.clear();
+        rec.values.clear();
+        rec.values.reserve(sizes.values);
+        rec.orderings.clear();
+        rec.orderings.reserve(sizes.orderings);
+        rec.blocks = None;
+        rec.nodes = OnceCell::new();
         self.occurrences.clear();
         self.occurrences.resize(program.statements.len(), 0);
         if !self.keep.is_empty() {
             // (The capture that used the book gave its graph what it keeps.)
             self.keep = Keep::default();
         }
-        self.memory.clear();
         self.last = None;
-        self.values.clear();
-        self.values.reserve(sizes.values);
-        self.orderings.clear();
-        self.orderings.reserve(sizes.orderings);
-        self.nodes = 0;
+        self.node_count = 0;
         self.exact = exact.then(|| Vec::with_capacity(sizes.ops));
-        self.bodies.clear();
-        self.internal.clear();
         self.parts.clear();
         self.mode = mode;
     }
@@ -356,21 +145,37 @@ impl NodeBook {
     /// What the book holds, as room for the next capture's book.
     pub(crate) fn sizes(&self) -> BookSizes {
         BookSizes {
-            ops: self.ops.len(),
-            shapes: self.shapes.len(),
-            values: self.values.len(),
-            orderings: self.orderings.len(),
+            ops: self.rec.ops.len(),
+            shapes: self.rec.shapes.len(),
+            values: self.rec.values.len(),
+            orderings: self.rec.orderings.len(),
         }
+    }
+
+    /// Hands what the capture recorded to its graph `raw`, whole, with the nodes known from
+    /// the capture (and in cross-check mode the node map) marked as `raw`'s. The book is left
+    /// empty, for [`NodeBook::reset`].
+    pub(crate) fn finish(&mut self, raw: &OwnedGraph) -> Recorded {
+        let mut rec = std::mem::take(&mut self.rec);
+        for (_, node) in &mut rec.known {
+            *node = raw.bind(*node);
+        }
+        if let Some(map) = rec.nodes.get_mut() {
+            for node in map.iter_mut().flatten() {
+                *node = raw.bind(*node);
+            }
+        }
+        rec
     }
 
     /// Refuses a graph of `count` nodes unless that is the number of booked nodes: more are
     /// work issued into the capture by code outside the statements, whose memory the graph
     /// would not keep.
     pub(crate) fn check_count(&self, count: usize) -> std::result::Result<(), String> {
-        if count != self.nodes {
+        if count != self.node_count {
             return Err(format!(
                 "holds {count} graph node(s) but its statements issued {}: work was issued into the capture by code outside the pipeline's statements (e.g. a launch or a graph launch on the capturing stream inside `issue`); issue all work through the issuer",
-                self.nodes
+                self.node_count
             ));
         }
         Ok(())
@@ -388,9 +193,10 @@ impl NodeBook {
     /// one the driver reported operation by operation.
     pub(crate) fn map_nodes(&mut self, listed: &[NodeHandle]) -> std::result::Result<(), String> {
         self.check_count(listed.len())?;
-        let map = node_map(&self.ops, &self.known_nodes, listed);
+        let map = node_map(&self.rec.ops, &self.rec.known, listed);
         if let Some(exact) = &self.exact {
             let cheap = self
+                .rec
                 .ops
                 .iter()
                 .zip(&map)
@@ -406,11 +212,12 @@ impl NodeBook {
                 ));
             }
         }
-        self.mapped = Some(map);
+        self.rec.nodes = OnceCell::from(map);
         Ok(())
     }
 
     /// Books the operation `stmt` just issued on `stream`.
+    #[inline]
     pub(crate) fn note(
         &mut self,
         stmt: &'static Statement,
@@ -470,20 +277,20 @@ impl NodeBook {
         }
         // One pass over the arguments: their values (see `encode_launch`), and the memory of
         // buffers.
-        let start = self.values.len();
+        let start = self.rec.values.len();
         let mut comparable = true;
         for arg in args {
-            comparable = comparable && arg.encode_value(&mut self.values);
+            comparable = comparable && arg.encode_value(&mut self.rec.values);
             if let Some(access) = arg.access() {
-                remember(&mut self.memory, access.range);
+                remember(&mut self.rec.touched, access.range);
                 self.keep
                     .hold(arg.holder(), access.mode == AccessMode::Write);
             }
         }
         let values = if comparable {
-            (start as u32, (self.values.len() - start) as u32)
+            (start as u32, (self.rec.values.len() - start) as u32)
         } else {
-            self.values.truncate(start);
+            self.rec.values.truncate(start);
             (start as u32, OPAQUE)
         };
         let shape = LaunchShape {
@@ -491,18 +298,18 @@ impl NodeBook {
             config,
             args: args.len(),
         };
-        self.shapes.push(shape);
+        self.rec.shapes.push(shape);
         let part = self.part();
-        self.ops.push(CapturedOp {
+        self.rec.ops.push(CapturedOp {
             statement: stmt,
             occurrence,
             created: 1,
             values,
             part: part as u32,
-            shape: (self.shapes.len() - 1) as u32,
+            shape: (self.rec.shapes.len() - 1) as u32,
         });
         if part == 0 {
-            self.nodes += 1;
+            self.node_count += 1;
         }
         Ok(())
     }
@@ -511,8 +318,8 @@ impl NodeBook {
     /// known right away (never mapped by creation order).
     fn known_now(&mut self, stream: &Stream) -> Result<()> {
         let node = gffi::tip_node(stream.as_cudarc(), "the operation")?;
-        if let Some(last) = self.ops.len().checked_sub(1) {
-            self.known_nodes.push((last as u32, node));
+        if let Some(last) = self.rec.ops.len().checked_sub(1) {
+            self.rec.known.push((last as u32, node));
         }
         Ok(())
     }
@@ -526,7 +333,7 @@ impl NodeBook {
     pub(crate) fn current_body(&self) -> Option<BodyGraph> {
         self.part()
             .checked_sub(1)
-            .and_then(|k| self.bodies.get(k))
+            .and_then(|k| self.rec.bodies().get(k))
             .map(|b| b.graph)
     }
 
@@ -544,7 +351,7 @@ impl NodeBook {
         let occurrence = self.issued(stmt)?;
         let whole = flag.whole();
         if let Memory::Device(r) = whole.memory() {
-            remember(&mut self.memory, r);
+            remember(&mut self.rec.touched, r);
         }
         // The built-in kernels read the flag and write the capture's counter of a `while`.
         self.keep.hold(whole.holder(), false);
@@ -568,14 +375,14 @@ impl NodeBook {
         nodes: Vec<crate::ffi::collective::ParticipantNodes>,
         comm: std::sync::Arc<dyn std::any::Any + Send + Sync>,
     ) -> Result<()> {
-        // Never inside a block's body: the issuer refuses that before NCCL is called.
+        // Never inside a block's body: the capture refuses that before NCCL is called.
         self.keep.hold_other(comm);
         for (part, added) in parts.iter().zip(nodes) {
             let stmt = part.statement;
             let occurrence = self.issued(stmt)?;
             for (side, write) in [(part.send, false), (part.recv.memory_ref(), true)] {
                 if let Memory::Device(r) = side.memory() {
-                    remember(&mut self.memory, r);
+                    remember(&mut self.rec.touched, r);
                 }
                 self.keep.hold(side.holder(), write);
             }
@@ -595,21 +402,25 @@ impl NodeBook {
         inner: impl IntoIterator<Item = NodeHandle>,
     ) -> usize {
         let part = self.part();
-        let index = self.ops.len();
-        let before = self.internal.len();
-        self.internal
-            .extend(inner.into_iter().map(|node| InternalNode {
+        let index = self.rec.ops.len();
+        let mut inner = inner.into_iter().peekable();
+        let mut created = 1;
+        if inner.peek().is_some() {
+            let internal = &mut self.rec.blocks_mut().internal;
+            let before = internal.len();
+            internal.extend(inner.map(|node| InternalNode {
                 part,
                 node,
                 op: index,
             }));
-        let created = 1 + (self.internal.len() - before) as u32;
-        if part == 0 {
-            self.nodes += created as usize;
+            created += (internal.len() - before) as u32;
         }
-        let start = self.values.len() as u32;
-        self.known_nodes.push((index as u32, node));
-        self.ops.push(CapturedOp {
+        if part == 0 {
+            self.node_count += created as usize;
+        }
+        let start = self.rec.values.len() as u32;
+        self.rec.known.push((index as u32, node));
+        self.rec.ops.push(CapturedOp {
             statement: stmt,
             occurrence,
             created,
@@ -621,49 +432,49 @@ impl NodeBook {
     }
 
     /// Body `branch` of block `block` is captured into `graph` from now on; returns the
-    /// body's index in [`NodeBook::bodies`].
+    /// body's index in [`Recorded::bodies`].
     pub(crate) fn enter_body(&mut self, graph: BodyGraph, block: usize, branch: usize) -> usize {
-        self.bodies.push(CapturedBody {
+        let bodies = &mut self.rec.blocks_mut().bodies;
+        bodies.push(CapturedBody {
             graph,
             block,
             branch,
             sink: None,
             filler: None,
         });
-        self.parts.push(self.bodies.len());
-        self.bodies.len() - 1
+        let count = bodies.len();
+        self.parts.push(count);
+        count - 1
     }
 
     /// Whether body `index` captured no node so far.
     pub(crate) fn is_empty(&self, index: usize) -> bool {
         let part = index + 1;
         !self
+            .rec
             .ops
             .iter()
             .any(|op| op.part() == part && op.makes_node())
-            && !self.internal.iter().any(|n| n.part == part)
+            && !self.rec.internal().iter().any(|n| n.part == part)
     }
 
     /// The built-in kernel at the end of the body being captured.
     pub(crate) fn note_sink(&mut self, node: NodeHandle) {
-        if let Some(body) = self
-            .part()
-            .checked_sub(1)
-            .and_then(|k| self.bodies.get_mut(k))
-        {
+        if let Some(body) = self.part().checked_sub(1).and_then(|k| self.body_mut(k)) {
             body.sink = Some(node);
         }
     }
 
     /// The empty built-in kernel before the sink of a `while` body that captured nothing.
     pub(crate) fn note_filler(&mut self, node: NodeHandle) {
-        if let Some(body) = self
-            .part()
-            .checked_sub(1)
-            .and_then(|k| self.bodies.get_mut(k))
-        {
+        if let Some(body) = self.part().checked_sub(1).and_then(|k| self.body_mut(k)) {
             body.filler = Some(node);
         }
+    }
+
+    /// Body graph `k`, being captured.
+    fn body_mut(&mut self, k: usize) -> Option<&mut CapturedBody> {
+        self.rec.blocks.as_deref_mut()?.bodies.get_mut(k)
     }
 
     /// The body being captured is complete.
@@ -675,15 +486,15 @@ impl NodeBook {
     #[inline]
     fn book(&mut self, stmt: &'static Statement, issued: Issued<'_>) -> Result<bool> {
         let occurrence = self.issued(stmt)?;
-        let start = self.values.len();
-        let values = if encode(&issued, &mut self.values) {
-            (start as u32, (self.values.len() - start) as u32)
+        let start = self.rec.values.len();
+        let values = if encode(&issued, &mut self.rec.values) {
+            (start as u32, (self.rec.values.len() - start) as u32)
         } else {
-            self.values.truncate(start);
+            self.rec.values.truncate(start);
             (start as u32, OPAQUE)
         };
         let mut empty = false;
-        let memory = &mut self.memory;
+        let memory = &mut self.rec.touched;
         match issued {
             Issued::Copy(dst, src) => {
                 empty = dst.memory().bytes() == 0;
@@ -705,9 +516,9 @@ impl NodeBook {
         }
         let part = self.part();
         if !empty && part == 0 {
-            self.nodes += 1;
+            self.node_count += 1;
         }
-        self.ops.push(CapturedOp {
+        self.rec.ops.push(CapturedOp {
             statement: stmt,
             occurrence,
             created: u32::from(!empty),
@@ -736,12 +547,16 @@ impl NodeBook {
     }
 
     /// Notes an ordering statement (record, wait, wait_stream): a fault after it names it.
+    #[inline]
     pub(crate) fn note_ordering(&mut self, stmt: &'static Statement) {
         self.last = Some(stmt);
-        self.orderings.push((self.ops.len() as u32, stmt.id as u32));
+        self.rec
+            .orderings
+            .push((self.rec.ops.len() as u32, stmt.id as u32));
     }
 
     /// Launches a host function the graph keeps alive.
+    #[inline]
     pub(crate) fn launch_host_fn(&mut self, stream: &Stream, f: HostFn) -> Result<()> {
         launch_kept_host_fn(stream.as_cudarc(), f, &mut self.keep)
     }
@@ -766,7 +581,7 @@ mod tests {
             CaptureModeRaw::ThreadLocal,
         );
         for &m in makes {
-            book.ops.push(CapturedOp {
+            book.rec.ops.push(CapturedOp {
                 statement: &program.statements[0],
                 occurrence: 1,
                 created: u32::from(m),
@@ -774,7 +589,7 @@ mod tests {
                 part: 0,
                 shape: NO_SHAPE,
             });
-            book.nodes += usize::from(m);
+            book.node_count += usize::from(m);
         }
         book.exact = exact;
         book
@@ -786,7 +601,9 @@ mod tests {
         let mut book = book_with(&[true, false, true, true], None);
         book.map_nodes(&nodes).unwrap();
         let got: Vec<_> = book
-            .mapped
+            .rec
+            .nodes
+            .get()
             .unwrap()
             .iter()
             .map(|n| n.map(|n| n.key()))
@@ -808,30 +625,6 @@ mod tests {
         let mut book = book_with(&[true, true, true], Some(swapped));
         let e = book.map_nodes(&nodes).unwrap_err();
         assert!(e.contains("first at node 1"), "{e}");
-    }
-
-    #[test]
-    fn the_sequence_puts_ordering_statements_between_the_operations() {
-        let mut b = ProgramBuilder::new("Sequence");
-        let s = b.stream("s");
-        b.launch(s, "k", &[]);
-        b.launch(s, "k", &[]);
-        let program = b.build();
-        let op = |id: usize| CapturedOp {
-            statement: &program.statements[id],
-            occurrence: 1,
-            created: 1,
-            values: (0, 0),
-            part: 0,
-            shape: NO_SHAPE,
-        };
-        let ops = [op(0), op(1), op(0)];
-        // Ordering statements (ids 7, 8, 9) before the first operation, between the second
-        // and the third, and after the last.
-        let orderings = [(0, 7), (2, 8), (3, 9)];
-        assert_eq!(sequence(&ops, &orderings), [7, 0, 1, 8, 0, 9]);
-        assert_eq!(sequence(&ops, &[]), [0, 1, 0]);
-        assert_eq!(sequence(&[], &[(0, 7), (0, 8)]), [7, 8]);
     }
 
     /// Not a benchmark (performance claims come from `benches/harness`): a bound that catches
@@ -864,37 +657,9 @@ mod tests {
                     .unwrap();
             }
             best = best.min(t.elapsed().as_secs_f64() * 1e9 / n as f64);
-            assert_eq!(book.ops.len(), n);
+            assert_eq!(book.rec.ops.len(), n);
         }
         eprintln!("booking: {best:.1} ns per launch");
         assert!(best < 2_000.0, "{best} ns per launch");
-    }
-
-    #[test]
-    fn values_encode_arguments_and_operands() {
-        let encoded = |a: u32, b: f32| {
-            let args = [
-                KernelArg::by_ref(&a, None, Holder::FOREIGN),
-                KernelArg::by_ref(&b, None, Holder::FOREIGN),
-            ];
-            let mut out = Vec::new();
-            assert!(encode_launch(&args, &mut out));
-            out
-        };
-        assert_eq!(encoded(1, 2.0), encoded(1, 2.0));
-        assert_ne!(encoded(1, 2.0), encoded(2, 2.0));
-        assert_ne!(encoded(1, 2.0), encoded(1, 2.5));
-        assert_eq!(encoded(7, 0.0).len(), 2 + 4 + 4);
-
-        #[repr(C)]
-        #[derive(Clone, Copy)]
-        struct Pair {
-            a: u8,
-            b: u32,
-        }
-        let p = Pair { a: 1, b: 2 };
-        let args = [KernelArg::by_ref(&p, None, Holder::FOREIGN)];
-        assert!(!encode_launch(&args, &mut Vec::new()));
-        assert_eq!((p.a, p.b), (1, 2));
     }
 }

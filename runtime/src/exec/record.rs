@@ -1,0 +1,691 @@
+//! The recorder hook: one issuing path for runs and captures.
+//!
+//! [`Issue`] is the [`Issuer`] that [`crate::Eager`] hands a pipeline: it checks each statement
+//! against the plan (in a checked run), issues it on the [`Frame`]'s streams, and then tells
+//! its [`Recorder`] what it issued. An eager run's recorder is [`Plain`], whose hooks do
+//! nothing (they inline away: the run pays for no capture); a capture's recorder lives on the
+//! graph floor (the node book, device-block bodies, collective attribution), so that this
+//! floor knows nothing of books, conditional nodes or graphs. The recorder is a type
+//! parameter, never a trait object: each issuer is compiled for its recorder, and the
+//! checks and hooks of each statement are inlined into the pipeline's generated `issue`
+//! around one out-of-line call per statement.
+
+use std::any::Any;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+
+use crate::comm::Communicator;
+use crate::error::{CaptureFault, Error, Result};
+use crate::exec::expect::Expected;
+use crate::exec::frame::{stream_of, Frame};
+use crate::ffi::conditional::CondKind;
+use crate::ffi::memory::{MemoryMut, MemoryRef};
+use crate::ffi::KernelArg;
+use crate::issue::{Body, CollectivePart, Issuer};
+use crate::memory::{DeviceFlag, DeviceMemory};
+use crate::module::Kernel;
+use crate::operand::{BufferAccess, FillPattern, HostFn, LaunchConfig, Memory, ReduceOp};
+#[cfg(feature = "nccl")]
+use crate::program::Collective;
+use crate::program::{AccessMode, Statement, StatementKind};
+use crate::stream::Stream;
+use crate::trace;
+
+/// The payload of a panic raised while a pipeline was issued.
+pub(crate) type Panic = Box<dyn Any + Send + 'static>;
+
+/// What a copy, a fill or a host function issued, for the recorder (launches are told by
+/// [`Recorder::launched`]).
+pub(crate) enum Issued<'a> {
+    /// A copy: destination (written) and source (read).
+    Copy(MemoryRef<'a>, MemoryRef<'a>),
+    /// A fill of this memory with this pattern.
+    Fill(MemoryRef<'a>, FillPattern),
+    /// A host function.
+    Host,
+}
+
+/// What an issuer does besides issuing: told of every statement after [`Issue`] issued it,
+/// and in charge of the statements whose issue differs between a run and a capture (device
+/// blocks, collectives, host functions).
+pub(crate) trait Recorder: Sized {
+    /// What the pipeline-level trace scope calls the issue.
+    const MODE: trace::Mode;
+    /// Whether the streams are capturing: copies then refuse pageable host memory (a graph
+    /// cannot stage it) and are issued as graph nodes, and launches are compiled as a
+    /// capture's (see [`Issuer::launch`] of [`Issue`]).
+    const CAPTURING: bool;
+
+    /// `stmt` launched `kernel` with `config` and `args` on `stream`.
+    fn launched(
+        &mut self,
+        stmt: &'static Statement,
+        stream: &Stream,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Result<()>;
+
+    /// `stmt` issued a copy, a fill or a host function on `stream`.
+    fn issued(&mut self, stmt: &'static Statement, stream: &Stream, what: Issued<'_>)
+        -> Result<()>;
+
+    /// Issues host function `f` on `stream`.
+    fn host(&mut self, stream: &Stream, f: HostFn) -> Result<()>;
+
+    /// `stmt`, a `record`, `wait` or `wait_stream`, was issued.
+    fn ordering(&mut self, stmt: &'static Statement);
+
+    /// Issues a device block on `stmt.stream` (already ordered after the frame's fork):
+    /// `bodies[0]` while (`while`) or if (`if`) `flag` is non-zero, `bodies[1]` (the `else`)
+    /// otherwise, each through [`Issue::run_body`].
+    fn block(
+        issue: &mut Issue<'_, Self>,
+        stmt: &'static Statement,
+        flag: &DeviceFlag,
+        kind: CondKind,
+        limit: Option<u32>,
+        bodies: [&mut Body<'_>; 2],
+    ) -> Result<()>;
+
+    /// Issues a collective whose participants `parts` (checked against their statements)
+    /// are on the declared streams `streams`.
+    fn collective(
+        issue: &mut Issue<'_, Self>,
+        stmt: &'static Statement,
+        comm: &Communicator,
+        op: ReduceOp,
+        parts: &[CollectivePart<'_>],
+        streams: &[usize],
+    ) -> Result<()>;
+}
+
+/// The issuer a pipeline is issued through: the frame's streams, the plan's expectations in
+/// a checked issue, and the recorder told of each statement.
+pub(crate) struct Issue<'a, R> {
+    pub(crate) frame: &'a mut Frame,
+    pub(crate) expect: Option<&'a mut Expected>,
+    pub(crate) rec: &'a mut R,
+}
+
+/// The recorder of an eager run: records nothing; a device block reads its flag back and
+/// loops on the host, a collective is one NCCL group.
+pub(crate) struct Plain;
+
+impl Recorder for Plain {
+    const MODE: trace::Mode = trace::Mode::Run;
+    const CAPTURING: bool = false;
+
+    #[inline(always)]
+    fn launched(
+        &mut self,
+        _: &'static Statement,
+        _: &Stream,
+        _: &Kernel,
+        _: LaunchConfig,
+        _: &[KernelArg<'_>],
+    ) -> Result<()> {
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn issued(&mut self, _: &'static Statement, _: &Stream, _: Issued<'_>) -> Result<()> {
+        Ok(())
+    }
+
+    #[inline]
+    fn host(&mut self, stream: &Stream, f: HostFn) -> Result<()> {
+        stream.launch_host_fn(f)
+    }
+
+    #[inline(always)]
+    fn ordering(&mut self, _: &'static Statement) {}
+
+    fn block(
+        issue: &mut Issue<'_, Self>,
+        stmt: &'static Statement,
+        flag: &DeviceFlag,
+        kind: CondKind,
+        limit: Option<u32>,
+        bodies: [&mut Body<'_>; 2],
+    ) -> Result<()> {
+        issue.eager_block(stmt, flag, kind, limit, bodies)
+    }
+
+    fn collective(
+        issue: &mut Issue<'_, Self>,
+        stmt: &'static Statement,
+        comm: &Communicator,
+        op: ReduceOp,
+        parts: &[CollectivePart<'_>],
+        streams: &[usize],
+    ) -> Result<()> {
+        #[cfg(not(feature = "nccl"))]
+        {
+            let _ = (issue, stmt, comm, op, parts, streams);
+            Err(without_nccl())
+        }
+        #[cfg(feature = "nccl")]
+        nccl_group(issue.frame, stmt, comm, op, parts, streams, |group| {
+            crate::ffi::nccl::group(&group.call, &group.entries)
+        })
+    }
+}
+
+impl<R: Recorder> Issue<'_, R> {
+    /// The observability hook of one statement (nothing without the `tracing` and `nvtx`
+    /// features): a span and a range that end when the returned scope is dropped.
+    #[inline(always)]
+    fn traced(&self, stmt: &'static Statement) -> trace::Scope {
+        trace::statement(self.frame.program(), stmt)
+    }
+
+    /// In a checked issue: `stmt`, which makes no operation of its own memory, must be the
+    /// plan's next statement ([`Expected::statement`]).
+    #[inline(always)]
+    fn expected(&mut self, stmt: &'static Statement) -> Result<()> {
+        match self.expect.as_deref_mut() {
+            None => Ok(()),
+            Some(expect) => {
+                let parts: &[(&'static Statement, Vec<BufferAccess>)] = match stmt.kind {
+                    StatementKind::Host => &[(stmt, Vec::new())],
+                    _ => &[],
+                };
+                expect.statement(stmt, parts)
+            }
+        }
+    }
+
+    /// Issues body `branch` of a block on stream `root` in a frame of its own, joined at its
+    /// end; with `streams` (a capture) the declared streams are mapped to those.
+    ///
+    /// A panic in the body is caught, the body's streams are joined all the same, and the
+    /// panic comes back as `Err` for the caller to end what it must before resuming it.
+    pub(crate) fn run_body(
+        &mut self,
+        root: usize,
+        branch: usize,
+        streams: Option<Vec<Stream>>,
+        body: &mut Body<'_>,
+    ) -> std::result::Result<Result<()>, Panic> {
+        if let Some(expect) = self.expect.as_deref_mut() {
+            if let Err(e) = expect.enter_body(branch) {
+                return Ok(Err(e));
+            }
+        }
+        let outer = match self.frame.begin_body(root, streams) {
+            Ok(f) => f,
+            Err(e) => return Ok(Err(e)),
+        };
+        let issued = catch_unwind(AssertUnwindSafe(|| body(&mut *self)));
+        let joined = self.frame.join();
+        self.frame.end_body(outer);
+        let expected = match self.expect.as_deref_mut() {
+            Some(expect) => expect.leave_body(),
+            None => Ok(()),
+        };
+        match issued {
+            Ok(issued) => Ok(issued.and(joined).and(expected)),
+            Err(panic) => Err(panic),
+        }
+    }
+
+    /// A device block on `stmt.stream`, run or captured by the recorder.
+    fn block(
+        &mut self,
+        stmt: &'static Statement,
+        flag: &DeviceFlag,
+        kind: CondKind,
+        limit: Option<u32>,
+        bodies: [&mut Body<'_>; 2],
+    ) -> Result<()> {
+        if let Some(expect) = self.expect.as_deref_mut() {
+            let flag = BufferAccess {
+                range: flag.range(),
+                mode: AccessMode::Read,
+            };
+            expect.block(stmt, flag)?;
+        }
+        self.frame
+            .enter(stmt.stream)
+            .map_err(|e| e.in_statement(stmt))?;
+        let done = R::block(self, stmt, flag, kind, limit, bodies);
+        // Errors of the body's statements name them already.
+        done.map_err(|e| match e {
+            e @ (Error::Statement { .. }
+            | Error::Capture {
+                statement: Some(_), ..
+            }) => e,
+            e => e.in_statement(stmt),
+        })
+    }
+
+    /// A collective: checked against its statements, then issued by the recorder.
+    fn do_collective(
+        &mut self,
+        stmt: &'static Statement,
+        comm: &Communicator,
+        op: ReduceOp,
+        parts: &[CollectivePart<'_>],
+    ) -> Result<()> {
+        let Some(program) = self.frame.program() else {
+            return Err(Error::InvalidArgument(
+                "a collective was issued before its pipeline was prepared".into(),
+            ));
+        };
+        let streams = crate::issue::check_collective(program, stmt, comm, parts)?;
+        R::collective(self, stmt, comm, op, parts, &streams)
+    }
+}
+
+impl Issue<'_, Plain> {
+    /// A block run eagerly: the flag is read back (after the work queued on the block's
+    /// stream) before each iteration; `bodies[0]` runs while (`while`) or if (`if`) it is
+    /// non-zero, `bodies[1]` (the `else`) otherwise.
+    fn eager_block(
+        &mut self,
+        stmt: &'static Statement,
+        flag: &DeviceFlag,
+        kind: CondKind,
+        limit: Option<u32>,
+        bodies: [&mut Body<'_>; 2],
+    ) -> Result<()> {
+        let [first, second] = bodies;
+        let mut count: u32 = 0;
+        loop {
+            if kind == CondKind::While && limit.is_some_and(|l| count >= l) {
+                return Ok(());
+            }
+            let stream = self.frame.stream(stmt.stream)?.clone();
+            let on = flag.get_on(&stream)? != 0;
+            let (branch, body) = match (kind, on) {
+                (_, true) => (0, &mut *first),
+                (CondKind::While, false) => return Ok(()),
+                (CondKind::If { .. }, false) => (1, &mut *second),
+            };
+            match self.run_body(stmt.stream, branch, None, body) {
+                Ok(r) => r?,
+                Err(panic) => resume_unwind(panic),
+            }
+            if kind != CondKind::While {
+                return Ok(());
+            }
+            count = count.saturating_add(1);
+        }
+    }
+}
+
+/// The refusal of a collective in a build without NCCL.
+#[cfg(not(feature = "nccl"))]
+pub(crate) fn without_nccl() -> Error {
+    Error::InvalidArgument(
+        "collectives run through NCCL: turn on streamgraph's `nccl` feature".into(),
+    )
+}
+
+/// A collective's NCCL group, ready to issue: every participant's call on its stream.
+#[cfg(feature = "nccl")]
+pub(crate) struct NcclGroup<'g> {
+    pub(crate) call: crate::ffi::nccl::Call,
+    /// The communicator's ranks, whose lock is held while the group is issued.
+    pub(crate) ranks: &'g std::sync::Arc<crate::comm::Ranks>,
+    /// Per participant: its rank, stream, send and receive memory, element type.
+    pub(crate) entries: Vec<crate::ffi::nccl::GroupRank<'g, 'g>>,
+}
+
+/// Prepares the NCCL group of a collective whose participants `parts` are on the declared
+/// streams `streams` (each ordered after the frame's fork) and hands it to `issue` while
+/// the communicator's lock is held.
+#[cfg(feature = "nccl")]
+pub(crate) fn nccl_group<T>(
+    frame: &mut Frame,
+    stmt: &'static Statement,
+    comm: &Communicator,
+    op: ReduceOp,
+    parts: &[CollectivePart<'_>],
+    streams: &[usize],
+    issue: impl FnOnce(&NcclGroup<'_>) -> Result<T>,
+) -> Result<T> {
+    use crate::ffi::nccl::Call;
+    let Some(ranks) = comm.nccl_ranks() else {
+        return Err(Error::InvalidArgument(
+            "this communicator was made with `Communicator::for_planning` and cannot run collectives; make one with `Communicator::init_all` or `Communicator::from_unique_id`".into(),
+        ));
+    };
+    let StatementKind::Collective { op: kind, .. } = stmt.kind else {
+        return Err(Error::InvalidArgument("not a collective".into()));
+    };
+    let call = match kind {
+        Collective::AllReduce => Call::AllReduce(op),
+        Collective::AllGather => Call::AllGather,
+        Collective::ReduceScatter => Call::ReduceScatter(op),
+        Collective::Broadcast { root } => {
+            if comm.local_ranks() != comm.ranks() {
+                return Err(Error::InvalidArgument(
+                    "`broadcast` names its root by participant, which needs every rank in this process; over several processes, use `all_reduce` or `all_gather`".into(),
+                ));
+            }
+            let root = comm.rank_of(root).and_then(|r| i32::try_from(r).ok());
+            Call::Broadcast {
+                root: root.ok_or_else(|| {
+                    Error::InvalidArgument("the root is not a participant".into())
+                })?,
+            }
+        }
+    };
+    for (k, &s) in streams.iter().enumerate() {
+        frame.enter(s)?;
+        let device = frame.stream(s)?.device().ordinal();
+        let expected = ranks.devices.get(k).copied();
+        if expected != Some(device) {
+            return Err(Error::InvalidArgument(format!(
+                "participant {k}'s stream is on device {device}, but the communicator's local rank {k} is on device {}; list the streams in the order of the communicator's devices",
+                expected.map_or_else(|| "?".to_owned(), |d| d.to_string())
+            )));
+        }
+    }
+    let mut entries = Vec::with_capacity(parts.len());
+    for (k, part) in parts.iter().enumerate() {
+        let stream = frame.stream(streams[k])?;
+        entries.push((
+            &ranks.comms[k],
+            &**stream.as_cudarc(),
+            part.send,
+            part.recv.memory_ref(),
+            part.elem,
+        ));
+    }
+    let _serialised = ranks
+        .lock
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    issue(&NcclGroup {
+        call,
+        ranks,
+        entries,
+    })
+}
+
+/// A copy's checks (equal element sizes; in a capture, no pageable memory) and its issue on
+/// declared stream `index`; returns the stream.
+#[inline]
+fn issue_copy<'f>(
+    capturing: bool,
+    origin: &'f Stream,
+    sides: &'f [Stream],
+    stmt: &'static Statement,
+    dst: &MemoryRef<'_>,
+    src: &MemoryRef<'_>,
+) -> Result<&'f Stream> {
+    if dst.elem_size() != src.elem_size() {
+        return Err(Error::InvalidArgument(format!(
+            "copy between elements of {} and {} bytes",
+            dst.elem_size(),
+            src.elem_size()
+        )));
+    }
+    if capturing
+        && [dst.memory(), src.memory()]
+            .iter()
+            .any(|m| matches!(m, Memory::PageableHost { .. }))
+    {
+        return Err(Error::Capture {
+            fault: CaptureFault::PageableMemory,
+            statement: Some(stmt),
+            after: None,
+            pipeline: None,
+        });
+    }
+    let stream = stream_of(origin, sides, stmt.stream)?;
+    crate::ffi::copy::copy(stream.as_cudarc(), dst, src, !capturing)?;
+    Ok(stream)
+}
+
+impl<R: Recorder> Issue<'_, R> {
+    /// A capture's launch: one function per crate that captures, with the kernel's launch
+    /// path ([`Frame::launch_inline`]) and the booking inlined into it.
+    #[inline(never)]
+    fn launch_captured(
+        &mut self,
+        stmt: &'static Statement,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Result<()> {
+        self.launch_and_tell(stmt, kernel, config, args)
+    }
+
+    /// Launches `stmt`, then tells the recorder (see [`Issuer::launch`] for where each
+    /// recorder's launch is compiled).
+    #[inline(always)]
+    fn launch_and_tell(
+        &mut self,
+        stmt: &'static Statement,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Result<()> {
+        let _traced = self.traced(stmt);
+        if let Some(expect) = self.expect.as_deref_mut() {
+            expect_launch(expect, stmt, args)?;
+        }
+        let stream = if R::CAPTURING {
+            self.frame.launch_inline(stmt, kernel, config, args)
+        } else {
+            self.frame.launch(stmt, kernel, config, args)
+        }
+        .map_err(|e| e.in_statement(stmt))?;
+        self.rec
+            .launched(stmt, stream, kernel, config, args)
+            .map_err(|e| e.in_statement(stmt))
+    }
+}
+
+/// In a checked issue: the launch `stmt` with `args` must be the plan's next statement.
+fn expect_launch(
+    expect: &mut Expected,
+    stmt: &'static Statement,
+    args: &[KernelArg<'_>],
+) -> Result<()> {
+    let accesses = args.iter().filter_map(KernelArg::access).collect();
+    expect.statement(stmt, &[(stmt, accesses)])
+}
+
+impl<R: Recorder> Issuer for Issue<'_, R> {
+    #[inline(always)]
+    fn launch(
+        &mut self,
+        stmt: &'static Statement,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Result<(), Error> {
+        // The hot path of runs and captures alike. The kernel's launch path is inlined only
+        // where it has a single caller, so each recorder's launch has it once: an eager run's
+        // (inlined into the pipeline's `issue`) calls `Frame::launch`, out of line in this
+        // crate; a capture's is one function per crate that captures, into which the launch
+        // path and the booking are inlined. `R::CAPTURING` is a constant: no branch is left.
+        if R::CAPTURING {
+            self.launch_captured(stmt, kernel, config, args)
+        } else {
+            self.launch_and_tell(stmt, kernel, config, args)
+        }
+    }
+
+    #[inline]
+    fn copy(
+        &mut self,
+        stmt: &'static Statement,
+        dst: MemoryMut<'_>,
+        src: MemoryRef<'_>,
+    ) -> Result<(), Error> {
+        let dst = dst.memory_ref();
+        let _traced = self.traced(stmt);
+        if let Some(expect) = self.expect.as_deref_mut() {
+            let accesses = vec![
+                BufferAccess::of(&dst.memory(), AccessMode::Write),
+                BufferAccess::of(&src.memory(), AccessMode::Read),
+            ];
+            expect.statement(stmt, &[(stmt, accesses)])?;
+        }
+        let frame = &mut *self.frame;
+        frame.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
+        let stream = issue_copy(
+            R::CAPTURING,
+            &frame.origin,
+            &frame.res.sides,
+            stmt,
+            &dst,
+            &src,
+        )
+        .map_err(|e| e.in_statement(stmt))?;
+        frame.stats.copies += 1;
+        self.rec
+            .issued(stmt, stream, Issued::Copy(dst, src))
+            .map_err(|e| e.in_statement(stmt))
+    }
+
+    #[inline]
+    fn fill(
+        &mut self,
+        stmt: &'static Statement,
+        dst: MemoryMut<'_>,
+        pattern: FillPattern,
+    ) -> Result<(), Error> {
+        let dst = dst.memory_ref();
+        let _traced = self.traced(stmt);
+        if let Some(expect) = self.expect.as_deref_mut() {
+            let accesses = vec![BufferAccess::of(&dst.memory(), AccessMode::Write)];
+            expect.statement(stmt, &[(stmt, accesses)])?;
+        }
+        let frame = &mut *self.frame;
+        frame.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
+        let stream = stream_of(&frame.origin, &frame.res.sides, stmt.stream)
+            .map_err(|e| e.in_statement(stmt))?;
+        crate::ffi::copy::fill(stream.as_cudarc(), &dst, pattern)
+            .map_err(|e| e.in_statement(stmt))?;
+        frame.stats.fills += 1;
+        self.rec
+            .issued(stmt, stream, Issued::Fill(dst, pattern))
+            .map_err(|e| e.in_statement(stmt))
+    }
+
+    #[inline]
+    fn host(&mut self, stmt: &'static Statement, f: HostFn) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
+        self.expected(stmt)?;
+        let frame = &mut *self.frame;
+        frame.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
+        let stream = stream_of(&frame.origin, &frame.res.sides, stmt.stream)
+            .map_err(|e| e.in_statement(stmt))?;
+        self.rec.host(stream, f).map_err(|e| e.in_statement(stmt))?;
+        frame.stats.host_fns += 1;
+        self.rec
+            .issued(stmt, stream, Issued::Host)
+            .map_err(|e| e.in_statement(stmt))
+    }
+
+    #[inline(always)]
+    fn record(&mut self, stmt: &'static Statement) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
+        self.expected(stmt)?;
+        self.frame.record(stmt).map_err(|e| e.in_statement(stmt))?;
+        self.rec.ordering(stmt);
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn wait(&mut self, stmt: &'static Statement) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
+        self.expected(stmt)?;
+        self.frame.wait(stmt).map_err(|e| e.in_statement(stmt))?;
+        self.rec.ordering(stmt);
+        Ok(())
+    }
+
+    #[inline]
+    fn collective(
+        &mut self,
+        stmt: &'static Statement,
+        comm: &Communicator,
+        op: ReduceOp,
+        parts: &[CollectivePart<'_>],
+    ) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
+        if let Some(expect) = self.expect.as_deref_mut() {
+            let parts: Vec<_> = parts
+                .iter()
+                .map(|p| {
+                    let accesses = vec![
+                        BufferAccess::of(&p.send.memory(), AccessMode::Read),
+                        BufferAccess::of(&p.recv.memory(), AccessMode::Write),
+                    ];
+                    (p.statement, accesses)
+                })
+                .collect();
+            expect.statement(stmt, &parts)?;
+        }
+        self.do_collective(stmt, comm, op, parts)
+            .map_err(|e| e.in_statement(stmt))
+    }
+
+    #[inline(always)]
+    fn wait_stream(&mut self, stmt: &'static Statement) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
+        self.expected(stmt)?;
+        self.frame
+            .wait_stream(stmt)
+            .map_err(|e| e.in_statement(stmt))?;
+        self.rec.ordering(stmt);
+        Ok(())
+    }
+
+    #[inline]
+    fn while_loop(
+        &mut self,
+        stmt: &'static Statement,
+        flag: &DeviceFlag,
+        limit: Option<u32>,
+        body: &mut Body<'_>,
+    ) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
+        if !matches!(stmt.kind, StatementKind::While { .. }) {
+            return Err(block_kind_error(stmt, "while"));
+        }
+        self.block(stmt, flag, CondKind::While, limit, [body, &mut no_body])
+    }
+
+    #[inline]
+    fn if_else(
+        &mut self,
+        stmt: &'static Statement,
+        flag: &DeviceFlag,
+        then: &mut Body<'_>,
+        otherwise: &mut Body<'_>,
+    ) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
+        let StatementKind::If {
+            otherwise: start,
+            end,
+        } = stmt.kind
+        else {
+            return Err(block_kind_error(stmt, "if"));
+        };
+        let kind = CondKind::If {
+            otherwise: start < end,
+        };
+        self.block(stmt, flag, kind, None, [then, otherwise])
+    }
+}
+
+/// The missing `else` of a block: issues nothing.
+fn no_body(_: &mut dyn Issuer) -> Result<()> {
+    Ok(())
+}
+
+fn block_kind_error(stmt: &'static Statement, expected: &str) -> Error {
+    Error::InvalidArgument(format!(
+        "the statement was issued as a `{expected}` block but is a {:?}",
+        stmt.kind
+    ))
+    .in_statement(stmt)
+}

@@ -1,0 +1,326 @@
+//! What a capture recorded ([`Recorded`]): the operations in issue order, the launches'
+//! shapes, the values the graph's nodes were made of, the memory they touch, the ordering
+//! statements between them, and the nodes known as they were made (block bodies, collective
+//! participants). The node book builds it while a capture issues (`graph/book.rs`); the
+//! graph owns it whole.
+
+use std::cell::OnceCell;
+
+use crate::exec::record::Issued;
+use crate::ffi::conditional::BodyGraph;
+use crate::ffi::graph::NodeHandle;
+use crate::ffi::KernelArg;
+use crate::operand::{DeviceRange, FillPattern, Memory};
+use crate::program::Statement;
+
+/// What a capture recorded, as its graph keeps it: made by the node book while the pipeline
+/// is issued ([`crate::exec::record::Recorder`]) and handed to the graph whole when the
+/// capture has ended (`NodeBook::finish`), never taken apart.
+#[derive(Debug, Default)]
+pub(crate) struct Recorded {
+    /// The operations, in issue order.
+    pub(crate) ops: Vec<CapturedOp>,
+    /// The shapes of the launches ([`CapturedOp::shape`]), one per launch in issue order.
+    pub(crate) shapes: Vec<LaunchShape>,
+    /// `(operation index, node)` of the operations whose nodes were known as they were made
+    /// (a block's, a body's, a collective participant's), in operation order.
+    pub(crate) known: Vec<(u32, NodeHandle)>,
+    /// The device memory the operations touch, unsorted, each range once in a row (sorted and
+    /// merged when the graph first needs them).
+    pub(crate) touched: Vec<DeviceRange>,
+    /// The values of every operation (see [`encode`]), one after the other.
+    pub(crate) values: Vec<u8>,
+    /// The ordering statements (record, wait, wait_stream) issued: `(position, id)`, where
+    /// `position` is the number of operations booked before it. With `ops` it gives the id of
+    /// every statement issued, in order ([`sequence`]): two issues with equal sequences build
+    /// graphs of one topology.
+    pub(crate) orderings: Vec<(u32, u32)>,
+    /// The body graphs of device blocks and the runtime's own nodes; `None` without them.
+    pub(crate) blocks: Option<Box<Blocks>>,
+    /// The node of every operation (`None` for those that made none): made by the capture in
+    /// cross-check mode, else read back from the driver when first needed ([`node_map`]).
+    pub(crate) nodes: OnceCell<Vec<Option<NodeHandle>>>,
+}
+
+/// How a capture's operations spread over the graph and its device blocks' body graphs.
+#[derive(Debug, Default)]
+pub(crate) struct Blocks {
+    /// The body graphs of device blocks, in the order captured.
+    pub(crate) bodies: Vec<CapturedBody>,
+    /// The built-in kernels before conditional nodes, and second `IF` nodes (and the other
+    /// nodes of a collective's participants).
+    pub(crate) internal: Vec<InternalNode>,
+}
+
+impl Recorded {
+    /// The body graphs of device blocks.
+    #[inline]
+    pub(crate) fn bodies(&self) -> &[CapturedBody] {
+        self.blocks.as_deref().map_or(&[], |b| &b.bodies)
+    }
+
+    /// The runtime's own nodes.
+    #[inline]
+    pub(crate) fn internal(&self) -> &[InternalNode] {
+        self.blocks.as_deref().map_or(&[], |b| &b.internal)
+    }
+
+    /// The blocks, made when the first body or internal node is recorded.
+    pub(crate) fn blocks_mut(&mut self) -> &mut Blocks {
+        self.blocks.get_or_insert_with(Box::default)
+    }
+}
+
+/// One captured operation: the statement issue it came from, what it made and where its
+/// values and launch shape are kept. 32 bytes, written once per operation on a capture's hot
+/// path; its node is kept apart ([`Recorded::known`], or mapped by creation order when the
+/// capture has ended).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CapturedOp {
+    /// The statement.
+    pub(crate) statement: &'static Statement,
+    /// Which issue of the statement, from 1.
+    pub(crate) occurrence: u32,
+    /// How many nodes of its graph the operation created: 1 (0 for an empty copy or fill); a
+    /// device block its built-in kernel and its conditional node(s).
+    pub(crate) created: u32,
+    /// Where the operation's values (see [`encode`]) lie in [`Recorded::values`];
+    /// [`OPAQUE`] as length when they cannot be compared.
+    pub(crate) values: (u32, u32),
+    /// The graph it is a node of: 0 for the captured graph, `k + 1` for
+    /// [`Recorded::bodies`]`[k]`. Nodes of bodies, and of blocks, are known as they are made
+    /// ([`Recorded::known`]); only the captured graph's other nodes are mapped in
+    /// creation order.
+    pub(crate) part: u32,
+    /// For launches: the index of its shape in [`Recorded::shapes`] (the kernel, its
+    /// configuration and number of arguments, from which `GraphExec::set_kernel_args`
+    /// rebuilds the node's parameters without asking the driver); [`NO_SHAPE`] for other
+    /// operations.
+    pub(crate) shape: u32,
+}
+
+/// [`CapturedOp::shape`] of an operation that is no launch.
+pub(crate) const NO_SHAPE: u32 = u32::MAX;
+
+impl CapturedOp {
+    /// The graph part it is a node of (see [`CapturedOp::part`]).
+    pub(crate) fn part(&self) -> usize {
+        self.part as usize
+    }
+
+    /// The stream index it was issued on (its statement's).
+    pub(crate) fn stream(&self) -> usize {
+        self.statement.stream
+    }
+
+    /// Whether the operation made a graph node (not an empty copy or fill).
+    pub(crate) fn makes_node(&self) -> bool {
+        self.created > 0
+    }
+
+    /// Whether its nodes were known as they were made (a device block's, a collective
+    /// participant's), so that the creation-order map skips the `created` nodes it made.
+    pub(crate) fn node_known(&self) -> bool {
+        matches!(
+            self.statement.kind,
+            crate::program::StatementKind::Collective { .. }
+        ) || self.statement.kind.is_block()
+    }
+}
+
+/// A body graph of a captured device block.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CapturedBody {
+    /// The body graph.
+    pub(crate) graph: BodyGraph,
+    /// The block's index in [`Recorded::ops`].
+    pub(crate) block: usize,
+    /// 0 for a `while` body or `then`, 1 for `else`.
+    pub(crate) branch: usize,
+    /// The built-in kernel at the end of a `while` body, which follows all of the body's
+    /// work, or the empty built-in kernel of a body that captured nothing.
+    pub(crate) sink: Option<NodeHandle>,
+    /// The empty built-in kernel before `sink` in a `while` body that captured nothing.
+    pub(crate) filler: Option<NodeHandle>,
+}
+
+/// A node the runtime added that is no statement's and is part of a block's operation: the
+/// built-in kernel before its conditional node, or the second `IF` node of an `if`/`else`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InternalNode {
+    pub(crate) part: usize,
+    pub(crate) node: NodeHandle,
+    /// The operation (a block) it belongs to.
+    pub(crate) op: usize,
+}
+
+/// The length of [`CapturedOp::values`] for values that cannot be compared.
+pub(crate) const OPAQUE: u32 = u32::MAX;
+
+/// Appends what a launch's node is made of — its argument values, one after the other — to
+/// `out`, in a form that two issues of one statement compare by bytes. `false` when a value
+/// cannot be compared (an argument whose type is not primitive), with what was appended of it
+/// left for the caller to cut.
+#[inline]
+pub(crate) fn encode_launch(args: &[KernelArg<'_>], out: &mut Vec<u8>) -> bool {
+    args.iter().all(|a| a.encode_value(out))
+}
+
+/// Appends what a copy's or a fill's node is made of — its operands — to `out`, in a form
+/// that two issues of one statement compare by bytes (see [`encode_launch`]). Host functions
+/// are not compared (a graph keeps the ones it captured).
+#[inline]
+pub(crate) fn encode(issued: &Issued<'_>, out: &mut Vec<u8>) -> bool {
+    match issued {
+        Issued::Copy(dst, src) => {
+            memory_signature(dst.memory(), out);
+            memory_signature(src.memory(), out);
+        }
+        Issued::Fill(dst, pattern) => {
+            memory_signature(dst.memory(), out);
+            match *pattern {
+                FillPattern::U8(v) => out.extend_from_slice(&[1, v]),
+                FillPattern::U16(v) => {
+                    out.push(2);
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+                FillPattern::U32(v) => {
+                    out.push(4);
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+            }
+        }
+        Issued::Host => {}
+    }
+    true
+}
+
+fn memory_signature(m: Memory, out: &mut Vec<u8>) {
+    let (kind, device, ptr, bytes) = match m {
+        Memory::Device(r) => (0u8, r.device, r.ptr, r.bytes),
+        Memory::PinnedHost { ptr, bytes } => (1, DeviceRange::HOST, ptr as u64, bytes),
+        Memory::PageableHost { ptr, bytes } => (2, DeviceRange::HOST, ptr as u64, bytes),
+    };
+    out.push(kind);
+    out.extend_from_slice(&device.to_le_bytes());
+    out.extend_from_slice(&ptr.to_le_bytes());
+    out.extend_from_slice(&(bytes as u64).to_le_bytes());
+}
+
+/// The id of every statement issued, in issue order: the operations' statements `ops`, with
+/// the ordering statements `orderings` (see [`Recorded::orderings`]) between them.
+pub(crate) fn sequence(ops: &[CapturedOp], orderings: &[(u32, u32)]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(ops.len() + orderings.len());
+    let mut pending = orderings.iter().peekable();
+    for (i, op) in ops.iter().enumerate() {
+        while let Some(&(_, id)) = pending.next_if(|&&(at, _)| at as usize <= i) {
+            out.push(id);
+        }
+        out.push(op.statement.id as u32);
+    }
+    out.extend(pending.map(|&(_, id)| id));
+    out
+}
+
+/// The node of every operation in `ops`: those in `known` (`(operation index, node)` in
+/// operation order: nodes known as they were made) have theirs; the captured graph's other
+/// operations that made a node get `listed` (its nodes as `cuGraphGetNodes` lists them, in
+/// creation order) in turn, past the nodes that known operations created.
+pub(crate) fn node_map(
+    ops: &[CapturedOp],
+    known: &[(u32, NodeHandle)],
+    listed: &[NodeHandle],
+) -> Vec<Option<NodeHandle>> {
+    let mut known = known.iter().peekable();
+    let mut next = listed.iter().copied();
+    ops.iter()
+        .enumerate()
+        .map(|(i, op)| {
+            let own = known
+                .next_if(|&&(at, _)| at as usize == i)
+                .map(|&(_, node)| node);
+            if op.part != 0 {
+                // A body graph's node.
+                own
+            } else if op.node_known() {
+                // Its nodes are skipped in the creation order.
+                for _ in 0..op.created {
+                    next.next();
+                }
+                own
+            } else if op.makes_node() {
+                next.next()
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// The captured shape of a launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LaunchShape {
+    pub(crate) func: crate::ffi::FunctionHandle,
+    pub(crate) config: crate::operand::LaunchConfig,
+    pub(crate) args: usize,
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::ffi::memory::Holder;
+    use crate::plan::ProgramBuilder;
+
+    #[test]
+    fn the_sequence_puts_ordering_statements_between_the_operations() {
+        let mut b = ProgramBuilder::new("Sequence");
+        let s = b.stream("s");
+        b.launch(s, "k", &[]);
+        b.launch(s, "k", &[]);
+        let program = b.build();
+        let op = |id: usize| CapturedOp {
+            statement: &program.statements[id],
+            occurrence: 1,
+            created: 1,
+            values: (0, 0),
+            part: 0,
+            shape: NO_SHAPE,
+        };
+        let ops = [op(0), op(1), op(0)];
+        // Ordering statements (ids 7, 8, 9) before the first operation, between the second
+        // and the third, and after the last.
+        let orderings = [(0, 7), (2, 8), (3, 9)];
+        assert_eq!(sequence(&ops, &orderings), [7, 0, 1, 8, 0, 9]);
+        assert_eq!(sequence(&ops, &[]), [0, 1, 0]);
+        assert_eq!(sequence(&[], &[(0, 7), (0, 8)]), [7, 8]);
+    }
+
+    #[test]
+    fn values_encode_arguments_and_operands() {
+        let encoded = |a: u32, b: f32| {
+            let args = [
+                KernelArg::by_ref(&a, None, Holder::FOREIGN),
+                KernelArg::by_ref(&b, None, Holder::FOREIGN),
+            ];
+            let mut out = Vec::new();
+            assert!(encode_launch(&args, &mut out));
+            out
+        };
+        assert_eq!(encoded(1, 2.0), encoded(1, 2.0));
+        assert_ne!(encoded(1, 2.0), encoded(2, 2.0));
+        assert_ne!(encoded(1, 2.0), encoded(1, 2.5));
+        assert_eq!(encoded(7, 0.0).len(), 2 + 4 + 4);
+
+        #[repr(C)]
+        #[derive(Clone, Copy)]
+        struct Pair {
+            a: u8,
+            b: u32,
+        }
+        let p = Pair { a: 1, b: 2 };
+        let args = [KernelArg::by_ref(&p, None, Holder::FOREIGN)];
+        assert!(!encode_launch(&args, &mut Vec::new()));
+        assert_eq!((p.a, p.b), (1, 2));
+    }
+}
