@@ -197,6 +197,13 @@ pub enum Error {
         /// What the run issued instead.
         found: String,
     },
+    /// Streamgraph broke one of its own invariants: a bug in streamgraph, not in the program
+    /// (kept apart from [`Error::InvalidArgument`], which is the caller's to mend).
+    #[error("internal error in streamgraph: {invariant}; this is a bug in streamgraph, not in the pipeline: please report it with the pipeline that showed it")]
+    Internal {
+        /// The invariant that did not hold.
+        invariant: &'static str,
+    },
     /// An executable graph refused an update with a newly captured graph.
     #[error("{}", describe_rejection(.reason, *.statement))]
     UpdateRejected {

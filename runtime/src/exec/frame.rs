@@ -405,8 +405,8 @@ impl Frame {
                     wait_on(&mut self.stats, target, &slot.instances[instance])?
                 }
                 None => {
-                    let link = self.res.links.get(s).ok_or_else(|| {
-                        Error::InvalidArgument(format!("no internal event for stream {s}"))
+                    let link = self.res.links.get(s).ok_or(Error::Internal {
+                        invariant: "every declared stream has a link event",
                     })?;
                     record_on(&mut self.stats, link, side)?;
                     wait_on(&mut self.stats, target, link)?;
@@ -446,10 +446,9 @@ impl Frame {
                 ))
             }
             Some(_) => {
-                return Err(Error::InvalidArgument(
-                    "the capture streams of a block body do not match the pipeline's streams"
-                        .into(),
-                ))
+                return Err(Error::Internal {
+                    invariant: "a block body is captured on one spare stream per declared stream",
+                })
             }
             None => None,
         };
@@ -575,8 +574,8 @@ impl Frame {
         self.enter_by_wait(stmt.stream);
         let waiting = stream_of(&self.origin, &self.res.sides, stmt.stream)?;
         let waited = stream_of(&self.origin, &self.res.sides, other)?;
-        let link = self.res.links.get(other).ok_or_else(|| {
-            Error::InvalidArgument(format!("no internal event for stream {other}"))
+        let link = self.res.links.get(other).ok_or(Error::Internal {
+            invariant: "every declared stream has a link event",
         })?;
         record_on(&mut self.stats, link, waited)?;
         wait_on(&mut self.stats, waiting, link)

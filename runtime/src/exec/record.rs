@@ -268,9 +268,9 @@ impl<R: Recorder> Issue<'_, R> {
         parts: &[CollectivePart<'_>],
     ) -> Result<()> {
         let Some(program) = self.frame.program() else {
-            return Err(Error::InvalidArgument(
-                "a collective was issued before its pipeline was prepared".into(),
-            ));
+            return Err(Error::Internal {
+                invariant: "a collective is issued only once its pipeline's streams are prepared",
+            });
         };
         let streams = crate::issue::check_collective(program, stmt, comm, parts)?;
         R::collective(self, stmt, comm, op, parts, &streams)

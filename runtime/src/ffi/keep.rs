@@ -73,7 +73,7 @@ impl std::fmt::Debug for Keep {
 
 impl Keep {
     /// Keeps the allocation behind `holder` (written by the node when `write`).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn hold(&mut self, holder: HolderKind<'_>, write: bool) {
         match holder {
             HolderKind::Device(a) => {

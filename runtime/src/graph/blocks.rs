@@ -61,18 +61,16 @@ pub(super) fn capture_block(
             what: "device flag",
         });
     }
-    let kernels = issue.rec.kernels.clone().ok_or_else(|| {
-        Error::InvalidArgument(
-            "the built-in kernels of device blocks were not loaded before the capture".into(),
-        )
+    let kernels = issue.rec.kernels.clone().ok_or(Error::Internal {
+        invariant: "the built-in kernels of device blocks are loaded before a capture with blocks",
     })?;
     let counters = match (kind, &issue.rec.counters) {
         (CondKind::While, Some(c)) if stmt.id < c.len() => Some(c),
         (CondKind::While, _) => {
-            return Err(Error::InvalidArgument(
-                "the iteration counters of device loops were not allocated before the capture"
-                    .into(),
-            ))
+            return Err(Error::Internal {
+                invariant: "the iteration counters of device loops are allocated before a capture \
+                            with `while` blocks, one word per statement",
+            })
         }
         _ => None,
     };
@@ -89,8 +87,8 @@ pub(super) fn capture_block(
     let node = cond::add_conditional(stream.as_cudarc(), &kernels, kind, &cflag, parent)?;
     let block = book.note_block(stmt, &node, flag, counters, kernels.module())?;
     let spares = issue.frame.body_streams()?;
-    let body_stream = spares.get(stmt.stream).cloned().ok_or_else(|| {
-        Error::InvalidArgument(format!("no capture stream for stream {}", stmt.stream))
+    let body_stream = spares.get(stmt.stream).cloned().ok_or(Error::Internal {
+        invariant: "every declared stream has a spare stream for body captures",
     })?;
     for (branch, body) in bodies.into_iter().enumerate().take(node.bodies.len()) {
         let graph = node.bodies[branch];
