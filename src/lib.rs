@@ -275,7 +275,7 @@
 //!
 //! [`capture`]`(origin, pipeline)` is [`Capture::new`]`(origin).capture(pipeline)`; the builder
 //! also sets the [`CaptureMode`], [`Capture::check`], [`Capture::fallback_to_eager`] and
-//! [`Capture::cross_check_nodes`]. Keep the default mode, [`CaptureMode::ThreadLocal`]: while a
+//! `Capture::cross_check_nodes` (the `testing` feature). Keep the default mode, [`CaptureMode::ThreadLocal`]: while a
 //! [`CaptureMode::Global`] capture runs, streamgraph's synchronizations, queries, allocations,
 //! instantiations and module loads on other threads fail with a typed
 //! [`CaptureFault::Implicit`] that they must retry (docs/RELIABILITY.md, "Threads", counts
