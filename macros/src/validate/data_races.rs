@@ -69,8 +69,8 @@ pub(super) fn no_static_races(program: &Program, errors: &mut Errors) {
                 "the static race check of pipeline `{}` is incomplete: its `if`s and loops give \
                  some pairs of statements more distinct orderings than the check follows, so \
                  races between those are not compile errors; `Plan::check_races` catches them \
-                 at run time (turn it on with `STREAMGRAPH_CHECKS=1`, `Eager::check(true)` or \
-                 `Capture::check(true)`)",
+                 at run time (on by default in debug builds; in release builds with \
+                 `STREAMGRAPH_CHECKS=1`, `Eager::check(true)` or `Capture::check(true)`)",
                 program.name,
             ),
         );
