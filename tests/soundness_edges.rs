@@ -42,6 +42,50 @@ fn begin_foreign_capture(stream: &Stream) {
         .unwrap();
 }
 
+pipeline! {
+    /// Adds one to `x` on the origin and to `y` on a side stream.
+    pipeline BumpTwo(x: &mut DeviceBuffer<u32>, y: &mut DeviceBuffer<u32>, k: &Kernel, n: u32) {
+        stream main;
+        stream side;
+        main: launch k<<<1, 64>>>(&mut x, 1u32, n);
+        side: launch k<<<1, 64>>>(&mut y, 1u32, n);
+    }
+}
+
+/// A side stream handed out by `Eager::stream` and captured by other code: the next run is
+/// refused, and nothing of it reaches that capture.
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn a_run_refuses_a_side_stream_captured_by_other_code() {
+    let k = Kernels::new();
+    let stream = Stream::new(&k.device, 0).unwrap();
+    let mut x = DeviceBuffer::<u32>::zeros(&k.device, 64).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeros(&k.device, 64).unwrap();
+    let mut eager = Eager::new(&stream);
+    eager
+        .run(&BumpTwo::new(&mut x, &mut y, &k.add, 64))
+        .unwrap();
+    assert!(eager.stream("nope").is_none());
+    assert_eq!(eager.stream("main"), Some(&stream));
+    let side = eager.stream("side").unwrap().clone();
+    begin_foreign_capture(&side);
+    refused(
+        "Eager::run",
+        eager.run(&BumpTwo::new(&mut x, &mut y, &k.add, 64)),
+    );
+    let foreign = side
+        .as_cudarc()
+        .end_capture(sys::CUgraphInstantiate_flags(0))
+        .unwrap();
+    if let Some(graph) = foreign {
+        graph.launch().unwrap();
+    }
+    eager
+        .run(&BumpTwo::new(&mut x, &mut y, &k.add, 64))
+        .unwrap();
+    stream.synchronize().unwrap();
+}
+
 /// Defect: work issued into a capture streamgraph did not begin. Every entry point that
 /// issues onto a stream refuses it with a typed error, and nothing reaches the foreign graph:
 /// launched twice, it runs no one-shot host function twice and names no buffer.

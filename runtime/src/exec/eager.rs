@@ -129,6 +129,30 @@ impl Eager {
         self.frame.origin()
     }
 
+    /// The stream that the pipeline run last (or prepared) declared as `name`: the origin for
+    /// its first stream, else the side stream this issuer made for it; `None` for a name it
+    /// does not declare. For timing a stream's work (record events on it after a run) and for
+    /// handing it to other code between runs; every run refuses a side stream that a capture
+    /// streamgraph did not begin holds, as it refuses such an origin.
+    ///
+    /// ```no_run
+    /// # use streamgraph_runtime::{Eager, Event, Stream};
+    /// # fn time(eager: &mut Eager) -> streamgraph_runtime::Result<()> {
+    /// // After `eager.run(&pipeline)?` of a pipeline that declares `stream side;`:
+    /// if let Some(side) = eager.stream("side") {
+    ///     let done = Event::with_timing(&side.device())?;
+    ///     done.record(side)?;
+    ///     done.synchronize()?;
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn stream(&self, name: &str) -> Option<&Stream> {
+        let program = self.frame.program()?;
+        let index = program.streams.iter().position(|s| s.name == name)?;
+        self.frame.stream(index).ok()
+    }
+
     /// Counts of the driver work issued so far.
     pub fn stats(&self) -> EagerStats {
         self.frame.stats
@@ -145,7 +169,8 @@ impl Eager {
     /// Refused with [`Error::StreamCapturing`](crate::Error::StreamCapturing) while code
     /// outside streamgraph captures the origin: the capture would take the run's work into a
     /// graph that keeps nothing it touches alive (capture pipelines with [`crate::capture`]
-    /// instead). Should a capture of the origin begin during the run (e.g. begun by the
+    /// instead); so is a run whose side stream ([`Eager::stream`]) such a capture holds.
+    /// Should a capture of one of the run's streams begin during the run (e.g. begun by the
     /// pipeline's own code), it is invalidated at the run's end and the run fails the same
     /// way.
     pub fn run<P: Pipeline + ?Sized>(&mut self, pipeline: &P) -> Result<()> {
@@ -158,6 +183,9 @@ impl Eager {
             self.expect = Some(Box::new(Expected::new(Box::new(plan))));
         }
         self.prepare_for(pipeline)?;
+        for side in self.frame.sides() {
+            side.refuse_capturing(WHAT)?;
+        }
         let issued = self.issue_prepared(pipeline, &mut Plain);
         let expected = self.expect.take();
         let issued = match issued {
@@ -169,8 +197,11 @@ impl Eager {
                 resume_unwind(panic)
             }
         };
-        if let Err(e) = self.frame.origin.refuse_captured(WHAT) {
-            // The side streams joined that capture through the origin: start afresh.
+        let captured = std::iter::once(&self.frame.origin)
+            .chain(self.frame.sides())
+            .fold(Ok(()), |done, s| done.and(s.refuse_captured(WHAT)));
+        if let Err(e) = captured {
+            // The other streams may have joined that capture: start afresh.
             self.forget_streams();
             return Err(e);
         }

@@ -292,6 +292,11 @@ impl Frame {
         }
     }
 
+    /// The side streams made for the prepared program (declared streams 1..).
+    pub(crate) fn sides(&self) -> &[Stream] {
+        &self.res.sides
+    }
+
     /// Declared stream `index`: the origin or a side stream.
     pub(crate) fn stream(&self, index: usize) -> Result<&Stream> {
         stream_of(&self.origin, &self.res.sides, index)
