@@ -197,9 +197,14 @@ impl Eager {
                 resume_unwind(panic)
             }
         };
-        let captured = std::iter::once(&self.frame.origin)
-            .chain(self.frame.sides())
-            .fold(Ok(()), |done, s| done.and(s.refuse_captured(WHAT)));
+        // Every stream is asked (and a capture of each invalidated), the first refusal kept.
+        let mut captured = Ok(());
+        for s in std::iter::once(&self.frame.origin).chain(self.frame.sides()) {
+            let checked = s.refuse_captured(WHAT);
+            if captured.is_ok() {
+                captured = checked;
+            }
+        }
         if let Err(e) = captured {
             // The other streams may have joined that capture: start afresh.
             self.forget_streams();
