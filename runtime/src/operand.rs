@@ -106,6 +106,28 @@ impl BufferAccess {
         };
         BufferAccess { range, mode }
     }
+
+    /// What a copy of `src` into `dst` touches: the destination written, the source read. The
+    /// plan and a checked run's comparison with it both take a copy's accesses from here.
+    pub(crate) fn of_copy(dst: &Memory, src: &Memory) -> Vec<BufferAccess> {
+        vec![
+            BufferAccess::of(dst, AccessMode::Write),
+            BufferAccess::of(src, AccessMode::Read),
+        ]
+    }
+
+    /// What a fill of `dst` touches.
+    pub(crate) fn of_fill(dst: &Memory) -> Vec<BufferAccess> {
+        vec![BufferAccess::of(dst, AccessMode::Write)]
+    }
+
+    /// What a collective participant touches: its send buffer read, its receive buffer written.
+    pub(crate) fn of_participant(send: &Memory, recv: &Memory) -> Vec<BufferAccess> {
+        vec![
+            BufferAccess::of(send, AccessMode::Read),
+            BufferAccess::of(recv, AccessMode::Write),
+        ]
+    }
 }
 
 /// One side of a copy, type-erased: device memory, page-locked host memory or pageable host

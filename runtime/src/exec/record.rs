@@ -521,10 +521,7 @@ impl<R: Recorder> Issuer for Issue<'_, R> {
         let dst = dst.memory_ref();
         let _traced = self.traced(stmt);
         if let Some(expect) = self.expect.as_deref_mut() {
-            let accesses = vec![
-                BufferAccess::of(&dst.memory(), AccessMode::Write),
-                BufferAccess::of(&src.memory(), AccessMode::Read),
-            ];
+            let accesses = BufferAccess::of_copy(&dst.memory(), &src.memory());
             expect.statement(stmt, &[(stmt, accesses)])?;
         }
         let frame = &mut *self.frame;
@@ -554,7 +551,7 @@ impl<R: Recorder> Issuer for Issue<'_, R> {
         let dst = dst.memory_ref();
         let _traced = self.traced(stmt);
         if let Some(expect) = self.expect.as_deref_mut() {
-            let accesses = vec![BufferAccess::of(&dst.memory(), AccessMode::Write)];
+            let accesses = BufferAccess::of_fill(&dst.memory());
             expect.statement(stmt, &[(stmt, accesses)])?;
         }
         let frame = &mut *self.frame;
@@ -615,10 +612,7 @@ impl<R: Recorder> Issuer for Issue<'_, R> {
             let parts: Vec<_> = parts
                 .iter()
                 .map(|p| {
-                    let accesses = vec![
-                        BufferAccess::of(&p.send.memory(), AccessMode::Read),
-                        BufferAccess::of(&p.recv.memory(), AccessMode::Write),
-                    ];
+                    let accesses = BufferAccess::of_participant(&p.send.memory(), &p.recv.memory());
                     (p.statement, accesses)
                 })
                 .collect();

@@ -10,7 +10,7 @@ use crate::memory::DeviceFlag;
 use crate::module::Kernel;
 use crate::operand::{BufferAccess, FillPattern, HostFn, LaunchConfig, ReduceOp};
 use crate::plan::Via;
-use crate::program::{AccessMode, Collective, Statement, StatementKind};
+use crate::program::{Collective, Statement, StatementKind};
 use crate::trace;
 
 use super::{merge, Frontier, Planner};
@@ -113,10 +113,7 @@ impl Issuer for Planner {
             ))
             .in_statement(stmt));
         }
-        let accesses = vec![
-            BufferAccess::of(&dst.memory(), AccessMode::Write),
-            BufferAccess::of(&src.memory(), AccessMode::Read),
-        ];
+        let accesses = BufferAccess::of_copy(&dst.memory(), &src.memory());
         let first = self.ops.len();
         self.operation(stmt, stream, accesses, None);
         self.logged(stmt, first);
@@ -132,12 +129,7 @@ impl Issuer for Planner {
         let _traced = trace::statement(Some(self.program), stmt);
         let stream = self.check(stmt, "fill", stmt.kind == StatementKind::Fill)?;
         let first = self.ops.len();
-        self.operation(
-            stmt,
-            stream,
-            vec![BufferAccess::of(&dst.memory(), AccessMode::Write)],
-            None,
-        );
+        self.operation(stmt, stream, BufferAccess::of_fill(&dst.memory()), None);
         self.logged(stmt, first);
         Ok(())
     }
@@ -254,10 +246,7 @@ impl Issuer for Planner {
         let before: Vec<Frontier> = streams.iter().map(|&s| self.frontiers[s].clone()).collect();
         let made = self.ops.len();
         for (k, part) in parts.iter().enumerate() {
-            let accesses = vec![
-                BufferAccess::of(&part.send.memory(), AccessMode::Read),
-                BufferAccess::of(&part.recv.memory(), AccessMode::Write),
-            ];
+            let accesses = BufferAccess::of_participant(&part.send.memory(), &part.recv.memory());
             self.operation(part.statement, streams[k], accesses, None);
             let sources: Vec<usize> = match op {
                 Collective::Broadcast { root } => vec![root],
