@@ -617,7 +617,7 @@ fn run_program(
     }
 }
 
-/// [`PROGRAMS`] random block programs of [`body_options`] (from seed
+/// `STREAMGRAPH_TEST_PROGRAMS` (default [`PROGRAMS`]) random block programs of [`body_options`] (from seed
 /// `STREAMGRAPH_TEST_FIRST_SEED`, default 0, on), each run eagerly, captured, verified (the
 /// outer graph and every body graph) and replayed three times; then the first 300 programs of
 /// [`block_options`], the suite as it was before bodies were made to exercise their joins.
@@ -633,7 +633,14 @@ fn random_device_blocks_run_eagerly_as_captured() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     let started = std::time::Instant::now();
-    for (options, count) in [(body_options(), PROGRAMS), (block_options(), 300)] {
+    let programs: usize = std::env::var("STREAMGRAPH_TEST_PROGRAMS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(PROGRAMS);
+    for (options, count) in [
+        (body_options(), programs),
+        (block_options(), programs.min(300)),
+    ] {
         let mut programs = 0;
         let mut blocks = 0;
         for r in programs_with_blocks(options, first, count) {

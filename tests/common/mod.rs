@@ -6,6 +6,7 @@
 //! finishing in the wrong order.
 #![allow(dead_code)]
 
+use std::cell::Cell;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -72,13 +73,33 @@ pub struct Kernels {
     pub add: Kernel,
     /// Tests that hold kernels run one at a time: a buffer freed by a parallel test waits for
     /// the whole device (`cuMemFree` synchronizes), which would distort the timing checks.
-    _serial: MutexGuard<'static, ()>,
+    _serial: Serial,
+}
+
+/// The lock that runs GPU tests one at a time, held until it drops. A test that holds it
+/// already (two sets of kernels in one test) takes it again at once.
+pub struct Serial {
+    _guard: Option<MutexGuard<'static, ()>>,
+}
+
+thread_local! {
+    /// How many [`Serial`]s this thread holds.
+    static HELD: Cell<u32> = const { Cell::new(0) };
 }
 
 /// The lock that runs GPU tests one at a time (a failed test does not poison it for others).
-pub fn serial() -> MutexGuard<'static, ()> {
+pub fn serial() -> Serial {
     static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    let guard = (HELD.with(Cell::get) == 0)
+        .then(|| LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
+    HELD.with(|held| held.set(held.get() + 1));
+    Serial { _guard: guard }
+}
+
+impl Drop for Serial {
+    fn drop(&mut self) {
+        HELD.with(|held| held.set(held.get() - 1));
+    }
 }
 
 impl Kernels {

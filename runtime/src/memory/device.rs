@@ -92,8 +92,11 @@ impl<T: Pod> DeviceBuffer<T> {
     }
 
     /// A buffer filled from `src` in `stream`'s order; returns once the copy is queued (the
-    /// driver has staged `src` by then).
+    /// driver has staged `src` by then). Refused with [`crate::Error::StreamCapturing`],
+    /// before anything is allocated, while code outside streamgraph captures `stream`.
     pub fn from_host_on(stream: &Stream, src: &[T]) -> Result<Self> {
+        // An allocation on the capturing thread would invalidate that capture.
+        stream.refuse_capturing("DeviceBuffer::from_host")?;
         let buffer = Self::alloc(&stream.device(), src.len())?;
         crate::stream::copy_checked(
             stream,
