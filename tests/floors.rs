@@ -27,6 +27,7 @@ const FLOORS: &[(&str, u16)] = &[
     ("module", 42),
     ("comm", 42),
     ("memory", 43),
+    ("call", 44),
     ("issue", 50),
     ("plan", 60),
     ("exec", 70),

@@ -6,6 +6,7 @@
 //! the happens-before model and issues nothing. A pipeline is therefore written once and run,
 //! captured or planned without change.
 
+use crate::call::BoundCall;
 use crate::comm::Communicator;
 use crate::error::Error;
 use crate::ffi::memory::{MemoryMut, MemoryRef};
@@ -170,6 +171,17 @@ pub trait Issuer {
     ) -> Result<(), Error> {
         let _ = (flag, then, otherwise);
         Err(unsupported_block(stmt))
+    }
+
+    /// `call OP(OPERANDS)` on `stmt.stream`: `call` is the op bound to its operands, issued
+    /// once the stream is ordered after the statement's waits. The default refuses it.
+    fn call(&mut self, stmt: &'static Statement, call: &mut dyn BoundCall) -> Result<(), Error> {
+        let _ = call;
+        Err(Error::InvalidArgument(
+            "this issuer does not run `call` statements; use `Eager`, `Capture` or `Planner`"
+                .into(),
+        )
+        .in_statement(stmt))
     }
 
     /// A collective statement (`all_reduce`, `all_gather`, `reduce_scatter`, `broadcast`):
@@ -501,6 +513,35 @@ pub mod __private {
             recv,
             elem: <R::Elem as CollectiveElem>::TYPE,
         })
+    }
+
+    /// `call OP(OPERANDS)`: `op` must be a [`crate::StreamOp`] whose operand tuple is
+    /// `operands` (so an operand of another mode or element type than the op declares is a
+    /// type error at the operand).
+    pub fn call<'a, I, O>(
+        issuer: &mut I,
+        stmt: &'static Statement,
+        op: &O,
+        operands: O::Operands<'a>,
+    ) -> Result<(), Error>
+    where
+        I: Issuer + ?Sized,
+        O: crate::call::StreamOp + ?Sized,
+    {
+        issuer.call(stmt, &mut crate::call::Bound::new(op, operands))
+    }
+
+    /// An operand `&x` of a `call`: device memory the op reads.
+    pub fn call_in<M: DeviceMemory + ?Sized>(memory: &M) -> crate::call::In<'_, M::Elem> {
+        crate::call::In::of(memory)
+    }
+
+    /// An operand `&mut x` of a `call`: a place borrowed exclusively, which the op writes.
+    pub fn call_out<'a, D>(place: Place<'a, D>) -> Result<crate::call::Out<'a, D::Elem>, Error>
+    where
+        D: DeviceMemoryMut + ?Sized,
+    {
+        Ok(crate::call::Out::new(place.device()?))
     }
 
     /// `limit = N` of a `while`: the number of iterations at most.

@@ -9,6 +9,7 @@
 
 // Private modules, one floor each (README "Layout"; tests/floors.rs checks them); every public item has one path: the root.
 mod access;
+mod call;
 mod comm;
 mod device;
 mod error;
@@ -25,6 +26,10 @@ mod program;
 mod stream;
 mod trace;
 
+pub use call::{
+    BoundCall, CallAccess, CallOperand, CallOperands, CallStream, CudarcView, CudarcViewMut, In,
+    Out, StreamOp,
+};
 pub use comm::Communicator;
 #[cfg(feature = "nccl")]
 #[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
@@ -74,8 +79,8 @@ pub mod testing;
 pub mod __private {
     pub use crate::error::Error;
     pub use crate::issue::__private::{
-        collective, collective_part, collective_part_in_place, copy, copy_with, fill,
-        fill_value_of, fill_with, host, if_else, kernel_with, limit, while_loop,
+        call, call_in, call_out, collective, collective_part, collective_part_in_place, copy,
+        copy_with, fill, fill_value_of, fill_with, host, if_else, kernel_with, limit, while_loop,
     };
     pub use crate::issue::{Issuer, LaunchKernel, Pipeline, StreamOptions, ValueParameter};
     // `GraphCopySource`, `NotPageable` and `PageableHost` are named by no generated code, but by

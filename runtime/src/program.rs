@@ -154,6 +154,11 @@ pub enum StatementKind {
         /// One past the last statement id of the block.
         end: usize,
     },
+    /// `call OP(OPERANDS)`: the work of a [`crate::StreamOp`] on the statement's stream.
+    Call {
+        /// The op expression as written, e.g. `gemm`.
+        op: &'static str,
+    },
     /// One participant of a collective `all_reduce(COMM, OP) { S0: BUF0, S1: BUF1, … };`:
     /// the statement of participant `id - first`, issued on its own stream. A collective of
     /// `count` participants is `count` consecutive statements `first .. first + count`, one
@@ -211,6 +216,7 @@ impl StatementKind {
                 | Self::Copy
                 | Self::Fill
                 | Self::Host
+                | Self::Call { .. }
                 | Self::While { .. }
                 | Self::If { .. }
                 | Self::Collective { .. }

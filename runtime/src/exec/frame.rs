@@ -29,6 +29,8 @@ pub struct EagerStats {
     pub fills: u64,
     /// Host functions.
     pub host_fns: u64,
+    /// `call` statements (each may issue several kernels, copies or memsets).
+    pub calls: u64,
     /// `cuEventRecord` calls, including those for fork, join and `wait_stream`.
     pub event_records: u64,
     /// `cuStreamWaitEvent` calls, including those for fork, join and `wait_stream`.

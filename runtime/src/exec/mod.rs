@@ -6,6 +6,7 @@
 //! in `graph/`, which plugs its recorder into this path; `exec/` issues.
 use std::sync::OnceLock;
 
+pub(crate) mod collective;
 pub mod eager;
 pub(crate) mod expect;
 pub(crate) mod frame;

@@ -13,6 +13,7 @@
 use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
+use crate::call::{check_devices, BoundCall, CallAccess, CallStream};
 use crate::comm::Communicator;
 use crate::error::{CaptureFault, Error, Result};
 use crate::exec::expect::Expected;
@@ -24,8 +25,6 @@ use crate::issue::{Body, CollectivePart, Issuer};
 use crate::memory::{DeviceFlag, DeviceMemory};
 use crate::module::Kernel;
 use crate::operand::{BufferAccess, FillPattern, HostFn, LaunchConfig, Memory, ReduceOp};
-#[cfg(feature = "nccl")]
-use crate::program::Collective;
 use crate::program::{AccessMode, Statement, StatementKind};
 use crate::stream::Stream;
 use crate::trace;
@@ -85,6 +84,15 @@ pub(crate) trait Recorder: Sized {
         kind: CondKind,
         limit: Option<u32>,
         bodies: [&mut Body<'_>; 2],
+    ) -> Result<()>;
+
+    /// Issues `call` on `stream` (declared stream `stmt.stream`, ordered after the frame's
+    /// fork).
+    fn call(
+        issue: &mut Issue<'_, Self>,
+        stmt: &'static Statement,
+        stream: &Stream,
+        call: &mut dyn BoundCall,
     ) -> Result<()>;
 
     /// Issues a collective whose participants `parts` (checked against their statements)
@@ -151,6 +159,15 @@ impl Recorder for Plain {
         issue.eager_block(stmt, flag, kind, limit, bodies)
     }
 
+    fn call(
+        _: &mut Issue<'_, Self>,
+        _: &'static Statement,
+        stream: &Stream,
+        call: &mut dyn BoundCall,
+    ) -> Result<()> {
+        call.issue(&CallStream::new(stream, false))
+    }
+
     fn collective(
         issue: &mut Issue<'_, Self>,
         stmt: &'static Statement,
@@ -162,10 +179,10 @@ impl Recorder for Plain {
         #[cfg(not(feature = "nccl"))]
         {
             let _ = (issue, stmt, comm, op, parts, streams);
-            Err(without_nccl())
+            Err(super::collective::without_nccl())
         }
         #[cfg(feature = "nccl")]
-        nccl_group(issue.frame, stmt, comm, op, parts, streams, |group| {
+        super::collective::nccl_group(issue.frame, stmt, comm, op, parts, streams, |group| {
             crate::ffi::nccl::group(&group.call, &group.entries)
         })
     }
@@ -312,97 +329,6 @@ impl Issue<'_, Plain> {
             count = count.saturating_add(1);
         }
     }
-}
-
-/// The refusal of a collective in a build without NCCL.
-#[cfg(not(feature = "nccl"))]
-pub(crate) fn without_nccl() -> Error {
-    Error::InvalidArgument(
-        "collectives run through NCCL: turn on streamgraph's `nccl` feature".into(),
-    )
-}
-
-/// A collective's NCCL group, ready to issue: every participant's call on its stream.
-#[cfg(feature = "nccl")]
-pub(crate) struct NcclGroup<'g> {
-    pub(crate) call: crate::ffi::nccl::Call,
-    /// The communicator's ranks, whose lock is held while the group is issued.
-    pub(crate) ranks: &'g std::sync::Arc<crate::comm::Ranks>,
-    /// Per participant: its rank, stream, send and receive memory, element type.
-    pub(crate) entries: Vec<crate::ffi::nccl::GroupRank<'g, 'g>>,
-}
-
-/// Prepares the NCCL group of a collective whose participants `parts` are on the declared
-/// streams `streams` (each ordered after the frame's fork) and hands it to `issue` while
-/// the communicator's lock is held.
-#[cfg(feature = "nccl")]
-pub(crate) fn nccl_group<T>(
-    frame: &mut Frame,
-    stmt: &'static Statement,
-    comm: &Communicator,
-    op: ReduceOp,
-    parts: &[CollectivePart<'_>],
-    streams: &[usize],
-    issue: impl FnOnce(&NcclGroup<'_>) -> Result<T>,
-) -> Result<T> {
-    use crate::ffi::nccl::Call;
-    let Some(ranks) = comm.nccl_ranks() else {
-        return Err(Error::InvalidArgument(
-            "this communicator was made with `Communicator::for_planning` and cannot run collectives; make one with `Communicator::init_all` or `Communicator::from_unique_id`".into(),
-        ));
-    };
-    let StatementKind::Collective { op: kind, .. } = stmt.kind else {
-        return Err(Error::InvalidArgument("not a collective".into()));
-    };
-    let call = match kind {
-        Collective::AllReduce => Call::AllReduce(op),
-        Collective::AllGather => Call::AllGather,
-        Collective::ReduceScatter => Call::ReduceScatter(op),
-        Collective::Broadcast { root } => {
-            if comm.local_ranks() != comm.ranks() {
-                return Err(Error::InvalidArgument(
-                    "`broadcast` names its root by participant, which needs every rank in this process; over several processes, use `all_reduce` or `all_gather`".into(),
-                ));
-            }
-            let root = comm.rank_of(root).and_then(|r| i32::try_from(r).ok());
-            Call::Broadcast {
-                root: root.ok_or_else(|| {
-                    Error::InvalidArgument("the root is not a participant".into())
-                })?,
-            }
-        }
-    };
-    for (k, &s) in streams.iter().enumerate() {
-        frame.enter(s)?;
-        let device = frame.stream(s)?.device().ordinal();
-        let expected = ranks.devices.get(k).copied();
-        if expected != Some(device) {
-            return Err(Error::InvalidArgument(format!(
-                "participant {k}'s stream is on device {device}, but the communicator's local rank {k} is on device {}; list the streams in the order of the communicator's devices",
-                expected.map_or_else(|| "?".to_owned(), |d| d.to_string())
-            )));
-        }
-    }
-    let mut entries = Vec::with_capacity(parts.len());
-    for (k, part) in parts.iter().enumerate() {
-        let stream = frame.stream(streams[k])?;
-        entries.push((
-            &ranks.comms[k],
-            &**stream.as_cudarc(),
-            part.send,
-            part.recv.memory_ref(),
-            part.elem,
-        ));
-    }
-    let _serialised = ranks
-        .lock
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    issue(&NcclGroup {
-        call,
-        ranks,
-        entries,
-    })
 }
 
 /// A copy's checks (equal element sizes; in a capture, no pageable memory) and its issue on
@@ -620,6 +546,32 @@ impl<R: Recorder> Issuer for Issue<'_, R> {
         }
         self.do_collective(stmt, comm, op, parts)
             .map_err(|e| e.in_statement(stmt))
+    }
+
+    #[inline]
+    fn call(&mut self, stmt: &'static Statement, call: &mut dyn BoundCall) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
+        if let Some(expect) = self.expect.as_deref_mut() {
+            let accesses = call
+                .accesses()
+                .iter()
+                .filter_map(CallAccess::buffer_access)
+                .collect();
+            expect.statement(stmt, &[(stmt, accesses)])?;
+        }
+        self.frame
+            .enter(stmt.stream)
+            .map_err(|e| e.in_statement(stmt))?;
+        let stream = self
+            .frame
+            .stream(stmt.stream)
+            .map_err(|e| e.in_statement(stmt))?
+            .clone();
+        check_devices(call.accesses(), stream.device().ordinal())
+            .map_err(|e| e.in_statement(stmt))?;
+        R::call(self, stmt, &stream, call).map_err(|e| e.in_statement(stmt))?;
+        self.frame.stats.calls += 1;
+        Ok(())
     }
 
     #[inline(always)]

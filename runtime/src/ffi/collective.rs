@@ -1,5 +1,6 @@
-//! Capturing a collective: which participant each node that an NCCL group adds to a capture
-//! belongs to ([`capture_group`]), so that the node book can map the collective's nodes.
+//! Capturing work of other code (an NCCL group, a `call` statement's op): which participant
+//! each node it adds to a capture belongs to ([`capture_group`]), so that the node book can
+//! map them, and what kinds of node they are ([`added_kinds`]).
 
 use std::collections::HashSet;
 
@@ -33,28 +34,29 @@ pub(crate) struct ParticipantNodes {
 /// say, and the graph could not be verified exactly.
 pub(crate) fn capture_group(
     streams: &[&CudaStream],
+    what: &str,
     issue: impl FnOnce() -> Result<()>,
 ) -> Result<Vec<ParticipantNodes>> {
     let Some(first) = streams.first() else {
-        return Err(Error::InvalidArgument(
-            "a collective without participants".into(),
-        ));
+        return Err(Error::Internal {
+            invariant: "captured work of other code has at least one stream",
+        });
     };
     ensure_current(first.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
     let info =
         |s: &CudaStream| capture_state(s).map_err(|e| Error::driver("cuStreamGetCaptureInfo", e));
     let (status, graph, _) = info(first)?;
     if status != CaptureStatus::Active || graph.is_null() {
-        return Err(Error::InvalidArgument(
-            "a collective's first participant is not capturing".into(),
-        ));
+        return Err(Error::Internal {
+            invariant: "captured work of other code is issued on a capturing stream",
+        });
     }
     for s in &streams[1..] {
         let (status, g, _) = info(s)?;
         if status != CaptureStatus::Active || g != graph {
-            return Err(Error::InvalidArgument(
-                "a collective's participants are not capturing into one graph".into(),
-            ));
+            return Err(Error::Internal {
+                invariant: "the streams of captured work of other code capture into one graph",
+            });
         }
     }
     // SAFETY: `graph` is the graph of the capture under way on `first`.
@@ -108,7 +110,7 @@ pub(crate) fn capture_group(
                 Some(o) if o == k => continue,
                 Some(o) => {
                     return Err(Error::InvalidArgument(format!(
-                        "NCCL added graph nodes that participants {o} and {k} both depend on; this NCCL's capture of the group cannot be verified against the pipeline's model"
+                        "{what} added graph nodes that participants {o} and {k} both depend on; its capture cannot be verified against the pipeline's model"
                     )))
                 }
                 None => owner[i] = Some(k),
@@ -122,9 +124,9 @@ pub(crate) fn capture_group(
         tips.push(tip);
     }
     if owner.iter().any(Option::is_none) {
-        return Err(Error::InvalidArgument(
-            "NCCL added graph nodes that no participant's stream depends on; this NCCL's capture of the group cannot be verified against the pipeline's model".into(),
-        ));
+        return Err(Error::InvalidArgument(format!(
+            "{what} added graph nodes that no participant's stream depends on (work issued on another stream, left unjoined); its capture cannot be verified against the pipeline's model"
+        )));
     }
     let mut out = Vec::with_capacity(streams.len());
     for (k, (s, tip)) in streams.iter().zip(tips).enumerate() {
@@ -171,4 +173,51 @@ pub(crate) fn capture_group(
         });
     }
     Ok(out)
+}
+
+/// What a node added by work of other code is, for the refusal of nodes a graph of its
+/// statement cannot hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AddedKind {
+    /// A kernel, a memset, a copy or an empty node: legal everywhere, bodies included.
+    Plain,
+    /// A host function node.
+    Host,
+    /// A child graph.
+    Graph,
+    /// A memory allocation or free node.
+    Memory,
+    /// An event record or wait node (or an external semaphore's).
+    Event,
+    /// A conditional node, or any other kind.
+    Other,
+}
+
+/// The kinds of `nodes` (`cuGraphNodeGetType`), each a node of the capture under way.
+pub(crate) fn added_kinds(nodes: &ParticipantNodes) -> Result<Vec<AddedKind>> {
+    use sys::CUgraphNodeType as T;
+    let mut kinds = Vec::with_capacity(1 + nodes.inner.len());
+    for node in std::iter::once(&nodes.exit).chain(&nodes.inner) {
+        let mut kind = T::CU_GRAPH_NODE_TYPE_EMPTY;
+        // SAFETY: `node` was added to the graph of a capture still under way (the caller asks
+        // right after `capture_group`), so it is alive; `kind` is a valid out-pointer.
+        unsafe { sys::cuGraphNodeGetType(node.raw(), &mut kind) }
+            .result()
+            .map_err(|e| Error::driver("cuGraphNodeGetType", e))?;
+        kinds.push(match kind {
+            T::CU_GRAPH_NODE_TYPE_KERNEL
+            | T::CU_GRAPH_NODE_TYPE_MEMSET
+            | T::CU_GRAPH_NODE_TYPE_MEMCPY
+            | T::CU_GRAPH_NODE_TYPE_EMPTY => AddedKind::Plain,
+            T::CU_GRAPH_NODE_TYPE_HOST => AddedKind::Host,
+            T::CU_GRAPH_NODE_TYPE_GRAPH => AddedKind::Graph,
+            T::CU_GRAPH_NODE_TYPE_MEM_ALLOC | T::CU_GRAPH_NODE_TYPE_MEM_FREE => AddedKind::Memory,
+            T::CU_GRAPH_NODE_TYPE_EVENT_RECORD
+            | T::CU_GRAPH_NODE_TYPE_WAIT_EVENT
+            | T::CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL
+            | T::CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT => AddedKind::Event,
+            _ => AddedKind::Other,
+        });
+    }
+    Ok(kinds)
 }

@@ -357,7 +357,6 @@ pub(super) unsafe fn graph_nodes(
     Ok(nodes)
 }
 
-#[cfg(feature = "nccl")]
 /// The nodes `node` depends on.
 ///
 /// # Safety

@@ -110,7 +110,6 @@ impl Keep {
     }
 
     /// Keeps `owner` alive as long as the graph (once however often it is given).
-    #[cfg(feature = "nccl")]
     pub(crate) fn hold_other(&mut self, owner: Arc<dyn std::any::Any + Send + Sync>) {
         if !self.others.iter().any(|o| Arc::ptr_eq(o, &owner)) {
             self.others.push(owner);

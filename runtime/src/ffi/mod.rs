@@ -20,7 +20,6 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaStream, DriverError};
 use crate::error::{CaptureFault, Error};
 
 pub(crate) mod capture;
-#[cfg(feature = "nccl")]
 pub(crate) mod collective;
 pub(crate) mod conditional;
 pub(crate) mod copy;

@@ -332,6 +332,16 @@ impl Issuer for Updater<'_> {
         Err(self.stop("the pipeline has a collective"))
     }
 
+    fn call(
+        &mut self,
+        _stmt: &'static Statement,
+        _call: &mut dyn crate::call::BoundCall,
+    ) -> Result<(), Error> {
+        // A library call's nodes are the library's (it may pick other kernels for other
+        // operands): a change reaches them only through a new capture.
+        Err(self.stop("the pipeline has a `call` statement, whose nodes `update_args` and `set_kernel_args` do not reach; `update_with` captures it again"))
+    }
+
     fn host(&mut self, stmt: &'static Statement, _f: HostFn) -> Result<(), Error> {
         // Host functions are not compared: the graph keeps those it captured.
         self.next_op(stmt).map(drop)

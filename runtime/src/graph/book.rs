@@ -391,6 +391,31 @@ impl NodeBook {
         Ok(())
     }
 
+    /// Books a `call` just captured: `added` are the nodes its op added (from
+    /// [`crate::ffi::collective::capture_group`]), one operation known by its last node. The
+    /// graph keeps the operands' memory and `owner` (the op's handle, workspace, module).
+    pub(crate) fn note_call(
+        &mut self,
+        stmt: &'static Statement,
+        accesses: &[crate::call::CallAccess<'_>],
+        added: crate::ffi::collective::ParticipantNodes,
+        owner: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    ) -> Result<()> {
+        let occurrence = self.issued(stmt)?;
+        if let Some(owner) = owner {
+            self.keep.hold_other(owner);
+        }
+        for access in accesses {
+            if let Memory::Device(r) = access.memory.memory() {
+                remember(&mut self.rec.touched, r);
+            }
+            self.keep
+                .hold(access.memory.holder(), access.mode == AccessMode::Write);
+        }
+        self.book_known(stmt, occurrence, added.exit, added.inner);
+        Ok(())
+    }
+
     /// Books an operation whose nodes the capture knows as they are made (a device block, a
     /// collective participant): `node` stands for it, `inner` are its other nodes. Its values
     /// are no kernel node's, never updated in place. Returns its index.

@@ -28,15 +28,15 @@ pub(super) fn capture_collective(
     #[cfg(not(feature = "nccl"))]
     {
         let _ = (stmt, comm, op, parts, streams);
-        Err(crate::exec::record::without_nccl())
+        Err(crate::exec::collective::without_nccl())
     }
     #[cfg(feature = "nccl")]
     {
         let book = &mut issue.rec.book;
-        crate::exec::record::nccl_group(issue.frame, stmt, comm, op, parts, streams, |group| {
+        crate::exec::collective::nccl_group(issue.frame, stmt, comm, op, parts, streams, |group| {
             let capturing: Vec<&cudarc::driver::CudaStream> =
                 group.entries.iter().map(|e| e.1).collect();
-            let added = crate::ffi::collective::capture_group(&capturing, || {
+            let added = crate::ffi::collective::capture_group(&capturing, "NCCL", || {
                 crate::ffi::nccl::group(&group.call, &group.entries)
             })?;
             let owner: std::sync::Arc<dyn std::any::Any + Send + Sync> = group.ranks.clone();

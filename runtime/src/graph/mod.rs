@@ -62,6 +62,7 @@ use recorded::{CapturedOp, LaunchShape, Recorded};
 mod args;
 mod blocks;
 mod book;
+mod call;
 mod capture;
 mod collective;
 mod dot;

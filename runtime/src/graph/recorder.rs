@@ -1,11 +1,14 @@
 //! The capture's recorder hooks: what a capture does after each statement that the issuing
 //! path of [`crate::Eager`] issued on the capturing streams (`exec/record.rs`). Operations
 //! are booked in the node book; host functions are kept by the graph; device blocks and
-//! collectives are captured by `blocks.rs` and `collective.rs`.
+//! collectives and `call` statements are captured by `blocks.rs`, `collective.rs` and
+//! `call.rs`.
 
 use super::blocks::capture_block;
 use super::book::Recording;
+use super::call::capture_call;
 use super::collective::capture_collective;
+use crate::call::BoundCall;
 use crate::comm::Communicator;
 use crate::error::Result;
 use crate::exec::record::{Issue, Issued, Recorder};
@@ -66,6 +69,15 @@ impl Recorder for Recording {
         bodies: [&mut Body<'_>; 2],
     ) -> Result<()> {
         capture_block(issue, stmt, flag, kind, limit, bodies)
+    }
+
+    fn call(
+        issue: &mut Issue<'_, Self>,
+        stmt: &'static Statement,
+        stream: &Stream,
+        call: &mut dyn BoundCall,
+    ) -> Result<()> {
+        capture_call(issue, stmt, stream, call)
     }
 
     fn collective(

@@ -1,6 +1,7 @@
 //! The [`Planner`] as an [`Issuer`]: each statement checked against the program, then applied
 //! to the model.
 
+use crate::call::BoundCall;
 use crate::comm::Communicator;
 use crate::error::{Error, Result};
 use crate::ffi::memory::{MemoryMut, MemoryRef};
@@ -93,6 +94,31 @@ impl Issuer for Planner {
             args.iter().filter_map(KernelArg::access).collect(),
             Some(config),
         );
+        self.logged(stmt, first);
+        Ok(())
+    }
+
+    fn call(&mut self, stmt: &'static Statement, call: &mut dyn BoundCall) -> Result<()> {
+        let _traced = trace::statement(Some(self.program), stmt);
+        let stream = self.check(
+            stmt,
+            "call",
+            matches!(stmt.kind, StatementKind::Call { .. }),
+        )?;
+        let mut accesses = Vec::with_capacity(call.accesses().len());
+        for access in call.accesses() {
+            match access.buffer_access() {
+                Some(a) => accesses.push(a),
+                None => {
+                    return Err(Error::InvalidArgument(
+                        "a `call` operand is not device memory; an op reads and writes device memory only".into(),
+                    )
+                    .in_statement(stmt))
+                }
+            }
+        }
+        let first = self.ops.len();
+        self.operation(stmt, stream, accesses, None);
         self.logged(stmt, first);
         Ok(())
     }

@@ -397,6 +397,13 @@ impl<I: Issuer + ?Sized> Issuer for Forward<'_, I> {
     ) -> Result<()> {
         self.0.if_else(stmt, flag, then, otherwise)
     }
+    fn call(
+        &mut self,
+        stmt: &'static Statement,
+        call: &mut dyn crate::call::BoundCall,
+    ) -> Result<()> {
+        self.0.call(stmt, call)
+    }
     fn collective(
         &mut self,
         stmt: &'static Statement,

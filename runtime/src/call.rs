@@ -1,0 +1,501 @@
+//! Stream-ordered work of other code as a pipeline statement: `STREAM: call OP(&mut c, &a);`.
+//!
+//! A [`StreamOp`] issues any number of kernels, copies, memsets or library calls on the stream
+//! it is given. Its operands are declared by type ([`StreamOp::Operands`], a tuple of [`In`]
+//! and [`Out`]), so the statement's `&x` / `&mut x` are checked against what the op reads and
+//! writes when the pipeline compiles; the runtime then treats the call like a launch with
+//! those accesses: the race check, a checked run's comparison with its plan, what a graph
+//! keeps alive. A capture attributes every node the op adds to its statement (ending in one
+//! node) and refuses nodes a graph of its statement cannot hold.
+
+use std::any::Any;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use cudarc::driver::CudaStream;
+
+use crate::access::{device_ref, DeviceMemory, DeviceMemoryMut, Pod};
+use crate::error::{Error, Result};
+use crate::ffi::memory::{Holder, MemoryMut, MemoryRef};
+use crate::ffi::KernelArg;
+use crate::module::Kernel;
+use crate::operand::{BufferAccess, DeviceRange, LaunchConfig, Memory};
+use crate::program::AccessMode;
+use crate::stream::Stream;
+
+/// Work a `call` statement issues on its stream: kernels, copies, memsets, library calls.
+///
+/// Streamgraph's own ops ([`crate::ops`]) cover the common libraries, so that pipelines
+/// need no `unsafe`; implement this trait for work of your own.
+///
+/// ```
+/// use streamgraph_runtime::{CallStream, In, Kernel, KernelArg, LaunchConfig, Out, Result, StreamOp};
+///
+/// /// `y = x + 1` through a kernel of one's own (`add_one(const float*, float*, unsigned)`).
+/// struct AddOne(Kernel);
+///
+/// // SAFETY: `issue` launches one kernel on the given stream, which reads `x` and writes
+/// // `y` within their lengths; the kernel's module is kept by the launch itself.
+/// unsafe impl StreamOp for AddOne {
+///     type Operands<'a> = (In<'a, f32>, Out<'a, f32>);
+///     fn issue(&self, stream: &CallStream<'_>, (x, y): &mut Self::Operands<'_>) -> Result<()> {
+///         let n = x.len().min(y.len()) as u32;
+///         let config = LaunchConfig {
+///             grid: n.div_ceil(256).into(),
+///             block: 256u32.into(),
+///             shared_mem_bytes: 0,
+///         };
+///         let x = x.arg();
+///         stream.launch(&self.0, config, &[x, y.arg(), KernelArg::value(&n)])
+///     }
+/// }
+/// ```
+///
+/// # Safety
+///
+/// Implementers promise, for every call of [`StreamOp::issue`]:
+/// - the work is issued on `stream` only (no other stream; no event recorded or waited for
+///   on it), and nothing is synchronised, allocated or freed;
+/// - the work reads no memory but the operands' and the op's own, and writes no memory but
+///   the [`Out`] operands' (within their ranges) and the op's own;
+/// - whatever else the work uses (a library handle, a workspace, a module, constants) stays
+///   allocated while the value [`StreamOp::keep`] returns is alive: a captured graph keeps
+///   that value, and its operands, for as long as it can replay.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an op a `call` statement can issue",
+    label = "`call` expects a `StreamOp` here",
+    note = "streamgraph's ops (`streamgraph::ops`) cover cuBLAS GEMMs and random numbers; \
+            pass the op as a pipeline parameter such as `gemm: &Gemm<f32>` and write \
+            `call gemm(&mut c, &a, &b)`"
+)]
+pub unsafe trait StreamOp {
+    /// The operands, in order: a tuple of [`In`] (memory read) and [`Out`] (memory written).
+    type Operands<'a>: CallOperands<'a>;
+
+    /// Issues the work on `stream`. In a capture the stream is capturing: the work becomes
+    /// graph nodes. Called once per issue of the statement.
+    fn issue(&self, stream: &CallStream<'_>, operands: &mut Self::Operands<'_>) -> Result<()>;
+
+    /// What a graph that captured this op keeps alive besides the operands (handle,
+    /// workspace, module); `None` when the work needs nothing more.
+    fn keep(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        None
+    }
+
+    /// A name for messages (the op's type by default).
+    fn name(&self) -> &str {
+        std::any::type_name::<Self>()
+    }
+}
+
+/// One operand of a `call`, as the issuers see it: its memory and whether it is written.
+#[derive(Debug, Clone, Copy)]
+pub struct CallAccess<'a> {
+    /// The memory.
+    pub memory: MemoryRef<'a>,
+    /// Read (`&x`) or written (`&mut x`).
+    pub mode: AccessMode,
+}
+
+impl CallAccess<'_> {
+    /// The access as the plan records it (operands are device memory).
+    pub(crate) fn buffer_access(&self) -> Option<BufferAccess> {
+        match self.memory.memory() {
+            Memory::Device(range) => Some(BufferAccess {
+                range,
+                mode: self.mode,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The operand list of a [`StreamOp`]: a tuple of [`In`] and [`Out`] (up to 12).
+pub trait CallOperands<'a> {
+    /// Each operand's memory and mode, in order.
+    fn accesses(&self, out: &mut Vec<CallAccess<'a>>);
+}
+
+/// Device memory of `T` a `call` reads: `&x` in the statement.
+pub struct In<'a, T> {
+    memory: MemoryRef<'a>,
+    len: usize,
+    _elem: PhantomData<&'a [T]>,
+}
+
+/// Device memory of `T` a `call` writes: `&mut x` in the statement, reached through an
+/// exclusive borrow.
+pub struct Out<'a, T> {
+    memory: MemoryMut<'a>,
+    len: usize,
+    _elem: PhantomData<&'a mut [T]>,
+}
+
+impl<T> fmt::Debug for In<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("In")
+            .field("memory", &self.memory.memory())
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<T> fmt::Debug for Out<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Out")
+            .field("memory", &self.memory.memory())
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+fn range_of(memory: &MemoryRef<'_>) -> DeviceRange {
+    match memory.memory() {
+        Memory::Device(range) => range,
+        // Operands are made from device memory only.
+        _ => DeviceRange {
+            device: -1,
+            ptr: 0,
+            bytes: 0,
+        },
+    }
+}
+
+impl<'a, T: Pod> In<'a, T> {
+    /// The operand `memory` reads.
+    pub fn of<M: DeviceMemory<Elem = T> + ?Sized>(memory: &'a M) -> In<'a, T> {
+        In {
+            memory: device_ref(memory),
+            len: memory.len(),
+            _elem: PhantomData,
+        }
+    }
+}
+
+impl<'a, T> In<'a, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device address of the first element.
+    pub fn device_ptr(&self) -> u64 {
+        range_of(&self.memory).ptr
+    }
+
+    /// The device the memory is on.
+    pub fn device_ordinal(&self) -> i32 {
+        range_of(&self.memory).device
+    }
+
+    /// The operand as a kernel argument that reads it.
+    pub fn arg(&self) -> KernelArg<'a> {
+        KernelArg::buffer(
+            BufferAccess {
+                range: range_of(&self.memory),
+                mode: AccessMode::Read,
+            },
+            Holder(self.memory.holder()),
+        )
+    }
+
+    /// The operand as memory cudarc's safe API reads on `stream` ([`CudarcView`]).
+    pub fn cudarc<'s>(&'s self, stream: &'s CallStream<'_>) -> CudarcView<'s, T> {
+        CudarcView {
+            ptr: self.device_ptr(),
+            len: self.len,
+            stream: stream.as_cudarc(),
+            _elem: PhantomData,
+        }
+    }
+}
+
+impl<'a, T> Out<'a, T> {
+    /// The operand `memory`, reached through an exclusive borrow.
+    pub(crate) fn new(memory: MemoryMut<'a>) -> Out<'a, T> {
+        let len = memory.memory().bytes() / std::mem::size_of::<T>().max(1);
+        Out {
+            memory,
+            len,
+            _elem: PhantomData,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device address of the first element.
+    pub fn device_ptr(&self) -> u64 {
+        range_of(&self.memory.memory_ref()).ptr
+    }
+
+    /// The device the memory is on.
+    pub fn device_ordinal(&self) -> i32 {
+        range_of(&self.memory.memory_ref()).device
+    }
+
+    /// The operand as a kernel argument that writes it.
+    pub fn arg(&mut self) -> KernelArg<'_> {
+        KernelArg::buffer(
+            BufferAccess {
+                range: range_of(&self.memory.memory_ref()),
+                mode: AccessMode::Write,
+            },
+            Holder(self.memory.memory_ref().holder()),
+        )
+    }
+
+    /// The operand as memory cudarc's safe API writes on `stream` ([`CudarcViewMut`]).
+    pub fn cudarc<'s>(&'s mut self, stream: &'s CallStream<'_>) -> CudarcViewMut<'s, T> {
+        CudarcViewMut {
+            ptr: self.device_ptr(),
+            len: self.len,
+            stream: stream.as_cudarc(),
+            _elem: PhantomData,
+        }
+    }
+}
+
+impl<'a, T: Pod> Out<'a, T> {
+    /// The operand of memory written through `memory` (for ops that issue other ops).
+    pub fn of<M: DeviceMemoryMut<Elem = T> + ?Sized>(memory: &'a mut M) -> Out<'a, T> {
+        Out::new(MemoryMut::device(memory))
+    }
+}
+
+/// An operand read by cudarc's safe API inside a [`StreamOp`]: implements cudarc's
+/// `DevicePtr`, ordered on the call's stream (cudarc's own event tracking is not involved:
+/// the pipeline orders its streams).
+#[derive(Debug)]
+pub struct CudarcView<'s, T> {
+    ptr: u64,
+    len: usize,
+    stream: &'s Arc<CudaStream>,
+    _elem: PhantomData<&'s [T]>,
+}
+
+/// An operand written by cudarc's safe API inside a [`StreamOp`]: implements cudarc's
+/// `DevicePtrMut`, ordered on the call's stream.
+#[derive(Debug)]
+pub struct CudarcViewMut<'s, T> {
+    ptr: u64,
+    len: usize,
+    stream: &'s Arc<CudaStream>,
+    _elem: PhantomData<&'s mut [T]>,
+}
+
+impl<T> cudarc::driver::DeviceSlice<T> for CudarcView<'_, T> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn stream(&self) -> &Arc<CudaStream> {
+        self.stream
+    }
+}
+
+impl<T> cudarc::driver::DeviceSlice<T> for CudarcViewMut<'_, T> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn stream(&self) -> &Arc<CudaStream> {
+        self.stream
+    }
+}
+
+impl<T> cudarc::driver::DevicePtr<T> for CudarcView<'_, T> {
+    fn device_ptr<'a>(&'a self, _stream: &'a CudaStream) -> (u64, cudarc::driver::SyncOnDrop<'a>) {
+        (self.ptr, cudarc::driver::SyncOnDrop::Sync(None))
+    }
+}
+
+impl<T> cudarc::driver::DevicePtr<T> for CudarcViewMut<'_, T> {
+    fn device_ptr<'a>(&'a self, _stream: &'a CudaStream) -> (u64, cudarc::driver::SyncOnDrop<'a>) {
+        (self.ptr, cudarc::driver::SyncOnDrop::Sync(None))
+    }
+}
+
+impl<T> cudarc::driver::DevicePtrMut<T> for CudarcViewMut<'_, T> {
+    fn device_ptr_mut<'a>(
+        &'a mut self,
+        _stream: &'a CudaStream,
+    ) -> (u64, cudarc::driver::SyncOnDrop<'a>) {
+        (self.ptr, cudarc::driver::SyncOnDrop::Sync(None))
+    }
+}
+
+/// The stream a [`StreamOp`] issues its work on, with the launch path a pipeline's own
+/// statements use (streamgraph's public entry points refuse a capturing stream; this one is
+/// the capture's own).
+#[derive(Debug)]
+pub struct CallStream<'s> {
+    stream: &'s Stream,
+    capturing: bool,
+}
+
+impl<'s> CallStream<'s> {
+    pub(crate) fn new(stream: &'s Stream, capturing: bool) -> CallStream<'s> {
+        CallStream { stream, capturing }
+    }
+
+    /// The stream, as cudarc's (for library handles: `CudaBlas::new`, `set_stream`).
+    pub fn as_cudarc(&self) -> &'s Arc<CudaStream> {
+        self.stream.as_cudarc()
+    }
+
+    /// The device ordinal of the stream.
+    pub fn device_ordinal(&self) -> i32 {
+        self.stream.device().ordinal()
+    }
+
+    /// Whether the work is being captured into a graph (then it is not run now).
+    pub fn is_capturing(&self) -> bool {
+        self.capturing
+    }
+
+    /// Launches `kernel` on the stream with `config` and `args`.
+    pub fn launch(
+        &self,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Result<()> {
+        kernel.issue_on(self.stream, config, args)
+    }
+}
+
+/// A `call` statement bound to its op and operands, as the issuers take it.
+pub trait BoundCall {
+    /// The operands' memory and modes, in order.
+    fn accesses(&self) -> &[CallAccess<'_>];
+    /// Issues the op on `stream`.
+    fn issue(&mut self, stream: &CallStream<'_>) -> Result<()>;
+    /// What a graph that captured the op keeps alive besides its operands.
+    fn keep(&self) -> Option<Arc<dyn Any + Send + Sync>>;
+    /// The op's name, for messages.
+    fn name(&self) -> &str;
+}
+
+impl fmt::Debug for dyn BoundCall + '_ {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BoundCall")
+            .field("op", &self.name())
+            .field("accesses", &self.accesses())
+            .finish()
+    }
+}
+
+/// An op and its operands, with their accesses listed once.
+pub(crate) struct Bound<'o, 'a, O: StreamOp + ?Sized> {
+    pub(crate) op: &'o O,
+    pub(crate) operands: O::Operands<'a>,
+    pub(crate) accesses: Vec<CallAccess<'a>>,
+}
+
+impl<'o, 'a, O: StreamOp + ?Sized> Bound<'o, 'a, O> {
+    pub(crate) fn new(op: &'o O, operands: O::Operands<'a>) -> Self {
+        let mut accesses = Vec::new();
+        operands.accesses(&mut accesses);
+        Bound {
+            op,
+            operands,
+            accesses,
+        }
+    }
+}
+
+impl<O: StreamOp + ?Sized> BoundCall for Bound<'_, '_, O> {
+    fn accesses(&self) -> &[CallAccess<'_>] {
+        &self.accesses
+    }
+    fn issue(&mut self, stream: &CallStream<'_>) -> Result<()> {
+        self.op.issue(stream, &mut self.operands)
+    }
+    fn keep(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        self.op.keep()
+    }
+    fn name(&self) -> &str {
+        self.op.name()
+    }
+}
+
+/// One operand of a tuple: what it reads or writes.
+pub trait CallOperand<'a> {
+    /// Its memory and mode.
+    fn access(&self) -> CallAccess<'a>;
+}
+
+impl<'a, T> CallOperand<'a> for In<'a, T> {
+    fn access(&self) -> CallAccess<'a> {
+        CallAccess {
+            memory: self.memory,
+            mode: AccessMode::Read,
+        }
+    }
+}
+
+impl<'a, T> CallOperand<'a> for Out<'a, T> {
+    fn access(&self) -> CallAccess<'a> {
+        CallAccess {
+            memory: self.memory.memory_ref(),
+            mode: AccessMode::Write,
+        }
+    }
+}
+
+impl<'a> CallOperands<'a> for () {
+    fn accesses(&self, _: &mut Vec<CallAccess<'a>>) {}
+}
+
+macro_rules! operand_tuples {
+    ($(($($t:ident $i:tt),+))+) => {$(
+        impl<'a, $($t: CallOperand<'a>),+> CallOperands<'a> for ($($t,)+) {
+            fn accesses(&self, out: &mut Vec<CallAccess<'a>>) {
+                $(out.push(self.$i.access());)+
+            }
+        }
+    )+};
+}
+
+operand_tuples! {
+    (A 0)
+    (A 0, B 1)
+    (A 0, B 1, C 2)
+    (A 0, B 1, C 2, D 3)
+    (A 0, B 1, C 2, D 3, E 4)
+    (A 0, B 1, C 2, D 3, E 4, F 5)
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6)
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7)
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8)
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9)
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10)
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11)
+}
+
+/// Refuses operands of another device than the call's stream.
+pub(crate) fn check_devices(accesses: &[CallAccess<'_>], device: i32) -> Result<()> {
+    for a in accesses {
+        if let Memory::Device(r) = a.memory.memory() {
+            if r.device >= 0 && r.device != device {
+                return Err(Error::DeviceMismatch {
+                    what: "a `call` operand on another device than the call's stream",
+                    left: r.device,
+                    right: device,
+                });
+            }
+        }
+    }
+    Ok(())
+}
