@@ -105,7 +105,7 @@ CUresult cuLaunchKernel(void* f,unsigned a,unsigned b,unsigned c,unsigned d,unsi
 CUresult cuLaunchHostFunc(stream* s,void* fn,void* d){node* n=add_node(s); if(n)n->type=3; return OK;}
 static uint64_t nextptr=0x10000000;
 CUresult cuMemAlloc_v2(uint64_t* p,size_t b){*p=nextptr;nextptr+=(b+4095)&~4095ull;return OK;}
-CUresult cuMemAllocAsync(uint64_t* p,size_t b,stream* s){return cuMemAlloc_v2(p,b);}
+CUresult cuMemAllocAsync(uint64_t* p,size_t b,stream* s){if(active(s)){node* n=add_node(s); if(n)n->type=10;} return cuMemAlloc_v2(p,b);}
 CUresult cuMemFree_v2(uint64_t p){return OK;}
 CUresult cuMemFreeAsync(uint64_t p,stream* s){return OK;}
 CUresult cuMemHostAlloc(void** p,size_t b,unsigned f){*p=malloc(b?b:1);return OK;}
@@ -158,6 +158,10 @@ CUresult cuGraphAddNode_v2(node** out,graph* g,node** d,void* ed,size_t nd,void*
     graph** bodies=calloc(size?size:1,sizeof(graph*)); for(unsigned i=0;i<size;i++) bodies[i]=calloc(1,sizeof(graph));
     *(graph***)(p+16)=bodies; }
   *out=n; return OK;}
+CUresult cuGraphAddEmptyNode(node** out,graph* g,node** d,size_t nd){
+  if(nd>MAXDEP) die("too many deps");
+  capture c={g,0}; stream s={&c,(int)nd}; memcpy(s.deps,d,sizeof(node*)*nd);
+  node* n=add_node(&s); n->type=5; *out=n; return OK;}
 CUresult cuStreamUpdateCaptureDependencies_v2(stream* s,node** d,void* ed,size_t nd,unsigned f){
   if(!active(s)) return 900; if(f==1) s->ndeps=0; join(s,(int)nd,d); return OK;}
 CUresult cuStreamBeginCaptureToGraph(stream* s,graph* g,node** d,void* ed,size_t nd,int mode){

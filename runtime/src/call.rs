@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use cudarc::driver::CudaStream;
 
-use crate::access::{device_ref, DeviceMemory, DeviceMemoryMut, Pod};
+use crate::access::{device_ref, DeviceMemory, DeviceMemoryMut, FillValue, Pod};
 use crate::error::{Error, Result};
 use crate::ffi::memory::{Holder, MemoryMut, MemoryRef};
 use crate::ffi::KernelArg;
@@ -88,6 +88,19 @@ pub unsafe trait StreamOp {
         std::any::type_name::<Self>()
     }
 }
+
+/// A [`StreamOp`] whose work the body of a device `while`/`if` can hold: kernels, memsets
+/// and copies between device memory, nothing else (no host function, child graph, allocation
+/// or event node). Only such an op may be called in a block's body; the capture still checks
+/// every node it adds.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be called in the body of a device `while`/`if`",
+    label = "this op does not implement `BodyOp`",
+    note = "a device block's body (a conditional graph node) holds kernels, memsets and device \
+            copies only; an op whose work fits there implements `BodyOp`; otherwise move the \
+            `call` before or after the block"
+)]
+pub trait BodyOp: StreamOp {}
 
 /// One operand of a `call`, as the issuers see it: its memory and whether it is written.
 #[derive(Debug, Clone, Copy)]
@@ -343,11 +356,22 @@ impl<T> cudarc::driver::DevicePtrMut<T> for CudarcViewMut<'_, T> {
 pub struct CallStream<'s> {
     stream: &'s Stream,
     capturing: bool,
+    /// In a capture: the modules of the kernels launched, which the graph keeps.
+    modules: std::cell::RefCell<Vec<crate::ffi::CodeOwner>>,
 }
 
 impl<'s> CallStream<'s> {
     pub(crate) fn new(stream: &'s Stream, capturing: bool) -> CallStream<'s> {
-        CallStream { stream, capturing }
+        CallStream {
+            stream,
+            capturing,
+            modules: std::cell::RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The modules of the kernels launched through [`CallStream::launch`] in a capture.
+    pub(crate) fn into_modules(self) -> Vec<crate::ffi::CodeOwner> {
+        self.modules.into_inner()
     }
 
     /// The stream, as cudarc's (for library handles: `CudaBlas::new`, `set_stream`).
@@ -365,14 +389,50 @@ impl<'s> CallStream<'s> {
         self.capturing
     }
 
-    /// Launches `kernel` on the stream with `config` and `args`.
+    /// Fills `dst` with `value` on the stream (a memset node when captured).
+    pub fn fill<T: FillValue>(&self, dst: &mut Out<'_, T>, value: T) -> Result<()> {
+        crate::ffi::copy::fill(
+            self.stream.as_cudarc(),
+            &dst.memory.memory_ref(),
+            value.pattern(),
+        )
+    }
+
+    /// Copies `src` into `dst` (of the same length) on the stream (a copy node when
+    /// captured).
+    pub fn copy<T>(&self, dst: &mut Out<'_, T>, src: &In<'_, T>) -> Result<()> {
+        if dst.len != src.len {
+            return Err(Error::InvalidArgument(format!(
+                "a copy inside a `call` from {} into {} element(s); copy equal lengths",
+                src.len, dst.len
+            )));
+        }
+        crate::ffi::copy::copy(
+            self.stream.as_cudarc(),
+            &dst.memory.memory_ref(),
+            &src.memory,
+            !self.capturing,
+        )
+    }
+
+    /// Launches `kernel` on the stream with `config` and `args`. A graph that captured the
+    /// launch keeps the kernel's module.
     pub fn launch(
         &self,
         kernel: &Kernel,
         config: LaunchConfig,
         args: &[KernelArg<'_>],
     ) -> Result<()> {
-        kernel.issue_on(self.stream, config, args)
+        kernel.issue_on(self.stream, config, args)?;
+        if self.capturing {
+            if let Some(module) = kernel.cuda_module() {
+                let mut modules = self.modules.borrow_mut();
+                if !modules.iter().any(|m| Arc::ptr_eq(m, module)) {
+                    modules.push(module.clone());
+                }
+            }
+        }
+        Ok(())
     }
 }
 

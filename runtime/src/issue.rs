@@ -531,6 +531,21 @@ pub mod __private {
         issuer.call(stmt, &mut crate::call::Bound::new(op, operands))
     }
 
+    /// `call OP(OPERANDS)` in the body of a device block: as [`call`], for an op whose work
+    /// the body can hold ([`crate::BodyOp`]).
+    pub fn call_in_body<'a, I, O>(
+        issuer: &mut I,
+        stmt: &'static Statement,
+        op: &O,
+        operands: O::Operands<'a>,
+    ) -> Result<(), Error>
+    where
+        I: Issuer + ?Sized,
+        O: crate::call::BodyOp + ?Sized,
+    {
+        call(issuer, stmt, op, operands)
+    }
+
     /// An operand `&x` of a `call`: device memory the op reads.
     pub fn call_in<M: DeviceMemory + ?Sized>(memory: &M) -> crate::call::In<'_, M::Elem> {
         crate::call::In::of(memory)

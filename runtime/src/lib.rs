@@ -27,8 +27,8 @@ mod stream;
 mod trace;
 
 pub use call::{
-    BoundCall, CallAccess, CallOperand, CallOperands, CallStream, CudarcView, CudarcViewMut, In,
-    Out, StreamOp,
+    BodyOp, BoundCall, CallAccess, CallOperand, CallOperands, CallStream, CudarcView,
+    CudarcViewMut, In, Out, StreamOp,
 };
 pub use comm::Communicator;
 #[cfg(feature = "nccl")]
@@ -79,8 +79,9 @@ pub mod testing;
 pub mod __private {
     pub use crate::error::Error;
     pub use crate::issue::__private::{
-        call, call_in, call_out, collective, collective_part, collective_part_in_place, copy,
-        copy_with, fill, fill_value_of, fill_with, host, if_else, kernel_with, limit, while_loop,
+        call, call_in, call_in_body, call_out, collective, collective_part,
+        collective_part_in_place, copy, copy_with, fill, fill_value_of, fill_with, host, if_else,
+        kernel_with, limit, while_loop,
     };
     pub use crate::issue::{Issuer, LaunchKernel, Pipeline, StreamOptions, ValueParameter};
     // `GraphCopySource`, `NotPageable` and `PageableHost` are named by no generated code, but by

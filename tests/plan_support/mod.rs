@@ -98,6 +98,9 @@ pub fn issue<I: Issuer + ?Sized>(
         StatementKind::Copy => {
             panic!("copies need CopySource/CopyTarget memory; see the unit tests")
         }
+        StatementKind::Call { .. } => {
+            panic!("calls need an op; see tests/call_statements.rs")
+        }
         StatementKind::Record { .. } => issuer.record(stmt),
         StatementKind::Wait { .. } => issuer.wait(stmt),
         StatementKind::WaitStream { .. } => issuer.wait_stream(stmt),

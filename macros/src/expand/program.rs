@@ -34,6 +34,10 @@ pub(super) fn program_const(program: &Program) -> TokenStream {
             Kind::Copy { .. } => quote!(Copy),
             Kind::Fill { .. } => quote!(Fill),
             Kind::Host { .. } => quote!(Host),
+            Kind::Call { op, .. } => {
+                let op = crate::text::text_of(op);
+                quote!(Call { op: #op })
+            }
             Kind::Record { event, .. } => quote!(Record { event: #event }),
             Kind::Wait { event, .. } => quote!(Wait { event: #event }),
             Kind::WaitStream { stream, .. } => quote!(WaitStream { stream: #stream }),

@@ -186,6 +186,30 @@ fn statement(program: &Program, i: usize) -> TokenStream {
             }))
         }
         Kind::Host { func } => quote!(#p::host(__issuer, __stmt, #func)),
+        // An operand already reported: the op's operand tuple would only add a type error.
+        Kind::Call { .. } if stmt.unresolved => {
+            quote!(::core::result::Result::<(), #p::Error>::Ok(()))
+        }
+        Kind::Call { op, args } => {
+            let operands = args.iter().map(|a| match a {
+                Arg::Write(b) => {
+                    let function = respan(quote!(#p::call_out), b.expr.span());
+                    let place = place(b);
+                    or_return(quote!(#function(#place)))
+                }
+                Arg::Read(b) => buffer_arg(program, b, quote!(#p::call_in)),
+                // Refused by the model: a `call` operand is memory.
+                Arg::Value(e) => quote_spanned!(e.span()=> ::core::unreachable!()),
+            });
+            // In a device block's body the op must say that its work fits there.
+            let function = if in_device_body(program, i) {
+                respan(quote!(#p::call_in_body), op.span())
+            } else {
+                respan(quote!(#p::call), op.span())
+            };
+            let op = kernel_ref(program, op);
+            quote!(#function(__issuer, __stmt, #op, (#(#operands,)*)))
+        }
         Kind::Record { .. } => quote!(__issuer.record(__stmt)),
         Kind::Wait { .. } => quote!(__issuer.wait(__stmt)),
         Kind::WaitStream { .. } => quote!(__issuer.wait_stream(__stmt)),
@@ -242,6 +266,14 @@ fn statement(program: &Program, i: usize) -> TokenStream {
             #call.map_err(|e| e.in_statement(#stmt_var))?;
         }
     }
+}
+
+/// Whether statement `i` is in the body of a device `while`/`if`.
+fn in_device_body(program: &Program, i: usize) -> bool {
+    program
+        .statements
+        .iter()
+        .any(|b| matches!(b.kind, Kind::Block { end, .. } if b.id < i && i < end))
 }
 
 /// Whether a write of `stmt` is already reported (through a shared parameter, a buffer

@@ -57,6 +57,11 @@ pub enum Kind {
     Host {
         func: Expr,
     },
+    /// `call OP(OPERANDS)`: every operand is memory, read (`&x`) or written (`&mut x`).
+    Call {
+        op: Expr,
+        args: Vec<Arg>,
+    },
     Record {
         event: usize,
     },
@@ -103,7 +108,7 @@ impl Kind {
     /// target, a collective's receive buffer.
     pub fn writes(&self) -> Vec<&BufferExpr> {
         match self {
-            Kind::Launch { args, .. } => args
+            Kind::Launch { args, .. } | Kind::Call { args, .. } => args
                 .iter()
                 .filter_map(|a| match a {
                     Arg::Write(b) => Some(b),
@@ -241,6 +246,48 @@ impl Program {
             Op::Host { func } => {
                 let text = format!("host {}", text_of(&func));
                 (Kind::Host { func }, text)
+            }
+            Op::Call { op, args: operands } => {
+                let mut args = Vec::new();
+                for arg in operands {
+                    match arg {
+                        Expr::Reference(r) => {
+                            let mode = if r.mutability.is_some() {
+                                Mode::Write
+                            } else {
+                                Mode::Read
+                            };
+                            let Some(b) = self.buffer_expr(*r.expr.clone(), errors) else {
+                                continue;
+                            };
+                            accesses.push(Access {
+                                buffer: b.root.clone(),
+                                mode,
+                                whole: b.whole,
+                                at: r.to_token_stream(),
+                            });
+                            args.push(match mode {
+                                Mode::Write => Arg::Write(b),
+                                Mode::Read => Arg::Read(b),
+                            });
+                        }
+                        other => errors.spanned(
+                            &other,
+                            format!(
+                                "`{}` is not memory: a `call` operand is a buffer the op \
+                                 reads (`&x`) or writes (`&mut x`); values the op needs \
+                                 (sizes, scalars) belong in the op itself",
+                                text_of(&other)
+                            ),
+                        ),
+                    }
+                }
+                let text = format!(
+                    "call {}({})",
+                    text_of(&op),
+                    args.iter().map(arg_text).collect::<Vec<_>>().join(", "),
+                );
+                (Kind::Call { op, args }, text)
             }
             Op::Record { event } => {
                 let text = format!("record {event}");

@@ -75,6 +75,7 @@ pub mod kw {
     syn::custom_keyword!(copy);
     syn::custom_keyword!(fill);
     syn::custom_keyword!(host);
+    syn::custom_keyword!(call);
     syn::custom_keyword!(record);
     syn::custom_keyword!(wait);
     syn::custom_keyword!(wait_stream);

@@ -1,5 +1,5 @@
-//! The operations after `STREAM:`: `launch`, `copy`, `fill`, `host`, `record`, `wait`,
-//! `wait_stream`.
+//! The operations after `STREAM:`: `launch`, `copy`, `fill`, `host`, `call`, `record`,
+//! `wait`, `wait_stream`.
 
 use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::parse::{Parse, ParseStream};
@@ -12,12 +12,31 @@ use super::kw;
 #[derive(Debug)]
 pub enum Op {
     Launch(Launch),
-    Copy { dst: Expr, src: Expr },
-    Fill { dst: Expr, value: Expr },
-    Host { func: Expr },
-    Record { event: Ident },
-    Wait { event: Ident },
-    WaitStream { stream: Ident },
+    Copy {
+        dst: Expr,
+        src: Expr,
+    },
+    Fill {
+        dst: Expr,
+        value: Expr,
+    },
+    Host {
+        func: Expr,
+    },
+    /// `call OP(OPERANDS,*)`.
+    Call {
+        op: Expr,
+        args: Punctuated<Expr, Token![,]>,
+    },
+    Record {
+        event: Ident,
+    },
+    Wait {
+        event: Ident,
+    },
+    WaitStream {
+        stream: Ident,
+    },
 }
 
 /// `launch KERNEL<<<CONFIG,*>>>(ARGS,*)`
@@ -31,11 +50,12 @@ pub struct Launch {
 }
 
 /// The operations of [`Op`], as written after `STREAM:`.
-pub(super) const OPERATIONS: [&str; 7] = [
+pub(super) const OPERATIONS: [&str; 8] = [
     "launch",
     "copy",
     "fill",
     "host",
+    "call",
     "record",
     "wait",
     "wait_stream",
@@ -77,6 +97,32 @@ impl Parse for Op {
             Ok(Op::Host {
                 func: input.parse()?,
             })
+        } else if lookahead.peek(kw::call) {
+            let call_token: kw::call = input.parse()?;
+            match input.parse()? {
+                Expr::Call(c) => Ok(Op::Call {
+                    op: *c.func,
+                    args: c.args,
+                }),
+                // `layer.gemm(&mut c, &a)`: the op is the field `layer.gemm`.
+                Expr::MethodCall(m) if m.turbofish.is_none() => Ok(Op::Call {
+                    op: Expr::Field(syn::ExprField {
+                        attrs: Vec::new(),
+                        base: m.receiver,
+                        dot_token: m.dot_token,
+                        member: syn::Member::Named(m.method),
+                    }),
+                    args: m.args,
+                }),
+                other => Err(syn::Error::new(
+                    call_token
+                        .span
+                        .join(syn::spanned::Spanned::span(&other))
+                        .unwrap_or(call_token.span),
+                    "expected `call OP(OPERANDS)`: an op parameter and, in parentheses, the \
+                     memory it reads (`&x`) and writes (`&mut x`)",
+                )),
+            }
         } else if lookahead.peek(kw::record) {
             input.parse::<kw::record>()?;
             Ok(Op::Record {

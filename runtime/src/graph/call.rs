@@ -21,9 +21,9 @@ pub(super) fn capture_call(
 ) -> Result<()> {
     let in_body = issue.rec.book.current_body().is_some();
     let what = format!("the op `{}`", call.name());
-    let mut added = capture_group(&[&**stream.as_cudarc()], &what, || {
-        call.issue(&CallStream::new(stream, true))
-    })?;
+    let on = CallStream::new(stream, true);
+    let mut added = capture_group(&[&**stream.as_cudarc()], &what, || call.issue(&on))?;
+    let modules = on.into_modules();
     let Some(nodes) = added.pop() else {
         return Err(Error::Internal {
             invariant: "a capture of one stream's work reports that stream's nodes",
@@ -56,8 +56,9 @@ pub(super) fn capture_call(
         )));
     }
     let owner = call.keep();
-    issue
-        .rec
-        .book
-        .note_call(stmt, call.accesses(), nodes, owner)
+    let book = &mut issue.rec.book;
+    for module in &modules {
+        book.keep.hold_module(module);
+    }
+    book.note_call(stmt, call.accesses(), nodes, owner)
 }

@@ -119,11 +119,13 @@ impl CapturedOp {
     }
 
     /// Whether its nodes were known as they were made (a device block's, a collective
-    /// participant's), so that the creation-order map skips the `created` nodes it made.
+    /// participant's, a `call`'s), so that the creation-order map skips the `created` nodes
+    /// it made.
     pub(crate) fn node_known(&self) -> bool {
         matches!(
             self.statement.kind,
             crate::program::StatementKind::Collective { .. }
+                | crate::program::StatementKind::Call { .. }
         ) || self.statement.kind.is_block()
     }
 }

@@ -1,0 +1,272 @@
+//! `call` statements: an op of one's own (a memset and three kernels) in pipelines, planned,
+//! run eagerly, captured, verified and replayed, in the body of a device loop too; and the
+//! refusal of an op that allocates inside a capture.
+//!
+//! The GPU tests that read no values back (all but the `_values` ones) also run on the
+//! stand-in driver of `benches/stub-driver` (`.ci/stand-in-tests`).
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+mod common;
+
+use common::Kernels;
+use streamgraph::{
+    pipeline, AccessMode, BodyOp, CallStream, Capture, DeviceBuffer, DeviceFlag, Eager, Error, In,
+    Kernel, KernelArg, LaunchConfig, Out, Plan, StatementKind, Stream, StreamOp,
+};
+
+/// `dst = src + 8`: a memset of `dst`, a copy kernel and two kernels that add to it.
+struct Stamp<'k> {
+    copy: &'k Kernel,
+    add: &'k Kernel,
+}
+
+fn config(n: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid: n.div_ceil(64).max(1).into(),
+        block: 64u32.into(),
+        shared_mem_bytes: 0,
+    }
+}
+
+// SAFETY: `issue` issues a memset of `dst` and three kernels on the given stream only; they
+// read `src` and write `dst` within their lengths (`n` is the shorter one). The kernels'
+// module is kept by their launches.
+unsafe impl StreamOp for Stamp<'_> {
+    type Operands<'a> = (Out<'a, u32>, In<'a, u32>);
+
+    fn issue(
+        &self,
+        stream: &CallStream<'_>,
+        (dst, src): &mut Self::Operands<'_>,
+    ) -> streamgraph::Result<()> {
+        let n = dst.len().min(src.len()) as u32;
+        stream.fill(dst, 0)?;
+        let src_arg = src.arg();
+        stream.launch(
+            self.copy,
+            config(n),
+            &[dst.arg(), src_arg, KernelArg::value(&n)],
+        )?;
+        for k in [7u32, 1] {
+            stream.launch(
+                self.add,
+                config(n),
+                &[dst.arg(), KernelArg::value(&k), KernelArg::value(&n)],
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl BodyOp for Stamp<'_> {}
+
+pipeline! {
+    /// `y = x + 8` by a call on a side stream, then `z = y + 8` by another on the origin.
+    pipeline Twice(x: &DeviceBuffer<u32>, y: &mut DeviceBuffer<u32>, z: &mut DeviceBuffer<u32>, stamp: &Stamp<'_>) {
+        stream main;
+        stream side;
+        side: wait_stream main;
+        side: call stamp(&mut y, &x);
+        main: wait_stream side;
+        main: call stamp(&mut z, &y);
+    }
+}
+
+pipeline! {
+    /// `y = x + 8` in the body of a device loop that runs once (its limit).
+    pipeline InLoop(x: &DeviceBuffer<u32>, y: &mut DeviceBuffer<u32>, flag: &DeviceFlag, stamp: &Stamp<'_>) {
+        stream main;
+        main: while flag, limit = 1 {
+            main: call stamp(&mut y, &x);
+        }
+    }
+}
+
+#[test]
+fn a_call_is_a_statement_of_its_own_kind_with_its_operands() {
+    let program = Twice::PROGRAM;
+    let calls: Vec<_> = program
+        .statements
+        .iter()
+        .filter(|s| matches!(s.kind, StatementKind::Call { op: "stamp" }))
+        .collect();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0].text, "side: call stamp(&mut y, &x)");
+    let modes: Vec<_> = calls[0]
+        .accesses
+        .iter()
+        .map(|a| (a.buffer, a.mode))
+        .collect();
+    assert_eq!(modes, [("y", AccessMode::Write), ("x", AccessMode::Read)]);
+}
+
+#[test]
+fn a_plan_orders_calls_by_their_operands() {
+    let (copy, add) = (Kernel::for_planning("copy"), Kernel::for_planning("add"));
+    let stamp = Stamp {
+        copy: &copy,
+        add: &add,
+    };
+    let x = DeviceBuffer::<u32>::for_planning(16).unwrap();
+    let mut y = DeviceBuffer::<u32>::for_planning(16).unwrap();
+    let mut z = DeviceBuffer::<u32>::for_planning(16).unwrap();
+    let plan = Plan::build(&Twice::new(&x, &mut y, &mut z, &stamp)).unwrap();
+    plan.check_races().unwrap();
+    let ops: Vec<_> = plan.ops().iter().collect();
+    assert_eq!(ops.len(), 2);
+    // Each call reads one buffer and writes another, as its operands say.
+    for op in &ops {
+        let modes: Vec<_> = op.accesses.iter().map(|a| a.mode).collect();
+        assert_eq!(modes, [AccessMode::Write, AccessMode::Read]);
+    }
+    assert!(plan.happens_before(0, 1));
+}
+
+fn setup(
+    k: &Kernels,
+) -> (
+    Stream,
+    DeviceBuffer<u32>,
+    DeviceBuffer<u32>,
+    DeviceBuffer<u32>,
+) {
+    let origin = Stream::new(&k.device, 0).unwrap();
+    let x = DeviceBuffer::from_host(&k.device, &(0..100u32).collect::<Vec<_>>()).unwrap();
+    let y = DeviceBuffer::<u32>::zeros(&k.device, 100).unwrap();
+    let z = DeviceBuffer::<u32>::zeros(&k.device, 100).unwrap();
+    (origin, x, y, z)
+}
+
+/// Each call is one operation of the graph: its memset and kernels are its nodes, joined to
+/// one, and the edges between the calls are what the waits say.
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn calls_capture_as_planned() {
+    let k = Kernels::new();
+    let (origin, x, mut y, mut z) = setup(&k);
+    let stamp = Stamp {
+        copy: &k.copy,
+        add: &k.add,
+    };
+    let graph = Capture::new(&origin)
+        .capture(Twice::new(&x, &mut y, &mut z, &stamp))
+        .unwrap();
+    graph.verify().unwrap();
+    let dot = graph.to_dot().unwrap();
+    assert!(dot.contains("call stamp(&mut y, &x)"), "{dot}");
+
+    let flag = DeviceFlag::new(&k.device, 1).unwrap();
+    let graph = Capture::new(&origin)
+        .capture(InLoop::new(&x, &mut y, &flag, &stamp))
+        .unwrap();
+    graph.verify().unwrap();
+}
+
+/// An eager run and every replay compute `z = x + 16`; the loop's body computes `y = x + 8`.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn calls_run_eagerly_as_replayed_values() {
+    let k = Kernels::new();
+    let (origin, x, mut y, mut z) = setup(&k);
+    let stamp = Stamp {
+        copy: &k.copy,
+        add: &k.add,
+    };
+    let want_y: Vec<u32> = (0..100).map(|v| v + 8).collect();
+    let want_z: Vec<u32> = (0..100).map(|v| v + 16).collect();
+    Eager::new(&origin)
+        .run(&Twice::new(&x, &mut y, &mut z, &stamp))
+        .unwrap();
+    assert_eq!(y.to_vec_on(&origin).unwrap(), want_y);
+    assert_eq!(z.to_vec_on(&origin).unwrap(), want_z);
+    let eager = z.to_vec_on(&origin).unwrap();
+
+    z.copy_from_host(&[0; 100]).unwrap();
+    let exec = Capture::new(&origin)
+        .capture(Twice::new(&x, &mut y, &mut z, &stamp))
+        .unwrap()
+        .instantiate()
+        .unwrap();
+    for _ in 0..3 {
+        exec.launch(&origin).unwrap();
+        origin.synchronize().unwrap();
+        let pipeline = exec.pipeline();
+        assert_eq!(
+            pipeline.z.to_vec_on(&origin).unwrap(),
+            eager,
+            "replay == eager, bitwise"
+        );
+    }
+    drop(exec);
+
+    let flag = DeviceFlag::new(&k.device, 1).unwrap();
+    y.copy_from_host(&[0; 100]).unwrap();
+    let exec = Capture::new(&origin)
+        .capture(InLoop::new(&x, &mut y, &flag, &stamp))
+        .unwrap()
+        .instantiate()
+        .unwrap();
+    exec.launch(&origin).unwrap();
+    origin.synchronize().unwrap();
+    assert_eq!(exec.pipeline().y.to_vec_on(&origin).unwrap(), want_y);
+}
+
+/// An op that allocates stream-ordered memory while it is captured.
+struct Allocates;
+
+// SAFETY: deliberately broken for the test: it allocates (and frees) on its stream, which the
+// contract forbids; the capture must refuse it. It touches no memory.
+unsafe impl StreamOp for Allocates {
+    type Operands<'a> = (Out<'a, u32>,);
+
+    fn issue(
+        &self,
+        stream: &CallStream<'_>,
+        _: &mut Self::Operands<'_>,
+    ) -> streamgraph::Result<()> {
+        let cu = stream.as_cudarc().cu_stream();
+        // SAFETY: a stream-ordered allocation of 256 bytes on a live stream, freed right after
+        // in the same order; nothing reads the pointer.
+        unsafe {
+            let p = streamgraph::cudarc::driver::result::malloc_async(cu, 256)
+                .map_err(|e| Error::InvalidArgument(format!("{e:?}")))?;
+            streamgraph::cudarc::driver::result::free_async(p, cu)
+                .map_err(|e| Error::InvalidArgument(format!("{e:?}")))?;
+        }
+        Ok(())
+    }
+}
+
+pipeline! {
+    /// One call of an op that allocates.
+    pipeline Allocating(y: &mut DeviceBuffer<u32>, op: &Allocates) {
+        stream main;
+        main: call op(&mut y);
+    }
+}
+
+/// The capture refuses the allocation node with an error naming the statement and the op.
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn a_call_that_allocates_in_a_capture_is_refused() {
+    let k = Kernels::new();
+    let (origin, _x, mut y, _z) = setup(&k);
+    let Err(e) = Capture::new(&origin).capture(Allocating::new(&mut y, &Allocates)) else {
+        panic!("a call that allocates was captured");
+    };
+    let text = e.to_string();
+    assert!(text.contains("call op(&mut y)"), "{text}");
+    assert!(text.contains("allocation"), "{text}");
+    // The capture's streams work afterwards.
+    let stamp = Stamp {
+        copy: &k.copy,
+        add: &k.add,
+    };
+    let x = DeviceBuffer::<u32>::zeros(&k.device, 100).unwrap();
+    let mut z = DeviceBuffer::<u32>::zeros(&k.device, 100).unwrap();
+    Capture::new(&origin)
+        .capture(Twice::new(&x, &mut y, &mut z, &stamp))
+        .unwrap()
+        .verify()
+        .unwrap();
+}

@@ -1,0 +1,23 @@
+use streamgraph::{CallStream, DeviceBuffer, DeviceFlag, In, Kernel, Out, StreamOp};
+
+/// Reads `a`, writes `c`.
+struct Scale;
+
+// SAFETY: issues nothing.
+unsafe impl StreamOp for Scale {
+    type Operands<'a> = (Out<'a, f32>, In<'a, f32>);
+    fn issue(&self, _: &CallStream<'_>, _: &mut Self::Operands<'_>) -> streamgraph::Result<()> {
+        Ok(())
+    }
+}
+
+streamgraph::pipeline! {
+    pipeline P(c: &mut DeviceBuffer<f32>, a: &DeviceBuffer<f32>, scale: &Scale) {
+        stream main;
+        main: call scale(&c, &a);
+    }
+}
+
+fn main() {
+    let _ = std::marker::PhantomData::<(&DeviceFlag, &Kernel)>;
+}
