@@ -26,8 +26,8 @@ use crate::stream::Stream;
 
 /// Work a `call` statement issues on its stream: kernels, copies, memsets, library calls.
 ///
-/// Streamgraph's own ops ([`crate::ops`]) cover the common libraries, so that pipelines
-/// need no `unsafe`; implement this trait for work of your own.
+/// Implement it for work of your own: kernels of a module of yours, or a library call on
+/// the stream's handle ([`CallStream::as_cudarc`]).
 ///
 /// ```
 /// use streamgraph_runtime::{CallStream, In, Kernel, KernelArg, LaunchConfig, Out, Result, StreamOp};
@@ -65,8 +65,8 @@ use crate::stream::Stream;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an op a `call` statement can issue",
     label = "`call` expects a `StreamOp` here",
-    note = "streamgraph's ops (`streamgraph::ops`) cover cuBLAS GEMMs and random numbers; \
-            pass the op as a pipeline parameter such as `gemm: &Gemm<f32>` and write \
+    note = "an op is a value whose type implements `StreamOp` (its operands, its work); \
+            pass it as a pipeline parameter such as `gemm: &MyGemm` and write \
             `call gemm(&mut c, &a, &b)`"
 )]
 pub unsafe trait StreamOp {
