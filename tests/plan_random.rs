@@ -207,6 +207,7 @@ fn kind_of(r: &RandomProgram, id: usize) -> &'static str {
         (StatementKind::Host, _) => "host",
         (StatementKind::While { .. } | StatementKind::If { .. }, _) => "device block",
         (StatementKind::Collective { .. }, _) => "collective",
+        (StatementKind::Call { .. }, _) => "call",
         (StatementKind::Record { .. }, _) => "record",
         (StatementKind::Wait { .. }, _) => "wait",
         (StatementKind::WaitStream { .. }, _) => "wait_stream",

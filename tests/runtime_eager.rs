@@ -184,6 +184,7 @@ fn a_two_stream_pipeline_with_record_and_wait_gives_the_ordered_result() {
             copies: 0,
             fills: 0,
             host_fns: 0,
+            calls: 0,
             event_records: 3, // fork, `record ready`, join
             // `wait ready` orders `side` after the fork as well: no separate fork wait.
             event_waits: 2, // `wait ready`, join
@@ -423,6 +424,7 @@ fn a_single_stream_pipeline_issues_no_event_calls() {
             copies: 1,
             fills: 1,
             host_fns: 1,
+            calls: 0,
             event_records: 0,
             event_waits: 0
         }

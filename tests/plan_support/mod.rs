@@ -107,6 +107,9 @@ pub fn issue<I: Issuer + ?Sized>(
         StatementKind::Collective { .. } => {
             panic!("collectives are issued with every participant; see tests/plan_collectives.rs")
         }
+        StatementKind::Call { .. } => {
+            panic!("calls are issued with their op and operands; see tests/blas_calls.rs")
+        }
     }
 }
 
