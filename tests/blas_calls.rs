@@ -466,29 +466,68 @@ fn a_matmul_without_bias_applies_its_activation() {
     close(&got, &want, 1e-4);
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn a_captured_gemm_verifies_and_replays_bitwise_like_the_eager_run() {
-    let g = gpu();
+/// The eager run of `main: call op(&mut c, &a, &b)` of a row-major GEMM, and its operands.
+fn eager_gemm(g: &Gpu) -> (Gemm<f32>, [DeviceBuffer<f32>; 2], Vec<f32>) {
     let (m, n, k) = (64, 48, 96);
     let op = Gemm::new(&g.device, GemmConfig::<f32>::row_major(m, n, k)).unwrap();
     let da = g.upload(&values(m * k, 13), |x| x as f32);
     let db = g.upload(&values(k * n, 14), |x| x as f32);
     let mut eager = DeviceBuffer::<f32>::zeros(&g.device, m * n).unwrap();
-    let program = program("CapturedGemm", false);
     g.run(&Call3 {
-        program,
+        program: program("CapturedGemm", false),
         op: &op,
         c: &mut eager,
         a: &da,
         b: &db,
     })
     .unwrap();
-    let mut replayed = DeviceBuffer::<f32>::zeros(&g.device, m * n).unwrap();
-    let mut capture = Capture::new(&g.origin);
-    let graph = capture
+    (op, [da, db], eager.to_vec().unwrap())
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+/// Without the capture's checks: the graph holds the op's handle and workspace and replays
+/// the same bits as the eager run. Passed on an H200.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_captured_gemm_replays_bitwise_like_the_eager_run() {
+    let g = gpu();
+    let (op, [da, db], eager) = eager_gemm(&g);
+    let mut replayed = DeviceBuffer::<f32>::zeros(&g.device, eager.len()).unwrap();
+    let graph = Capture::new(&g.origin)
+        .check(false)
         .capture(Call3 {
-            program,
+            program: program("ReplayedGemm", false),
+            op: &op,
+            c: &mut replayed,
+            a: &da,
+            b: &db,
+        })
+        .unwrap();
+    let exec = graph.instantiate().unwrap();
+    for _ in 0..3 {
+        exec.launch(&g.origin).unwrap();
+    }
+    g.origin.synchronize().unwrap();
+    drop(exec);
+    assert_eq!(bits(&replayed.to_vec().unwrap()), bits(&eager));
+}
+
+/// With the capture's checks, and `verify`: the captured graph matches the plan. Failed on an
+/// H200 when written: the capture maps the call's operation to the kernel node cuBLAS added and
+/// reports it as "mapped to a graph node of another kind" (the node map of `call` statements
+/// in graph/, not the op).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_captured_gemm_verifies_against_its_plan() {
+    let g = gpu();
+    let (op, [da, db], eager) = eager_gemm(&g);
+    let mut replayed = DeviceBuffer::<f32>::zeros(&g.device, eager.len()).unwrap();
+    let graph = Capture::new(&g.origin)
+        .capture(Call3 {
+            program: program("VerifiedGemm", false),
             op: &op,
             c: &mut replayed,
             a: &da,
@@ -497,13 +536,10 @@ fn a_captured_gemm_verifies_and_replays_bitwise_like_the_eager_run() {
         .unwrap();
     graph.verify().unwrap();
     let exec = graph.instantiate().unwrap();
-    for _ in 0..3 {
-        exec.launch(&g.origin).unwrap();
-    }
+    exec.launch(&g.origin).unwrap();
     g.origin.synchronize().unwrap();
-    let (eager, replayed) = (eager.to_vec().unwrap(), replayed.to_vec().unwrap());
-    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-    assert_eq!(bits(&replayed), bits(&eager));
+    drop(exec);
+    assert_eq!(bits(&replayed.to_vec().unwrap()), bits(&eager));
 }
 
 #[test]
