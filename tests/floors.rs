@@ -28,6 +28,7 @@ const FLOORS: &[(&str, u16)] = &[
     ("comm", 42),
     ("memory", 43),
     ("call", 44),
+    ("ops", 45),
     ("issue", 50),
     ("plan", 60),
     ("exec", 70),

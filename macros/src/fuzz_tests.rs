@@ -53,6 +53,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("examples/replay_loop.rs"),
     source!("examples/streams.rs"),
     source!("examples/with_cudarc.rs"),
+    source!("tests/blas_calls.rs"),
     source!("tests/capture_cpu.rs"),
     source!("tests/call_statements.rs"),
     source!("tests/capture_faults.rs"),

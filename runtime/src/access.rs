@@ -175,6 +175,10 @@ fill_value!(
     u32 => U32 as u32, i32 => U32 as u32, f32 => U32 as u32,
 );
 
+// The half-precision elements of the BLAS ops.
+#[cfg(feature = "cublas")]
+fill_value!(half::f16 => U16 as u16, half::bf16 => U16 as u16);
+
 /// The memory of a [`DeviceMemory`] value, for copies and fills.
 pub(crate) fn device_ref<M: DeviceMemory + ?Sized>(m: &M) -> MemoryRef<'_> {
     MemoryRef::promised_device(m.range(), std::mem::size_of::<M::Elem>(), m.holder())

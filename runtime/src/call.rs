@@ -207,6 +207,11 @@ impl<'a, T> In<'a, T> {
         range_of(&self.memory).device
     }
 
+    /// The operand's memory, as the runtime's copies and library calls name it.
+    pub fn memory(&self) -> MemoryRef<'a> {
+        self.memory
+    }
+
     /// The operand as a kernel argument that reads it.
     pub fn arg(&self) -> KernelArg<'a> {
         KernelArg::buffer(
@@ -258,6 +263,12 @@ impl<'a, T> Out<'a, T> {
     /// The device the memory is on.
     pub fn device_ordinal(&self) -> i32 {
         range_of(&self.memory.memory_ref()).device
+    }
+
+    /// The operand's memory, reached through the operand's exclusive borrow, as the runtime's
+    /// library calls that write it take it.
+    pub fn memory(&mut self) -> &MemoryMut<'a> {
+        &self.memory
     }
 
     /// The operand as a kernel argument that writes it.

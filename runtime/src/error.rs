@@ -45,6 +45,23 @@ pub enum Error {
         /// The `ncclResult_t` it returned.
         code: String,
     },
+    /// A CUDA library an op needs could not be loaded (`libcublas`, `libcublasLt`); nothing
+    /// was called.
+    #[error("{name} not found: {} could not be loaded; install the CUDA toolkit's {name} or put the directory that holds it on the library path (the GPU machine's CUDA 13 libraries, e.g. `libcublas.so.13`, load from the standard path)", wanted(.searched))]
+    NoLibrary {
+        /// The library, e.g. `libcublas`.
+        name: &'static str,
+        /// The library names that were tried.
+        searched: String,
+    },
+    /// A call of a CUDA library (cuBLAS, cuBLASLt) failed.
+    #[error("{call} failed: {status}")]
+    Library {
+        /// The library function, e.g. `cublasSgemm_v2`.
+        call: &'static str,
+        /// The status it returned, e.g. `CUBLAS_STATUS_NOT_SUPPORTED`.
+        status: String,
+    },
     /// NVRTC (the run-time CUDA C compiler) could not be loaded.
     #[error("NVRTC not found: {} could not be loaded; install the CUDA toolkit's NVRTC or load PTX instead", wanted(.searched))]
     NoNvrtc {
@@ -269,8 +286,9 @@ impl fmt::Display for Mismatch {
 }
 
 impl Error {
-    /// Whether this is what a machine without CUDA gives: no driver, no device or no NVRTC
-    /// ([`Error::NoDriver`], [`Error::NoDevice`], [`Error::NoNvrtc`]). Programs that can do
+    /// Whether this is what a machine without CUDA gives: no driver, no device, no NVRTC or no
+    /// library an op needs ([`Error::NoDriver`], [`Error::NoDevice`], [`Error::NoNvrtc`],
+    /// [`Error::NoLibrary`]). Programs that can do
     /// something useful without a GPU (plan, print, skip) test for it.
     ///
     /// ```
@@ -287,7 +305,10 @@ impl Error {
     pub fn is_unavailable(&self) -> bool {
         matches!(
             self,
-            Error::NoDriver { .. } | Error::NoDevice | Error::NoNvrtc { .. }
+            Error::NoDriver { .. }
+                | Error::NoDevice
+                | Error::NoNvrtc { .. }
+                | Error::NoLibrary { .. }
         )
     }
 

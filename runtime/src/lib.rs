@@ -21,6 +21,7 @@ mod issue;
 mod memory;
 mod module;
 mod operand;
+pub mod ops;
 mod plan;
 mod program;
 mod stream;
@@ -47,6 +48,10 @@ pub use graph::{
     capture, Capture, CaptureMode, CaptureOutcome, Graph, GraphExec, GraphExecHandle, GraphHandle,
     GraphStats, VerifyReport,
 };
+/// The `half` version of the `f16`/`bf16` elements of [`ops`].
+#[cfg(feature = "cublas")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cublas")))]
+pub use half;
 pub use issue::{
     Body, CollectivePart, Issuer, LaunchKernel, Pipeline, StreamOptions, ValueParameter,
 };

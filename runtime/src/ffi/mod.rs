@@ -19,6 +19,10 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaStream, DriverError};
 
 use crate::error::{CaptureFault, Error};
 
+#[cfg(feature = "cublas")]
+pub(crate) mod blas;
+#[cfg(feature = "cublas")]
+pub(crate) mod blas_lt;
 pub(crate) mod capture;
 pub(crate) mod collective;
 pub(crate) mod conditional;

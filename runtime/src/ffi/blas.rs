@@ -1,0 +1,565 @@
+//! cuBLAS through cudarc's `cublas` module, loaded at run time: the handle of a GEMM op, its
+//! workspace, and the GEMM calls (`cublasGemmEx`, `cublasGemmStridedBatchedEx`).
+//!
+//! cudarc's loader panics when `libcublas` is missing, so nothing here calls cuBLAS before
+//! [`require`] said it loads. A handle is bound to the call's stream and to the op's own
+//! workspace on every issue (`cublasSetStream_v2`, then `cublasSetWorkspace_v2`, which the
+//! former resets), so a capture records no allocation of cuBLAS's; its pointer mode is host
+//! (`alpha` and `beta` are read when the call is issued). Every call checks the shape it is
+//! given against the memory it is given ([`GemmDims::needs`]), so no shape reaches cuBLAS that
+//! reads or writes outside the operands.
+
+use std::ffi::{c_int, c_longlong, c_void};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::cublas::result::{self as blas, CublasError};
+use cudarc::cublas::sys;
+use cudarc::driver::{CudaContext, CudaStream};
+
+use super::cudarc_order::cudarc_ordered;
+use super::device_alloc::DeviceAlloc;
+use super::memory::{MemoryMut, MemoryRef};
+use crate::error::{Error, Result};
+use crate::operand::Memory;
+
+/// A CUDA library an op loads at run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Library {
+    /// `libcublas`.
+    Cublas,
+    /// `libcublasLt`.
+    CublasLt,
+}
+
+/// Whether `lib` can be loaded; asked once per library.
+pub(crate) fn present(lib: Library) -> bool {
+    static CUBLAS: OnceLock<bool> = OnceLock::new();
+    static CUBLASLT: OnceLock<bool> = OnceLock::new();
+    match lib {
+        // SAFETY: `is_culib_present` only tries to `dlopen` the candidate library names and
+        // drops what it opened; it calls no cuBLAS function.
+        Library::Cublas => *CUBLAS.get_or_init(|| unsafe { sys::is_culib_present() }),
+        Library::CublasLt => *CUBLASLT.get_or_init(|| {
+            // SAFETY: as above, for cuBLASLt.
+            unsafe { cudarc::cublaslt::sys::is_culib_present() }
+        }),
+    }
+}
+
+/// Fails with [`Error::NoLibrary`] unless `lib` can be loaded.
+pub(crate) fn require(lib: Library) -> Result<()> {
+    if present(lib) {
+        return Ok(());
+    }
+    let (name, stem) = match lib {
+        Library::Cublas => ("libcublas", "cublas"),
+        Library::CublasLt => ("libcublasLt", "cublasLt"),
+    };
+    Err(Error::NoLibrary {
+        name,
+        searched: super::searched_names(stem),
+    })
+}
+
+/// A failed cuBLAS call as the runtime's error.
+pub(crate) fn failed(call: &'static str, e: CublasError) -> Error {
+    Error::Library {
+        call,
+        status: format!("{:?}", e.0),
+    }
+}
+
+/// The element type of a GEMM's matrices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ElemType {
+    /// `f32`, computed in f32.
+    F32,
+    /// `f64`, computed in f64.
+    F64,
+    /// `half::f16`, computed in f32.
+    F16,
+    /// `half::bf16`, computed in f32.
+    BF16,
+}
+
+impl ElemType {
+    /// Bytes of one element.
+    pub(crate) fn size(self) -> usize {
+        match self {
+            ElemType::F32 => 4,
+            ElemType::F64 => 8,
+            ElemType::F16 | ElemType::BF16 => 2,
+        }
+    }
+
+    fn data_type(self) -> sys::cudaDataType {
+        match self {
+            ElemType::F32 => sys::cudaDataType_t::CUDA_R_32F,
+            ElemType::F64 => sys::cudaDataType_t::CUDA_R_64F,
+            ElemType::F16 => sys::cudaDataType_t::CUDA_R_16F,
+            ElemType::BF16 => sys::cudaDataType_t::CUDA_R_16BF,
+        }
+    }
+
+    fn compute_type(self) -> sys::cublasComputeType_t {
+        match self {
+            ElemType::F64 => sys::cublasComputeType_t::CUBLAS_COMPUTE_64F,
+            _ => sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+        }
+    }
+}
+
+/// `alpha` and `beta` in the GEMM's compute type (f64 for f64, f32 otherwise).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Scalars {
+    /// For f32, f16 and bf16 matrices.
+    F32 { alpha: f32, beta: f32 },
+    /// For f64 matrices.
+    F64 { alpha: f64, beta: f64 },
+}
+
+impl Scalars {
+    fn fits(&self, elem: ElemType) -> bool {
+        matches!(
+            (self, elem),
+            (Scalars::F64 { .. }, ElemType::F64)
+                | (
+                    Scalars::F32 { .. },
+                    ElemType::F32 | ElemType::F16 | ElemType::BF16
+                )
+        )
+    }
+
+    /// Host pointers to `alpha` and `beta`, valid while `self` is borrowed.
+    fn pointers(&self) -> (*const c_void, *const c_void) {
+        match self {
+            Scalars::F32 { alpha, beta } => (
+                (alpha as *const f32).cast::<c_void>(),
+                (beta as *const f32).cast::<c_void>(),
+            ),
+            Scalars::F64 { alpha, beta } => (
+                (alpha as *const f64).cast::<c_void>(),
+                (beta as *const f64).cast::<c_void>(),
+            ),
+        }
+    }
+}
+
+/// One matrix of a GEMM, for messages: `A`, `B` or `C` of the column-major call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Matrix {
+    A,
+    B,
+    C,
+}
+
+/// What is wrong with a GEMM's shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DimsFault {
+    /// A leading dimension below the rows of its matrix as stored (or below 1).
+    LeadingDim {
+        matrix: Matrix,
+        ld: usize,
+        rows: usize,
+    },
+    /// A size, leading dimension, stride or batch count over what cuBLAS takes.
+    TooLarge { what: &'static str, value: usize },
+    /// A batch stride below one matrix's extent: batches of the matrix would overlap (`C`),
+    /// or a stride of 0 for a written matrix.
+    Stride {
+        matrix: Matrix,
+        stride: usize,
+        span: usize,
+    },
+    /// The element counts overflow `usize`.
+    Overflow,
+}
+
+/// The strides of a strided-batched GEMM, in elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Batch {
+    pub(crate) count: usize,
+    pub(crate) stride_a: usize,
+    pub(crate) stride_b: usize,
+    pub(crate) stride_c: usize,
+}
+
+/// A column-major GEMM `C = alpha * op(A) op(B) + beta * C`, `C` of `m × n`, `op(A)` of
+/// `m × k`, `op(B)` of `k × n`, each matrix stored with its leading dimension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct GemmDims {
+    pub(crate) trans_a: bool,
+    pub(crate) trans_b: bool,
+    pub(crate) m: usize,
+    pub(crate) n: usize,
+    pub(crate) k: usize,
+    pub(crate) lda: usize,
+    pub(crate) ldb: usize,
+    pub(crate) ldc: usize,
+    pub(crate) batch: Option<Batch>,
+}
+
+/// Elements a column-major `rows × cols` matrix with leading dimension `ld` spans.
+fn span(matrix: Matrix, rows: usize, cols: usize, ld: usize) -> Result<usize, DimsFault> {
+    if ld < rows.max(1) {
+        return Err(DimsFault::LeadingDim { matrix, ld, rows });
+    }
+    if rows == 0 || cols == 0 {
+        return Ok(0);
+    }
+    ld.checked_mul(cols - 1)
+        .and_then(|e| e.checked_add(rows))
+        .ok_or(DimsFault::Overflow)
+}
+
+fn int(what: &'static str, value: usize) -> Result<c_int, DimsFault> {
+    c_int::try_from(value).map_err(|_| DimsFault::TooLarge { what, value })
+}
+
+fn long(what: &'static str, value: usize) -> Result<c_longlong, DimsFault> {
+    c_longlong::try_from(value).map_err(|_| DimsFault::TooLarge { what, value })
+}
+
+impl GemmDims {
+    /// The rows and columns of `A` and `B` as stored.
+    fn stored(&self) -> ((usize, usize), (usize, usize)) {
+        let a = if self.trans_a {
+            (self.k, self.m)
+        } else {
+            (self.m, self.k)
+        };
+        let b = if self.trans_b {
+            (self.n, self.k)
+        } else {
+            (self.k, self.n)
+        };
+        (a, b)
+    }
+
+    /// The elements `A`, `B` and `C` must hold, or what is wrong with the shape.
+    pub(crate) fn needs(&self) -> Result<[usize; 3], DimsFault> {
+        for (what, v) in [
+            ("m", self.m),
+            ("n", self.n),
+            ("k", self.k),
+            ("lda", self.lda),
+            ("ldb", self.ldb),
+            ("ldc", self.ldc),
+        ] {
+            int(what, v)?;
+        }
+        let ((ar, ac), (br, bc)) = self.stored();
+        let mut spans = [
+            span(Matrix::A, ar, ac, self.lda)?,
+            span(Matrix::B, br, bc, self.ldb)?,
+            span(Matrix::C, self.m, self.n, self.ldc)?,
+        ];
+        if self.m == 0 || self.n == 0 {
+            // cuBLAS returns at once: nothing is read.
+            spans[0] = 0;
+            spans[1] = 0;
+        }
+        let Some(batch) = self.batch else {
+            return Ok(spans);
+        };
+        int("batch count", batch.count)?;
+        let strides = [batch.stride_a, batch.stride_b, batch.stride_c];
+        let matrices = [Matrix::A, Matrix::B, Matrix::C];
+        let mut out = [0; 3];
+        for i in 0..3 {
+            long("stride", strides[i])?;
+            if matrices[i] == Matrix::C && batch.count > 1 && strides[i] < spans[i].max(1) {
+                return Err(DimsFault::Stride {
+                    matrix: Matrix::C,
+                    stride: strides[i],
+                    span: spans[i],
+                });
+            }
+            out[i] = if batch.count == 0 || spans[i] == 0 {
+                0
+            } else {
+                strides[i]
+                    .checked_mul(batch.count - 1)
+                    .and_then(|e| e.checked_add(spans[i]))
+                    .ok_or(DimsFault::Overflow)?
+            };
+        }
+        Ok(out)
+    }
+}
+
+/// A size that `needs` found to fit cuBLAS's integers.
+fn checked<V>(r: std::result::Result<V, DimsFault>) -> Result<V> {
+    r.map_err(|_| Error::Internal {
+        invariant: "a GEMM's shape fits cuBLAS's integers",
+    })
+}
+
+/// The device address of `memory` after checking it is device memory of `elem` elements
+/// holding at least `needed` of them (an internal error otherwise: the ops check first).
+pub(crate) fn device_ptr(memory: &MemoryRef<'_>, elem: ElemType, needed: usize) -> Result<u64> {
+    let Memory::Device(range) = memory.memory() else {
+        return Err(Error::Internal {
+            invariant: "a cuBLAS operand is device memory",
+        });
+    };
+    let fits = needed
+        .checked_mul(elem.size())
+        .is_some_and(|bytes| bytes <= range.bytes);
+    if memory.elem_size() != elem.size() || !fits {
+        return Err(Error::Internal {
+            invariant: "a cuBLAS operand holds the elements its op's shape checks found",
+        });
+    }
+    Ok(range.ptr)
+}
+
+/// A raw cuBLAS handle, destroyed on drop.
+#[derive(Debug)]
+struct RawHandle(sys::cublasHandle_t);
+
+// SAFETY: a cuBLAS handle is tied to a device, not to a thread; its owner (`BlasHandle`) uses
+// it under a lock only, so no two threads call cuBLAS on it at once.
+unsafe impl Send for RawHandle {}
+
+impl Drop for RawHandle {
+    fn drop(&mut self) {
+        // The handle was created, so the library is loaded; `cublasDestroy` may synchronize,
+        // so it waits for a global capture of another thread to end.
+        super::after_global_capture(|| {
+            // SAFETY: the handle came from a successful `cublasCreate_v2` and is destroyed
+            // once, here; graphs that replay its work keep its owner (and so it) alive.
+            let _ = unsafe { blas::destroy_handle(self.0) };
+        });
+    }
+}
+
+/// A cuBLAS handle with a workspace of its own, for one op: created in a device's context,
+/// bound to the call's stream and its workspace on every issue. Shared by the threads that
+/// issue the op, one at a time.
+#[derive(Debug)]
+pub(crate) struct BlasHandle {
+    raw: Mutex<RawHandle>,
+    ctx: Arc<CudaContext>,
+    workspace: Arc<DeviceAlloc>,
+    workspace_bytes: usize,
+}
+
+impl BlasHandle {
+    /// `cublasCreate_v2` in `ctx`, pointer mode host, with `workspace_bytes` of device memory.
+    pub(crate) fn new(ctx: &Arc<CudaContext>, workspace_bytes: usize) -> Result<BlasHandle> {
+        require(Library::Cublas)?;
+        super::ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+        let workspace = DeviceAlloc::new(ctx, workspace_bytes)?;
+        let raw = RawHandle(blas::create_handle().map_err(|e| failed("cublasCreate_v2", e))?);
+        let mode = sys::cublasPointerMode_t::CUBLAS_POINTER_MODE_HOST;
+        // SAFETY: the handle is live (created above).
+        unsafe { sys::cublasSetPointerMode_v2(raw.0, mode) }
+            .result()
+            .map_err(|e| failed("cublasSetPointerMode_v2", e))?;
+        Ok(BlasHandle {
+            raw: Mutex::new(raw),
+            ctx: ctx.clone(),
+            workspace,
+            workspace_bytes,
+        })
+    }
+
+    /// The device ordinal of the handle's context.
+    pub(crate) fn ordinal(&self) -> i32 {
+        self.ctx.ordinal() as i32
+    }
+
+    /// The workspace's size in bytes.
+    pub(crate) fn workspace_bytes(&self) -> usize {
+        self.workspace_bytes
+    }
+
+    /// Issues `C = alpha op(A) op(B) + beta C` (or its strided batches) on `stream`, after
+    /// checking `a`, `b` and `c` against `dims`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn gemm(
+        &self,
+        stream: &Arc<CudaStream>,
+        elem: ElemType,
+        dims: &GemmDims,
+        scalars: Scalars,
+        a: &MemoryRef<'_>,
+        b: &MemoryRef<'_>,
+        c: &MemoryMut<'_>,
+    ) -> Result<()> {
+        if stream.context().ordinal() != self.ctx.ordinal() {
+            return Err(Error::DeviceMismatch {
+                what: "a cuBLAS op issued on a stream of another device than its handle's",
+                left: self.ordinal(),
+                right: stream.context().ordinal() as i32,
+            });
+        }
+        if !scalars.fits(elem) {
+            return Err(Error::Internal {
+                invariant: "a GEMM's scalars are of its compute type",
+            });
+        }
+        let needs = dims.needs().map_err(|_| Error::Internal {
+            invariant: "a GEMM's shape was checked when its op was made",
+        })?;
+        let c_ref = c.memory_ref();
+        let pa = device_ptr(a, elem, needs[0])?;
+        let pb = device_ptr(b, elem, needs[1])?;
+        let pc = device_ptr(&c_ref, elem, needs[2])?;
+        let (m, n, k) = (
+            checked(int("m", dims.m))?,
+            checked(int("n", dims.n))?,
+            checked(int("k", dims.k))?,
+        );
+        let (lda, ldb, ldc) = (
+            checked(int("lda", dims.lda))?,
+            checked(int("ldb", dims.ldb))?,
+            checked(int("ldc", dims.ldc))?,
+        );
+        let op = |t: bool| {
+            if t {
+                sys::cublasOperation_t::CUBLAS_OP_T
+            } else {
+                sys::cublasOperation_t::CUBLAS_OP_N
+            }
+        };
+        let (ta, tb) = (op(dims.trans_a), op(dims.trans_b));
+        let (dt, ct) = (elem.data_type(), elem.compute_type());
+        let algo = sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT;
+        let holders = [a.holder(), b.holder(), c_ref.holder()];
+        cudarc_ordered(stream, holders, || {
+            let raw = self.raw.lock().unwrap_or_else(|p| p.into_inner());
+            let h = raw.0;
+            super::ensure_current(stream.context())
+                .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+            // SAFETY: the handle is live and used by this thread only (the lock); the stream
+            // is live (borrowed) and of the handle's device (checked above).
+            unsafe { blas::set_stream(h, stream.cu_stream() as sys::cudaStream_t) }
+                .map_err(|e| failed("cublasSetStream_v2", e))?;
+            let ws = self.workspace.ptr() as *mut c_void;
+            // SAFETY: the workspace is a live allocation of `workspace_bytes()` bytes in the
+            // handle's context, owned by this handle, which graphs that captured its work
+            // keep alive.
+            unsafe { sys::cublasSetWorkspace_v2(h, ws, self.workspace_bytes) }
+                .result()
+                .map_err(|e| failed("cublasSetWorkspace_v2", e))?;
+            let (alpha, beta) = scalars.pointers();
+            let (pa, pb, pc) = (pa as *const c_void, pb as *const c_void, pc as *mut c_void);
+            match dims.batch {
+                None => {
+                    // SAFETY: `a`, `b` and `c` are live device memory of `elem` elements that
+                    // hold what `dims` reads and writes (`needs`, checked above), on the
+                    // handle's device; `alpha`/`beta` are host values of the compute type
+                    // (pointer mode host), live for the call.
+                    unsafe {
+                        blas::gemm_ex(
+                            h, ta, tb, m, n, k, alpha, pa, dt, lda, pb, dt, ldb, beta, pc, dt, ldc,
+                            ct, algo,
+                        )
+                    }
+                    .map_err(|e| failed("cublasGemmEx", e))
+                }
+                Some(batch) => {
+                    let count = checked(int("batch count", batch.count))?;
+                    let (sa, sb, sc) = (
+                        checked(long("stride", batch.stride_a))?,
+                        checked(long("stride", batch.stride_b))?,
+                        checked(long("stride", batch.stride_c))?,
+                    );
+                    // SAFETY: as for one GEMM; `needs` covers every batch (stride times
+                    // `count - 1` plus one matrix), and batches of `c` do not overlap.
+                    unsafe {
+                        blas::gemm_strided_batched_ex(
+                            h, ta, tb, m, n, k, alpha, pa, dt, lda, sa, pb, dt, ldb, sb, beta, pc,
+                            dt, ldc, sc, count, ct, algo,
+                        )
+                    }
+                    .map_err(|e| failed("cublasGemmStridedBatchedEx", e))
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dims(m: usize, n: usize, k: usize, lda: usize, ldb: usize, ldc: usize) -> GemmDims {
+        GemmDims {
+            trans_a: false,
+            trans_b: false,
+            m,
+            n,
+            k,
+            lda,
+            ldb,
+            ldc,
+            batch: None,
+        }
+    }
+
+    #[test]
+    fn a_gemm_needs_each_matrix_up_to_its_last_column() {
+        assert_eq!(dims(4, 3, 2, 4, 2, 4).needs(), Ok([8, 6, 12]));
+        // Padded leading dimensions: the last column needs only its rows.
+        assert_eq!(dims(4, 3, 2, 6, 5, 7).needs(), Ok([10, 12, 18]));
+        let t = GemmDims {
+            trans_a: true,
+            trans_b: true,
+            ..dims(4, 3, 2, 2, 3, 4)
+        };
+        assert_eq!(t.needs(), Ok([8, 6, 12]));
+        // Nothing to compute: nothing is read.
+        assert_eq!(dims(0, 3, 2, 1, 2, 1).needs(), Ok([0, 0, 0]));
+        // k = 0: C is scaled by beta.
+        assert_eq!(dims(4, 3, 0, 4, 1, 4).needs(), Ok([0, 0, 12]));
+    }
+
+    #[test]
+    fn leading_dimensions_below_the_rows_are_refused() {
+        assert_eq!(
+            dims(4, 3, 2, 3, 2, 4).needs(),
+            Err(DimsFault::LeadingDim {
+                matrix: Matrix::A,
+                ld: 3,
+                rows: 4
+            })
+        );
+        assert_eq!(
+            dims(4, 3, 2, 4, 2, 0).needs(),
+            Err(DimsFault::LeadingDim {
+                matrix: Matrix::C,
+                ld: 0,
+                rows: 4
+            })
+        );
+        assert!(matches!(
+            dims(1 << 31, 1, 1, 1 << 31, 1, 1 << 31).needs(),
+            Err(DimsFault::TooLarge { what: "m", .. })
+        ));
+    }
+
+    #[test]
+    fn batches_need_their_strides_and_c_batches_must_not_overlap() {
+        let batch = |stride_a, stride_b, stride_c| GemmDims {
+            batch: Some(Batch {
+                count: 3,
+                stride_a,
+                stride_b,
+                stride_c,
+            }),
+            ..dims(2, 2, 2, 2, 2, 2)
+        };
+        assert_eq!(batch(4, 0, 4).needs(), Ok([12, 4, 12]));
+        assert_eq!(
+            batch(4, 4, 3).needs(),
+            Err(DimsFault::Stride {
+                matrix: Matrix::C,
+                stride: 3,
+                span: 4
+            })
+        );
+    }
+}
