@@ -270,3 +270,34 @@ fn a_call_that_allocates_in_a_capture_is_refused() {
         .verify()
         .unwrap();
 }
+
+/// Random programs with `call` statements (`RandomOptions::calls`): each call is one operation
+/// of the plan, writing its first operand and reading its second, as `RandomCallOp` declares.
+/// (`capture_random_blocks` captures and verifies 1,200 such programs with device blocks.)
+#[test]
+fn random_programs_plan_their_calls() {
+    use streamgraph::testing::{Call, RandomOptions, RandomProgram};
+    let options = RandomOptions {
+        calls: true,
+        ..RandomOptions::default()
+    };
+    let mut calls = 0;
+    for seed in 0..200u64 {
+        let r = RandomProgram::with_options(seed, options.clone());
+        let plan = r.plan().unwrap();
+        assert_eq!(plan.len(), r.operation_count(), "seed {seed}");
+        for op in plan.ops() {
+            if let StatementKind::Call { .. } = op.statement.kind {
+                calls += 1;
+                let modes: Vec<_> = op.accesses.iter().map(|a| a.mode).collect();
+                assert_eq!(modes, [AccessMode::Write, AccessMode::Read], "seed {seed}");
+            }
+        }
+        assert!(r
+            .calls
+            .iter()
+            .filter(|c| matches!(c, Call::Call { .. }))
+            .all(|c| matches!(c.statement().kind, StatementKind::Call { op: "op" })));
+    }
+    assert!(calls > 200, "{calls} calls in 200 programs");
+}

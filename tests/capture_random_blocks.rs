@@ -707,7 +707,7 @@ fn one_program_replays_many_times() {
 /// Captures block programs and verifies their graphs (the outer graph and every body graph)
 /// against their plans, without running them: the three scripts above, and
 /// `STREAMGRAPH_TEST_PROGRAMS` (default [`PROGRAMS`]) random block programs of
-/// [`body_options`] with fills and copies too. It needs a CUDA driver but runs no work, so the
+/// [`body_options`] with fills, copies and `call` statements too. It needs a CUDA driver but runs no work, so the
 /// stand-in driver of `benches/stub-driver` (which models captures, conditional nodes and
 /// body captures) runs it without a GPU, as `.ci/run` does:
 ///
@@ -748,11 +748,23 @@ fn block_programs_capture_as_planned() {
     let options = RandomOptions {
         fills: true,
         copies: true,
+        calls: true,
         ..body_options()
     };
-    let mut programs = 0;
+    let (mut programs, mut calls, mut calls_in_bodies) = (0, 0, 0);
     for r in programs_with_blocks(options, 0, count) {
         programs += 1;
+        for (i, s) in r.program.statements.iter().enumerate() {
+            if matches!(s.kind, StatementKind::Call { .. }) {
+                calls += 1;
+                let in_body = r.program.statements[..i].iter().any(|b| {
+                    b.kind
+                        .bodies(b.id)
+                        .is_some_and(|[a, e]| a.contains(&i) || e.contains(&i))
+                });
+                calls_in_bodies += usize::from(in_body);
+            }
+        }
         let mut buffers: Vec<DeviceBuffer<u32>> = (0..r.buffers())
             .map(|_| DeviceBuffer::zeros(&device, r.buffer_len()).unwrap())
             .collect();
@@ -774,6 +786,12 @@ fn block_programs_capture_as_planned() {
         }
     }
     assert_eq!(programs, count);
+    // `call` statements (a memset and two launches each) are among the statements verified,
+    // inside device blocks' bodies too.
+    assert!(
+        calls >= count && calls_in_bodies > 0,
+        "{calls} calls, {calls_in_bodies} in bodies"
+    );
     assert!(
         failed.is_empty(),
         "{} of {} programs failed verify(), e.g.\n{}",

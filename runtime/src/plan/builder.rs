@@ -51,6 +51,7 @@ struct Pending {
 #[derive(Debug, Clone)]
 enum PendingKind {
     Launch(String),
+    Call(String),
     Copy,
     Fill,
     Host,
@@ -98,6 +99,12 @@ impl ProgramBuilder {
     pub fn launch(&mut self, stream: usize, kernel: &str, args: &[(&str, AccessMode)]) -> usize {
         let accesses = args.iter().map(|&(b, m)| (b.to_owned(), m)).collect();
         self.push(stream, PendingKind::Launch(kernel.to_owned()), accesses)
+    }
+
+    /// `call OP(OPERANDS)` on `stream`, reading and writing the named buffers.
+    pub fn call(&mut self, stream: usize, op: &str, operands: &[(&str, AccessMode)]) -> usize {
+        let accesses = operands.iter().map(|&(b, m)| (b.to_owned(), m)).collect();
+        self.push(stream, PendingKind::Call(op.to_owned()), accesses)
     }
 
     /// `copy DST <- SRC` on `stream`.
@@ -219,6 +226,7 @@ impl ProgramBuilder {
                     PendingKind::Launch(kernel) => StatementKind::Launch {
                         kernel: leak(kernel),
                     },
+                    PendingKind::Call(op) => StatementKind::Call { op: leak(op) },
                     PendingKind::Copy => StatementKind::Copy,
                     PendingKind::Fill => StatementKind::Fill,
                     PendingKind::Host => StatementKind::Host,
@@ -279,6 +287,10 @@ impl ProgramBuilder {
             PendingKind::Launch(kernel) => {
                 let args: Vec<String> = p.accesses.iter().map(arg).collect();
                 format!("launch {kernel}({})", args.join(", "))
+            }
+            PendingKind::Call(op) => {
+                let args: Vec<String> = p.accesses.iter().map(arg).collect();
+                format!("call {op}({})", args.join(", "))
             }
             PendingKind::Copy => format!("copy {} <- {}", p.accesses[0].0, p.accesses[1].0),
             PendingKind::Fill => format!("fill {} = 0", p.accesses[0].0),

@@ -84,6 +84,21 @@ pub enum Call {
         /// The host function's argument: this operation's index in issue order.
         value: u32,
     },
+    /// `call op(&mut buffers[dst], &buffers[src])`: through
+    /// [`RandomCallOp`](super::RandomCallOp) with `kernels[kernel]` in
+    /// [`RandomProgram::replay`](super::RandomProgram::replay).
+    Call {
+        /// The statement.
+        statement: &'static Statement,
+        /// Index into the kernels given to [`RandomProgram::replay`](super::RandomProgram::replay).
+        kernel: usize,
+        /// The buffer written.
+        dst: usize,
+        /// The buffer read (another one).
+        src: usize,
+        /// This operation's index in issue order.
+        value: u32,
+    },
     /// `record EVENT`.
     Record(&'static Statement),
     /// `wait EVENT`.
@@ -118,6 +133,7 @@ impl Call {
             | Call::Fill { statement, .. }
             | Call::Copy { statement, .. }
             | Call::Host { statement, .. }
+            | Call::Call { statement, .. }
             | Call::Block { statement, .. } => statement,
             Call::Record(s) | Call::Wait(s) | Call::WaitStream(s) => s,
         }
@@ -130,6 +146,7 @@ impl Call {
             | Call::Fill { value, .. }
             | Call::Copy { value, .. }
             | Call::Host { value, .. }
+            | Call::Call { value, .. }
             | Call::Block { value, .. } => Some(value),
             Call::Record(_) | Call::Wait(_) | Call::WaitStream(_) => None,
         }

@@ -31,6 +31,12 @@ enum Work {
         src: Place,
     },
     Host,
+    /// A `call` writing buffer `dst` and reading buffer `src` (another one).
+    Call {
+        kernel: usize,
+        dst: usize,
+        src: usize,
+    },
     Order,
     /// A device block.
     Block,
@@ -188,6 +194,14 @@ impl RandomProgram {
                     &[(&format!("b{buffer}"), mode)],
                 ),
                 Work::Fill { buffer, .. } => b.fill(stream, &format!("b{buffer}")),
+                Work::Call { dst, src, .. } => b.call(
+                    stream,
+                    "op",
+                    &[
+                        (&format!("b{dst}"), AccessMode::Write),
+                        (&format!("b{src}"), AccessMode::Read),
+                    ],
+                ),
                 Work::Copy { dst, src } => b.copy(stream, &name(dst), &name(src)),
                 // `operation` makes no `Order` nor `Block`.
                 Work::Host | Work::Order | Work::Block => b.host(stream),
@@ -393,6 +407,13 @@ fn call_of(program: &'static Program, id: usize, work: Work, value: u32) -> Call
             value,
         },
         (StatementKind::Host, _) => Call::Host { statement, value },
+        (StatementKind::Call { .. }, Work::Call { kernel, dst, src }) => Call::Call {
+            statement,
+            kernel,
+            dst,
+            src,
+            value,
+        },
         (StatementKind::Record { .. }, _) => Call::Record(statement),
         (StatementKind::Wait { .. }, _) => Call::Wait(statement),
         _ => Call::WaitStream(statement),
@@ -421,6 +442,7 @@ fn operation(rng: &mut XorShift, options: &RandomOptions, shape: Shape) -> Work 
         (2, shape.pinned > 0),
         (2, shape.pinned > 0),
         (2, options.host_fns),
+        (3, options.calls && shape.buffers >= 2),
     ];
     let total: usize = weights.iter().filter(|w| w.1).map(|w| w.0).sum();
     let mut roll = rng.below(total);
@@ -504,6 +526,15 @@ fn operation(rng: &mut XorShift, options: &RandomOptions, shape: Shape) -> Work 
             })
         }
         5 => Some(Work::Host),
+        6 => {
+            let src = rng.below(shape.buffers);
+            let dst = (src + 1 + rng.below(shape.buffers - 1)) % shape.buffers;
+            Some(Work::Call {
+                kernel: rng.below(shape.kernels),
+                dst,
+                src,
+            })
+        }
         _ => None,
     };
     work.unwrap_or_else(|| Work::Launch {

@@ -46,6 +46,7 @@
 //! issued into an issuer, on a [`RandomMemory`]).
 
 mod blocks;
+mod call_op;
 mod calls;
 mod generate;
 mod options;
@@ -54,6 +55,7 @@ mod replay;
 mod rng;
 
 pub use blocks::Block;
+pub use call_op::RandomCallOp;
 pub use calls::{Call, Place};
 pub use options::RandomOptions;
 pub use program::RandomProgram;

@@ -53,6 +53,11 @@ pub struct RandomOptions {
     /// stream before it issues more, and blocks inside blocks inside blocks. Off by default (a
     /// seed's program stays what it was).
     pub body_orderings: bool,
+    /// Whether to generate `call` statements: `call op(&mut bD, &bS)` of two different
+    /// buffers, which [`RandomProgram::replay`](super::RandomProgram::replay) issues through
+    /// [`RandomCallOp`](super::RandomCallOp) (a memset and two launches). Off by default (a
+    /// seed's program stays what it was).
+    pub calls: bool,
 }
 
 impl Default for RandomOptions {
@@ -79,6 +84,7 @@ impl Default for RandomOptions {
             waits_on_unrecorded: true,
             device_blocks: false,
             body_orderings: false,
+            calls: false,
         }
     }
 }

@@ -17,6 +17,7 @@ use crate::operand::{FillPattern, HostFn, LaunchConfig};
 use crate::plan::{Plan, Planner};
 use crate::program::{AccessMode, Statement};
 
+use super::call_op::RandomCallOp;
 use super::calls::{Call, Place};
 use super::program::{RandomProgram, Shape};
 
@@ -65,6 +66,34 @@ impl<'a> RandomMemory<'a> {
     }
 }
 
+impl RandomMemory<'_> {
+    /// Issues `call` (a [`Call::Call`]) on this memory through `issuer`, as a
+    /// [`RandomCallOp`] launching `kernel` with `config`; any other call is left alone.
+    pub fn issue_call<I: Issuer + ?Sized>(
+        &self,
+        issuer: &mut I,
+        call: &Call,
+        kernel: &Kernel,
+        config: LaunchConfig,
+    ) -> Result<()> {
+        let Call::Call {
+            statement,
+            dst,
+            src,
+            value,
+            ..
+        } = *call
+        else {
+            return Ok(());
+        };
+        let op = RandomCallOp::new(kernel, config, value);
+        let dst = issue::call_out(gen::place(&self.buffers).index(dst))
+            .map_err(|e| e.in_statement(statement))?;
+        let src = issue::call_in(&self.buffers[src]);
+        issue::call(issuer, statement, &op, (dst, src))
+    }
+}
+
 impl fmt::Debug for RandomMemory<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RandomMemory")
@@ -94,6 +123,9 @@ impl RandomProgram {
             return Err(self.missing("kernel", kernels.len(), need));
         }
         self.replay_with(issuer, memory, |issuer, call| {
+            if let Call::Call { kernel, .. } = *call {
+                return memory.issue_call(issuer, call, &kernels[kernel], config);
+            }
             let Call::Launch {
                 statement,
                 kernel,
@@ -118,8 +150,9 @@ impl RandomProgram {
         })
     }
 
-    /// Issues every call into `issuer` as [`replay`](Self::replay) does, except launches:
-    /// `launch(issuer, call)` issues each [`Call::Launch`], as the test likes (its accesses
+    /// Issues every call into `issuer` as [`replay`](Self::replay) does, except launches and
+    /// `call`s: `launch(issuer, call)` issues each [`Call::Launch`] and [`Call::Call`] (for
+    /// which [`RandomMemory::issue_call`] is at hand), as the test likes (its accesses
     /// should be the call's buffer and mode, for the plan to match). Inside device blocks'
     /// bodies the issuer is the one the block hands its body, hence `&mut dyn Issuer`.
     pub fn replay_with<I, L>(
@@ -149,7 +182,7 @@ impl RandomProgram {
             let call = &self.calls[i];
             i += 1;
             match *call {
-                Call::Launch { .. } => launch(issuer, call)?,
+                Call::Launch { .. } | Call::Call { .. } => launch(issuer, call)?,
                 Call::Fill {
                     statement,
                     buffer,
