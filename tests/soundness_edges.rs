@@ -347,3 +347,71 @@ fn from_cudarc_follows_the_work_cudarc_queued_values() {
     let slice = buffer.into_cudarc().unwrap();
     assert_eq!(cu.clone_dtoh(&slice).unwrap(), vec![7]);
 }
+
+/// A buffer lent to cudarc's safe API (`DeviceBuffer::cudarc_view`): refused on a stream that
+/// other code captures; handed such a stream later (the view was made on another), the
+/// capture is invalidated, so that no foreign graph names the buffer.
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn a_cudarc_view_never_reaches_a_foreign_capture() {
+    let k = Kernels::new();
+    let stream = Stream::new(&k.device, 0).unwrap();
+    let other = Stream::new(&k.device, 0).unwrap();
+    let mut x = DeviceBuffer::<u32>::zeros(&k.device, 64).unwrap();
+
+    begin_foreign_capture(&stream);
+    refused(
+        "DeviceBuffer::cudarc_view",
+        x.cudarc_view(&stream).map(drop),
+    );
+    refused(
+        "DeviceBuffer::cudarc_view_mut",
+        x.cudarc_view_mut(&stream).map(drop),
+    );
+    // (An empty graph: the refused views added nothing to it.)
+    drop(
+        stream
+            .as_cudarc()
+            .end_capture(sys::CUgraphInstantiate_flags(0))
+            .unwrap(),
+    );
+
+    let mut view = x.cudarc_view_mut(&other).unwrap();
+    begin_foreign_capture(&stream);
+    // cudarc's call on the captured stream: queued, then the capture is invalidated.
+    let _ = stream.as_cudarc().memset_zeros(&mut view);
+    let ended = stream
+        .as_cudarc()
+        .end_capture(sys::CUgraphInstantiate_flags(0));
+    assert!(
+        !matches!(ended, Ok(Some(_))),
+        "a foreign capture kept a graph naming the buffer"
+    );
+    // Both streams work afterwards.
+    stream.synchronize().unwrap();
+    other.synchronize().unwrap();
+}
+
+/// Reads and writes of a buffer through cudarc's safe API, on the view's stream and on another
+/// (which waits for it).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_cudarc_view_reads_and_writes_in_stream_order_values() {
+    let k = Kernels::new();
+    let stream = Stream::new(&k.device, 0).unwrap();
+    let other = Stream::new(&k.device, 0).unwrap();
+    let mut x = DeviceBuffer::from_host(&k.device, &[5u32; 64]).unwrap();
+    let mut host = [0u32; 64];
+    stream.fill(&mut x, 9).unwrap();
+    {
+        let view = x.cudarc_view(&stream).unwrap();
+        // On another stream: it waits for the fill, and the copy is done when it returns.
+        other.as_cudarc().memcpy_dtoh(&view, &mut host).unwrap();
+    }
+    assert_eq!(host, [9; 64]);
+    {
+        let mut view = x.cudarc_view_mut(&stream).unwrap();
+        stream.as_cudarc().memset_zeros(&mut view).unwrap();
+    }
+    assert_eq!(x.to_vec_on(&stream).unwrap(), vec![0; 64]);
+}

@@ -19,6 +19,7 @@ use crate::access::{device_ref, DeviceMemory, DeviceMemoryMut, FillValue, Pod};
 use crate::error::{Error, Result};
 use crate::ffi::memory::{Holder, MemoryMut, MemoryRef};
 use crate::ffi::KernelArg;
+use crate::memory::{CudarcView, CudarcViewMut};
 use crate::module::Kernel;
 use crate::operand::{BufferAccess, DeviceRange, LaunchConfig, Memory};
 use crate::program::AccessMode;
@@ -225,12 +226,7 @@ impl<'a, T> In<'a, T> {
 
     /// The operand as memory cudarc's safe API reads on `stream` ([`CudarcView`]).
     pub fn cudarc<'s>(&'s self, stream: &'s CallStream<'_>) -> CudarcView<'s, T> {
-        CudarcView {
-            ptr: self.device_ptr(),
-            len: self.len,
-            stream: stream.as_cudarc(),
-            _elem: PhantomData,
-        }
+        CudarcView::new(self.device_ptr(), self.len, stream.as_cudarc(), false)
     }
 }
 
@@ -284,12 +280,7 @@ impl<'a, T> Out<'a, T> {
 
     /// The operand as memory cudarc's safe API writes on `stream` ([`CudarcViewMut`]).
     pub fn cudarc<'s>(&'s mut self, stream: &'s CallStream<'_>) -> CudarcViewMut<'s, T> {
-        CudarcViewMut {
-            ptr: self.device_ptr(),
-            len: self.len,
-            stream: stream.as_cudarc(),
-            _elem: PhantomData,
-        }
+        CudarcViewMut::new(self.device_ptr(), self.len, stream.as_cudarc(), false)
     }
 }
 
@@ -297,66 +288,6 @@ impl<'a, T: Pod> Out<'a, T> {
     /// The operand of memory written through `memory` (for ops that issue other ops).
     pub fn of<M: DeviceMemoryMut<Elem = T> + ?Sized>(memory: &'a mut M) -> Out<'a, T> {
         Out::new(MemoryMut::device(memory))
-    }
-}
-
-/// An operand read by cudarc's safe API inside a [`StreamOp`]: implements cudarc's
-/// `DevicePtr`, ordered on the call's stream (cudarc's own event tracking is not involved:
-/// the pipeline orders its streams).
-#[derive(Debug)]
-pub struct CudarcView<'s, T> {
-    ptr: u64,
-    len: usize,
-    stream: &'s Arc<CudaStream>,
-    _elem: PhantomData<&'s [T]>,
-}
-
-/// An operand written by cudarc's safe API inside a [`StreamOp`]: implements cudarc's
-/// `DevicePtrMut`, ordered on the call's stream.
-#[derive(Debug)]
-pub struct CudarcViewMut<'s, T> {
-    ptr: u64,
-    len: usize,
-    stream: &'s Arc<CudaStream>,
-    _elem: PhantomData<&'s mut [T]>,
-}
-
-impl<T> cudarc::driver::DeviceSlice<T> for CudarcView<'_, T> {
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn stream(&self) -> &Arc<CudaStream> {
-        self.stream
-    }
-}
-
-impl<T> cudarc::driver::DeviceSlice<T> for CudarcViewMut<'_, T> {
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn stream(&self) -> &Arc<CudaStream> {
-        self.stream
-    }
-}
-
-impl<T> cudarc::driver::DevicePtr<T> for CudarcView<'_, T> {
-    fn device_ptr<'a>(&'a self, _stream: &'a CudaStream) -> (u64, cudarc::driver::SyncOnDrop<'a>) {
-        (self.ptr, cudarc::driver::SyncOnDrop::Sync(None))
-    }
-}
-
-impl<T> cudarc::driver::DevicePtr<T> for CudarcViewMut<'_, T> {
-    fn device_ptr<'a>(&'a self, _stream: &'a CudaStream) -> (u64, cudarc::driver::SyncOnDrop<'a>) {
-        (self.ptr, cudarc::driver::SyncOnDrop::Sync(None))
-    }
-}
-
-impl<T> cudarc::driver::DevicePtrMut<T> for CudarcViewMut<'_, T> {
-    fn device_ptr_mut<'a>(
-        &'a mut self,
-        _stream: &'a CudaStream,
-    ) -> (u64, cudarc::driver::SyncOnDrop<'a>) {
-        (self.ptr, cudarc::driver::SyncOnDrop::Sync(None))
     }
 }
 

@@ -28,8 +28,7 @@ mod stream;
 mod trace;
 
 pub use call::{
-    BodyOp, BoundCall, CallAccess, CallOperand, CallOperands, CallStream, CudarcView,
-    CudarcViewMut, In, Out, StreamOp,
+    BodyOp, BoundCall, CallAccess, CallOperand, CallOperands, CallStream, In, Out, StreamOp,
 };
 pub use comm::Communicator;
 #[cfg(feature = "nccl")]
@@ -56,9 +55,9 @@ pub use issue::{
     Body, CollectivePart, Issuer, LaunchKernel, Pipeline, StreamOptions, ValueParameter,
 };
 pub use memory::{
-    CopySource, CopyTarget, DeviceBuffer, DeviceFlag, DeviceMemory, DeviceMemoryMut, DeviceRepr,
-    DeviceView, DeviceViewMut, FillValue, KernelValue, PinnedBuffer, PinnedMut, PinnedRef,
-    PinnedView, PinnedViewMut, Pod, Zeroable,
+    CopySource, CopyTarget, CudarcView, CudarcViewMut, DeviceBuffer, DeviceFlag, DeviceMemory,
+    DeviceMemoryMut, DeviceRepr, DeviceView, DeviceViewMut, FillValue, KernelValue, PinnedBuffer,
+    PinnedMut, PinnedRef, PinnedView, PinnedViewMut, Pod, Zeroable,
 };
 pub use module::{Kernel, Module};
 pub use operand::{

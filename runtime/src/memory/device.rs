@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::{
     bytes_of, device_ref, sub_range, CopySource, CopyTarget, DeviceMemory, DeviceMemoryMut, Pod,
 };
+use super::{CudarcView, CudarcViewMut};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::ffi::copy::read_device;
@@ -65,6 +66,64 @@ impl<T: Pod> DeviceBuffer<T> {
             ordinal: device.ordinal(),
             _elem: PhantomData,
         })
+    }
+
+    /// The buffer as memory cudarc's safe API reads, bound to `stream` (cudarc's
+    /// `DevicePtr`): `stream.as_cudarc().memcpy_dtoh(&view, &mut host)`, a cuBLAS call's
+    /// operand. Work cudarc queues with it on `stream` is in `stream`'s order; on another
+    /// stream, that stream first waits for `stream` and the call is waited for. Refused with
+    /// [`crate::Error::StreamCapturing`] while code outside streamgraph captures `stream`
+    /// (and a capture of another stream the view is handed is invalidated).
+    ///
+    /// ```no_run
+    /// # extern crate streamgraph_runtime as streamgraph;
+    /// use streamgraph::{Device, DeviceBuffer, Stream};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let device = Device::new(None)?;
+    /// let stream = Stream::new(&device, 0)?;
+    /// let x = DeviceBuffer::from_host(&device, &[1u32, 2, 3])?;
+    /// let mut host = [0u32; 3];
+    /// let view = x.cudarc_view(&stream)?;
+    /// stream.as_cudarc().memcpy_dtoh(&view, &mut host)?;
+    /// stream.synchronize()?;
+    /// assert_eq!(host, [1, 2, 3]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn cudarc_view<'a>(&'a self, stream: &'a Stream) -> Result<CudarcView<'a, T>> {
+        self.bind(stream, "DeviceBuffer::cudarc_view")?;
+        Ok(CudarcView::new(
+            self.alloc.ptr(),
+            self.len,
+            stream.as_cudarc(),
+            true,
+        ))
+    }
+
+    /// The buffer as memory cudarc's safe API writes, bound to `stream` (cudarc's
+    /// `DevicePtrMut`), as [`DeviceBuffer::cudarc_view`]: `stream.as_cudarc().memset_zeros(&mut view)`.
+    pub fn cudarc_view_mut<'a>(&'a mut self, stream: &'a Stream) -> Result<CudarcViewMut<'a, T>> {
+        self.bind(stream, "DeviceBuffer::cudarc_view_mut")?;
+        Ok(CudarcViewMut::new(
+            self.alloc.ptr(),
+            self.len,
+            stream.as_cudarc(),
+            true,
+        ))
+    }
+
+    /// Refuses a view on `stream` while other code captures it, or on another device.
+    fn bind(&self, stream: &Stream, what: &'static str) -> Result<()> {
+        stream.refuse_capturing(what)?;
+        let device = stream.device().ordinal();
+        if device != self.ordinal {
+            return Err(Error::DeviceMismatch {
+                what: "a cudarc view of a buffer on a stream of another device",
+                left: self.ordinal,
+                right: device,
+            });
+        }
+        Ok(())
     }
 
     /// A buffer of `len` elements, all zero bits.

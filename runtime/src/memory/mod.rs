@@ -60,11 +60,13 @@ use crate::ffi::KernelArg;
 use crate::operand::{BufferAccess, DeviceRange};
 use crate::program::AccessMode;
 
+mod cudarc_view;
 mod device;
 mod flag;
 mod interop;
 mod pinned;
 
+pub use cudarc_view::{CudarcView, CudarcViewMut};
 pub use device::{DeviceBuffer, DeviceView, DeviceViewMut};
 pub use flag::DeviceFlag;
 pub use pinned::{PinnedBuffer, PinnedMut, PinnedRef, PinnedView, PinnedViewMut};
