@@ -301,3 +301,46 @@ fn random_programs_plan_their_calls() {
     }
     assert!(calls > 200, "{calls} calls in 200 programs");
 }
+
+/// An op with scratch memory of its own (a library's workspace): every call of it writes the
+/// scratch.
+struct Scratchy {
+    scratch: DeviceBuffer<u32>,
+}
+
+// SAFETY: issues nothing.
+unsafe impl StreamOp for Scratchy {
+    type Operands<'a> = (Out<'a, u32>,);
+
+    fn issue(&self, _: &CallStream<'_>, _: &mut Self::Operands<'_>) -> streamgraph::Result<()> {
+        Ok(())
+    }
+
+    fn scratch(&self) -> Option<streamgraph::MemoryRef<'_>> {
+        Some(streamgraph::CopySource::<u32>::copy_source(&self.scratch))
+    }
+}
+
+pipeline! {
+    /// One op called on two streams that nothing orders, on buffers of their own.
+    pipeline SharedOp(y: &mut DeviceBuffer<u32>, z: &mut DeviceBuffer<u32>, op: &Scratchy) {
+        stream main;
+        stream side;
+        main: call op(&mut y);
+        side: call op(&mut z);
+    }
+}
+
+/// The compile-time check sees no race (the operands differ), the plan's does: both calls
+/// write the op's scratch.
+#[test]
+fn two_unordered_calls_of_one_op_with_scratch_race() {
+    let op = Scratchy {
+        scratch: DeviceBuffer::for_planning(64).unwrap(),
+    };
+    let mut y = DeviceBuffer::<u32>::for_planning(16).unwrap();
+    let mut z = DeviceBuffer::<u32>::for_planning(16).unwrap();
+    let plan = Plan::build(&SharedOp::new(&mut y, &mut z, &op)).unwrap();
+    let races = plan.check_races().unwrap_err().to_string();
+    assert!(races.contains("call op"), "{races}");
+}

@@ -84,6 +84,15 @@ pub unsafe trait StreamOp {
         None
     }
 
+    /// Device memory of the op's own that its work writes, such as a library's workspace.
+    /// Every call of the op is then seen writing it: the run-time race check
+    /// ([`crate::Plan::check_races`], on in debug builds) reports two calls of one op that
+    /// nothing orders (the compile-time check does not see it), and a graph keeps it. `None`
+    /// by default: the op writes nothing of its own.
+    fn scratch(&self) -> Option<MemoryRef<'_>> {
+        None
+    }
+
     /// A name for messages (the op's type by default).
     fn name(&self) -> &str {
         std::any::type_name::<Self>()
@@ -399,17 +408,25 @@ impl fmt::Debug for dyn BoundCall + '_ {
     }
 }
 
-/// An op and its operands, with their accesses listed once.
-pub(crate) struct Bound<'o, 'a, O: StreamOp + ?Sized> {
+/// An op and its operands, with their accesses (and the op's scratch memory, written) listed
+/// once, for `'s`, while both are borrowed.
+pub(crate) struct Bound<'o, 'a, 's, O: StreamOp + ?Sized> {
     pub(crate) op: &'o O,
     pub(crate) operands: O::Operands<'a>,
-    pub(crate) accesses: Vec<CallAccess<'a>>,
+    pub(crate) accesses: Vec<CallAccess<'s>>,
 }
 
-impl<'o, 'a, O: StreamOp + ?Sized> Bound<'o, 'a, O> {
+impl<'o: 's, 'a: 's, 's, O: StreamOp + ?Sized> Bound<'o, 'a, 's, O> {
     pub(crate) fn new(op: &'o O, operands: O::Operands<'a>) -> Self {
-        let mut accesses = Vec::new();
-        operands.accesses(&mut accesses);
+        let mut listed = Vec::new();
+        operands.accesses(&mut listed);
+        let mut accesses: Vec<CallAccess<'s>> = listed;
+        if let Some(memory) = op.scratch() {
+            accesses.push(CallAccess {
+                memory,
+                mode: AccessMode::Write,
+            });
+        }
         Bound {
             op,
             operands,
@@ -418,7 +435,7 @@ impl<'o, 'a, O: StreamOp + ?Sized> Bound<'o, 'a, O> {
     }
 }
 
-impl<O: StreamOp + ?Sized> BoundCall for Bound<'_, '_, O> {
+impl<O: StreamOp + ?Sized> BoundCall for Bound<'_, '_, '_, O> {
     fn accesses(&self) -> &[CallAccess<'_>] {
         &self.accesses
     }

@@ -370,6 +370,17 @@ impl BlasHandle {
         self.ctx.ordinal() as i32
     }
 
+    /// The workspace, as memory the op's work writes (see `StreamOp::scratch`).
+    pub(crate) fn workspace_ref(&self) -> Option<MemoryRef<'_>> {
+        MemoryRef::device(
+            &self.workspace,
+            self.ctx.ordinal() as i32,
+            self.workspace.ptr(),
+            self.workspace_bytes,
+            1,
+        )
+    }
+
     /// The workspace's size in bytes.
     pub(crate) fn workspace_bytes(&self) -> usize {
         self.workspace_bytes

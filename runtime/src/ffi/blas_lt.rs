@@ -122,6 +122,17 @@ pub(crate) struct Matmul {
 }
 
 impl Matmul {
+    /// The workspace, as memory the op's work writes (see `StreamOp::scratch`).
+    pub(crate) fn workspace_ref(&self) -> Option<MemoryRef<'_>> {
+        MemoryRef::device(
+            &self.workspace,
+            self.ctx.ordinal() as i32,
+            self.workspace.ptr(),
+            self.workspace_bytes,
+            1,
+        )
+    }
+
     /// Plans the matmul of `dims` (no batches) in `ctx`: its handle, descriptors, layouts and
     /// the heuristic's best algorithm for `workspace_bytes` of workspace, allocated here.
     pub(crate) fn new(

@@ -8,6 +8,7 @@ use super::shape::{Call, Layout, Shape};
 use crate::call::{CallStream, In, Out, StreamOp};
 use crate::error::Result;
 use crate::ffi::blas::BlasHandle;
+use crate::ffi::memory::MemoryRef;
 
 /// The shape and scalars of a GEMM `C = alpha · op(A) · op(B) + beta · C`: `C` is `m × n`,
 /// `op(A)` is `m × k` and `op(B)` is `k × n`, where `op(X)` is `X` or, with `transa` /
@@ -164,6 +165,10 @@ impl Planned {
     fn keep(&self) -> Option<Arc<dyn Any + Send + Sync>> {
         Some(self.handle.clone())
     }
+
+    fn scratch(&self) -> Option<MemoryRef<'_>> {
+        self.handle.workspace_ref()
+    }
 }
 
 /// A cuBLAS GEMM `C = alpha · op(A) · op(B) + beta · C` of one shape ([`GemmConfig`]), in
@@ -228,6 +233,11 @@ unsafe impl<T: GemmElem> StreamOp for Gemm<T> {
 
     fn keep(&self) -> Option<Arc<dyn Any + Send + Sync>> {
         self.planned.keep()
+    }
+
+    /// The workspace: two calls of one op that nothing orders share it, a race.
+    fn scratch(&self) -> Option<MemoryRef<'_>> {
+        self.planned.scratch()
     }
 }
 
@@ -340,6 +350,11 @@ unsafe impl<T: GemmElem> StreamOp for StridedBatchedGemm<T> {
 
     fn keep(&self) -> Option<Arc<dyn Any + Send + Sync>> {
         self.planned.keep()
+    }
+
+    /// The workspace: two calls of one op that nothing orders share it, a race.
+    fn scratch(&self) -> Option<MemoryRef<'_>> {
+        self.planned.scratch()
     }
 }
 

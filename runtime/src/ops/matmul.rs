@@ -9,6 +9,7 @@ use super::shape::{Call, Layout, Shape};
 use crate::call::{CallStream, In, Out, StreamOp};
 use crate::error::{Error, Result};
 use crate::ffi::blas_lt::{self, Activation};
+use crate::ffi::memory::MemoryRef;
 
 /// What a [`Matmul`] applies to each element of its result before storing it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -178,6 +179,10 @@ impl Planned {
     fn keep(&self) -> Option<Arc<dyn Any + Send + Sync>> {
         Some(self.plan.clone())
     }
+
+    fn scratch(&self) -> Option<MemoryRef<'_>> {
+        self.plan.workspace_ref()
+    }
 }
 
 /// A cuBLASLt matmul of one shape with a fused activation ([`MatmulConfig`]), in `f32`,
@@ -238,6 +243,11 @@ unsafe impl<T: MatmulElem> StreamOp for Matmul<T> {
     fn keep(&self) -> Option<Arc<dyn Any + Send + Sync>> {
         self.planned.keep()
     }
+
+    /// The workspace: two calls of one op that nothing orders share it, a race.
+    fn scratch(&self) -> Option<MemoryRef<'_>> {
+        self.planned.scratch()
+    }
 }
 
 /// A cuBLASLt matmul with a bias added before its activation: `call mm(&mut c, &a, &b,
@@ -290,6 +300,11 @@ unsafe impl<T: MatmulElem> StreamOp for MatmulBias<T> {
 
     fn keep(&self) -> Option<Arc<dyn Any + Send + Sync>> {
         self.planned.keep()
+    }
+
+    /// The workspace: two calls of one op that nothing orders share it, a race.
+    fn scratch(&self) -> Option<MemoryRef<'_>> {
+        self.planned.scratch()
     }
 }
 

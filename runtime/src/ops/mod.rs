@@ -18,8 +18,11 @@
 //!
 //! One op's workspace serves one call at a time: issue an op from statements that are ordered
 //! with each other (on one stream, or joined by `wait`s), and make one op per stream for GEMMs
-//! that run concurrently. An op may be shared by threads that issue it (it is `Sync`); their
-//! issues are serialized.
+//! that run concurrently. Each op declares its workspace as memory every call writes
+//! (`StreamOp::scratch`), so the run-time race check (`Plan::check_races`, on in debug builds)
+//! reports two calls of one op in a pipeline that nothing orders. An op may be shared by
+//! threads that issue it (it is `Sync`); their issues are serialized, but pipelines run on
+//! other streams at the same time must not share one: nothing orders their workspace use.
 //!
 //! ```no_run
 //! # extern crate streamgraph_runtime as streamgraph;
