@@ -92,6 +92,8 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/ui/block_flag_not_parameter.rs"),
     source!("tests/ui/block_host_fn.rs"),
     source!("tests/ui/call_not_an_op.rs"),
+    source!("tests/ui/indexed_race.rs"),
+    source!("tests/ui/pass_indexed_maybe_race.rs"),
     source!("tests/ui/call_op_not_for_bodies.rs"),
     source!("tests/ui/call_operand_not_memory.rs"),
     source!("tests/ui/call_operand_not_parameter.rs"),

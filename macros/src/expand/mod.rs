@@ -49,8 +49,8 @@ pub fn pipeline(input: TokenStream) -> TokenStream {
     let code = expand(&program);
     let (errors, warnings) = errors.into_parts();
     let errors = errors.into_iter().map(|e| e.to_compile_error());
-    let warnings = warnings.iter().map(|w| warning(&program.name, w));
-    quote!(#code #(#errors)* #(#warnings)*)
+    let warnings = warnings_of(&program.name, &warnings);
+    quote!(#code #(#errors)* #warnings)
 }
 
 /// A warning on stable Rust: the use of a deprecated item, spanned on the user's tokens so that
@@ -61,17 +61,27 @@ pub fn pipeline(input: TokenStream) -> TokenStream {
 /// ```text
 /// warning: use of deprecated unit struct `PIPELINE::NAME`: MESSAGE
 /// ```
-fn warning(pipeline: &syn::Ident, w: &Warning) -> TokenStream {
-    let name = syn::Ident::new(w.name, w.span);
-    let note = &w.message;
-    quote_spanned! {w.span=>
-        #[doc(hidden)]
-        #[allow(dead_code, non_upper_case_globals)]
-        const #pipeline: () = {
+/// All warnings of one pipeline lie in the one constant (two constants of one name would
+/// clash).
+fn warnings_of(pipeline: &syn::Ident, warnings: &[Warning]) -> TokenStream {
+    let Some(first) = warnings.first() else {
+        return TokenStream::new();
+    };
+    let items = warnings.iter().map(|w| {
+        let name = syn::Ident::new(w.name, w.span);
+        let note = &w.message;
+        quote_spanned! {w.span=>
             #[deprecated(note = #note)]
             #[allow(non_camel_case_types)]
             struct #name;
             let _ = #name;
+        }
+    });
+    quote_spanned! {first.span=>
+        #[doc(hidden)]
+        #[allow(dead_code, non_upper_case_globals)]
+        const #pipeline: () = {
+            #(#items)*
         };
     }
 }

@@ -14,7 +14,7 @@ fn buffer(program: &Program, b: &BufferExpr) -> TokenStream {
     let by_ref = program
         .param(&b.root)
         .is_some_and(|p| p.kind != ParamKind::Value);
-    if b.whole && by_ref {
+    if b.whole && b.element.is_none() && by_ref {
         quote_spanned!(expr.span()=> #expr)
     } else {
         quote_spanned!(expr.span()=> &(#expr))

@@ -69,7 +69,8 @@ pub(super) fn program_const(program: &Program) -> TokenStream {
                 Mode::Read => quote!(Read),
                 Mode::Write => quote!(Write),
             };
-            let whole = a.whole;
+            // At run time an element is part of its parameter (the plan compares addresses).
+            let whole = a.whole && a.element.is_none();
             quote!(::streamgraph::__private::StaticAccess {
                 buffer: #buffer,
                 mode: ::streamgraph::__private::AccessMode::#mode,

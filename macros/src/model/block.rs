@@ -56,6 +56,8 @@ impl Program {
                 buffer: name.clone(),
                 mode: Mode::Read,
                 whole: true,
+                element: None,
+                dynamic: false,
                 at: b.flag.to_token_stream(),
             });
         }

@@ -162,6 +162,8 @@ impl Program {
                             buffer: send.root.clone(),
                             mode: Mode::Read,
                             whole: send.whole,
+                            element: send.element,
+                            dynamic: send.dynamic,
                             at: at.to_token_stream(),
                         });
                     }
@@ -169,6 +171,8 @@ impl Program {
                         buffer: recv.root.clone(),
                         mode: Mode::Write,
                         whole: recv.whole,
+                        element: recv.element,
+                        dynamic: recv.dynamic,
                         at: part.recv.to_token_stream(),
                     });
                     let kind = Kind::Collective {

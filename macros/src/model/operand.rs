@@ -57,8 +57,15 @@ pub struct BufferExpr {
     pub expr: Expr,
     /// The parameter name it starts from.
     pub root: Ident,
-    /// `true` for the plain name (the whole buffer).
+    /// `true` for the plain name (the whole buffer), or a constant element of it alone
+    /// (`xs[0]`: the whole of that element).
     pub whole: bool,
+    /// The constant index right after the name (`xs[0]`, `xs[1].slice(..)`): that element is
+    /// a buffer of its own for the static race check.
+    pub element: Option<u64>,
+    /// Whether the name is indexed by a value only known at run time (`xs[i]`): it may be any
+    /// element.
+    pub dynamic: bool,
 }
 
 /// Read or write, as in the runtime's `AccessMode`.
@@ -73,6 +80,10 @@ pub struct Access {
     pub buffer: Ident,
     pub mode: Mode,
     pub whole: bool,
+    /// The constant element of `buffer` (`xs[0]`), a buffer of its own for the race check.
+    pub element: Option<u64>,
+    /// Whether `buffer` is indexed by a run-time value (`xs[i]`).
+    pub dynamic: bool,
     /// The user's expression (`&mut x.slice(..)`, a copy side), for errors.
     pub at: TokenStream,
 }
@@ -82,21 +93,34 @@ impl Program {
     /// indexing (`xs[i]`: one buffer of a slice or `Vec` of buffers).
     pub(super) fn buffer_expr(&self, expr: Expr, errors: &mut Errors) -> Option<BufferExpr> {
         let mut root = &expr;
-        let mut whole = true;
+        // Method calls and indexes on the way to the name; the index applied to it directly.
+        let (mut steps, mut direct) = (0usize, None);
         loop {
             match root {
                 Expr::MethodCall(m) => {
                     root = &m.receiver;
-                    whole = false;
+                    steps += 1;
+                    direct = None;
                 }
                 Expr::Index(i) => {
                     root = &i.expr;
-                    whole = false;
+                    steps += 1;
+                    direct = Some(&*i.index);
                 }
                 Expr::Paren(p) => root = &p.expr,
                 _ => break,
             }
         }
+        let constant = |e: &Expr| match e {
+            Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(n),
+                ..
+            }) => n.base10_parse::<u64>().ok(),
+            _ => None,
+        };
+        let element = direct.and_then(constant);
+        let dynamic = direct.is_some() && element.is_none();
+        let whole = steps == 0 || (steps == 1 && element.is_some());
         let Expr::Path(path) = root else {
             errors.spanned(
                 &expr,
@@ -133,6 +157,12 @@ impl Program {
             errors.spanned(&root, message);
             return None;
         }
-        Some(BufferExpr { expr, root, whole })
+        Some(BufferExpr {
+            expr,
+            root,
+            whole,
+            element,
+            dynamic,
+        })
     }
 }

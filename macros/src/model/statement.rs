@@ -177,6 +177,8 @@ impl Program {
                                     buffer: b.root.clone(),
                                     mode,
                                     whole: b.whole,
+                                    element: b.element,
+                                    dynamic: b.dynamic,
                                     at: r.to_token_stream(),
                                 });
                             }
@@ -219,12 +221,16 @@ impl Program {
                     buffer: src.root.clone(),
                     mode: Mode::Read,
                     whole: src.whole,
+                    element: src.element,
+                    dynamic: src.dynamic,
                     at: src_at,
                 });
                 accesses.push(Access {
                     buffer: dst.root.clone(),
                     mode: Mode::Write,
                     whole: dst.whole,
+                    element: dst.element,
+                    dynamic: dst.dynamic,
                     at: dst_at,
                 });
                 (Kind::Copy { dst, src }, text)
@@ -239,6 +245,8 @@ impl Program {
                     buffer: dst.root.clone(),
                     mode: Mode::Write,
                     whole: dst.whole,
+                    element: dst.element,
+                    dynamic: dst.dynamic,
                     at,
                 });
                 (Kind::Fill { dst, value }, text)
@@ -264,6 +272,8 @@ impl Program {
                                 buffer: b.root.clone(),
                                 mode,
                                 whole: b.whole,
+                                element: b.element,
+                                dynamic: b.dynamic,
                                 at: r.to_token_stream(),
                             });
                             args.push(match mode {
@@ -386,6 +396,8 @@ impl Program {
             root: name.clone(),
             expr,
             whole: true,
+            element: None,
+            dynamic: false,
         })
     }
 }

@@ -159,7 +159,7 @@ fn frontend(p: &Prog) -> Frontend {
     let mut errors = Errors::default();
     let program = Program::from_syntax(input, &mut errors);
     assert_eq!(program.statements.len(), p.stmts.len());
-    let buffers: Vec<&Ident> = program.params.iter().map(|p| &p.name).collect();
+    let buffers = super::data_races::buffer_names(&program);
     let flow = to_flow(&program.body, &program, &buffers);
     let mut races = Races::new();
     let analysis = race::certain_races(program.streams.len(), program.events.len(), &flow);

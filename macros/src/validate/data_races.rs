@@ -22,15 +22,10 @@ pub(super) fn no_static_races(program: &Program, errors: &mut Errors) {
     if program.streams.len() < 2 || program.statements.iter().any(|s| s.unresolved) {
         return;
     }
-    let buffers: Vec<&Ident> = program.params.iter().map(|p| &p.name).collect();
+    let buffers = buffer_names(program);
     // The pipeline, then every device block's body as a pipeline of its own (README "Loops and branches on the device"):
     // in its enclosing code a block is one operation on its stream.
-    let mut scopes: Vec<&[Node]> = vec![&program.body];
-    let mut i = 0;
-    while let Some(nodes) = scopes.get(i).copied() {
-        collect_bodies(nodes, &mut scopes);
-        i += 1;
-    }
+    let scopes = scopes_of(program);
     let mut races = Vec::new();
     let mut complete = true;
     for nodes in scopes {
@@ -43,7 +38,7 @@ pub(super) fn no_static_races(program: &Program, errors: &mut Errors) {
     for r in races.iter().take(MAX_RACE_DIAGNOSTICS) {
         let first = &program.statements[r.first];
         let second = &program.statements[r.second];
-        let buffer = buffers[r.buffer];
+        let buffer = &buffers[r.buffer];
         report_race(program, first, second, buffer, r, errors);
     }
     if let Some(next) = races.get(MAX_RACE_DIAGNOSTICS) {
@@ -61,6 +56,7 @@ pub(super) fn no_static_races(program: &Program, errors: &mut Errors) {
             ),
         );
     }
+    maybe_races(program, &scopes_of(program), errors);
     if !complete {
         errors.warn(
             program.name.span(),
@@ -74,6 +70,86 @@ pub(super) fn no_static_races(program: &Program, errors: &mut Errors) {
                 program.name,
             ),
         );
+    }
+}
+
+/// The pipeline, then every device block's body as a pipeline of its own (README "Loops and
+/// branches on the device"): in its enclosing code a block is one operation on its stream.
+fn scopes_of(program: &Program) -> Vec<&[Node]> {
+    let mut scopes: Vec<&[Node]> = vec![&program.body];
+    let mut i = 0;
+    while let Some(nodes) = scopes.get(i).copied() {
+        collect_bodies(nodes, &mut scopes);
+        i += 1;
+    }
+    scopes
+}
+
+/// Buffers picked from a parameter by a run-time index (`xs[i]`): the check runs again with
+/// each such parameter as one buffer (its elements and the indexed access all the same
+/// buffer, whole); a race found then that involves an indexed access may be a race or not,
+/// depending on the index. A warning names the first such statement and leaves the decision to
+/// the run-time check.
+fn maybe_races(program: &Program, scopes: &[&[Node]], errors: &mut Errors) {
+    let indexed: Vec<&Ident> = program
+        .statements
+        .iter()
+        .flat_map(|s| &s.accesses)
+        .filter(|a| a.dynamic)
+        .map(|a| &a.buffer)
+        .collect();
+    if indexed.is_empty() {
+        return;
+    }
+    let merged: Vec<BufferName<'_>> = program
+        .params
+        .iter()
+        .map(|p| BufferName {
+            root: &p.name,
+            element: None,
+            merged: indexed.contains(&&p.name),
+        })
+        .collect();
+    let events = program.events.len() + synthetic_events(program);
+    let dynamic_in = |stmt: usize, buffer: usize| {
+        program.statements[stmt]
+            .accesses
+            .iter()
+            .any(|a| a.dynamic && a.buffer == *merged[buffer].root)
+    };
+    for nodes in scopes {
+        let flow = to_flow(nodes, program, &merged);
+        let analysis = race::certain_races(program.streams.len(), events, &flow);
+        let Some(r) = analysis.races.iter().find(|r| {
+            merged[r.buffer].merged
+                && (dynamic_in(r.first, r.buffer) || dynamic_in(r.second, r.buffer))
+        }) else {
+            continue;
+        };
+        let (first, second) = (&program.statements[r.first], &program.statements[r.second]);
+        let (stmt, other) = if dynamic_in(r.second, r.buffer) {
+            (second, first)
+        } else {
+            (first, second)
+        };
+        let (line, column) = line_column(other.first);
+        errors.warn(
+            stmt.first,
+            "indexed_buffer_checked_at_run_time",
+            format!(
+                "`{}` picks an element of `{}` by a value known only at run time, and `{}` \
+                 (at {line}:{column}, on another stream, unordered with it) touches `{}` too: \
+                 whether they race depends on the index, so the static check leaves it to \
+                 `Plan::check_races` at run time (on by default in debug builds); index with a \
+                 constant (`{}[0]`) for a compile-time verdict, or order the two",
+                stmt.text,
+                merged[r.buffer].root,
+                other.text,
+                merged[r.buffer].root,
+                merged[r.buffer].root,
+            ),
+        );
+        return;
     }
 }
 
@@ -102,8 +178,73 @@ fn collect_bodies<'p>(nodes: &'p [Node], out: &mut Vec<&'p [Node]>) {
     }
 }
 
+/// A buffer of the static race check: a parameter, or a constant element of one (`xs[0]`),
+/// which is a buffer of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct BufferName<'p> {
+    pub(super) root: &'p Ident,
+    pub(super) element: Option<u64>,
+    /// Stands for the parameter and all its elements, an element picked at run time
+    /// (`xs[i]`) as a whole one (see [`maybe_races`]).
+    pub(super) merged: bool,
+}
+
+impl BufferName<'_> {
+    /// A name for an event about the buffer: `x`, `xs0`.
+    fn stem(&self) -> String {
+        match self.element {
+            None => self.root.to_string(),
+            Some(k) => format!("{}{k}", self.root),
+        }
+    }
+}
+
+impl std::fmt::Display for BufferName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.element {
+            None => write!(f, "{}", self.root),
+            Some(k) => write!(f, "{}[{k}]", self.root),
+        }
+    }
+}
+
+/// The buffers of the race check: every parameter, then every constant element a statement
+/// names.
+pub(super) fn buffer_names(program: &Program) -> Vec<BufferName<'_>> {
+    let mut names: Vec<BufferName<'_>> = program
+        .params
+        .iter()
+        .map(|p| BufferName {
+            root: &p.name,
+            element: None,
+            merged: false,
+        })
+        .collect();
+    for a in program.statements.iter().flat_map(|s| &s.accesses) {
+        if a.element.is_some() {
+            let Some(param) = program.param(&a.buffer) else {
+                continue;
+            };
+            let name = BufferName {
+                root: &param.name,
+                element: a.element,
+                merged: false,
+            };
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    names
+}
+
 /// Every buffer access of the statements in `nodes`, nested blocks' bodies included.
-fn touches(nodes: &[Node], program: &Program, buffers: &[&Ident], out: &mut Vec<race::Touch>) {
+fn touches(
+    nodes: &[Node],
+    program: &Program,
+    buffers: &[BufferName<'_>],
+    out: &mut Vec<race::Touch>,
+) {
     let add = |stmt: &Statement, out: &mut Vec<race::Touch>| {
         for t in stmt_touches(stmt, buffers) {
             if !out.contains(&t) {
@@ -152,7 +293,11 @@ fn touches(nodes: &[Node], program: &Program, buffers: &[&Ident], out: &mut Vec<
 pub const MAX_RACE_DIAGNOSTICS: usize = 20;
 
 /// `nodes` in the race engine's model, buffers numbered by their index in `buffers`.
-pub(super) fn to_flow(nodes: &[Node], program: &Program, buffers: &[&Ident]) -> Vec<race::Flow> {
+pub(super) fn to_flow(
+    nodes: &[Node],
+    program: &Program,
+    buffers: &[BufferName<'_>],
+) -> Vec<race::Flow> {
     let mut flow = Vec::new();
     for node in nodes {
         if let Node::Stmt(i) = node {
@@ -230,14 +375,17 @@ fn synthetic_events(program: &Program) -> usize {
 }
 
 /// The buffers `stmt` touches, numbered by their index in `buffers`.
-fn stmt_touches(stmt: &Statement, buffers: &[&Ident]) -> Vec<race::Touch> {
+fn stmt_touches(stmt: &Statement, buffers: &[BufferName<'_>]) -> Vec<race::Touch> {
     stmt.accesses
         .iter()
         .filter_map(|a| {
+            let buffer = buffers
+                .iter()
+                .position(|b| *b.root == a.buffer && (b.merged || b.element == a.element))?;
             Some(race::Touch {
-                buffer: buffers.iter().position(|b| **b == a.buffer)?,
+                buffer,
                 write: a.mode == Mode::Write,
-                whole: a.whole,
+                whole: a.whole || (buffers[buffer].merged && a.dynamic),
             })
         })
         .collect()
@@ -249,7 +397,12 @@ fn stmt_touches(stmt: &Statement, buffers: &[&Ident]) -> Vec<race::Touch> {
 /// touching its own buffers, then each participant's stream waits for the other
 /// participants' snapshots (for `broadcast`, the root's): what follows a participant follows
 /// the other streams' work from before the collective, but no participant waits for another.
-fn collective_flow(program: &Program, first: usize, buffers: &[&Ident], out: &mut Vec<race::Flow>) {
+fn collective_flow(
+    program: &Program,
+    first: usize,
+    buffers: &[BufferName<'_>],
+    out: &mut Vec<race::Flow>,
+) {
     let Kind::Collective { op, count, .. } = program.statements[first].kind else {
         return;
     };
@@ -288,7 +441,7 @@ fn report_race(
     program: &Program,
     first: &Statement,
     second: &Statement,
-    buffer: &Ident,
+    buffer: &BufferName<'_>,
     race: &race::Race,
     errors: &mut Errors,
 ) {
@@ -296,7 +449,7 @@ fn report_race(
     let (l1, c1) = line_column(first.first);
     let (l2, c2) = line_column(second.first);
     let suffix = if race.first_writes { "ready" } else { "free" };
-    let event = format!("{buffer}_{suffix}");
+    let event = format!("{}_{suffix}", buffer.stem());
     let declared = program.events.iter().any(|e| e.name == event);
     let declare = if declared {
         String::new()

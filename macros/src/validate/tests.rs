@@ -160,3 +160,69 @@ fn verdicts_do_not_depend_on_how_a_type_is_spelled() {
         assert_eq!(other, &errors[0]);
     }
 }
+
+/// Errors and the names of warnings of `input`.
+fn verdicts_of(input: crate::syntax::Input) -> (Vec<String>, Vec<&'static str>) {
+    let mut errors = Errors::default();
+    let program = Program::from_syntax(input, &mut errors);
+    validate(&program, &mut errors);
+    let (errors, warnings) = errors.into_parts();
+    (
+        errors.iter().map(|e| e.to_string()).collect(),
+        warnings.iter().map(|w| w.name).collect(),
+    )
+}
+
+#[test]
+fn constant_indexes_are_buffers_of_their_own_and_run_time_indexes_warn_when_unordered() {
+    // `bufs[0]` and `bufs[1]` are two buffers: no race between them, a race on `bufs[0]`.
+    let (errors, warnings) = verdicts_of(parse_quote! {
+        pipeline P(bufs: &mut [B], k: &K) {
+            stream main;
+            stream side;
+            main: launch k<<<1, 1>>>(&mut bufs[0]);
+            side: launch k<<<1, 1>>>(&bufs[1]);
+        }
+    });
+    assert!(
+        errors.is_empty() && warnings.is_empty(),
+        "{errors:?} {warnings:?}"
+    );
+    let (errors, _) = verdicts_of(parse_quote! {
+        pipeline P(bufs: &mut [B], k: &K) {
+            stream main;
+            stream side;
+            main: launch k<<<1, 1>>>(&mut bufs[0]);
+            side: launch k<<<1, 1>>>(&bufs[0]);
+        }
+    });
+    assert!(
+        errors[0].starts_with("data race on `bufs[0]`"),
+        "{errors:?}"
+    );
+    // `bufs[i]` unordered with a use of `bufs` on another stream: a warning, no error.
+    let (errors, warnings) = verdicts_of(parse_quote! {
+        pipeline P(bufs: &mut [B], i: usize, k: &K) {
+            stream main;
+            stream side;
+            main: launch k<<<1, 1>>>(&mut bufs[i]);
+            side: launch k<<<1, 1>>>(&bufs[1]);
+        }
+    });
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(warnings, ["indexed_buffer_checked_at_run_time"]);
+    // Ordered: neither.
+    let (errors, warnings) = verdicts_of(parse_quote! {
+        pipeline P(bufs: &mut [B], i: usize, k: &K) {
+            stream main;
+            stream side;
+            main: launch k<<<1, 1>>>(&mut bufs[i]);
+            side: wait_stream main;
+            side: launch k<<<1, 1>>>(&bufs[1]);
+        }
+    });
+    assert!(
+        errors.is_empty() && warnings.is_empty(),
+        "{errors:?} {warnings:?}"
+    );
+}

@@ -1,0 +1,16 @@
+//! A buffer picked by a run-time index may race with another stream's use of its parameter:
+//! a warning (expected: `indexed_buffer_checked_at_run_time`), not an error.
+use streamgraph::{DeviceBuffer, Kernel};
+
+streamgraph::pipeline! {
+    pipeline P(bufs: &mut [DeviceBuffer<f32>], i: usize, k: &Kernel) {
+        stream main;
+        stream side;
+        main: launch k<<<1, 1>>>(&mut bufs[i]);
+        side: launch k<<<1, 1>>>(&bufs[1]);
+    }
+}
+
+fn main() {
+    let _ = P::PROGRAM;
+}
