@@ -26,7 +26,6 @@ use streamgraph_runtime::{
     AccessMode, DeviceBuffer, DeviceMemory, Dim3, Issuer, Kernel, LaunchConfig,
 };
 use streamgraph_runtime::{Planner, ProgramBuilder};
-use syn::Ident;
 
 use super::data_races::to_flow;
 use super::race::{self, Cmd, Touch};
