@@ -10,7 +10,10 @@
 mod common;
 
 use streamgraph::ops::Random;
-use streamgraph::{pipeline, Capture, Device, DeviceBuffer, DeviceFlag, Eager, Error, Stream};
+use streamgraph::{
+    pipeline, AccessMode, Capture, Device, DeviceBuffer, DeviceFlag, Eager, Error, Plan,
+    StatementKind, Stream,
+};
 
 // ---- The CPU reference ----------------------------------------------------------------
 
@@ -231,7 +234,41 @@ fn blocks() -> u64 {
     Random::<f32>::blocks_for(N)
 }
 
+#[test]
+fn a_random_call_is_a_call_statement_that_writes_its_operand() {
+    let calls: Vec<_> = Fill::PROGRAM
+        .statements
+        .iter()
+        .filter(|s| matches!(s.kind, StatementKind::Call { op: "rng" }))
+        .collect();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].text, "main: call rng(&mut x)");
+    let modes: Vec<_> = calls[0]
+        .accesses
+        .iter()
+        .map(|a| (a.buffer, a.mode))
+        .collect();
+    assert_eq!(modes, [("x", AccessMode::Write)]);
+}
+
 // ---- On the GPU or the stand-in driver: no values read ----------------------------------
+
+/// The plan sees one operation writing `x`.
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn a_plan_sees_the_call_write_its_operand() {
+    let g = gpu();
+    let rng = Random::<f32>::uniform(&g.device, SEED).unwrap();
+    let mut x = DeviceBuffer::<f32>::zeros(&g.device, N).unwrap();
+    let plan = Plan::build(&Fill::new(&mut x, &rng)).unwrap();
+    plan.check_races().unwrap();
+    let modes: Vec<_> = plan
+        .ops()
+        .iter()
+        .flat_map(|op| op.accesses.iter().map(|a| a.mode))
+        .collect();
+    assert_eq!(modes, [AccessMode::Write]);
+}
 
 /// A call is one operation of the graph (its two kernels joined), verified against the plan,
 /// in the body of a device loop too.
