@@ -78,6 +78,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/plan_props.rs"),
     source!("tests/plan_races.rs"),
     source!("tests/plan_random.rs"),
+    source!("tests/random_calls.rs"),
     source!("tests/runtime_cpu.rs"),
     source!("tests/runtime_eager.rs"),
     source!("tests/runtime_event.rs"),

@@ -1,5 +1,10 @@
-//! Streamgraph's own ops for `call` statements: library calls a pipeline issues without
-//! `unsafe`.
+//! Streamgraph's own ops for `call` statements: library calls and kernels of streamgraph's
+//! own that a pipeline issues without `unsafe`.
+//!
+//! Always: [`Random`], uniform or normal random numbers in `f32` or `f64` from a seed, by a
+//! Philox4x32-10 kernel of streamgraph's own whose offset lives on the device, so that every
+//! replay of a captured graph draws fresh numbers (cuRAND's host-side offset would repeat
+//! them); it needs only the driver and NVRTC.
 //!
 //! With the `cublas` feature: cuBLAS GEMMs (`Gemm`, `StridedBatchedGemm`) in `f32`, `f64`,
 //! `f16` and `bf16`, and cuBLASLt matmuls with a fused bias and ReLU or GELU epilogue
@@ -63,6 +68,7 @@ mod elem;
 mod gemm;
 #[cfg(feature = "cublas")]
 mod matmul;
+mod random;
 #[cfg(feature = "cublas")]
 mod shape;
 
@@ -75,6 +81,7 @@ pub use gemm::{Gemm, GemmConfig, StridedBatchedConfig, StridedBatchedGemm};
 #[cfg(feature = "cublas")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cublas")))]
 pub use matmul::{Epilogue, Matmul, MatmulBias, MatmulConfig};
+pub use random::{Random, RandomElem};
 #[cfg(feature = "cublas")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cublas")))]
 pub use shape::Layout;
