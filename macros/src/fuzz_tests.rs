@@ -48,6 +48,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("benches/harness/workloads.rs"),
     source!("examples/converge.rs"),
     source!("examples/eager_vs_captured.rs"),
+    source!("examples/mlp.rs"),
     source!("examples/overlap.rs"),
     source!("examples/pipeline_basics.rs"),
     source!("examples/replay_loop.rs"),
