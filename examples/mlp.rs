@@ -8,7 +8,7 @@
 //!
 //! The step runs eagerly, is captured into a CUDA graph (verified against its plan) and
 //! replayed 1,000 times. The result is compared with a CPU reference (f64 sums, a tolerance of
-//! the rounding of 1,024-term `f32` sums), and the replay's output with the eager run's,
+//! the rounding of 1,024-term `f32` sums, see `layer`), and the replay's output with the eager run's,
 //! bitwise. Prints the median device time of a step (CUDA events around each step, after
 //! warm-up) for eager runs and for replays, and the time per step of 1,000 replays back to back.
 //! Without a GPU, or without `libcublas`, it says why and prints the pipeline's plan instead.
@@ -153,11 +153,12 @@ fn values(n: usize, seed: u64, scale: f32) -> Vec<f32> {
 }
 
 /// One layer on the CPU, `act(a·w + b)` for `a` `[BATCH × WIDTH]`, in f64, with each
-/// element's bound on the error of the GPU's `f32` result: the rounding of a 1,024-term `f32`
-/// sum (at most `k · 2⁻²⁴` of the sum of the terms' magnitudes), plus the input's own error
-/// (`a_err`) carried through the weights.
+/// element's tolerance for the GPU's `f32` result: the rounding of a 1,024-term `f32` sum,
+/// `4·√1024·2⁻²⁴` of the sum of the terms' magnitudes (the `√n·u` rule for sums whose roundings
+/// are independent, with a margin of 4), plus the input's tolerances (`a_err`) carried through
+/// `w`, added in quadrature.
 fn layer(a: &[f64], a_err: &[f64], w: &[f32], b: &[f32], relu: bool) -> (Vec<f64>, Vec<f64>) {
-    let unit = WIDTH as f64 * f64::powi(2.0, -24);
+    let unit = 4.0 * (WIDTH as f64).sqrt() * f64::powi(2.0, -24);
     let mut out = vec![0.0; BATCH * WIDTH];
     let mut err = vec![0.0; BATCH * WIDTH];
     for r in 0..BATCH {
@@ -168,10 +169,10 @@ fn layer(a: &[f64], a_err: &[f64], w: &[f32], b: &[f32], relu: bool) -> (Vec<f64
                 let (ak, wk) = (a[r * WIDTH + k], f64::from(w[k * WIDTH + c]));
                 sum += ak * wk;
                 magnitude += (ak * wk).abs();
-                carried += a_err[r * WIDTH + k] * wk.abs();
+                carried += (a_err[r * WIDTH + k] * wk).powi(2);
             }
             out[r * WIDTH + c] = if relu { sum.max(0.0) } else { sum };
-            err[r * WIDTH + c] = 2.0 * unit * magnitude + carried + 1e-7;
+            err[r * WIDTH + c] = unit * magnitude + carried.sqrt() + 1e-7;
         }
     }
     (out, err)

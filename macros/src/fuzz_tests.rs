@@ -39,6 +39,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("benches/harness/diamond.rs"),
     source!("benches/harness/gpu.rs"),
     source!("benches/harness/kernels.rs"),
+    source!("benches/harness/mlp.rs"),
     source!("benches/harness/overlap.rs"),
     source!("benches/harness/raw.rs"),
     source!("benches/harness/report.rs"),
