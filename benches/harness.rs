@@ -1,6 +1,7 @@
-//! streamgraph's benchmark harness: every workload (W1–W10, see `docs/BENCHMARKS.md`) through
+//! streamgraph's benchmark harness: every workload (W1–W11, see `docs/BENCHMARKS.md`) through
 //! hand-written driver calls (`raw`) and through streamgraph, in one process, alternating
-//! (W10, collectives, through streamgraph only; PyTorch's column comes from a peer),
+//! (W10, collectives, through streamgraph only; PyTorch's column comes from a peer; W11, an
+//! MLP step through cuBLAS),
 //! after warm-up; p50 and p90 of device time (CUDA events) and host time (`Instant`).
 //!
 //! ```text
@@ -17,6 +18,8 @@ mod diamond;
 mod gpu;
 #[path = "harness/kernels.rs"]
 mod kernels;
+#[path = "harness/mlp.rs"]
+mod mlp;
 #[path = "harness/overlap.rs"]
 mod overlap;
 #[path = "harness/raw.rs"]
@@ -181,10 +184,11 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Checks that need no GPU: statistics, the alternating runner with a fake system and a missing
+/// Checks that need no GPU: statistics, W11's CPU reference, the alternating runner with a fake system and a missing
 /// one, and the table.
 fn self_test() -> Result<(), String> {
     stats::self_test()?;
+    mlp::self_test()?;
     struct Counter(f64);
     impl runner::Case for Counter {
         fn sample(&mut self) -> Result<Vec<f64>, gpu::BenchError> {

@@ -294,6 +294,25 @@ def goals(rows):
                 ratio(q.get(sg, "W10", "replay", "bus_bandwidth", **p),
                       q.get("torch", "W10", "replay", "bus_bandwidth", **p)),
                 ">= 0.95", lambda v: v >= 0.95)
+    # W11: the MLP step through cuBLAS, per network: streamgraph's replay against the same
+    # cuBLAS calls captured by hand and against PyTorch's CUDAGraph of F.linear + ReLU; its
+    # capture + instantiate against the hand-written capture.
+    for r in rows:
+        if (r["system"], r["workload"], r["variant"], r["metric"]) != ("raw", "W11", "replay", "device_per_step"):
+            continue
+        p = r["params"]
+        label = (f"{p.get('layers')}x{p.get('width')}, batch {p.get('batch')}, "
+                 f"{p.get('streams')} stream(s)")
+        mine = q.get(sg, "W11", "replay", "device_per_step", **p)
+        add(f"W11 replay device per step / raw, {label}", sg, ratio(mine, r["p50"]), "<= 1.02",
+            lambda v: v <= 1.02)
+        add(f"W11 replay device per step / torch graph, {label}", sg,
+            ratio(mine, q.get("torch", "W11", "replay", "device_per_step", **p)), "<= 1",
+            lambda v: v <= 1)
+        add(f"W11 capture+instantiate / raw, {label}", sg,
+            ratio(q.get(sg, "W11", "capture+instantiate", "total", **p),
+                  q.get("raw", "W11", "capture+instantiate", "total", **p)),
+            "<= 1.1", lambda v: v <= 1.1)
     return out
 
 

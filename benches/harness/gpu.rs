@@ -72,6 +72,8 @@ pub struct Gpu {
     pub countdown: sys::CUfunction,
     /// `work(float *x, unsigned n, unsigned iters)` (W9).
     pub work: sys::CUfunction,
+    /// `bias_act(float *y, const float *b, unsigned n, unsigned cols, unsigned relu)` (W11).
+    pub bias_act: sys::CUfunction,
     /// The device's name.
     pub name: String,
     /// The driver's CUDA version, e.g. `13.0`.
@@ -104,12 +106,13 @@ impl Gpu {
                 .map(|f| f.cu_function())
                 .map_err(|e| BenchError::Setup(format!("kernel `{name}`: {e}")))
         };
-        let (empty, stamp, spin, countdown, work) = (
+        let (empty, stamp, spin, countdown, work, bias_act) = (
             load(kernels::EMPTY)?,
             load(kernels::STAMP)?,
             load(kernels::SPIN)?,
             load(kernels::COUNTDOWN)?,
             load(kernels::WORK)?,
+            load(kernels::BIAS_ACT)?,
         );
         let name = ctx.name().unwrap_or_else(|_| "unknown device".into());
         let mut version = 0;
@@ -126,6 +129,7 @@ impl Gpu {
             spin,
             countdown,
             work,
+            bias_act,
             name,
             driver_version: format!("{}.{}", version / 1000, (version % 1000) / 10),
         };

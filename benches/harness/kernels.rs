@@ -18,7 +18,11 @@ pub const WORK: &str = "work";
 /// Threads per block of [`WORK`].
 pub const WORK_BLOCK: u32 = 256;
 
-/// Every kernel but [`WORK`] runs as one block of one thread.
+/// See [`SOURCE`]: W11's bias and ReLU after each GEMM (`bias_act(float *y, const float *b,
+/// unsigned n, unsigned cols, unsigned relu)`), launched with 256-thread blocks covering `y`.
+pub const BIAS_ACT: &str = "bias_act";
+
+/// Every kernel but [`WORK`] and [`BIAS_ACT`] runs as one block of one thread.
 pub const GRID: u32 = 1;
 /// Threads per block.
 pub const BLOCK: u32 = 1;

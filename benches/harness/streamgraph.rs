@@ -31,6 +31,7 @@ use cudarc::driver::sys;
 use crate::diamond::Diamond4;
 use crate::gpu::{BenchError, Event, Gpu};
 use crate::kernels::{self, BLOCK, GRID};
+use crate::mlp::Mlp;
 use crate::overlap::Overlap;
 use crate::runner::Case;
 use crate::workloads::{Chain, Diamond, Eager1, Fanout, Loop, Replays, Update, W5_STEPS};
@@ -48,6 +49,8 @@ struct Kernels {
     countdown: Kernel,
     /// `work(float *x, unsigned n, unsigned iters)` (W9).
     work: Kernel,
+    /// `bias_act(float *y, const float *b, unsigned n, unsigned cols, unsigned relu)` (W11).
+    bias_act: Kernel,
 }
 
 /// What every streamgraph case shares: the device and the loaded kernels.
@@ -71,14 +74,16 @@ fn open() -> Result<Shared> {
     let module = Module::from_cuda_source(&device, "bench", kernels::SOURCE)?;
     // SAFETY: every launch of these kernels below passes `empty` no arguments, `stamp` a
     // `DeviceBuffer<u32>` and a `u32`, `countdown` two one-word `u32` buffers (a
-    // `DeviceBuffer<u32>` and a `DeviceFlag`), and `work` (in `overlap.rs`) a
-    // `DeviceBuffer<f32>` and two `u32`s: their C signatures in `kernels.cu`.
+    // `DeviceBuffer<u32>` and a `DeviceFlag`), `work` (in `overlap.rs`) a
+    // `DeviceBuffer<f32>` and two `u32`s, and `bias_act` (in `mlp.rs`) a written and a read
+    // `DeviceBuffer<f32>` and three `u32`s: their C signatures in `kernels.cu`.
     let kernels = unsafe {
         Kernels {
             empty: module.kernel(kernels::EMPTY)?,
             stamp: module.kernel(kernels::STAMP)?,
             countdown: module.kernel(kernels::COUNTDOWN)?,
             work: module.kernel(kernels::WORK)?,
+            bias_act: module.kernel(kernels::BIAS_ACT)?,
         }
     };
     let stream = Stream::new(&device, 0)?;
@@ -283,6 +288,12 @@ fn eager_on(origin: &Stream) -> Eager {
 pub fn w9<'g>(gpu: &'g Gpu, p: &Overlap) -> Setup<'g> {
     let sg = shared()?;
     crate::overlap::streamgraph(gpu, p, &sg.kernels.work)
+}
+
+/// W11 (see `mlp.rs`) with the shared `bias_act` kernel.
+pub fn w11<'g>(gpu: &'g Gpu, p: &Mlp) -> Setup<'g> {
+    let sg = shared()?;
+    crate::mlp::streamgraph(gpu, p, &sg.kernels.bias_act)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,10 +1,11 @@
-//! The workloads (W1–W10): their sizes, what each measures, and the loop that runs every system
+//! The workloads (W1–W11): their sizes, what each measures, and the loop that runs every system
 //! on each of them.
 
 use serde_json::json;
 
 use crate::collective::{self, AllReduce};
 use crate::gpu::Gpu;
+use crate::mlp::{self, Mlp};
 use crate::overlap::{self, Overlap};
 use crate::report::Row;
 use crate::runner::{self, metric, Metric, Spec};
@@ -87,6 +88,8 @@ pub struct Sizes {
     pub w9: Vec<Overlap>,
     /// W10's all-reduce sizes, bytes per rank.
     pub w10_bytes: Vec<usize>,
+    /// W11's networks: the two-layer MLP step, and eight layers of 4096 at batch 1 and 64.
+    pub w11: Vec<Mlp>,
     /// Workloads to run (`W1` …); all when empty.
     pub only: Vec<String>,
 }
@@ -129,6 +132,15 @@ impl Sizes {
             })
             .collect(),
             w10_bytes: vec![4 << 10, 1 << 20, 64 << 20],
+            w11: [(2, 1024, 64, 2), (8, 4096, 1, 1), (8, 4096, 64, 2)]
+                .into_iter()
+                .map(|(layers, width, batch, streams)| Mlp {
+                    layers,
+                    width,
+                    batch,
+                    streams,
+                })
+                .collect(),
             only: Vec::new(),
         }
     }
@@ -404,6 +416,26 @@ pub fn run_all(gpu: &Gpu, plan: &Sizes) -> Vec<Row> {
             });
             let s = spec("W10", params, collective::W10_METRICS, 2, reps);
             step("W10", s, vec![("streamgraph", collective::w10(&p, ranks))]);
+        }
+    }
+    if plan.wants("W11") {
+        for p in &plan.w11 {
+            let params = json!({
+                "layers": p.layers,
+                "width": p.width,
+                "batch": p.batch,
+                "streams": p.streams,
+                "steps_per_sample": mlp::STEPS,
+            });
+            let s = spec("W11", params, mlp::W11_METRICS, 3, reps);
+            step(
+                "W11",
+                s,
+                vec![
+                    ("raw", mlp::raw(gpu, p)),
+                    ("streamgraph", streamgraph::w11(gpu, p)),
+                ],
+            );
         }
     }
     rows

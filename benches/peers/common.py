@@ -29,9 +29,13 @@ SIZES = {
     "w8_iterations": [10, 100, 1_000, 10_000],
     # W9: (total MiB, chunk MiB, device buffers, kernel rounds), as `workloads::Sizes::full`.
     "w9": [(64, 4, 3, 2_000), (64, 1, 3, 2_000), (64, 8, 2, 2_000), (64, 4, 3, 6_000)],
+    # W11: (layers, width, batch, streams), as `workloads::Sizes::full`; steps per sample as
+    # `mlp::STEPS`.
+    "w11": [(2, 1024, 64, 2), (8, 4096, 1, 1), (8, 4096, 64, 2)],
+    "w11_steps": 20,
 }
 MIN_REPS = 30
-WARMUP = {"W1": 3, "W2": 5, "W3": 5, "W4": 5, "W5": 3, "W6": 1, "W7": 2, "W9": 2, "W10": 2}
+WARMUP = {"W1": 3, "W2": 5, "W3": 5, "W4": 5, "W5": 3, "W6": 1, "W7": 2, "W9": 2, "W10": 2, "W11": 3}
 
 
 class PeerError(Exception):
@@ -193,6 +197,10 @@ W7_METRICS = [("capture+instantiate", "capture", "us"), ("capture+instantiate", 
 W10_METRICS = [("eager", "latency", "us"), ("eager", "alg_bandwidth", "GB/s"),
                ("eager", "bus_bandwidth", "GB/s"), ("replay", "latency", "us"),
                ("replay", "alg_bandwidth", "GB/s"), ("replay", "bus_bandwidth", "GB/s")]
+W11_METRICS = [("replay", "device_per_step", "us"), ("replay", "host_per_step", "us"),
+               ("eager", "device_per_step", "us"), ("eager", "host_per_step", "us"),
+               ("capture+instantiate", "capture", "us"), ("capture+instantiate", "instantiate", "us"),
+               ("capture+instantiate", "total", "us")]
 W8_METRICS = [("eager", "host_per_iteration", "us"), ("eager", "device_per_iteration", "us"),
               ("host_loop", "host_per_iteration", "us"), ("host_loop", "device_per_iteration", "us"),
               ("device_loop", "host_per_iteration", "us"), ("device_loop", "device_per_iteration", "us")]

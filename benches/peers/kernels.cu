@@ -47,3 +47,15 @@ extern "C" __global__ void work(float *x, unsigned int n, unsigned int iters) {
         x[i] = v;
     }
 }
+
+// W11: the bias and activation of an MLP layer after its GEMM, in place on a row-major
+// [rows x cols] result `y` of `n` floats: y[i] += b[i % cols], then max(y[i], 0) when `relu`
+// is set (launched with 256-thread blocks covering `n`).
+extern "C" __global__ void bias_act(float *y, const float *b, unsigned int n, unsigned int cols,
+                                    unsigned int relu) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = y[i] + b[i % cols];
+        y[i] = relu ? fmaxf(v, 0.0f) : v;
+    }
+}

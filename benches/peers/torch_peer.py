@@ -364,6 +364,92 @@ def main():
                     c.W9_METRICS, w9)
             del g9
 
+    # W11 -----------------------------------------------------------------------------------
+    # The MLP step of mlp.rs: per layer `torch.nn.functional.linear` (x @ W^T + b, f32, TF32
+    # off) and ReLU on all but the last layer; with two streams the batch's halves run on two
+    # torch streams forked from and joined into the origin. Eager steps and replays of a
+    # `torch.cuda.CUDAGraph` of one step, STEPS of each per sample; a fresh capture per sample
+    # (capture_end also instantiates: only the total is measurable).
+    if col.wants("W11"):
+        import torch.nn.functional as F
+
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        steps = sz["w11_steps"]
+        for layers, width, batch, streams in sz["w11"]:
+            gen = torch.Generator().manual_seed(11)
+            bound = (6.0 / width) ** 0.5
+            # F.linear takes W as [out x in]; the harness's W is [in x out] (row-major x @ W).
+            ws = [((torch.rand(width, width, generator=gen) * 2 - 1) * bound).cuda() for _ in range(layers)]
+            bs = [((torch.rand(width, generator=gen) * 2 - 1) * 0.1).cuda() for _ in range(layers)]
+            x = (torch.rand(batch, width, generator=gen) * 2 - 1).cuda()
+            rows = batch // streams
+            halves = [x[i * rows:(i + 1) * rows].contiguous() for i in range(streams)]
+            o11 = torch.cuda.Stream()
+            lanes = [o11] + [torch.cuda.Stream() for _ in range(streams - 1)]
+
+            def lane(a):
+                for i in range(layers):
+                    a = F.linear(a, ws[i], bs[i])
+                    if i + 1 < layers:
+                        a = torch.relu(a)
+                return a
+
+            def step():
+                origin = torch.cuda.current_stream()
+                outs = []
+                for s_, h in zip(lanes, halves):
+                    s_.wait_stream(origin)
+                    with torch.cuda.stream(s_):
+                        outs.append(lane(h))
+                for s_ in lanes[1:]:
+                    origin.wait_stream(s_)
+                return outs
+
+            params = {"batch": batch, "layers": layers, "steps_per_sample": steps, "streams": streams,
+                      "width": width}
+            try:
+                with torch.cuda.stream(o11):
+                    eager_out = step()  # warms cuBLAS(Lt) up outside any capture
+                torch.cuda.synchronize()
+                want = x.double()
+                for i in range(layers):
+                    want = want @ ws[i].double().T + bs[i].double()
+                    if i + 1 < layers:
+                        want = torch.relu(want)
+                err = (torch.cat(eager_out).double() - want).abs().max().item()
+                if not err <= 1e-3 * max(1.0, want.abs().max().item()):
+                    raise c.PeerError(f"W11: off the f64 reference by {err}")
+                g11, _ = capture(o11, step)
+            except Exception as e:  # reported in the rows, like a failed sample
+                col.failures += 1
+                col.unsupported("W11", params, c.W11_METRICS, f"{type(e).__name__}: {e}")
+                continue
+            start, end = timing_event(), timing_event()
+
+            def timed(fn):
+                with torch.cuda.stream(o11):
+                    start.record(o11)
+                    t0 = c.now_ns()
+                    fn()
+                    host = c.us_since(t0)
+                    end.record(o11)
+                end.synchronize()
+                return start.elapsed_time(end) * 1e3, host
+
+            def w11(g11=g11, timed=timed, step=step):
+                replay_dev, replay_host = timed(lambda: [g11.replay() for _ in range(steps)])
+                eager_dev, eager_host = timed(lambda: [step() for _ in range(steps)])
+                torch.cuda.synchronize()
+                g, total = capture(o11, step)
+                del g
+                return [replay_dev / steps, replay_host / steps, eager_dev / steps, eager_host / steps,
+                        None, None, total]
+
+            col.run("W11", params, c.W11_METRICS, w11,
+                    setup_note="torch.cuda.CUDAGraph.capture_end instantiates: only the total is measurable")
+            del g11
+
     torch.cuda.synchronize()
     col.finish({
         "source": "torch_peer.py",
