@@ -96,6 +96,8 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/ui/block_host_fn.rs"),
     source!("tests/ui/call_not_an_op.rs"),
     source!("tests/ui/indexed_race.rs"),
+    source!("tests/ui/launch_config_type.rs"),
+    source!("tests/ui/pass_copy_into_slice_mut.rs"),
     source!("tests/ui/pass_indexed_maybe_race.rs"),
     source!("tests/ui/call_op_not_for_bodies.rs"),
     source!("tests/ui/call_operand_not_memory.rs"),

@@ -77,6 +77,49 @@ impl LaunchKernel for &mut Kernel {
     }
 }
 
+/// What a grid or block size of `launch KERNEL<<<GRID, BLOCK>>>` may be: a `u32`, a tuple of
+/// two or three `u32`s, or a [`Dim3`](crate::Dim3).
+///
+/// ```
+/// use streamgraph_runtime::{Dim3, LaunchDims};
+///
+/// assert_eq!(LaunchDims::dims((4u32, 2u32)), Dim3 { x: 4, y: 2, z: 1 });
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a launch size",
+    label = "a grid or block size is a `u32`, a tuple of two or three `u32`s, or a `Dim3`",
+    note = "convert it where it is computed, e.g. `n.div_ceil(256) as u32` (or `u32::try_from(n)?` \
+            in code that can fail), and pass `(x, y)` for two dimensions"
+)]
+pub trait LaunchDims {
+    /// The size as a [`Dim3`](crate::Dim3).
+    fn dims(self) -> crate::operand::Dim3;
+}
+
+impl LaunchDims for crate::operand::Dim3 {
+    fn dims(self) -> crate::operand::Dim3 {
+        self
+    }
+}
+
+impl LaunchDims for u32 {
+    fn dims(self) -> crate::operand::Dim3 {
+        self.into()
+    }
+}
+
+impl LaunchDims for (u32, u32) {
+    fn dims(self) -> crate::operand::Dim3 {
+        self.into()
+    }
+}
+
+impl LaunchDims for (u32, u32, u32) {
+    fn dims(self) -> crate::operand::Dim3 {
+        self.into()
+    }
+}
+
 /// What a `pipeline!` parameter declared without `&` must be: `Copy`, since every run binds a
 /// copy of it. Implemented for every `Copy` type; `pipeline!` checks it on each such parameter.
 #[diagnostic::on_unimplemented(

@@ -52,7 +52,7 @@ pub use graph::{
 #[cfg_attr(docsrs, doc(cfg(feature = "cublas")))]
 pub use half;
 pub use issue::{
-    Body, CollectivePart, Issuer, LaunchKernel, Pipeline, StreamOptions, ValueParameter,
+    Body, CollectivePart, Issuer, LaunchDims, LaunchKernel, Pipeline, StreamOptions, ValueParameter,
 };
 pub use memory::{
     CopySource, CopyTarget, CudarcView, CudarcViewMut, DeviceBuffer, DeviceFlag, DeviceMemory,
@@ -87,7 +87,9 @@ pub mod __private {
         collective_part_in_place, copy, copy_with, fill, fill_value_of, fill_with, host, if_else,
         kernel_with, limit, while_loop,
     };
-    pub use crate::issue::{Issuer, LaunchKernel, Pipeline, StreamOptions, ValueParameter};
+    pub use crate::issue::{
+        Issuer, LaunchDims, LaunchKernel, Pipeline, StreamOptions, ValueParameter,
+    };
     // `GraphCopySource`, `NotPageable` and `PageableHost` are named by no generated code, but by
     // the compiler's message on pageable host memory, which this path keeps short.
     pub use crate::memory::__private::{

@@ -133,8 +133,12 @@ fn statement(program: &Program, i: usize) -> TokenStream {
                     quote!(#p::value_with(#value, #kernel_arg))
                 }
             });
-            let grid = quote_spanned!(grid.span()=> #p::Dim3::from(#grid));
-            let block = quote_spanned!(block.span()=> #p::Dim3::from(#block));
+            // Spanned on the user's expression: a size of another type is reported there.
+            let dims = |e: &syn::Expr| {
+                let f = spanning(quote!(::streamgraph::__private::LaunchDims::dims), e);
+                quote_spanned!(e.span()=> #f(#e))
+            };
+            let (grid, block) = (dims(grid), dims(block));
             let as_kernel = spanning(
                 quote!(::streamgraph::__private::LaunchKernel::as_kernel),
                 kernel,
