@@ -190,8 +190,10 @@
 //! | `fallback-dynamic-loading`, `dynamic-linking` | cudarc's other modes (`dynamic-linking` needs the CUDA libraries at link time) |
 //!
 //! and, optionally, `testing` (the `testing` module: eager runs against graph replays, seeded
-//! random programs), `tracing` and `nvtx` ([Observability](#observability)), and `nccl`
-//! (collective statements run through NCCL, loaded at run time: docs/COLLECTIVES.md).
+//! random programs), `tracing` and `nvtx` ([Observability](#observability)), `nccl`
+//! (collective statements run through NCCL, loaded at run time: docs/COLLECTIVES.md), and
+//! `cublas` (the cuBLAS and cuBLASLt ops of `ops` for `call` statements, the libraries loaded at
+//! run time: without them, `Error::NoLibrary`).
 //!
 //! A crate that uses cudarc itself must enable the **same** CUDA version feature on both
 //! (cudarc accepts only one), e.g. next to a CUDA 12.8 cudarc:
