@@ -344,3 +344,104 @@ fn two_unordered_calls_of_one_op_with_scratch_race() {
     let races = plan.check_races().unwrap_err().to_string();
     assert!(races.contains("call op"), "{races}");
 }
+
+/// Argument updates do not reach a call's nodes: `set_kernel_args` on a call says so and what
+/// to do instead, and `update_args` captures a pipeline with calls again (as `update_with`).
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn argument_updates_do_not_reach_a_calls_nodes() {
+    let k = Kernels::new();
+    let (origin, x, mut y, mut z) = setup(&k);
+    let stamp = Stamp {
+        copy: &k.copy,
+        add: &k.add,
+    };
+    let mut exec = Capture::new(&origin)
+        .capture(Twice::new(&x, &mut y, &mut z, &stamp))
+        .unwrap()
+        .instantiate()
+        .unwrap();
+    let call = streamgraph::OpRef::new(&Twice::PROGRAM.statements[1]);
+    let e = exec
+        .set_kernel_args(call, &k.add, &[KernelArg::value(&1u32)])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("is not a launch") && e.contains("update_with"),
+        "{e}"
+    );
+    exec.update_args_with(|_| {}).unwrap();
+    exec.update_with(|_| {}).unwrap();
+    exec.launch(&origin).unwrap();
+    origin.synchronize().unwrap();
+}
+
+/// `y += times`, by `times` launches of the add kernel.
+struct Repeat<'k> {
+    add: &'k Kernel,
+    times: u32,
+}
+
+// SAFETY: `times` launches of a kernel that adds to the first `n` elements of `y`, on the
+// given stream only.
+unsafe impl StreamOp for Repeat<'_> {
+    type Operands<'a> = (Out<'a, u32>,);
+
+    fn issue(
+        &self,
+        stream: &CallStream<'_>,
+        (y,): &mut Self::Operands<'_>,
+    ) -> streamgraph::Result<()> {
+        let n = y.len() as u32;
+        for _ in 0..self.times {
+            stream.launch(
+                self.add,
+                config(n),
+                &[y.arg(), KernelArg::value(&1u32), KernelArg::value(&n)],
+            )?;
+        }
+        Ok(())
+    }
+}
+
+pipeline! {
+    /// One call of a `Repeat`.
+    pipeline Adds<'k>(y: &mut DeviceBuffer<u32>, op: &Repeat<'k>) {
+        stream main;
+        main: call op(&mut y);
+    }
+}
+
+/// An op that issues another number of kernels after `update_with` changes the graph's
+/// topology: refused as such by default, re-instantiated when asked.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn update_with_a_call_of_other_topology_reinstantiates_when_asked_values() {
+    let k = Kernels::new();
+    let (origin, _x, mut y, _z) = setup(&k);
+    let (two, three) = (
+        Repeat {
+            add: &k.add,
+            times: 2,
+        },
+        Repeat {
+            add: &k.add,
+            times: 3,
+        },
+    );
+    let mut exec = Capture::new(&origin)
+        .capture(Adds::new(&mut y, &two))
+        .unwrap()
+        .instantiate()
+        .unwrap();
+    let e = exec.update_with(|p| p.op = &three).unwrap_err();
+    assert!(
+        matches!(e, Error::UpdateRejected { .. }),
+        "a different number of kernels is a topology change: {e}"
+    );
+    exec.reinstantiate_on_topology_change(true);
+    exec.update_with(|p| p.op = &three).unwrap();
+    exec.launch(&origin).unwrap();
+    origin.synchronize().unwrap();
+    assert_eq!(exec.pipeline().y.to_vec_on(&origin).unwrap(), vec![3; 100]);
+}

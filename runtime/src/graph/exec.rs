@@ -340,7 +340,9 @@ impl<P: Pipeline> GraphExec<P> {
     /// Falls back to what [`GraphExec::update`] does (a capture and `cuGraphExecUpdate`, with
     /// its errors) when an argument update cannot express the change: the pipeline issued
     /// other statements, a launch runs another kernel, a copy's or fill's operands changed, a
-    /// changed launch takes pinned host memory, or many updates' buffers are held already. On
+    /// changed launch takes pinned host memory, many updates' buffers are held already, or the
+    /// pipeline has a collective or a `call` statement (their nodes are NCCL's or the op's,
+    /// which argument updates do not reach: they are captured again). On
     /// error the previous pipeline stays the executable graph's; nodes may run some of the new
     /// arguments, whose memory stays allocated all the same.
     ///
@@ -427,8 +429,16 @@ fn recapturer<'c>(
 /// `stmt` is no launch, so it takes no kernel arguments.
 #[cold]
 fn not_a_launch(stmt: &Statement) -> Error {
+    let why = match stmt.kind {
+        crate::program::StatementKind::Call { .. } => {
+            "a `call`'s nodes are its op's (a library may pick other kernels for other \
+             operands): change the op or its operands in the pipeline and `update_with`, which \
+             captures it again"
+        }
+        _ => "only launches take kernel arguments",
+    };
     Error::InvalidArgument(format!(
-        "statement `{}` at {} is not a launch; only launches take kernel arguments",
+        "statement `{}` at {} is not a launch; {why}",
         stmt.text, stmt.location
     ))
 }
