@@ -95,6 +95,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/ui/block_flag_not_parameter.rs"),
     source!("tests/ui/block_host_fn.rs"),
     source!("tests/ui/call_not_an_op.rs"),
+    source!("tests/ui/indexed_maybe_race_denied.rs"),
     source!("tests/ui/indexed_race.rs"),
     source!("tests/ui/launch_config_type.rs"),
     source!("tests/ui/pass_copy_into_slice_mut.rs"),
