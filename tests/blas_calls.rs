@@ -16,9 +16,8 @@ use streamgraph::ops::{
     StridedBatchedGemm,
 };
 use streamgraph::{
-    AccessMode, Capture, Device, DeviceBuffer, Eager, Error, In, Issuer, Location, Out, Pipeline,
-    Pod, Program, Statement, StatementKind, StaticAccess, Stream, StreamDecl, StreamOp,
-    StreamOptions,
+    AccessMode, Capture, DeviceBuffer, Eager, Error, In, Issuer, Location, Out, Pipeline, Pod,
+    Program, Statement, StatementKind, StaticAccess, StreamDecl, StreamOp, StreamOptions,
 };
 
 /// `main: call op(&mut c, &a, &b[, &bias])` as a program of one statement.
@@ -182,22 +181,7 @@ fn close(got: &[f64], want: &[f64], tolerance: f64) {
     }
 }
 
-struct Gpu {
-    device: Device,
-    origin: Stream,
-    _serial: common::Serial,
-}
-
-fn gpu() -> Gpu {
-    let serial = common::serial();
-    let device = Device::new(None).unwrap();
-    let origin = Stream::new(&device, 0).unwrap();
-    Gpu {
-        device,
-        origin,
-        _serial: serial,
-    }
-}
+use common::{gpu, Gpu};
 
 impl Gpu {
     fn upload<T: Pod>(&self, host: &[f64], to: impl Fn(f64) -> T) -> DeviceBuffer<T> {

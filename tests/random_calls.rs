@@ -11,8 +11,7 @@ mod common;
 
 use streamgraph::ops::Random;
 use streamgraph::{
-    pipeline, AccessMode, Capture, Device, DeviceBuffer, DeviceFlag, Eager, Error, Plan,
-    StatementKind, Stream,
+    pipeline, AccessMode, Capture, DeviceBuffer, DeviceFlag, Eager, Error, Plan, StatementKind,
 };
 
 // ---- The CPU reference ----------------------------------------------------------------
@@ -202,22 +201,7 @@ pipeline! {
 const N: usize = 1001;
 const SEED: u64 = 0x5eed_0123_4567_89ab;
 
-struct Gpu {
-    device: Device,
-    origin: Stream,
-    _serial: common::Serial,
-}
-
-fn gpu() -> Gpu {
-    let serial = common::serial();
-    let device = Device::new(None).unwrap();
-    let origin = Stream::new(&device, 0).unwrap();
-    Gpu {
-        device,
-        origin,
-        _serial: serial,
-    }
-}
+use common::{gpu, Gpu};
 
 impl Gpu {
     fn fill(&self, rng: &Random<f32>, x: &mut DeviceBuffer<f32>) -> Vec<f32> {

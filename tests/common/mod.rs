@@ -10,7 +10,7 @@ use std::cell::Cell;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use streamgraph::{Device, Dim3, Kernel, LaunchConfig, Module};
+use streamgraph::{Device, Dim3, Kernel, LaunchConfig, Module, Stream};
 
 /// CUDA C source of the test kernels.
 pub const KERNELS: &str = r#"
@@ -123,6 +123,25 @@ impl Kernels {
                 _serial: serial,
             }
         }
+    }
+}
+
+/// A device, a stream on it, and the serial lock, for GPU tests that need no test kernels.
+pub struct Gpu {
+    pub device: Device,
+    pub origin: Stream,
+    _serial: Serial,
+}
+
+/// The current device and a new stream on it, holding the serial lock.
+pub fn gpu() -> Gpu {
+    let serial = serial();
+    let device = Device::new(None).unwrap();
+    let origin = Stream::new(&device, 0).unwrap();
+    Gpu {
+        device,
+        origin,
+        _serial: serial,
     }
 }
 
