@@ -445,3 +445,39 @@ fn update_with_a_call_of_other_topology_reinstantiates_when_asked_values() {
     origin.synchronize().unwrap();
     assert_eq!(exec.pipeline().y.to_vec_on(&origin).unwrap(), vec![3; 100]);
 }
+
+/// An op that fails if it is ever issued.
+struct MustNotRun;
+
+// SAFETY: issues nothing.
+unsafe impl StreamOp for MustNotRun {
+    type Operands<'a> = (Out<'a, u32>, In<'a, u32>);
+
+    fn issue(&self, _: &CallStream<'_>, _: &mut Self::Operands<'_>) -> streamgraph::Result<()> {
+        Err(Error::InvalidArgument("the op was issued".into()))
+    }
+}
+
+pipeline! {
+    /// One call of an op that must not run.
+    pipeline Guarded(x: &DeviceBuffer<u32>, y: &mut DeviceBuffer<u32>, op: &MustNotRun) {
+        stream main;
+        main: call op(&mut y, &x);
+    }
+}
+
+/// A call on plan-only memory is refused before the op runs: an op would hand its made-up
+/// addresses to a library.
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn a_call_on_plan_only_memory_is_refused() {
+    let k = Kernels::new();
+    let origin = Stream::new(&k.device, 0).unwrap();
+    let x = DeviceBuffer::<u32>::for_planning(16).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeros(&k.device, 16).unwrap();
+    let e = Eager::new(&origin)
+        .run(&Guarded::new(&x, &mut y, &MustNotRun))
+        .unwrap_err();
+    assert!(e.to_string().contains("made with `for_planning`"), "{e}");
+    assert!(e.to_string().contains("call op(&mut y, &x)"), "{e}");
+}

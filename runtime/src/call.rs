@@ -503,10 +503,14 @@ operand_tuples! {
     (A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11)
 }
 
-/// Refuses operands of another device than the call's stream.
+/// Refuses operands of another device than the call's stream, and plan-only memory (an op
+/// would hand its made-up addresses to a library).
 pub(crate) fn check_devices(accesses: &[CallAccess<'_>], device: i32) -> Result<()> {
     for a in accesses {
         if let Memory::Device(r) = a.memory.memory() {
+            if r.device == DeviceRange::PLANNING {
+                return Err(Error::PlanningOnly { what: "buffer" });
+            }
             if r.device >= 0 && r.device != device {
                 return Err(Error::DeviceMismatch {
                     what: "a `call` operand on another device than the call's stream",
