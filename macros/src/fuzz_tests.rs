@@ -94,6 +94,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/ui/block_flag_not_device_flag.rs"),
     source!("tests/ui/block_flag_not_parameter.rs"),
     source!("tests/ui/block_host_fn.rs"),
+    source!("tests/ui/call_bound_call_sealed.rs"),
     source!("tests/ui/call_not_an_op.rs"),
     source!("tests/ui/indexed_maybe_race_denied.rs"),
     source!("tests/ui/indexed_race.rs"),

@@ -387,8 +387,15 @@ impl<'s> CallStream<'s> {
     }
 }
 
-/// A `call` statement bound to its op and operands, as the issuers take it.
-pub trait BoundCall {
+/// Keeps [`BoundCall`] implemented by the runtime alone.
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A `call` statement bound to its op and operands, as the issuers take it. Sealed: only the
+/// runtime binds calls (from a [`StreamOp`], whose `unsafe impl` promises what its work
+/// touches), so that the accesses an issuer sees are the ones the op declared.
+pub trait BoundCall: sealed::Sealed {
     /// The operands' memory and modes, in order.
     fn accesses(&self) -> &[CallAccess<'_>];
     /// Issues the op on `stream`.
@@ -434,6 +441,8 @@ impl<'o: 's, 'a: 's, 's, O: StreamOp + ?Sized> Bound<'o, 'a, 's, O> {
         }
     }
 }
+
+impl<O: StreamOp + ?Sized> sealed::Sealed for Bound<'_, '_, '_, O> {}
 
 impl<O: StreamOp + ?Sized> BoundCall for Bound<'_, '_, '_, O> {
     fn accesses(&self) -> &[CallAccess<'_>] {
