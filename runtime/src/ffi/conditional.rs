@@ -12,7 +12,7 @@
 //! resolves `cudaGraphSetConditional` when it loads the PTX.
 
 use std::ffi::CString;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
@@ -24,7 +24,6 @@ use super::launch::{
     launch_kernel, load_module, module_function, CodeOwner, KernelArg, LoadedFunction,
 };
 use super::memory::Holder;
-use super::per_context::PerContext;
 use super::status::CaptureStatus;
 use super::{nvrtc_compile_ptx, CompileFailure, ModuleImage};
 use crate::error::{CaptureFault, Error, Result};
@@ -91,14 +90,27 @@ impl CondKernels {
 }
 
 /// The contexts' built-in kernels, compiled once each.
-static KERNELS: PerContext<CondKernels> = PerContext::new();
+static KERNELS: Mutex<Vec<(usize, Arc<CondKernels>)>> = Mutex::new(Vec::new());
 
 /// The built-in kernels of `ctx`, compiled and loaded on first use.
 ///
 /// Errors: [`Error::NoNvrtc`] without NVRTC, [`Error::Compile`] when no way of declaring
 /// `cudaGraphSetConditional` compiles (the log of each attempt is kept).
 pub(crate) fn kernels(ctx: &Arc<CudaContext>) -> Result<Arc<CondKernels>> {
-    KERNELS.get(ctx, build)
+    let key = ctx.cu_ctx() as usize;
+    {
+        let cache = KERNELS.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, k)) = cache.iter().find(|(c, _)| *c == key) {
+            return Ok(k.clone());
+        }
+    }
+    let built = Arc::new(build(ctx)?);
+    let mut cache = KERNELS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, k)) = cache.iter().find(|(c, _)| *c == key) {
+        return Ok(k.clone());
+    }
+    cache.push((key, built.clone()));
+    Ok(built)
 }
 
 /// Where the CUDA headers may be, for the fallback that includes the device runtime's header.

@@ -41,7 +41,6 @@ mod nvrtc;
 #[cfg(feature = "nvtx")]
 pub(crate) mod nvtx;
 pub(crate) mod owned;
-mod per_context;
 pub(crate) mod philox;
 pub(crate) mod pinned;
 pub(crate) mod status;

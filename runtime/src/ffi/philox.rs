@@ -20,7 +20,7 @@
 //! rounds.
 
 use std::ffi::CString;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaContext, CudaStream};
 
@@ -29,7 +29,6 @@ use super::device_alloc::DeviceAlloc;
 use super::ensure_current;
 use super::launch::{launch_kernel, load_module, module_function, KernelArg, LoadedFunction};
 use super::memory::{Holder, MemoryMut};
-use super::per_context::PerContext;
 use super::status::outside_capture;
 use super::{nvrtc_compile_ptx, CompileFailure, ModuleImage};
 use crate::error::{Error, Result};
@@ -185,11 +184,24 @@ struct PhiloxKernels {
 }
 
 /// The contexts' kernels, compiled once each.
-static KERNELS: PerContext<PhiloxKernels> = PerContext::new();
+static KERNELS: Mutex<Vec<(usize, Arc<PhiloxKernels>)>> = Mutex::new(Vec::new());
 
 /// The kernels of `ctx`, compiled and loaded on first use.
 fn kernels(ctx: &Arc<CudaContext>) -> Result<Arc<PhiloxKernels>> {
-    KERNELS.get(ctx, build)
+    let key = ctx.cu_ctx() as usize;
+    {
+        let cache = KERNELS.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, k)) = cache.iter().find(|(c, _)| *c == key) {
+            return Ok(k.clone());
+        }
+    }
+    let built = Arc::new(build(ctx)?);
+    let mut cache = KERNELS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, k)) = cache.iter().find(|(c, _)| *c == key) {
+        return Ok(k.clone());
+    }
+    cache.push((key, built.clone()));
+    Ok(built)
 }
 
 const MODULE: &str = "streamgraph_philox (the kernels of ops::Random)";
