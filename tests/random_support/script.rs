@@ -13,7 +13,12 @@
 //!   `["step", s, b]`: a launch that counts the counter down (not below 0) and sets the flag to
 //!   whether it is still non-zero;
 //! - `["while", s, b, LIMIT, [body]]` (`LIMIT` a number or `null`), `["if", s, b, [then],
-//!   [else]]`: device blocks on stream `s` and block `b`'s flag.
+//!   [else]]`: device blocks on stream `s` and block `b`'s flag;
+//! - `["for", N, [body]]`: a host loop that issues the statements of `body` `N` times (they
+//!   are statements of the program once each, as in a pipeline's `for`).
+//!
+//! An optional `"flags": [v, ...]` gives the blocks' flags their values before every run (else
+//! they start at zero); [`Script::of_random`] writes a random block program in this form.
 //!
 //! Stream 0 is the origin; each body's streams fork from the block's stream and join it.
 //! [`Script::run_on`] computes what a run leaves in memory, issuing the statements in order.
@@ -89,17 +94,23 @@ pub enum Kind {
         then: Vec<Stmt>,
         otherwise: Vec<Stmt>,
     },
+    /// A host loop: no statement of its own (its `Stmt::id` is that of its first statement).
+    For {
+        times: usize,
+        body: Vec<Stmt>,
+    },
 }
 
 impl Stmt {
     /// The number of statements it spans: itself and its bodies'.
     fn size(&self) -> usize {
-        1 + match &self.kind {
-            Kind::While { body, .. } => body.iter().map(Stmt::size).sum(),
+        match &self.kind {
+            Kind::While { body, .. } => 1 + body.iter().map(Stmt::size).sum::<usize>(),
             Kind::If {
                 then, otherwise, ..
-            } => then.iter().chain(otherwise).map(Stmt::size).sum(),
-            _ => 0,
+            } => 1 + then.iter().chain(otherwise).map(Stmt::size).sum::<usize>(),
+            Kind::For { body, .. } => body.iter().map(Stmt::size).sum(),
+            _ => 1,
         }
     }
 }
@@ -110,6 +121,8 @@ pub struct Script {
     pub streams: usize,
     pub events: usize,
     pub blocks: usize,
+    /// The blocks' flags before every run.
+    pub flags: Vec<u32>,
     pub stmts: Vec<Stmt>,
     pub program: &'static Program,
 }
@@ -132,6 +145,14 @@ impl Script {
                 .unwrap_or_else(|| panic!("a script has a number `{key}`")) as usize
         };
         let (streams, events, blocks) = (count("streams"), count("events"), count("blocks"));
+        let flags = match value.get("flags").and_then(Value::as_array) {
+            Some(values) => values
+                .iter()
+                .map(|v| v.as_u64().expect("flags are numbers") as u32)
+                .collect(),
+            None => vec![0; blocks],
+        };
+        assert_eq!(flags.len(), blocks, "a script has a flag value per block");
         let mut next = 0;
         let stmts = parse_list(&value["stmts"], &mut next);
         let mut b = ProgramBuilder::new(name);
@@ -147,6 +168,7 @@ impl Script {
             streams,
             events,
             blocks,
+            flags,
             stmts,
             program: b.build(),
         };
@@ -189,6 +211,10 @@ impl Script {
                         walk(s, otherwise);
                         (&[*stream], &[], &[*block])
                     }
+                    Kind::For { body, .. } => {
+                        walk(s, body);
+                        (&[], &[], &[])
+                    }
                 };
                 let fits = streams.iter().all(|&x| x < s.streams)
                     && events.iter().all(|&x| x < s.events)
@@ -208,11 +234,11 @@ impl Script {
     pub fn find(&self, id: usize) -> Option<&Stmt> {
         fn find_in(stmts: &[Stmt], id: usize) -> Option<&Stmt> {
             for s in stmts {
-                if s.id == id {
+                if s.id == id && !matches!(s.kind, Kind::For { .. }) {
                     return Some(s);
                 }
                 let found = match &s.kind {
-                    Kind::While { body, .. } => find_in(body, id),
+                    Kind::While { body, .. } | Kind::For { body, .. } => find_in(body, id),
                     Kind::If {
                         then, otherwise, ..
                     } => find_in(then, id).or_else(|| find_in(otherwise, id)),
@@ -246,11 +272,19 @@ fn parse_list(value: &Value, next: &mut usize) -> Vec<Stmt> {
 
 fn parse_stmt(value: &Value, next: &mut usize) -> Stmt {
     let id = *next;
-    *next += 1;
     let fields = value.as_array().expect("a statement is a list");
     let word = fields[0]
         .as_str()
         .expect("a statement starts with its name");
+    if word == "for" {
+        let times = fields[1].as_u64().expect("`for` needs a count") as usize;
+        let body = parse_list(&fields[2], next);
+        return Stmt {
+            id,
+            kind: Kind::For { times, body },
+        };
+    }
+    *next += 1;
     let n = |i: usize| -> usize {
         fields
             .get(i)
@@ -322,6 +356,10 @@ fn build(b: &mut ProgramBuilder, stmts: &[Stmt]) {
     use AccessMode::Write;
     for stmt in stmts {
         let id = match &stmt.kind {
+            Kind::For { body, .. } => {
+                build(b, body);
+                continue;
+            }
             Kind::Op { stream } => b.launch(*stream, "k.acc", &[("total", Write)]),
             Kind::Record { event, stream } => b.record(*stream, *event),
             Kind::Wait { stream, event } => b.wait(*stream, *event),
@@ -389,7 +427,7 @@ impl State {
         State {
             total: 0,
             outputs: vec![0; script.len()],
-            flags: vec![0; script.blocks],
+            flags: script.flags.clone(),
             counters: vec![0; script.blocks],
         }
     }
@@ -399,6 +437,11 @@ fn run_list(stmts: &[Stmt], state: &mut State) {
     for stmt in stmts {
         let value = stmt.id as u32 + 1;
         match &stmt.kind {
+            Kind::For { times, body } => {
+                for _ in 0..*times {
+                    run_list(body, state);
+                }
+            }
             Kind::Op { .. } => state.total = state.total.wrapping_add(value),
             Kind::Record { .. } | Kind::Wait { .. } | Kind::WaitStream { .. } => {}
             Kind::Copy { .. } => state.outputs[stmt.id] = SOURCE,
@@ -522,8 +565,10 @@ impl ScriptMemory {
             total: word(),
             source: DeviceBuffer::from_host(device, &[SOURCE]).unwrap(),
             outputs: (0..script.len()).map(|_| word()).collect(),
-            flags: (0..script.blocks)
-                .map(|_| DeviceFlag::new(device, 0).unwrap())
+            flags: script
+                .flags
+                .iter()
+                .map(|&v| DeviceFlag::new(device, v).unwrap())
                 .collect(),
             counters: (0..script.blocks).map(|_| word()).collect(),
         }
@@ -593,6 +638,12 @@ impl ScriptPipeline<'_> {
         let m = &self.memory;
         let k = self.kernels;
         for stmt in stmts {
+            if let Kind::For { times, body } = &stmt.kind {
+                for _ in 0..*times {
+                    self.issue_list(issuer, body)?;
+                }
+                continue;
+            }
             let st = &self.script.program.statements[stmt.id];
             let value = stmt.id as u32 + 1;
             match &stmt.kind {
@@ -671,6 +722,7 @@ impl ScriptPipeline<'_> {
                     &mut |inner| self.issue_list(inner, then),
                     &mut |inner| self.issue_list(inner, otherwise),
                 )?,
+                Kind::For { .. } => unreachable!("host loops are issued above"),
             }
         }
         Ok(())
@@ -686,5 +738,92 @@ impl Pipeline for ScriptPipeline<'_> {
     }
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
         self.issue_list(issuer, &self.script.stmts)
+    }
+}
+
+impl Script {
+    /// `r` written as a script (`Script::parse` reads it back): its statements in source
+    /// order, host `for`s kept (a host `if` is a `for` of once or never), every launch, fill, copy and
+    /// call an `op`, `fill` or `copy` of the script's own, and the flags' values. What a
+    /// failing random block program is reported as, and what it is reduced from.
+    pub fn of_random(r: &streamgraph::testing::RandomProgram) -> String {
+        use streamgraph::testing::Block;
+        use streamgraph::StatementKind as K;
+        fn flag(s: &streamgraph::Statement) -> usize {
+            s.accesses[0].buffer[1..]
+                .parse()
+                .expect("a block reads flag `fN`")
+        }
+        fn list(r: &streamgraph::testing::RandomProgram, blocks: &[Block]) -> String {
+            let items: Vec<String> = blocks.iter().filter_map(|b| one(r, b)).collect();
+            format!("[{}]", items.join(","))
+        }
+        fn one(r: &streamgraph::testing::RandomProgram, block: &Block) -> Option<String> {
+            let st = |i: usize| &r.program.statements[i];
+            Some(match block {
+                Block::Run(range) => {
+                    let items: Vec<String> = range
+                        .clone()
+                        .filter_map(|i| {
+                            let s = st(i);
+                            Some(match s.kind {
+                                K::Launch { .. } | K::Call { .. } => {
+                                    format!(r#"["op",{}]"#, s.stream)
+                                }
+                                K::Fill => format!(r#"["fill",{}]"#, s.stream),
+                                K::Copy => format!(r#"["copy",{}]"#, s.stream),
+                                K::Record { event } => format!(r#"["rec",{event},{}]"#, s.stream),
+                                K::Wait { event } => format!(r#"["wait",{},{event}]"#, s.stream),
+                                K::WaitStream { stream } => {
+                                    format!(r#"["ws",{},{stream}]"#, s.stream)
+                                }
+                                _ => return None,
+                            })
+                        })
+                        .collect();
+                    if items.is_empty() {
+                        return None;
+                    }
+                    items.join(",")
+                }
+                Block::For { times, body } => format!(r#"["for",{times},{}]"#, list(r, body)),
+                // A host `if` not taken: statements of the program never issued.
+                Block::If { taken, body } => {
+                    format!(r#"["for",{},{}]"#, u8::from(*taken), list(r, body))
+                }
+                Block::DeviceWhile {
+                    header,
+                    limit,
+                    body,
+                } => format!(
+                    r#"["while",{},{},{limit},{}]"#,
+                    st(*header).stream,
+                    flag(st(*header)),
+                    list(r, body)
+                ),
+                Block::DeviceIf {
+                    header,
+                    then,
+                    otherwise,
+                    ..
+                } => format!(
+                    r#"["if",{},{},{},{}]"#,
+                    st(*header).stream,
+                    flag(st(*header)),
+                    list(r, then),
+                    list(r, otherwise)
+                ),
+            })
+            .filter(|s| !s.is_empty())
+        }
+        let flags: Vec<String> = r.flags().iter().map(u32::to_string).collect();
+        format!(
+            r#"{{"streams":{},"events":{},"blocks":{},"flags":[{}],"stmts":{}}}"#,
+            r.program.streams.len(),
+            r.program.events.len().max(1),
+            r.flags().len(),
+            flags.join(","),
+            list(r, &r.blocks)
+        )
     }
 }
