@@ -172,6 +172,23 @@ struct BodyShapes {
     waits_inside: usize,
     /// Waits in a body, by the block's stream, on an event another stream recorded there.
     root_waits: usize,
+    /// Edges in bodies from a block to the next block of the body ([`streamgraph::Via::Block`]).
+    ordered_blocks: usize,
+}
+
+/// The [`streamgraph::Via::Block`] edges of `plan`'s bodies (none at the top level).
+fn ordered_blocks(plan: &Plan, in_body: bool) -> usize {
+    let here = plan
+        .edges()
+        .into_iter()
+        .filter(|&(a, b)| matches!(plan.edge_via(a, b), Some(streamgraph::Via::Block { .. })))
+        .count();
+    assert!(in_body || here == 0, "a block edge at the top level");
+    here + plan
+        .bodies()
+        .iter()
+        .map(|b| ordered_blocks(&b.plan, true))
+        .sum::<usize>()
 }
 
 impl BodyShapes {
@@ -263,6 +280,7 @@ fn random_block_programs_exercise_their_bodies_orderings() {
             assert!(plan.bodies().len() >= outer_blocks, "{what}");
             loose += check_loop_bodies(&plan, &what);
             shapes.add(&r, 0..r.calls.len(), None, 0);
+            shapes.ordered_blocks += ordered_blocks(&plan, false);
         }
         eprintln!("{loose} loop bodies with loose joins; {shapes:?}");
         assert!(
@@ -273,6 +291,7 @@ fn random_block_programs_exercise_their_bodies_orderings() {
         assert!(shapes.only_waiting >= 300, "{shapes:?}");
         assert!(shapes.waits_inside >= 300, "{shapes:?}");
         assert!(shapes.root_waits >= 100, "{shapes:?}");
+        assert!(shapes.ordered_blocks >= 100, "{shapes:?}");
     }
 }
 
@@ -415,6 +434,21 @@ fn run_script(
     kernels: &ScriptKernels,
     replays: usize,
 ) {
+    let deadline = var("STREAMGRAPH_TEST_DEADLINE_MS", 0);
+    run_script_within(name, script, device, origin, kernels, replays, deadline);
+}
+
+/// [`run_script`], each replay given `deadline_ms` (0: no limit) before the process ends with
+/// status 3 (see [`finish`]).
+fn run_script_within(
+    name: &str,
+    script: &Script,
+    device: &streamgraph::Device,
+    origin: &Stream,
+    kernels: &ScriptKernels,
+    replays: usize,
+    deadline_ms: u64,
+) {
     let mut memory = ScriptMemory::on(device, script);
     let mut expected = State::new(script);
     streamgraph::Eager::new(origin)
@@ -438,11 +472,14 @@ fn run_script(
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     let report = graph.verify().unwrap_or_else(|e| panic!("{name}: {e}"));
     assert!(report.operations > script.len() / 2, "{name}: {report:?}");
+    if let Some(path) = std::env::var_os("STREAMGRAPH_TEST_DOT") {
+        graph.debug_dot_print(path).unwrap();
+    }
     let exec = graph.instantiate().unwrap();
     for replay in 1..=replays {
         exec.launch(origin)
             .unwrap_or_else(|e| panic!("{name}: replay {replay}: {e}"));
-        origin.synchronize().unwrap();
+        finish(origin, &format!("{name}: replay {replay}"), deadline_ms);
         script.run_on(&mut expected);
         assert_eq!(
             exec.pipeline().memory.read(),
@@ -450,6 +487,141 @@ fn run_script(
             "{name}: replay {replay}"
         );
     }
+}
+
+/// The number in environment variable `name`, else `default`.
+fn var(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Waits for `origin`'s work; given `deadline_ms` (0: no limit), a run that takes longer is
+/// reported as one that does not end and the process exits with status 3 (a graph whose loop
+/// never ends cannot be stopped from the host; the process's end frees it).
+fn finish(origin: &Stream, what: &str, deadline_ms: u64) {
+    if deadline_ms == 0 {
+        return origin.synchronize().unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(deadline_ms);
+    while !origin.query().unwrap() {
+        if std::time::Instant::now() > deadline {
+            eprintln!("{what}: not done after {deadline_ms} ms: the run does not end");
+            std::process::exit(3);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// A random block program written as a script (`Script::of_random`) reads back as the same
+/// program: the same plan (operations, edges, bodies), and a run of it ends.
+#[test]
+fn random_block_programs_read_back_as_scripts() {
+    let kernels = ScriptKernels::planning();
+    for r in programs_with_blocks(body_options(), 0, 200) {
+        let text = Script::of_random(&r);
+        let script = Script::parse("Random", &text);
+        let mut memory = ScriptMemory::planning(&script);
+        let plan = Plan::build(&ScriptPipeline {
+            script: &script,
+            memory: memory.parts(),
+            kernels: &kernels,
+        })
+        .unwrap();
+        let random = r.plan().unwrap();
+        assert_eq!(plan.len(), random.len(), "seed {}: {text}", r.seed);
+        assert_eq!(plan.edges(), random.edges(), "seed {}: {text}", r.seed);
+        assert_eq!(
+            plan.bodies().len(),
+            random.bodies().len(),
+            "seed {}",
+            r.seed
+        );
+        assert_eq!(script.len(), r.program.statements.len(), "seed {}", r.seed);
+        let mut state = State::new(&script);
+        script.run_on(&mut state);
+    }
+}
+
+/// Three device blocks side by side in a `while` body (an `if` on stream 1, an `if` on stream
+/// 2, work on stream 0), and the same two `if`s at the top level: in the body the second block
+/// follows the first (its stream waits for the first's, [`streamgraph::Via::Block`]), at the
+/// top level they stay unordered. Conditional nodes running side by side in one body graph
+/// hang now and then on driver 580 (`blocks_side_by_side_in_a_body_replay`).
+const SIDE_BY_SIDE: &str = r#"{"streams":3,"events":1,"blocks":3,"flags":[1,1,0],
+    "stmts":[["while",0,0,2,[["if",1,1,[["op",1]],[]],["if",2,2,[["op",2]],[["op",2]]],["op",0]]],
+             ["if",1,1,[["op",1]],[]],["if",2,2,[["op",2]],[]]]}"#;
+
+#[test]
+fn blocks_of_one_body_run_one_after_another() {
+    let script = Script::parse("SideBySide", SIDE_BY_SIDE);
+    let kernels = ScriptKernels::planning();
+    let mut memory = ScriptMemory::planning(&script);
+    let plan = Plan::build(&ScriptPipeline {
+        script: &script,
+        memory: memory.parts(),
+        kernels: &kernels,
+    })
+    .unwrap();
+    // The loop, then the two `if`s of the top level: unordered.
+    assert_eq!(plan.len(), 3);
+    assert!(plan.edges().is_empty(), "{:?}", plan.edges());
+    assert!(!plan.happens_before(1, 2) && !plan.happens_before(2, 1));
+    let body = plan.body(0, 0).unwrap();
+    assert_eq!(body.len(), 3);
+    assert_eq!(body.edges(), BTreeSet::from([(0, 1)]));
+    assert!(matches!(
+        body.edge_via(0, 1),
+        Some(streamgraph::Via::Block { stream: 1, .. })
+    ));
+    assert!(!body.happens_before(0, 2) && !body.happens_before(1, 2));
+}
+
+/// [`SIDE_BY_SIDE`] and the program a held-out random block program was reduced to (two
+/// `while` loops side by side, the second one's body holding three conditional nodes: with
+/// them unordered, one replay in a few hundred never ended on the H200) replayed 2,000 times
+/// each; a replay that takes over ten seconds ends the process with status 3.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn blocks_side_by_side_in_a_body_replay() {
+    const REDUCED: &str = r#"{"streams":3,"events":1,"blocks":15,
+        "flags":[1,1,1,1,0,1,1,1,1,1,1,1,0,1,0],
+        "stmts":[["rec",0,2],["while",0,3,1,[["wait",0,0]]],
+                 ["while",2,11,2,[["op",2],["if",0,12,[],[["ws",0,1]]],["if",2,13,[],[]],["op",1]]]]}"#;
+    let _serial = common::serial();
+    let device = streamgraph::Device::new(None).unwrap();
+    let origin = Stream::new(&device, 0).unwrap();
+    let kernels = ScriptKernels::compiled(&device);
+    for (name, text) in [("SideBySide", SIDE_BY_SIDE), ("Reduced", REDUCED)] {
+        let script = Script::parse(name, text);
+        let replays = var("STREAMGRAPH_TEST_REPLAYS", 2000) as usize;
+        run_script_within(name, &script, &device, &origin, &kernels, replays, 10_000);
+    }
+}
+
+/// The script in the file `STREAMGRAPH_TEST_SCRIPT` (else random block program
+/// `STREAMGRAPH_TEST_SEED`, default 543, of the GPU suite's options, as a script) run eagerly,
+/// captured, verified and replayed `STREAMGRAPH_TEST_REPLAYS` times (default 3): how a reported program is reproduced and
+/// reduced. `STREAMGRAPH_TEST_DEADLINE_MS` turns a replay that does not end into exit status 3;
+/// `STREAMGRAPH_TEST_DOT` names a file for the driver's picture of the captured graph.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_script_runs_eagerly_as_captured() {
+    let _serial = common::serial();
+    let device = streamgraph::Device::new(None).unwrap();
+    let origin = Stream::new(&device, 0).unwrap();
+    let kernels = ScriptKernels::compiled(&device);
+    let text = match std::env::var("STREAMGRAPH_TEST_SCRIPT") {
+        Ok(path) => std::fs::read_to_string(&path).unwrap(),
+        Err(_) => {
+            let seed = var("STREAMGRAPH_TEST_SEED", 543);
+            Script::of_random(&RandomProgram::with_options(seed, body_options()))
+        }
+    };
+    let script = Script::parse("Script", &text);
+    let replays = var("STREAMGRAPH_TEST_REPLAYS", 3) as usize;
+    run_script("Script", &script, &device, &origin, &kernels, replays);
 }
 
 /// The three programs run eagerly and captured: `verify()` accepts their graphs (it rejected
@@ -605,9 +777,11 @@ fn run_program(
     for times in 2..=replays + 1 {
         exec.launch(origin)
             .unwrap_or_else(|e| panic!("seed {seed}: replay {}: {e}", times - 1));
-        origin
-            .synchronize()
-            .unwrap_or_else(|e| panic!("seed {seed}: replay {}: {e}", times - 1));
+        finish(
+            origin,
+            &format!("seed {seed}: replay {}", times - 1),
+            var("STREAMGRAPH_TEST_DEADLINE_MS", 0),
+        );
         assert_eq!(
             read(&exec.pipeline().memory),
             sums(times),
@@ -685,12 +859,6 @@ fn the_programs_that_faulted_run_alone() {
 #[ignore = "needs a CUDA GPU"]
 fn one_program_replays_many_times() {
     let _serial = common::serial();
-    let var = |name: &str, default: u64| -> u64 {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
     let device = streamgraph::Device::new(None).unwrap();
     let origin = Stream::new(&device, 0).unwrap();
     let kernel = accumulate(&device);

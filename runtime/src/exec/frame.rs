@@ -65,6 +65,8 @@ pub(crate) struct Frame {
     pub(super) root: usize,
     /// How many device block bodies enclose the statements being issued.
     depth: usize,
+    /// Inside a body: the stream of the body's latest device block (the next one follows it).
+    last_block: Option<usize>,
     /// The streams and events of other programs this issuer ran, most recent last.
     parked: Vec<(Key, Resources)>,
 }
@@ -94,6 +96,7 @@ pub(super) struct Resources {
 /// What a body's frame replaced, restored when the body ends ([`Frame::end_body`]).
 pub(crate) struct Outer {
     root: usize,
+    last_block: Option<usize>,
     forked: Vec<bool>,
     tails: Vec<Option<usize>>,
     streams: Option<(Stream, Vec<Stream>)>,
@@ -141,6 +144,7 @@ impl Frame {
             stats: EagerStats::default(),
             root: Program::ORIGIN,
             depth: 0,
+            last_block: None,
             parked: Vec::new(),
         }
     }
@@ -461,6 +465,7 @@ impl Frame {
         };
         let outer = Outer {
             root: std::mem::replace(&mut self.root, root),
+            last_block: self.last_block.take(),
             forked: std::mem::replace(&mut self.forked, forked),
             tails: std::mem::replace(&mut self.tails, vec![None; n]),
             streams,
@@ -495,6 +500,7 @@ impl Frame {
             std::mem::swap(&mut self.res.events, slots);
         }
         self.root = outer.root;
+        self.last_block = outer.last_block;
         self.forked = outer.forked;
         self.tails = outer.tails;
         if let Some((origin, sides)) = outer.streams {
@@ -571,15 +577,35 @@ impl Frame {
                 stmt.kind
             )));
         };
-        if other == stmt.stream {
+        self.stream_waits(stmt.stream, other)
+    }
+
+    /// Before a device block on declared stream `stream`: inside a body, the block's stream
+    /// waits for the stream of the body's previous block, as `wait_stream` does, so that the
+    /// blocks of one body run one after another (the plan's `Via::Block`): conditional nodes
+    /// side by side in one body graph can hang on the GPU (driver 580), eagerly the order is
+    /// the same.
+    pub(super) fn follow_last_block(&mut self, stream: usize) -> Result<()> {
+        if self.depth == 0 {
+            return Ok(());
+        }
+        match self.last_block.replace(stream) {
+            Some(previous) if previous != stream => self.stream_waits(stream, previous),
+            _ => Ok(()),
+        }
+    }
+
+    /// Declared stream `waiting` waits for all work issued so far on declared stream `other`.
+    fn stream_waits(&mut self, waiting: usize, other: usize) -> Result<()> {
+        if other == waiting {
             return Ok(());
         }
         if !self.forked.get(other).copied().unwrap_or(true) {
             // `other` issued nothing in this run: its work is the fork point.
-            return self.enter(stmt.stream);
+            return self.enter(waiting);
         }
-        self.enter_by_wait(stmt.stream);
-        let waiting = stream_of(&self.origin, &self.res.sides, stmt.stream)?;
+        self.enter_by_wait(waiting);
+        let waiting = stream_of(&self.origin, &self.res.sides, waiting)?;
         let waited = stream_of(&self.origin, &self.res.sides, other)?;
         let link = self.res.links.get(other).ok_or(Error::Internal {
             invariant: "every declared stream has a link event",

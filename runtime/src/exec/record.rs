@@ -264,6 +264,7 @@ impl<R: Recorder> Issue<'_, R> {
         }
         self.frame
             .enter(stmt.stream)
+            .and_then(|()| self.frame.follow_last_block(stmt.stream))
             .map_err(|e| e.in_statement(stmt))?;
         let done = R::block(self, stmt, flag, kind, limit, bodies);
         // Errors of the body's statements name them already.

@@ -7,6 +7,8 @@
 //! that sets their handles to "flag non-zero" and "flag zero" (an `IF` node with an else
 //! graph, run inside a `WHILE` body with its else taken, did not complete on driver 580); at the end of a `while` body a second built-in kernel reads
 //! the flag again (and counts iterations for `limit`). User kernels never see the handle.
+//! Blocks of one body are issued one after another (`Frame::follow_last_block`): on driver 580,
+//! conditional nodes side by side in one body graph now and then never finish a launch.
 //!
 //! The built-in kernels are compiled with NVRTC to PTX once per context and cached; the driver
 //! resolves `cudaGraphSetConditional` when it loads the PTX.

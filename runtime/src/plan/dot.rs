@@ -62,7 +62,7 @@ fn body(plan: &Plan, prefix: &str, indent: &str, out: &mut String) {
                     "{indent}{prefix}n{a} -> {prefix}n{b} [style=dotted, color=purple];"
                 );
             }
-            Via::WaitStream { stream, .. } => {
+            Via::WaitStream { stream, .. } | Via::Block { stream, .. } => {
                 let name = program.streams.get(stream).map_or("?", |s| s.name);
                 let _ = writeln!(
                     out,

@@ -150,6 +150,16 @@ pub enum Via {
         /// The `wait_stream` statement.
         wait: &'static Statement,
     },
+    /// A device block inside a body follows the body's previous block, issued on `stream`:
+    /// its stream waited for that stream first, as a `wait_stream` would (conditional nodes
+    /// running side by side in one body graph can hang on the GPU; see
+    /// README "Loops and branches on the device").
+    Block {
+        /// The stream of the body's previous block (index into [`Program::streams`]).
+        stream: usize,
+        /// The block statement that waited.
+        block: &'static Statement,
+    },
     /// A collective's completion: the source is earlier work of another participant's
     /// stream. Never an edge of [`Plan::edges`] (a graph holds no such edge: NCCL
     /// synchronises inside its kernels); a pair of [`Plan::sync_edges`].

@@ -4,10 +4,10 @@ use crate::error::{Error, Result};
 use crate::issue::Body;
 use crate::memory::{DeviceFlag, DeviceMemory};
 use crate::operand::BufferAccess;
-use crate::plan::{Plan, PlanBody};
+use crate::plan::{Plan, PlanBody, Via};
 use crate::program::{AccessMode, Statement};
 
-use super::Planner;
+use super::{merge, Planner};
 
 impl Planner {
     /// Plans one body of block `stmt` (branch 0: the `while` body or `then`; 1: `else`) as a
@@ -37,7 +37,9 @@ impl Planner {
     }
 
     /// The block itself: one operation on its stream that reads the flag and touches what
-    /// every operation of its bodies touches.
+    /// every operation of its bodies touches. Inside a body, the block's stream first waits
+    /// for the stream of the body's previous block, as `wait_stream` does: the blocks of one
+    /// body run one after another ([`Via::Block`]).
     pub(super) fn block(
         &mut self,
         stmt: &'static Statement,
@@ -52,6 +54,21 @@ impl Planner {
         for plan in &bodies {
             for op in plan.ops() {
                 accesses.extend(op.accesses.iter().copied());
+            }
+        }
+        if self.scope.is_some() {
+            if let Some(previous) = self.last_block.replace(stream) {
+                if previous != stream {
+                    let from = self.frontiers[previous].clone();
+                    merge(
+                        &mut self.frontiers[stream],
+                        &from,
+                        Via::Block {
+                            stream: previous,
+                            block: stmt,
+                        },
+                    );
+                }
             }
         }
         let block = self.ops.len();

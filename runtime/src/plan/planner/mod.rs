@@ -40,6 +40,8 @@ pub struct Planner {
     bodies: Vec<PlanBody>,
     /// Inside a block's body: the statement ids the body may issue.
     scope: Option<std::ops::Range<usize>>,
+    /// Inside a block's body: the stream of the body's latest device block.
+    last_block: Option<usize>,
     /// The happens-before pairs collectives add that are no edge of a graph (see
     /// [`Plan::sync_edges`]).
     sync: BTreeSet<(usize, usize)>,
@@ -59,6 +61,7 @@ impl Planner {
             occurrences: vec![0; program.statements.len()],
             bodies: Vec::new(),
             scope: None,
+            last_block: None,
             sync: BTreeSet::new(),
             log: Vec::new(),
         }
