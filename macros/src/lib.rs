@@ -70,8 +70,23 @@ mod validate;
 /// | `copy DST <- SRC` | copy between device and page-locked host memory of the same length |
 /// | `fill BUF = VALUE` | memset with a 1-, 2- or 4-byte value |
 /// | `host F` | a host function `F: Fn() + Send + Sync + 'static`, run in stream order |
-/// | `record EVENT` / `wait EVENT` | record an event / make the stream wait for it |
+/// | `call OP(&mut C, &A, …)` | stream-ordered library work: `OP` is a parameter whose type implements `StreamOp` (a cuBLAS GEMM, random numbers, …); the operands are what it writes (`&mut`) and reads (`&`) |
+/// | `record EVENT` / `wait EVENT` | record an event / make the stream wait for it (`EVENT` may be an element of an event array, `ready[1]` or `ready[c % 2]`) |
 /// | `wait_stream OTHER` | make the stream wait for everything issued on `OTHER` so far |
+/// | `while FLAG { … }`, `while FLAG, limit = N { … }` | a loop decided on the device by a `DeviceFlag` parameter, at most `N` iterations (README "Loops and branches on the device") |
+/// | `if FLAG { … } else { … }` | a branch decided on the device by a `DeviceFlag` |
+///
+/// Declarations come before the statements: `stream NAME;` or `stream NAME(priority = P,
+/// device = D);` (the first one declared is the origin), `event NAME;`, and `event NAME[N];`,
+/// an array of `N` events (an integer literal, 1 to 64), `NAME[0]` to `NAME[N-1]`. A `record`
+/// or `wait` names an element by a constant (`ready[1]`) or picks one by a value known when the
+/// pipeline is issued (`ready[c % 2]`, of any integer type; a value outside the array is an
+/// error naming the statement). The compile-time race check counts a picked element as any one
+/// of them (a race is reported only when it is certain whatever the value); the plan, eager
+/// runs and captures use the element picked. Double buffering is the idiom
+/// (`examples/overlap.rs`): `event loaded[2];`, then in `for c in 0..chunks { … }` a copy into
+/// `slots[c % 2]` followed by `record loaded[c % 2]`, and `wait loaded[c % 2]` before the
+/// work on it.
 ///
 /// Collectives name no single stream: `all_reduce(COMM, OP) { S0: &mut X0, S1: &mut X1 };`,
 /// `all_gather(COMM) { S0: &A0 => &mut G0, … };`, `reduce_scatter(COMM, OP) { S0: &G0 => &mut

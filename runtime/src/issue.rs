@@ -602,6 +602,23 @@ pub mod __private {
         Ok(crate::call::Out::new(place.device()?))
     }
 
+    /// The element `index` of the event array `array` of `len` events picks (`wait
+    /// ready[i % 2]`): `index` itself when it is below `len`, else an error saying so.
+    pub fn event_element<T>(index: T, len: usize, array: &'static str) -> Result<usize, Error>
+    where
+        T: TryInto<usize> + Copy + std::fmt::Display,
+    {
+        match index.try_into() {
+            Ok(k) if k < len => Ok(k),
+            _ => Err(Error::InvalidArgument(format!(
+                "the index {index} picks no element of event array `{array}`, which has {len} \
+                 (`{array}[0]` to `{array}[{}]`); index it with a value below {len}, e.g. `i % \
+                 {len}`",
+                len.saturating_sub(1)
+            ))),
+        }
+    }
+
     /// `limit = N` of a `while`: the number of iterations at most.
     pub fn limit(n: u32) -> Option<u32> {
         Some(n)

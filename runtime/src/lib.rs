@@ -84,8 +84,8 @@ pub mod __private {
     pub use crate::error::Error;
     pub use crate::issue::__private::{
         call, call_in, call_in_body, call_out, collective, collective_part,
-        collective_part_in_place, copy, copy_with, fill, fill_value_of, fill_with, host, if_else,
-        kernel_with, limit, while_loop,
+        collective_part_in_place, copy, copy_with, event_element, fill, fill_value_of, fill_with,
+        host, if_else, kernel_with, limit, while_loop,
     };
     pub use crate::issue::{
         Issuer, LaunchDims, LaunchKernel, Pipeline, StreamOptions, ValueParameter,

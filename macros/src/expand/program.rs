@@ -19,7 +19,7 @@ pub(super) fn program_const(program: &Program) -> TokenStream {
         quote!(::streamgraph::__private::StreamDecl { name: #n, location: #loc })
     });
     let events = program.events.iter().map(|e| {
-        let n = e.name.to_string();
+        let n = e.label();
         let loc = location(e.name.span());
         quote!(::streamgraph::__private::EventDecl { name: #n, location: #loc })
     });

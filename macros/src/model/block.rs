@@ -93,6 +93,7 @@ impl Program {
             accesses,
             last,
             unresolved: errors.count() > errors_before,
+            alternative: false,
         });
         let body = self.resolve_block(b.body, errors);
         let start = self.statements.len();

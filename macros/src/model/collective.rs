@@ -203,6 +203,7 @@ impl Program {
                 accesses,
                 last,
                 unresolved: failed,
+                alternative: false,
             });
         }
         let (keyword, semi) = (c.keyword.clone(), c.semi.span);

@@ -54,7 +54,23 @@ pub struct Stream {
 /// `event NAME`.
 pub struct Event {
     pub name: Ident,
+    /// For an element of an event array (`event ready[N];`): its index and the array's length.
+    pub element: Option<(usize, usize)>,
 }
+
+impl Event {
+    /// The event as messages and the static program name it: `done`, `ready[1]`.
+    pub fn label(&self) -> String {
+        match self.element {
+            Some((k, _)) => format!("{}[{k}]", self.name),
+            None => self.name.to_string(),
+        }
+    }
+}
+
+/// The most events an event array declares (a run-time index is issued as one alternative
+/// per element).
+pub const MAX_EVENT_ARRAY: usize = 64;
 
 /// Control flow over statements.
 pub enum Node {
@@ -138,7 +154,7 @@ impl Program {
                     }
                     program.streams.push(stream);
                 }
-                Item::Event(e) => program.events.push(Event { name: e.name }),
+                Item::Event(e) => program.declare_event(e, errors),
                 Item::Stmt(s) => stmts.push(s),
             }
         }
@@ -163,7 +179,10 @@ impl Program {
 
     fn resolve_stmt(&mut self, stmt: syntax::Stmt, errors: &mut Errors) -> Node {
         match stmt {
-            syntax::Stmt::Op(op) => Node::Stmt(self.resolve_op(op, errors)),
+            syntax::Stmt::Op(op) => match self.event_pick(&op) {
+                Some(array) => self.resolve_event_pick(op, array, errors),
+                None => Node::Stmt(self.resolve_op(op, errors)),
+            },
             syntax::Stmt::For(f) => Node::For {
                 for_token: f.for_token,
                 pat: f.pat,
@@ -203,16 +222,107 @@ impl Program {
         }
     }
 
+    /// `event NAME;` is one event; `event NAME[N];` is `N` of them, `NAME[0]` to `NAME[N-1]`.
+    fn declare_event(&mut self, e: syntax::EventItem, errors: &mut Errors) {
+        let Some(len) = e.len else {
+            self.events.push(Event {
+                name: e.name,
+                element: None,
+            });
+            return;
+        };
+        let n = match len.base10_parse::<usize>() {
+            Ok(n) if (1..=MAX_EVENT_ARRAY).contains(&n) => n,
+            _ => {
+                errors.spanned(
+                    &len,
+                    format!(
+                        "an event array has 1 to {MAX_EVENT_ARRAY} events: write their number as \
+                         an integer literal, `event {}[2];`",
+                        e.name
+                    ),
+                );
+                1
+            }
+        };
+        for k in 0..n {
+            self.events.push(Event {
+                name: e.name.clone(),
+                element: Some((k, n)),
+            });
+        }
+    }
+
+    /// The event `record NAME` / `wait NAME` names (an error for an event array: it needs an
+    /// element).
     fn event_index(&self, name: &Ident, errors: &mut Errors) -> usize {
         match self.events.iter().position(|e| e.name == *name) {
-            Some(i) => i,
+            Some(i) => {
+                if let Some((_, n)) = self.events[i].element {
+                    errors.spanned(
+                        name,
+                        format!(
+                            "`{name}` is an array of {n} events: name one, `{name}[0]`, or pick \
+                             one by a value, `{name}[i % {n}]`"
+                        ),
+                    );
+                }
+                i
+            }
             None => {
-                errors.spanned(
-                    name,
-                    unknown("event", name, self.events.iter().map(|e| &e.name)),
-                );
+                errors.spanned(name, self.unknown_event(name));
                 0
             }
+        }
+    }
+
+    fn unknown_event(&self, name: &Ident) -> String {
+        let mut names: Vec<&Ident> = Vec::new();
+        for e in &self.events {
+            if !names.contains(&&e.name) {
+                names.push(&e.name);
+            }
+        }
+        unknown("event", name, names.into_iter())
+    }
+
+    /// The element `NAME[INDEX]` names: `Ok(event)` for a constant index, `Err((first, len))`
+    /// for an index known only at run time (the array's first event and its length). Errors
+    /// (recorded) resolve to some event.
+    pub(super) fn event_element(
+        &self,
+        name: &Ident,
+        index: &Expr,
+        errors: &mut Errors,
+    ) -> Result<usize, (usize, usize)> {
+        let Some(first) = self.events.iter().position(|e| e.name == *name) else {
+            errors.spanned(name, self.unknown_event(name));
+            return Ok(0);
+        };
+        let Some((_, n)) = self.events[first].element else {
+            errors.spanned(
+                index,
+                format!(
+                    "`{name}` is one event, not an array: write `{name}` without an index, or \
+                     declare an array, `event {name}[2];`"
+                ),
+            );
+            return Ok(first);
+        };
+        match constant_index(index) {
+            Some(k) if k < n => Ok(first + k),
+            Some(k) => {
+                errors.spanned(
+                    index,
+                    format!(
+                        "index {k} is out of range: `{name}` is an array of {n} events, \
+                         `{name}[0]` to `{name}[{}]`",
+                        n - 1
+                    ),
+                );
+                Ok(first)
+            }
+            None => Err((first, n)),
         }
     }
 }
@@ -234,5 +344,16 @@ fn unknown<'a>(what: &str, name: &Ident, declared: impl Iterator<Item = &'a Iden
             "unknown {what} `{name}`: declared {what}s are {}; declare it with `{what} {name};`",
             declared.join(", ")
         )
+    }
+}
+
+/// The value of an index written as an integer literal (`0`, `1usize`).
+pub(crate) fn constant_index(index: &Expr) -> Option<usize> {
+    match index {
+        Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(i),
+            ..
+        }) => i.base10_parse().ok(),
+        _ => None,
     }
 }

@@ -111,14 +111,7 @@ impl Program {
                 _ => break,
             }
         }
-        let constant = |e: &Expr| match e {
-            Expr::Lit(syn::ExprLit {
-                lit: syn::Lit::Int(n),
-                ..
-            }) => n.base10_parse::<u64>().ok(),
-            _ => None,
-        };
-        let element = direct.and_then(constant);
+        let element = direct.and_then(super::constant_index).map(|k| k as u64);
         let dynamic = direct.is_some() && element.is_none();
         let whole = steps == 0 || (steps == 1 && element.is_some());
         let Expr::Path(path) = root else {

@@ -25,6 +25,9 @@ pub struct Statement {
     /// or buffers are placeholders, so cross-statement rules skip it rather than report
     /// follow-on errors.
     pub unresolved: bool,
+    /// One element's alternative of a `record`/`wait` on an event array indexed by a value
+    /// known only at run time (`wait ready[i % 2]`): the issue picks one alternative.
+    pub alternative: bool,
 }
 
 impl Statement {
@@ -299,24 +302,13 @@ impl Program {
                 );
                 (Kind::Call { op, args }, text)
             }
-            Op::Record { event } => {
-                let text = format!("record {event}");
-                (
-                    Kind::Record {
-                        event: self.event_index(&event, errors),
-                    },
-                    text,
-                )
+            Op::Record { event, index } => {
+                let (event, text) = self.event_ref(&event, index.as_ref(), errors);
+                (Kind::Record { event }, format!("record {text}"))
             }
-            Op::Wait { event } => {
-                let text = format!("wait {event}");
-                (
-                    Kind::Wait {
-                        event: self.event_index(&event, errors),
-                        name: event,
-                    },
-                    text,
-                )
+            Op::Wait { event: name, index } => {
+                let (event, text) = self.event_ref(&name, index.as_ref(), errors);
+                (Kind::Wait { event, name }, format!("wait {text}"))
             }
             Op::WaitStream { stream: other } => {
                 let text = format!("wait_stream {other}");
@@ -339,8 +331,135 @@ impl Program {
             accesses,
             last: stmt.semi.span,
             unresolved: errors.count() > errors_before,
+            alternative: false,
         });
         id
+    }
+
+    /// The event `NAME` or `NAME[CONSTANT]` names, and its text.
+    fn event_ref(
+        &self,
+        name: &Ident,
+        index: Option<&Expr>,
+        errors: &mut Errors,
+    ) -> (usize, String) {
+        let Some(index) = index else {
+            return (self.event_index(name, errors), name.to_string());
+        };
+        match self.event_element(name, index, errors) {
+            Ok(e) => (e, format!("{name}[{}]", text_of(index))),
+            // Picked at run time: issued as alternatives (`resolve_event_pick`).
+            Err((first, _)) => (first, format!("{name}[{}]", text_of(index))),
+        }
+    }
+
+    /// The array (first event, length) a `record`/`wait` picks an element of by a value known
+    /// only at run time (`ready[i % 2]`), if it does.
+    pub(super) fn event_pick(&self, stmt: &syntax::OpStmt) -> Option<(usize, usize)> {
+        let (Op::Record { event, index } | Op::Wait { event, index }) = &stmt.op else {
+            return None;
+        };
+        let index = index.as_ref()?;
+        if super::constant_index(index).is_some() {
+            return None;
+        }
+        let first = self.events.iter().position(|e| e.name == *event)?;
+        let (_, len) = self.events[first].element?;
+        Some((first, len))
+    }
+
+    /// `STREAM: record NAME[INDEX];` (or `wait`) with `INDEX` known only at run time: one
+    /// statement per element, and the issue picks one by the index's value, checked against
+    /// the array's length (an error naming the statement when it is out of range):
+    ///
+    /// ```text
+    /// for __streamgraph_element in [checked(INDEX)] {
+    ///     if __streamgraph_element == 0 { record NAME[0] } else if … else { record NAME[N-1] }
+    /// }
+    /// ```
+    ///
+    /// The static checks see alternatives of which any one may run, as the branches of an
+    /// `if`: a race is reported only where it is certain whatever the index.
+    pub(super) fn resolve_event_pick(
+        &mut self,
+        stmt: syntax::OpStmt,
+        (_, len): (usize, usize),
+        errors: &mut Errors,
+    ) -> super::Node {
+        use super::Node;
+        let syntax::OpStmt { stream, op, semi } = stmt;
+        let (record, name, index) = match op {
+            Op::Record {
+                event,
+                index: Some(index),
+            } => (true, event, index),
+            Op::Wait {
+                event,
+                index: Some(index),
+            } => (false, event, index),
+            _ => unreachable!("event_pick found an indexed record or wait"),
+        };
+        let source = text_of(&index);
+        let verb = if record { "record" } else { "wait" };
+        let mut ids = Vec::with_capacity(len);
+        for k in 0..len {
+            let element: Expr = syn::parse_quote!(#k);
+            let op = if record {
+                Op::Record {
+                    event: name.clone(),
+                    index: Some(element),
+                }
+            } else {
+                Op::Wait {
+                    event: name.clone(),
+                    index: Some(element),
+                }
+            };
+            // The first alternative reports what is wrong with the statement; the others would
+            // repeat it.
+            let mut quiet = Errors::default();
+            let errs = if k == 0 { &mut *errors } else { &mut quiet };
+            let id = self.resolve_op(
+                syntax::OpStmt {
+                    stream: stream.clone(),
+                    op,
+                    semi,
+                },
+                errs,
+            );
+            let st = &mut self.statements[id];
+            st.text = format!("{stream}: {verb} {name}[{source}] ({name}[{k}])");
+            st.alternative = true;
+            ids.push(id);
+        }
+        let mut chain = vec![Node::Stmt(ids[len - 1])];
+        for k in (0..len - 1).rev() {
+            chain = vec![Node::If {
+                if_token: syn::Token![if](index_span(&index)),
+                cond: syn::parse_quote!(__streamgraph_element == #k),
+                then: vec![Node::Stmt(ids[k])],
+                otherwise: Some(chain),
+            }];
+        }
+        let array = name.to_string();
+        let id0 = ids[0];
+        let span = index_span(&index);
+        let checked: Expr = syn::parse_quote_spanned! {span=>
+            [match ::streamgraph::__private::event_element(#index, #len, #array) {
+                ::core::result::Result::Ok(__e) => __e,
+                ::core::result::Result::Err(__e) => {
+                    return ::core::result::Result::Err(
+                        __e.in_statement(&Self::PROGRAM.statements[#id0]),
+                    );
+                }
+            }]
+        };
+        Node::For {
+            for_token: syn::Token![for](span),
+            pat: syn::parse_quote!(__streamgraph_element),
+            expr: checked,
+            body: chain,
+        }
     }
 
     /// Keeps numbering intact for a statement whose buffers could not be resolved: it becomes a
@@ -365,6 +484,7 @@ impl Program {
             accesses: Vec::new(),
             last,
             unresolved: true,
+            alternative: false,
         });
         id
     }
@@ -408,4 +528,8 @@ fn arg_text(arg: &Arg) -> String {
         Arg::Read(b) => format!("&{}", text_of(&b.expr)),
         Arg::Value(e) => text_of(e),
     }
+}
+
+fn index_span(index: &Expr) -> Span {
+    syn::spanned::Spanned::span(index)
 }

@@ -1,8 +1,8 @@
-//! Stream and event declarations: `stream NAME(OPTIONS);`, `event NAME;`.
+//! Stream and event declarations: `stream NAME(OPTIONS);`, `event NAME;`, `event NAME[N];`.
 
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
-use syn::{parenthesized, Expr, Ident, Token};
+use syn::{bracketed, parenthesized, Expr, Ident, LitInt, Token};
 
 use super::kw;
 
@@ -20,10 +20,11 @@ pub enum StreamOpt {
     Device(kw::device, Expr),
 }
 
-/// `event NAME;`
+/// `event NAME;`, or an array of events `event NAME[N];` (`N` an integer literal).
 #[derive(Debug)]
 pub struct EventItem {
     pub name: Ident,
+    pub len: Option<LitInt>,
 }
 
 impl Parse for StreamItem {
@@ -46,8 +47,15 @@ impl Parse for EventItem {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         input.parse::<kw::event>()?;
         let name = input.parse()?;
+        let len = if input.peek(syn::token::Bracket) {
+            let content;
+            bracketed!(content in input);
+            Some(content.parse()?)
+        } else {
+            None
+        };
         input.parse::<Token![;]>()?;
-        Ok(EventItem { name })
+        Ok(EventItem { name, len })
     }
 }
 

@@ -28,11 +28,15 @@ pub enum Op {
         op: Expr,
         args: Punctuated<Expr, Token![,]>,
     },
+    /// `record NAME` or `record NAME[INDEX]` (an element of an event array).
     Record {
         event: Ident,
+        index: Option<Expr>,
     },
+    /// `wait NAME` or `wait NAME[INDEX]`.
     Wait {
         event: Ident,
+        index: Option<Expr>,
     },
     WaitStream {
         stream: Ident,
@@ -125,9 +129,8 @@ impl Parse for Op {
             }
         } else if lookahead.peek(kw::record) {
             input.parse::<kw::record>()?;
-            Ok(Op::Record {
-                event: input.parse()?,
-            })
+            let (event, index) = event_ref(input)?;
+            Ok(Op::Record { event, index })
         } else if lookahead.peek(kw::wait_stream) {
             input.parse::<kw::wait_stream>()?;
             Ok(Op::WaitStream {
@@ -135,9 +138,8 @@ impl Parse for Op {
             })
         } else if lookahead.peek(kw::wait) {
             input.parse::<kw::wait>()?;
-            Ok(Op::Wait {
-                event: input.parse()?,
-            })
+            let (event, index) = event_ref(input)?;
+            Ok(Op::Wait { event, index })
         } else {
             let error = lookahead.error();
             let Ok(word) = input.fork().parse::<Ident>() else {
@@ -227,4 +229,15 @@ fn tokens_until(input: ParseStream<'_>, stop: &[char]) -> syn::Result<TokenStrea
         return Err(input.error("expected an expression"));
     }
     Ok(tokens)
+}
+
+/// An event's name, and the index after it for an element of an event array: `ready[i % 2]`.
+fn event_ref(input: ParseStream<'_>) -> syn::Result<(Ident, Option<Expr>)> {
+    let name = input.parse()?;
+    if !input.peek(syn::token::Bracket) {
+        return Ok((name, None));
+    }
+    let content;
+    syn::bracketed!(content in input);
+    Ok((name, Some(content.parse()?)))
 }

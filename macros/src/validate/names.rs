@@ -34,6 +34,14 @@ pub(super) fn unique_names(program: &Program, errors: &mut Errors) {
         }
     }
     check("stream", program.streams.iter().map(|s| &s.name), errors);
-    check("event", program.events.iter().map(|e| &e.name), errors);
+    check(
+        "event",
+        program
+            .events
+            .iter()
+            .filter(|e| e.element.is_none_or(|(k, _)| k == 0))
+            .map(|e| &e.name),
+        errors,
+    );
     check("parameter", program.params.iter().map(|p| &p.name), errors);
 }

@@ -51,12 +51,20 @@ pub(super) fn waits_follow_records(program: &Program, errors: &mut Errors) {
                         Kind::Record { event, .. } => {
                             recorded.insert(*event);
                         }
-                        Kind::Wait { event, name } if !recorded.contains(event) => {
+                        // An element picked at run time may be one not recorded yet: CUDA's
+                        // wait for it is a no-op then, as in a loop's first iteration.
+                        Kind::Wait { event, name }
+                            if !recorded.contains(event) && !stmt.alternative =>
+                        {
+                            let label = program
+                                .events
+                                .get(*event)
+                                .map_or(name.to_string(), |e| e.label());
                             errors.spanned(
                                 name,
                                 format!(
-                                    "`{}` waits for event `{name}`, which no earlier statement \
-                                     records; record it first, e.g. `STREAM: record {name};` \
+                                    "`{}` waits for event `{label}`, which no earlier statement \
+                                     records; record it first, e.g. `STREAM: record {label};` \
                                      after the work to wait for",
                                     stmt.text
                                 ),
