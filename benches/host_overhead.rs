@@ -14,6 +14,9 @@
 //!   null array), as every capture of streamgraph does to refuse work from outside its
 //!   statements;
 //! - `capture N`: the same chain as a pipeline, `Capture::capture` and the graph dropped;
+//! - `calls N`: the chain with each launch issued by a `call` statement's op (`Empty`), which
+//!   launches the kernel through its `CallStream`: what a library call costs in a capture
+//!   beyond its own work (`calls N` minus `capture N`, per call);
 //! - `diamond N`: W3's diamond of `N` layers (four streams, events), captured and dropped;
 //! - `eager N`: the chain of `capture N` run eagerly (`Eager::run`, unchecked);
 //! - `ediamond N`: the diamond of `diamond N` run eagerly;
@@ -40,7 +43,8 @@ use std::time::Instant;
 use cudarc::driver::sys;
 use diamond::Diamond4;
 use streamgraph::{
-    pipeline, Capture, Device, DeviceBuffer, Eager, Kernel, KernelArg, Module, Stream,
+    pipeline, CallStream, Capture, Device, DeviceBuffer, Dim3, Eager, Kernel, KernelArg,
+    LaunchConfig, Module, Stream, StreamOp,
 };
 
 /// What a case fails with: a streamgraph error, a driver error of the hand-written capture, or
@@ -67,6 +71,35 @@ pipeline! {
         stream main;
         for _ in 0..n {
             main: launch k.empty<<<1, 1>>>();
+        }
+    }
+}
+
+/// An op that launches `empty` once on the stream it is given.
+#[derive(Debug)]
+pub struct Empty<'k>(&'k Kernel);
+
+// SAFETY: `issue` launches `empty`, a kernel of no arguments that touches no memory, on the
+// stream it is given and nowhere else; it declares no operands because it touches none.
+unsafe impl StreamOp for Empty<'_> {
+    type Operands<'a> = ();
+
+    fn issue(&self, stream: &CallStream<'_>, _: &mut ()) -> streamgraph::Result<()> {
+        let one = LaunchConfig {
+            grid: Dim3::from(1),
+            block: Dim3::from(1),
+            shared_mem_bytes: 0,
+        };
+        stream.launch(self.0, one, &[])
+    }
+}
+
+pipeline! {
+    /// `n` calls of an op that launches `empty`.
+    pipeline Calls(op: &Empty<'_>, n: usize) {
+        stream main;
+        for _ in 0..n {
+            main: call op();
         }
     }
 }
@@ -278,6 +311,12 @@ fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error>
         "capture" => best_of_five(iterations, |_| {
             Ok(capture.capture(Chain::new(&s.k, n)).map(drop)?)
         }),
+        "calls" => {
+            let op = Empty(&s.k.empty);
+            best_of_five(iterations, |_| {
+                Ok(capture.capture(Calls::new(&op, n)).map(drop)?)
+            })
+        }
         "diamond" => best_of_five(iterations, |_| {
             Ok(capture.capture(Diamond4::new(&s.k.empty, n)).map(drop)?)
         }),
@@ -410,6 +449,7 @@ const DEFAULTS: &[(&str, usize, usize)] = &[
     ("capture", 10, 10_000),
     ("raw", 1000, 100),
     ("capture", 1000, 100),
+    ("calls", 1000, 100),
     ("diamond", 51, 200),
     ("eager", 1000, 100),
     ("ediamond", 51, 200),

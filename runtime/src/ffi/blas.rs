@@ -3,8 +3,9 @@
 //!
 //! cudarc's loader panics when `libcublas` is missing, so nothing here calls cuBLAS before
 //! [`require`] said it loads. A handle is bound to the call's stream and to the op's own
-//! workspace on every issue (`cublasSetStream_v2`, then `cublasSetWorkspace_v2`, which the
-//! former resets), so a capture records no allocation of cuBLAS's; its pointer mode is host
+//! workspace on an issue on another stream than the last one (`cublasSetStream_v2`, then
+//! `cublasSetWorkspace_v2`, which the former resets), so a capture records no allocation of
+//! cuBLAS's; its pointer mode is host
 //! (`alpha` and `beta` are read when the call is issued). Every call checks the shape it is
 //! given against the memory it is given ([`GemmDims::needs`]), so no shape reaches cuBLAS that
 //! reads or writes outside the operands.
@@ -314,12 +315,14 @@ pub(crate) fn device_ptr(memory: &MemoryRef<'_>, elem: ElemType, needed: usize) 
     Ok(range.ptr)
 }
 
-/// A raw cuBLAS handle, destroyed on drop.
+/// A raw cuBLAS handle, destroyed on drop, and the stream it was last bound to (with the op's
+/// workspace), so that an issue on the same stream binds nothing again.
 #[derive(Debug)]
-struct RawHandle(sys::cublasHandle_t);
+struct RawHandle(sys::cublasHandle_t, sys::cudaStream_t);
 
 // SAFETY: a cuBLAS handle is tied to a device, not to a thread; its owner (`BlasHandle`) uses
-// it under a lock only, so no two threads call cuBLAS on it at once.
+// it under a lock only, so no two threads call cuBLAS on it at once. The stream is only
+// compared, never used through this value.
 unsafe impl Send for RawHandle {}
 
 impl Drop for RawHandle {
@@ -351,7 +354,10 @@ impl BlasHandle {
         require(Library::Cublas)?;
         super::ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
         let workspace = DeviceAlloc::new(ctx, workspace_bytes)?;
-        let raw = RawHandle(blas::create_handle().map_err(|e| failed("cublasCreate_v2", e))?);
+        let raw = RawHandle(
+            blas::create_handle().map_err(|e| failed("cublasCreate_v2", e))?,
+            std::ptr::null_mut(),
+        );
         let mode = sys::cublasPointerMode_t::CUBLAS_POINTER_MODE_HOST;
         // SAFETY: the handle is live (created above).
         unsafe { sys::cublasSetPointerMode_v2(raw.0, mode) }
@@ -440,21 +446,25 @@ impl BlasHandle {
         let algo = sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT;
         let holders = [a.holder(), b.holder(), c_ref.holder()];
         cudarc_ordered(stream, holders, || {
-            let raw = self.raw.lock().unwrap_or_else(|p| p.into_inner());
+            let mut raw = self.raw.lock().unwrap_or_else(|p| p.into_inner());
             let h = raw.0;
             super::ensure_current(stream.context())
                 .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
-            // SAFETY: the handle is live and used by this thread only (the lock); the stream
-            // is live (borrowed) and of the handle's device (checked above).
-            unsafe { blas::set_stream(h, stream.cu_stream() as sys::cudaStream_t) }
-                .map_err(|e| failed("cublasSetStream_v2", e))?;
-            let ws = self.workspace.ptr() as *mut c_void;
-            // SAFETY: the workspace is a live allocation of `workspace_bytes()` bytes in the
-            // handle's context, owned by this handle, which graphs that captured its work
-            // keep alive.
-            unsafe { sys::cublasSetWorkspace_v2(h, ws, self.workspace_bytes) }
-                .result()
-                .map_err(|e| failed("cublasSetWorkspace_v2", e))?;
+            let on = stream.cu_stream() as sys::cudaStream_t;
+            if raw.1 != on {
+                raw.1 = std::ptr::null_mut();
+                // SAFETY: the handle is live and used by this thread only (the lock); the
+                // stream is live (borrowed) and of the handle's device (checked above).
+                unsafe { blas::set_stream(h, on) }.map_err(|e| failed("cublasSetStream_v2", e))?;
+                let ws = self.workspace.ptr() as *mut c_void;
+                // SAFETY: the workspace is a live allocation of `workspace_bytes()` bytes in
+                // the handle's context, owned by this handle, which graphs that captured its
+                // work keep alive.
+                unsafe { sys::cublasSetWorkspace_v2(h, ws, self.workspace_bytes) }
+                    .result()
+                    .map_err(|e| failed("cublasSetWorkspace_v2", e))?;
+                raw.1 = on;
+            }
             let (alpha, beta) = scalars.pointers();
             let (pa, pb, pc) = (pa as *const c_void, pb as *const c_void, pc as *mut c_void);
             match dims.batch {

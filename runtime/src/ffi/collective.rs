@@ -2,14 +2,12 @@
 //! each node it adds to a capture belongs to ([`capture_group`]), so that the node book can
 //! map them, and what kinds of node they are ([`added_kinds`]).
 
-use std::collections::HashSet;
-
 use cudarc::driver::sys;
 use cudarc::driver::CudaStream;
 
 use super::capture::capture_state;
 use super::ensure_current;
-use super::graph::{dependencies, graph_nodes, NodeHandle};
+use super::graph::{dependencies, graph_nodes, node_count, NodeHandle};
 use super::status::CaptureStatus;
 use crate::error::{CaptureFault, Error, Result};
 
@@ -60,26 +58,38 @@ pub(crate) fn capture_group(
         }
     }
     // SAFETY: `graph` is the graph of the capture under way on `first`.
-    let before: HashSet<usize> = unsafe { graph_nodes(graph) }
-        .map_err(|e| Error::driver("cuGraphGetNodes", e))?
-        .into_iter()
-        .map(|n| n as usize)
-        .collect();
+    let before = unsafe { node_count(graph) }.map_err(|e| Error::driver("cuGraphGetNodes", e))?;
     issue()?;
-    ensure_current(first.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
-    // `graph` is read again only while the capture that owns it is still under way.
-    match info(first)? {
-        (CaptureStatus::Active, g, _) if g == graph => {}
-        (CaptureStatus::Invalidated, ..) => return Err(Error::capture(CaptureFault::Invalidated)),
-        _ => return Err(Error::capture(CaptureFault::Unjoined)),
+    // What each stream depends on now (a participant's tips), read once per stream.
+    let mut tips = Vec::with_capacity(streams.len());
+    for s in streams {
+        ensure_current(s.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+        match info(s)? {
+            (CaptureStatus::Active, g, tip) if g == graph => tips.push(tip),
+            (CaptureStatus::Invalidated, ..) => {
+                return Err(Error::capture(CaptureFault::Invalidated))
+            }
+            _ => return Err(Error::capture(CaptureFault::Unjoined)),
+        }
     }
-    // SAFETY: `graph` is the graph of the capture still under way on `first` (checked just
-    // above).
-    let added: Vec<sys::CUgraphNode> = unsafe { graph_nodes(graph) }
-        .map_err(|e| Error::driver("cuGraphGetNodes", e))?
-        .into_iter()
-        .filter(|n| !before.contains(&(*n as usize)))
-        .collect();
+    // The driver lists a graph's nodes in creation order (the node map relies on it too,
+    // graph/recorded.rs): the work's nodes are the ones after the first `before`.
+    // SAFETY: `graph` is the graph of the capture still under way on every stream (checked
+    // just above).
+    let mut added: Vec<sys::CUgraphNode> =
+        unsafe { graph_nodes(graph) }.map_err(|e| Error::driver("cuGraphGetNodes", e))?;
+    added.drain(..before.min(added.len()));
+    // One stream left depending on the one node the work added: nothing to trace.
+    if let ([tip], [node]) = (tips.as_slice(), added.as_slice()) {
+        if let [t] = tip.as_slice() {
+            if t == node {
+                return Ok(vec![ParticipantNodes {
+                    exit: NodeHandle::new(*node, std::ptr::null_mut()),
+                    inner: Vec::new(),
+                }]);
+            }
+        }
+    }
     let index: std::collections::HashMap<usize, usize> = added
         .iter()
         .enumerate()
@@ -94,13 +104,7 @@ pub(crate) fn capture_group(
         );
     }
     let mut owner: Vec<Option<usize>> = vec![None; added.len()];
-    let mut tips = Vec::with_capacity(streams.len());
-    for (k, s) in streams.iter().enumerate() {
-        ensure_current(s.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
-        let (status, _, tip) = info(s)?;
-        if status != CaptureStatus::Active {
-            return Err(Error::capture(CaptureFault::Invalidated));
-        }
+    for (k, tip) in tips.iter().enumerate() {
         let mut stack: Vec<usize> = tip
             .iter()
             .filter_map(|n| index.get(&(*n as usize)).copied())
@@ -121,7 +125,6 @@ pub(crate) fn capture_group(
                     .filter_map(|d| index.get(&(*d as usize)).copied()),
             );
         }
-        tips.push(tip);
     }
     if owner.iter().any(Option::is_none) {
         return Err(Error::InvalidArgument(format!(

@@ -335,6 +335,18 @@ fn edge_data(count: usize) -> Vec<sys::CUgraphEdgeData> {
     vec![empty; count]
 }
 
+/// The number of nodes of `graph` (`cuGraphGetNodes` with a null array).
+///
+/// # Safety
+///
+/// `graph` is alive for the call.
+pub(super) unsafe fn node_count(graph: sys::CUgraph) -> std::result::Result<usize, DriverError> {
+    let mut count: usize = 0;
+    // SAFETY: `graph` is alive (the caller's promise); a null array asks for the count only.
+    unsafe { sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut count) }.result()?;
+    Ok(count)
+}
+
 /// `cuGraphGetNodes`: the nodes of `graph`, in the order they were added.
 ///
 /// # Safety

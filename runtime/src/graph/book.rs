@@ -249,8 +249,18 @@ impl NodeBook {
     /// The operation just booked made a node on `stream`: a body graph's is known right away;
     /// the captured graph's is asked for only in cross-check mode (else it is mapped by
     /// creation order when the capture has ended).
-    #[inline]
+    #[inline(always)]
     fn node_made(&mut self, stream: &Stream) -> Result<()> {
+        if self.part() == 0 && self.exact.is_none() {
+            return Ok(());
+        }
+        self.node_made_here(stream)
+    }
+
+    /// [`NodeBook::node_made`] in a body or in cross-check mode: off the common launch path.
+    #[cold]
+    #[inline(never)]
+    fn node_made_here(&mut self, stream: &Stream) -> Result<()> {
         if self.part() > 0 {
             self.known_now(stream)
         } else if let Some(exact) = self.exact.as_mut() {

@@ -222,7 +222,8 @@ impl<T: GemmElem> Gemm<T> {
 // needs (checked against their lengths before the call, and again against their memory in
 // `BlasHandle::gemm`), and uses the handle's own workspace, which `keep` returns with the
 // handle. Pointer mode host: nothing else on the device is read. No allocation, event or
-// synchronization: the workspace is set on every issue, so cuBLAS allocates none.
+// synchronization: the workspace is set whenever the handle is bound to a stream (it stays set
+// until the next binding), so cuBLAS allocates none.
 unsafe impl<T: GemmElem> StreamOp for Gemm<T> {
     type Operands<'a> = (Out<'a, T>, In<'a, T>, In<'a, T>);
 
