@@ -7,7 +7,7 @@ use crate::operand::BufferAccess;
 use crate::plan::{Plan, PlanBody, Via};
 use crate::program::{AccessMode, Statement};
 
-use super::{merge, Planner};
+use super::Planner;
 
 impl Planner {
     /// Plans one body of block `stmt` (branch 0: the `while` body or `then`; 1: `else`) as a
@@ -58,17 +58,11 @@ impl Planner {
         }
         if self.scope.is_some() {
             if let Some(previous) = self.last_block.replace(stream) {
-                if previous != stream {
-                    let from = self.frontiers[previous].clone();
-                    merge(
-                        &mut self.frontiers[stream],
-                        &from,
-                        Via::Block {
-                            stream: previous,
-                            block: stmt,
-                        },
-                    );
-                }
+                let via = Via::Block {
+                    stream: previous,
+                    block: stmt,
+                };
+                self.stream_waits(stream, previous, via);
             }
         }
         let block = self.ops.len();

@@ -299,17 +299,14 @@ impl Issuer for Planner {
         };
         let stream = self.check(stmt, "wait_stream", true)?;
         let other = self.stream_index(stmt, other, "waited-for stream")?;
-        if other != stream {
-            let from = self.frontiers[other].clone();
-            merge(
-                &mut self.frontiers[stream],
-                &from,
-                Via::WaitStream {
-                    stream: other,
-                    wait: stmt,
-                },
-            );
-        }
+        self.stream_waits(
+            stream,
+            other,
+            Via::WaitStream {
+                stream: other,
+                wait: stmt,
+            },
+        );
         self.logged(stmt, self.ops.len());
         Ok(())
     }

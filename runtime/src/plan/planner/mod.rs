@@ -161,6 +161,18 @@ impl Planner {
     }
 }
 
+impl Planner {
+    /// Stream `stream` waits for everything issued on `other` so far (`wait_stream`, or a
+    /// block after its body's previous block): `F(stream) := F(stream) ∪ F(other)`, new
+    /// arrivals marked `via`.
+    fn stream_waits(&mut self, stream: usize, other: usize, via: Via) {
+        if other != stream {
+            let from = self.frontiers[other].clone();
+            merge(&mut self.frontiers[stream], &from, via);
+        }
+    }
+}
+
 /// Merges `from` into `into`, marking new arrivals with `via`; an operation already present
 /// keeps the way it arrived first.
 ///
