@@ -157,11 +157,11 @@ fn main() -> ExitCode {
         },
         "rows": rows.iter().map(report::Row::to_json).collect::<Vec<_>>(),
     });
-    if let Some(dir) = opts.json.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            eprintln!("bench-harness: cannot create {}: {e}", dir.display());
-            return ExitCode::FAILURE;
-        }
+    if let Some(dir) = opts.json.parent().filter(|d| !d.as_os_str().is_empty())
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        eprintln!("bench-harness: cannot create {}: {e}", dir.display());
+        return ExitCode::FAILURE;
     }
     let text = match serde_json::to_string_pretty(&doc) {
         Ok(t) => t,

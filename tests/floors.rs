@@ -312,13 +312,13 @@ fn violations(src: &Path, shown: &Path) -> Vec<String> {
                 }
                 None => out.push(format!("{at}: `crate::{target_top}` is on no floor")),
             }
-            if let Some(target) = file_of(&named.path, &modules) {
-                if target != name {
-                    file_edges
-                        .entry(name.clone())
-                        .or_default()
-                        .insert(target.to_owned());
-                }
+            if let Some(target) = file_of(&named.path, &modules)
+                && target != name
+            {
+                file_edges
+                    .entry(name.clone())
+                    .or_default()
+                    .insert(target.to_owned());
             }
             if target_top != top {
                 module_edges

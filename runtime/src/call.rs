@@ -375,12 +375,12 @@ impl<'s> CallStream<'s> {
         args: &[KernelArg<'_>],
     ) -> Result<()> {
         kernel.issue_on(self.stream, config, args)?;
-        if self.capturing {
-            if let Some(module) = kernel.cuda_module() {
-                let mut modules = self.modules.borrow_mut();
-                if !modules.iter().any(|m| Arc::ptr_eq(m, module)) {
-                    modules.push(module.clone());
-                }
+        if self.capturing
+            && let Some(module) = kernel.cuda_module()
+        {
+            let mut modules = self.modules.borrow_mut();
+            if !modules.iter().any(|m| Arc::ptr_eq(m, module)) {
+                modules.push(module.clone());
             }
         }
         Ok(())

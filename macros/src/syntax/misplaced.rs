@@ -22,16 +22,15 @@ pub(super) fn misplaced_statement(input: ParseStream<'_>) -> syn::Result<()> {
             ),
         )
     };
-    if let Ok(mac) = input.fork().parse::<syn::Macro>() {
-        if mac
+    if let Ok(mac) = input.fork().parse::<syn::Macro>()
+        && mac
             .path
             .segments
             .last()
             .is_some_and(|s| s.ident == "pipeline")
-        {
-            let name = syn::parse2::<NestedHeader>(mac.tokens.clone()).ok();
-            return Err(nested(&mac, name.as_ref().map(|h| &h.name)));
-        }
+    {
+        let name = syn::parse2::<NestedHeader>(mac.tokens.clone()).ok();
+        return Err(nested(&mac, name.as_ref().map(|h| &h.name)));
     }
     if input.peek(kw::pipeline) && input.peek2(Ident) {
         let fork = input.fork();
@@ -40,10 +39,10 @@ pub(super) fn misplaced_statement(input: ParseStream<'_>) -> syn::Result<()> {
     }
     let fork = input.fork();
     let first: Ident = fork.parse()?;
-    if fork.peek(Token![.]) {
-        if let Ok(Expr::MethodCall(call)) = input.fork().parse::<Expr>() {
-            return Err(method_call_statement(&call));
-        }
+    if fork.peek(Token![.])
+        && let Ok(Expr::MethodCall(call)) = input.fork().parse::<Expr>()
+    {
+        return Err(method_call_statement(&call));
     }
     if fork.peek(Token![:]) && !fork.peek(Token![::]) {
         return Ok(());

@@ -300,11 +300,11 @@ pub(super) fn to_flow(
 ) -> Vec<race::Flow> {
     let mut flow = Vec::new();
     for node in nodes {
-        if let Node::Stmt(i) = node {
-            if let Kind::Collective { .. } = program.statements[*i].kind {
-                collective_flow(program, *i, buffers, &mut flow);
-                continue;
-            }
+        if let Node::Stmt(i) = node
+            && let Kind::Collective { .. } = program.statements[*i].kind
+        {
+            collective_flow(program, *i, buffers, &mut flow);
+            continue;
         }
         flow.push(match node {
             Node::Stmt(i) => {

@@ -106,16 +106,17 @@ pub(super) fn waits_follow_records(program: &Program, errors: &mut Errors) {
 /// `wait_stream` names a stream other than the one it is issued on.
 pub(super) fn wait_stream_names_another_stream(program: &Program, errors: &mut Errors) {
     for stmt in program.statements.iter().filter(|s| !s.unresolved) {
-        if let Kind::WaitStream { stream, name } = &stmt.kind {
-            if *stream == stmt.stream && *name == stmt.stream_name {
-                errors.spanned(
-                    name,
-                    format!(
-                        "stream `{name}` cannot wait for itself: its work is already in order; \
+        if let Kind::WaitStream { stream, name } = &stmt.kind
+            && *stream == stmt.stream
+            && *name == stmt.stream_name
+        {
+            errors.spanned(
+                name,
+                format!(
+                    "stream `{name}` cannot wait for itself: its work is already in order; \
                          name another stream"
-                    ),
-                );
-            }
+                ),
+            );
         }
     }
 }

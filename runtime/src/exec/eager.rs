@@ -238,10 +238,8 @@ impl Eager {
     ) -> std::result::Result<Result<()>, Panic> {
         let multi = self.frame.begin_run();
         let _traced = trace::pipeline(pipeline.program(), R::MODE);
-        if multi {
-            if let Err(e) = self.frame.fork() {
-                return Ok(Err(e));
-            }
+        if multi && let Err(e) = self.frame.fork() {
+            return Ok(Err(e));
         }
         let mut issue = Issue {
             frame: &mut self.frame,

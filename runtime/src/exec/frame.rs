@@ -203,10 +203,11 @@ impl Frame {
         program: &'static Program,
         options: Vec<StreamOptions>,
     ) -> Result<()> {
-        if let Some((p, o)) = &self.prepared {
-            if p.same(program) && *o == options {
-                return Ok(());
-            }
+        if let Some((p, o)) = &self.prepared
+            && p.same(program)
+            && *o == options
+        {
+            return Ok(());
         }
         if program.streams.is_empty() {
             return Err(Error::Pipeline {
@@ -481,11 +482,11 @@ impl Frame {
             slot.origin_waited = false;
         }
         self.depth += 1;
-        if n > 1 {
-            if let Some(fork) = &self.res.fork {
-                let stream = stream_of(&self.origin, &self.res.sides, root)?;
-                record_on(&mut self.stats, fork, stream)?;
-            }
+        if n > 1
+            && let Some(fork) = &self.res.fork
+        {
+            let stream = stream_of(&self.origin, &self.res.sides, root)?;
+            record_on(&mut self.stats, fork, stream)?;
         }
         Ok(outer)
     }

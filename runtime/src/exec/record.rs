@@ -224,10 +224,10 @@ impl<R: Recorder> Issue<'_, R> {
         streams: Option<Vec<Stream>>,
         body: &mut Body<'_>,
     ) -> std::result::Result<Result<()>, Panic> {
-        if let Some(expect) = self.expect.as_deref_mut() {
-            if let Err(e) = expect.enter_body(branch) {
-                return Ok(Err(e));
-            }
+        if let Some(expect) = self.expect.as_deref_mut()
+            && let Err(e) = expect.enter_body(branch)
+        {
+            return Ok(Err(e));
         }
         let outer = match self.frame.begin_body(root, streams) {
             Ok(f) => f,

@@ -80,15 +80,14 @@ pub(crate) fn capture_group(
         unsafe { graph_nodes(graph) }.map_err(|e| Error::driver("cuGraphGetNodes", e))?;
     added.drain(..before.min(added.len()));
     // One stream left depending on the one node the work added: nothing to trace.
-    if let ([tip], [node]) = (tips.as_slice(), added.as_slice()) {
-        if let [t] = tip.as_slice() {
-            if t == node {
-                return Ok(vec![ParticipantNodes {
-                    exit: NodeHandle::new(*node, std::ptr::null_mut()),
-                    inner: Vec::new(),
-                }]);
-            }
-        }
+    if let ([tip], [node]) = (tips.as_slice(), added.as_slice())
+        && let [t] = tip.as_slice()
+        && t == node
+    {
+        return Ok(vec![ParticipantNodes {
+            exit: NodeHandle::new(*node, std::ptr::null_mut()),
+            inner: Vec::new(),
+        }]);
     }
     let index: std::collections::HashMap<usize, usize> = added
         .iter()

@@ -257,13 +257,11 @@ impl PinnedAlloc {
             }
         }
         let out = issue()?;
-        if track {
-            if let Err(e) = track_dma(&mut guards, &order, stream) {
-                // The DMA is queued but not tracked: wait for it here, so that no borrow can
-                // race with it. Should even that fail, the context is unusable and runs no DMA.
-                let _ = super::stream_synchronize(stream);
-                return Err(e);
-            }
+        if track && let Err(e) = track_dma(&mut guards, &order, stream) {
+            // The DMA is queued but not tracked: wait for it here, so that no borrow can
+            // race with it. Should even that fail, the context is unusable and runs no DMA.
+            let _ = super::stream_synchronize(stream);
+            return Err(e);
         }
         Ok(out)
     }

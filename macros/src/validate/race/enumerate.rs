@@ -126,10 +126,9 @@ fn relevant_update(
             stream,
             touches: t,
         } = cmd
+            && full.contains(stmt)
         {
-            if full.contains(stmt) {
-                touches.entry(*stmt).or_insert_with(|| (*stream, t.clone()));
-            }
+            touches.entry(*stmt).or_insert_with(|| (*stream, t.clone()));
         }
     }
     let mut keys = BTreeSet::new();

@@ -56,14 +56,14 @@ impl Planner {
                 accesses.extend(op.accesses.iter().copied());
             }
         }
-        if self.scope.is_some() {
-            if let Some(previous) = self.last_block.replace(stream) {
-                let via = Via::Block {
-                    stream: previous,
-                    block: stmt,
-                };
-                self.stream_waits(stream, previous, via);
-            }
+        if self.scope.is_some()
+            && let Some(previous) = self.last_block.replace(stream)
+        {
+            let via = Via::Block {
+                stream: previous,
+                block: stmt,
+            };
+            self.stream_waits(stream, previous, via);
         }
         let block = self.ops.len();
         self.operation(stmt, stream, accesses, None);

@@ -35,13 +35,13 @@ impl Planner {
                 stmt.kind
             ));
         }
-        if let Some(scope) = &self.scope {
-            if !scope.contains(&stmt.id) {
-                return fail(format!(
+        if let Some(scope) = &self.scope
+            && !scope.contains(&stmt.id)
+        {
+            return fail(format!(
                     "the statement was issued inside the body of a device block that does not hold it (the body holds statements {}..{}); issue a block's statements only in its body",
                     scope.start, scope.end
                 ));
-            }
         }
         self.stream_index(stmt, stmt.stream, "stream")
     }

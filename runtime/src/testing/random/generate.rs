@@ -120,10 +120,10 @@ impl RandomProgram {
         for (id, &issued) in issued.iter().enumerate() {
             let mut stream = rng.below(stream_count);
             let body = bodies[id];
-            if let (true, Some((header, _))) = (options.body_orderings, body) {
-                if rng.below(2) == 0 {
-                    stream = streams[header];
-                }
+            if let (true, Some((header, _))) = (options.body_orderings, body)
+                && rng.below(2) == 0
+            {
+                stream = streams[header];
             }
             streams.push(stream);
             if let (Some(flag), Some((otherwise, end))) = (header_of[id], extents[id]) {
@@ -139,13 +139,13 @@ impl RandomProgram {
             let other = (stream + 1 + rng.below(stream_count.max(2) - 1)) % stream_count;
             if options.body_orderings && (65..=84).contains(&roll) {
                 let here = body.and_then(|k| recorded_in.get(&k));
-                if let (Some(here), Some((header, _))) = (here.filter(|h| !h.is_empty()), body) {
-                    if rng.below(4) != 0 {
-                        event = Some(here[rng.below(here.len())]);
-                        if rng.below(2) == 0 {
-                            stream = streams[header];
-                            streams[id] = stream;
-                        }
+                if let (Some(here), Some((header, _))) = (here.filter(|h| !h.is_empty()), body)
+                    && rng.below(4) != 0
+                {
+                    event = Some(here[rng.below(here.len())]);
+                    if rng.below(2) == 0 {
+                        stream = streams[header];
+                        streams[id] = stream;
                     }
                 }
             }

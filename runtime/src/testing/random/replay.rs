@@ -10,7 +10,7 @@ use crate::ffi::memory::{MemoryMut, MemoryRef};
 use crate::ffi::KernelArg;
 use crate::issue::{__private as issue, Body, Issuer};
 use crate::memory::{
-    __private as gen, CopySource, DeviceBuffer, DeviceFlag, DeviceView, FillValue, PinnedBuffer,
+    __private as lowered, CopySource, DeviceBuffer, DeviceFlag, DeviceView, FillValue, PinnedBuffer,
 };
 use crate::module::Kernel;
 use crate::operand::{FillPattern, HostFn, LaunchConfig};
@@ -87,7 +87,7 @@ impl RandomMemory<'_> {
             return Ok(());
         };
         let op = RandomCallOp::new(kernel, config, value);
-        let dst = issue::call_out(gen::place(&self.buffers).index(dst))
+        let dst = issue::call_out(lowered::place(&self.buffers).index(dst))
             .map_err(|e| e.in_statement(statement))?;
         let src = issue::call_in(&self.buffers[src]);
         issue::call(issuer, statement, &op, (dst, src))
@@ -137,15 +137,17 @@ impl RandomProgram {
                 return Ok(());
             };
             let arg = match mode {
-                AccessMode::Read => gen::arg_read(&memory.buffers[buffer]),
-                AccessMode::Write => gen::arg_place(gen::place(&memory.buffers).index(buffer))
-                    .map_err(|e| e.in_statement(statement))?,
+                AccessMode::Read => lowered::arg_read(&memory.buffers[buffer]),
+                AccessMode::Write => {
+                    lowered::arg_place(lowered::place(&memory.buffers).index(buffer))
+                        .map_err(|e| e.in_statement(statement))?
+                }
             };
             issuer.launch(
                 statement,
                 &kernels[kernel],
                 config,
-                &[arg, gen::arg_value(&value)],
+                &[arg, lowered::arg_value(&value)],
             )
         })
     }
@@ -190,7 +192,7 @@ impl RandomProgram {
                     end,
                     value,
                 } => {
-                    let place = gen::place(&memory.buffers).index(buffer);
+                    let place = lowered::place(&memory.buffers).index(buffer);
                     issue::fill_with(
                         issuer,
                         statement,
@@ -318,14 +320,14 @@ fn target<'m>(memory: &'m RandomMemory<'_>, place: Place) -> Result<MemoryMut<'m
         if place.buffer >= memory.pinned.len() {
             return Err(missing("pinned buffer", memory.pinned.len()));
         }
-        return gen::place(&memory.pinned)
+        return lowered::place(&memory.pinned)
             .index(place.buffer)
             .copy_target::<u32>();
     }
     if place.buffer >= memory.buffers.len() {
         return Err(missing("buffer", memory.buffers.len()));
     }
-    gen::place(&memory.buffers)
+    lowered::place(&memory.buffers)
         .index(place.buffer)
         .slice(place.range())
         .copy_target::<u32>()
