@@ -91,6 +91,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/soundness.rs"),
     source!("tests/soundness_edges.rs"),
     source!("tests/ui.rs"),
+    source!("tests/ui_pass.rs"),
     source!("tests/ui/block_else_if.rs"),
     source!("tests/ui/block_flag_not_device_flag.rs"),
     source!("tests/ui/block_flag_not_parameter.rs"),
@@ -257,12 +258,13 @@ fn invocations(src: &str) -> Vec<&str> {
             while open < b.len() && b[open].is_ascii_whitespace() {
                 open += 1;
             }
-            if open < b.len() && matches!(b[open], b'{' | b'(' | b'[') {
-                if let Some(close) = matching_close(src, open) {
-                    out.push(&src[open + 1..close]);
-                    i = close + 1;
-                    continue;
-                }
+            if open < b.len()
+                && matches!(b[open], b'{' | b'(' | b'[')
+                && let Some(close) = matching_close(src, open)
+            {
+                out.push(&src[open + 1..close]);
+                i = close + 1;
+                continue;
             }
         }
         i += 1;
@@ -612,10 +614,10 @@ fn mutate_level(v: &mut Vec<TokenTree>, m: Mutation, rng: &mut Rng, pool: &[Iden
         Mutation::Truncate => v.truncate(rng.below(v.len() + 1)),
         Mutation::Flatten => {
             let p = positions(v, is_group);
-            if let Some(i) = (!p.is_empty()).then(|| rng.pick(&p)) {
-                if let TokenTree::Group(g) = v[i].clone() {
-                    v.splice(i..=i, g.stream());
-                }
+            if let Some(i) = (!p.is_empty()).then(|| rng.pick(&p))
+                && let TokenTree::Group(g) = v[i].clone()
+            {
+                v.splice(i..=i, g.stream());
             }
         }
         Mutation::Nest => {
@@ -1037,10 +1039,10 @@ impl Stats {
         self.generated_time += other.generated_time;
         self.failures.extend(other.failures);
         self.slow.extend(other.slow);
-        if let Some(s) = other.slowest {
-            if self.slowest.as_ref().is_none_or(|t| s.0 > t.0) {
-                self.slowest = Some(s);
-            }
+        if let Some(s) = other.slowest
+            && self.slowest.as_ref().is_none_or(|t| s.0 > t.0)
+        {
+            self.slowest = Some(s);
         }
     }
 

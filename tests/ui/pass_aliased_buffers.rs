@@ -27,11 +27,15 @@ streamgraph::pipeline! {
     }
 }
 
-fn main() -> streamgraph::Result<()> {
+/// The case's program.
+pub fn main() -> streamgraph::Result<()> {
     let k = Kernel::for_planning("k");
     let mut x = Device::<u32>::for_planning(8)?;
     let mut xs = vec![Device::for_planning(8)?, Device::for_planning(8)?];
-    let hs = vec![PinnedBuffer::for_planning(8)?, PinnedBuffer::for_planning(8)?];
+    let hs = vec![
+        PinnedBuffer::for_planning(8)?,
+        PinnedBuffer::for_planning(8)?,
+    ];
     let h = PinnedBuffer::for_planning(8)?;
     let mut flags = vec![DeviceFlag::for_planning()?, DeviceFlag::for_planning()?];
     let pipeline = Aliased::new(&mut x, &mut xs, &hs, &h, &mut flags, &k);

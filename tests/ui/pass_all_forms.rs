@@ -7,6 +7,7 @@ use std::sync::Arc;
 use streamgraph::{DeviceBuffer, Kernel, PinnedBuffer, Pipeline};
 
 /// Kernels.
+#[derive(Debug)]
 pub struct Kernels {
     /// Scale.
     pub scale: Kernel,
@@ -81,10 +82,13 @@ streamgraph::pipeline! {
     }
 }
 
-fn main() {
+/// The case's program.
+pub fn main() {
     let mut x = DeviceBuffer::<f32>::for_planning(8).unwrap();
     let mut y = DeviceBuffer::<u16>::for_planning(8).unwrap();
-    let k = Kernels { scale: Kernel::for_planning("scale") };
+    let k = Kernels {
+        scale: Kernel::for_planning("scale"),
+    };
     let hits = Arc::new(AtomicUsize::new(0));
     let up = PinnedBuffer::<f32>::for_planning(8).unwrap();
     let mut down = PinnedBuffer::<f32>::for_planning(8).unwrap();

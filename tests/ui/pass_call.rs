@@ -18,6 +18,10 @@ streamgraph::pipeline! {
     }
 }
 
-fn main() {
-    let _ = (P::PROGRAM, std::marker::PhantomData::<(&DeviceFlag, &Kernel)>);
+/// The case's program.
+pub fn main() {
+    let _ = (
+        P::PROGRAM,
+        std::marker::PhantomData::<(&DeviceFlag, &Kernel)>,
+    );
 }

@@ -16,7 +16,8 @@ streamgraph::pipeline! {
     }
 }
 
-fn main() -> streamgraph::Result<()> {
+/// The case's program.
+pub fn main() -> streamgraph::Result<()> {
     let mut x = DeviceBuffer::<u32>::for_planning(8)?;
     let h = PinnedBuffer::<u32>::for_planning(8)?;
     let ranges = [0..2, 4..6];

@@ -33,4 +33,5 @@ streamgraph::pipeline! {
     }
 }
 
-fn main() {}
+/// The case's program.
+pub fn main() {}

@@ -23,6 +23,7 @@ streamgraph::pipeline! {
     }
 }
 
-fn main() {
+/// The case's program.
+pub fn main() {
     let _ = DoubleBuffer::PROGRAM;
 }

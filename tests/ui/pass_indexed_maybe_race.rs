@@ -13,6 +13,7 @@ streamgraph::pipeline! {
     }
 }
 
-fn main() {
+/// The case's program.
+pub fn main() {
     let _ = P::PROGRAM;
 }

@@ -34,6 +34,7 @@ streamgraph::pipeline! {
     }
 }
 
-fn main() {
+/// The case's program.
+pub fn main() {
     let _ = Joins::PROGRAM;
 }

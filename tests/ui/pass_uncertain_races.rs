@@ -46,4 +46,5 @@ streamgraph::pipeline! {
     }
 }
 
-fn main() {}
+/// The case's program.
+pub fn main() {}

@@ -26,14 +26,21 @@ streamgraph::pipeline! {
     }
 }
 
-fn main() -> streamgraph::Result<()> {
+/// The case's program.
+pub fn main() -> streamgraph::Result<()> {
     let k = Kernel::for_planning("k");
     let mut x = DeviceBuffer::<u32>::for_planning(8)?;
     let mut w = DeviceBuffer::<u32>::for_planning(4)?;
     let mut v = w.slice_mut(..);
     let mut h = PinnedBuffer::<u32>::for_planning(8)?;
-    let mut xs = vec![DeviceBuffer::for_planning(8)?, DeviceBuffer::for_planning(8)?];
-    let mut hs = vec![PinnedBuffer::for_planning(8)?, PinnedBuffer::for_planning(8)?];
+    let mut xs = vec![
+        DeviceBuffer::for_planning(8)?,
+        DeviceBuffer::for_planning(8)?,
+    ];
+    let mut hs = vec![
+        PinnedBuffer::for_planning(8)?,
+        PinnedBuffer::for_planning(8)?,
+    ];
     let plan = Plan::build(&Parts::new(&mut x, &mut v, &mut h, &mut xs, &mut hs, &k, 2))?;
     let written: Vec<usize> = plan
         .ops()
