@@ -43,7 +43,7 @@ pub(crate) fn capture_group(
     ensure_current(first.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
     let info =
         |s: &CudaStream| capture_state(s).map_err(|e| Error::driver("cuStreamGetCaptureInfo", e));
-    let (status, graph, _) = info(first)?;
+    let (status, graph, tip_before) = info(first)?;
     if status != CaptureStatus::Active || graph.is_null() {
         return Err(Error::Internal {
             invariant: "captured work of other code is issued on a capturing stream",
@@ -72,6 +72,23 @@ pub(crate) fn capture_group(
             _ => return Err(Error::capture(CaptureFault::Unjoined)),
         }
     }
+    // The common case, one stream whose work added one node, now its one tip: a node that
+    // was not a tip before, and the graph one node larger, so the tip is that node. Nothing
+    // to list or trace.
+    if let [tip] = tips.as_slice()
+        && let [t] = tip.as_slice()
+        && !tip_before.contains(t)
+    {
+        // SAFETY: `graph` is the graph of the capture still under way (checked just above).
+        let after =
+            unsafe { node_count(graph) }.map_err(|e| Error::driver("cuGraphGetNodes", e))?;
+        if after == before + 1 {
+            return Ok(vec![ParticipantNodes {
+                exit: NodeHandle::new(*t, std::ptr::null_mut()),
+                inner: Vec::new(),
+            }]);
+        }
+    }
     // The driver lists a graph's nodes in creation order (the node map relies on it too,
     // graph/recorded.rs): the work's nodes are the ones after the first `before`.
     // SAFETY: `graph` is the graph of the capture still under way on every stream (checked
@@ -79,16 +96,6 @@ pub(crate) fn capture_group(
     let mut added: Vec<sys::CUgraphNode> =
         unsafe { graph_nodes(graph) }.map_err(|e| Error::driver("cuGraphGetNodes", e))?;
     added.drain(..before.min(added.len()));
-    // One stream left depending on the one node the work added: nothing to trace.
-    if let ([tip], [node]) = (tips.as_slice(), added.as_slice())
-        && let [t] = tip.as_slice()
-        && t == node
-    {
-        return Ok(vec![ParticipantNodes {
-            exit: NodeHandle::new(*node, std::ptr::null_mut()),
-            inner: Vec::new(),
-        }]);
-    }
     let index: std::collections::HashMap<usize, usize> = added
         .iter()
         .enumerate()
