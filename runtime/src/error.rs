@@ -10,7 +10,6 @@ use crate::program::{AccessMode, Location, OpRef, Statement};
 /// pipeline statement and its source location when there is one) and what to do.
 ///
 /// ```
-/// # extern crate streamgraph_runtime as streamgraph;
 /// use streamgraph::{DeviceBuffer, Error};
 /// # fn main() -> streamgraph::Result<()> {
 /// // Sizes from users are checked: a typed error, not an overflow or a huge allocation.
@@ -286,13 +285,12 @@ impl fmt::Display for Mismatch {
 }
 
 impl Error {
-    /// Whether this is what a machine without CUDA gives: no driver, no device, no NVRTC or no
-    /// library an op needs ([`Error::NoDriver`], [`Error::NoDevice`], [`Error::NoNvrtc`],
-    /// [`Error::NoLibrary`]). Programs that can do
+    /// Whether this is what a machine without CUDA gives: no driver, no device, no NVRTC, no
+    /// library an op needs or no NCCL ([`Error::NoDriver`], [`Error::NoDevice`],
+    /// [`Error::NoNvrtc`], [`Error::NoLibrary`], [`Error::NoNccl`]). Programs that can do
     /// something useful without a GPU (plan, print, skip) test for it.
     ///
     /// ```
-    /// # extern crate streamgraph_runtime as streamgraph;
     /// use streamgraph::{Device, Error};
     ///
     /// match Device::new(None) {
@@ -309,6 +307,7 @@ impl Error {
                 | Error::NoDevice
                 | Error::NoNvrtc { .. }
                 | Error::NoLibrary { .. }
+                | Error::NoNccl { .. }
         )
     }
 
