@@ -198,7 +198,7 @@ pub(crate) fn buffer_arg<M: DeviceMemory + ?Sized>(m: &M, mode: AccessMode) -> K
 /// `#[repr(C)]` struct, that is any [`DeviceRepr`] type.
 ///
 /// ```
-/// use streamgraph_runtime::KernelValue;
+/// use streamgraph::KernelValue;
 ///
 /// let n = 256u32;
 /// let _arg = n.kernel_arg(); // what `launch k<<<…>>>(n)` passes

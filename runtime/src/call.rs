@@ -31,7 +31,7 @@ use crate::stream::Stream;
 /// the stream's handle ([`CallStream::as_cudarc`]).
 ///
 /// ```
-/// use streamgraph_runtime::{CallStream, In, Kernel, KernelArg, LaunchConfig, Out, Result, StreamOp};
+/// use streamgraph::{CallStream, In, Kernel, KernelArg, LaunchConfig, Out, Result, StreamOp};
 ///
 /// /// `y = x + 1` through a kernel of one's own (`add_one(const float*, float*, unsigned)`).
 /// struct AddOne(Kernel);

@@ -25,6 +25,29 @@ use crate::ffi::nccl::{self, RawComm, UNIQUE_ID_BYTES};
 ///   process creates and the launcher hands to every other (README "Collectives across GPUs").
 ///
 /// A captured graph that replays collectives keeps its communicator alive.
+///
+/// ```
+/// use streamgraph::{pipeline, Communicator, DeviceBuffer, Plan};
+///
+/// pipeline! {
+///     /// Each GPU fills its part; then both hold the sum of the two.
+///     pipeline Sum(g0: &mut DeviceBuffer<f32>, g1: &mut DeviceBuffer<f32>, comm: &Communicator) {
+///         stream s0(device = 0);
+///         stream s1(device = 1);
+///         s0: fill g0 = 1.0f32;
+///         s1: fill g1 = 2.0f32;
+///         all_reduce(comm, sum) { s0: &mut g0, s1: &mut g1 };
+///     }
+/// }
+///
+/// // Planned without a GPU; on two GPUs, `Communicator::init_all(&[d0, d1])` and `Eager::run`.
+/// let comm = Communicator::for_planning(2); // two local ranks: two participants
+/// let (mut g0, mut g1) = (DeviceBuffer::for_planning(256)?, DeviceBuffer::for_planning(256)?);
+/// let plan = Plan::build(&Sum::new(&mut g0, &mut g1, &comm))?;
+/// assert_eq!(plan.len(), 4); // two fills, and the all-reduce's operation on each stream
+/// plan.check_races()?;
+/// # Ok::<(), streamgraph::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Communicator {
     local_ranks: usize,
@@ -50,6 +73,14 @@ impl Communicator {
     /// A communicator for planning only ([`crate::Plan::build`]): `local_ranks` ranks, all in
     /// this process. Running a pipeline with it eagerly or in a capture fails with a typed
     /// error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::Communicator;
+    /// let comm = Communicator::for_planning(2); // for `Plan::build`: no GPU or NCCL needed
+    /// assert_eq!((comm.local_ranks(), comm.ranks()), (2, 2));
+    /// ```
     pub fn for_planning(local_ranks: usize) -> Communicator {
         Communicator {
             local_ranks,
@@ -60,11 +91,25 @@ impl Communicator {
     }
 
     /// The number of ranks this process drives (the participants a statement lists).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::Communicator;
+    /// assert_eq!(Communicator::for_planning(4).local_ranks(), 4); // statements list 4 streams
+    /// ```
     pub fn local_ranks(&self) -> usize {
         self.local_ranks
     }
 
     /// The number of ranks of the whole communicator, over every process.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::Communicator;
+    /// assert_eq!(Communicator::for_planning(2).ranks(), 2); // all of them in this process
+    /// ```
     pub fn ranks(&self) -> usize {
         self.ranks
     }
@@ -73,6 +118,17 @@ impl Communicator {
     /// `ncclCommInitAll`. Local rank `k` is `devices[k]`.
     ///
     /// Fails with [`Error::NoNccl`] when NCCL cannot be loaded.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Communicator, Device};
+    /// let devices = [Device::new(Some(0))?, Device::new(Some(1))?];
+    /// let comm = Communicator::init_all(&devices)?; // one rank per GPU, all in this process
+    /// assert_eq!((comm.local_ranks(), comm.ranks()), (2, 2));
+    /// assert_eq!(comm.rank_of(1), Some(1)); // local rank 1 is `devices[1]`
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     #[cfg(feature = "nccl")]
     #[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
     pub fn init_all(devices: &[Device]) -> Result<Communicator> {
@@ -106,6 +162,21 @@ impl Communicator {
     /// on `device`: `ncclCommInitRank`. Every rank calls it with the same `id`, made once by
     /// [`UniqueId::new`] and handed out by the launcher ([`UniqueId::to_bytes`]); the call
     /// returns when every rank has joined.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Communicator, Device, UniqueId};
+    /// fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     // Set by the launcher: the rank count, this rank, and rank 0's `UniqueId::to_hex`.
+    ///     let ranks: usize = std::env::var("WORLD_SIZE")?.parse()?;
+    ///     let rank: usize = std::env::var("RANK")?.parse()?;
+    ///     let id = UniqueId::from_hex(&std::env::var("NCCL_UNIQUE_ID")?)?;
+    ///     let comm = Communicator::from_unique_id(&id, rank, ranks, &Device::new(Some(0))?)?;
+    ///     assert_eq!((comm.local_ranks(), comm.rank_of(0)), (1, Some(rank)));
+    ///     Ok(())
+    /// }
+    /// ```
     #[cfg(feature = "nccl")]
     #[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
     pub fn from_unique_id(
@@ -139,7 +210,16 @@ impl Communicator {
         })
     }
 
-    /// The global rank of local rank `k`.
+    /// The global rank of local rank `local`; `None` unless `local` is below
+    /// [`Communicator::local_ranks`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::Communicator;
+    /// let comm = Communicator::for_planning(2);
+    /// assert_eq!((comm.rank_of(1), comm.rank_of(2)), (Some(1), None));
+    /// ```
     pub fn rank_of(&self, local: usize) -> Option<usize> {
         if local >= self.local_ranks {
             return None;
@@ -171,16 +251,45 @@ pub struct UniqueId([u8; UNIQUE_ID_BYTES]);
 impl UniqueId {
     /// A new id (`ncclGetUniqueId`; it also starts NCCL's bootstrap listener in this
     /// process, which every rank contacts). Fails with [`Error::NoNccl`] without NCCL.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::UniqueId;
+    /// match UniqueId::new() {
+    ///     Ok(id) => println!("NCCL_UNIQUE_ID={}", id.to_hex()), // for the launcher to hand out
+    ///     Err(e) => println!("{e}"), // `Error::NoNccl` where NCCL cannot be loaded
+    /// }
+    /// ```
     pub fn new() -> Result<UniqueId> {
         nccl::unique_id().map(UniqueId)
     }
 
     /// The id's bytes, to hand to the other processes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::UniqueId;
+    /// let id = UniqueId::from_bytes(&[7; 128])?; // in a real program, from `UniqueId::new`
+    /// assert_eq!(id.to_bytes(), [7; 128]); // 128 bytes to hand to the other processes
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn to_bytes(&self) -> [u8; UNIQUE_ID_BYTES] {
         self.0
     }
 
     /// The id from the bytes [`UniqueId::to_bytes`] gave; fails unless there are exactly 128.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::UniqueId;
+    /// let id = UniqueId::from_bytes(&[7; 128])?; // as `UniqueId::to_bytes` gave them
+    /// assert_eq!(id.to_bytes(), [7; 128]);
+    /// assert!(UniqueId::from_bytes(&[7; 16]).is_err()); // not 128 bytes
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<UniqueId> {
         let bytes: [u8; UNIQUE_ID_BYTES] = bytes.try_into().map_err(|_| {
             Error::InvalidArgument(format!(
@@ -192,11 +301,30 @@ impl UniqueId {
     }
 
     /// The bytes as lowercase hex (256 characters), e.g. for an environment variable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::UniqueId;
+    /// let id = UniqueId::from_bytes(&[0xab; 128])?;
+    /// assert_eq!(id.to_hex(), "ab".repeat(128)); // e.g. for an environment variable
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn to_hex(&self) -> String {
         self.0.iter().map(|b| format!("{b:02x}")).collect()
     }
 
     /// The id from [`UniqueId::to_hex`]'s text.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::UniqueId;
+    /// let id = UniqueId::from_bytes(&[0xab; 128])?;
+    /// assert_eq!(UniqueId::from_hex(&id.to_hex())?, id);
+    /// assert!(UniqueId::from_hex("abc").is_err()); // not 256 hex digits
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn from_hex(text: &str) -> Result<UniqueId> {
         let bad = || {
             Error::InvalidArgument(format!(

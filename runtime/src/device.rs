@@ -7,8 +7,8 @@
 //!
 //! Without a CUDA driver nothing panics: every entry point returns [`Error::NoDriver`].
 //!
-//! ```no_run
-//! use streamgraph_runtime::Device;
+//! ```
+//! use streamgraph::Device;
 //!
 //! if !Device::driver_available() {
 //!     eprintln!("no CUDA driver on this machine");
@@ -18,7 +18,7 @@
 //! println!("{} devices; using {} ({})", Device::count()?, device.ordinal(), device.name()?);
 //! let (least, greatest) = device.stream_priority_range()?;
 //! println!("stream priorities from {least} (lowest) to {greatest} (highest)");
-//! # Ok::<(), streamgraph_runtime::Error>(())
+//! # Ok::<(), streamgraph::Error>(())
 //! ```
 
 use std::fmt;
@@ -32,7 +32,6 @@ use crate::ffi;
 /// A CUDA device and its primary context. Cheap to clone (an `Arc` inside).
 ///
 /// ```
-/// # extern crate streamgraph_runtime as streamgraph;
 /// use streamgraph::{Device, Error};
 /// # fn main() -> streamgraph::Result<()> {
 /// // Runs anywhere: without a driver, `Device::new` is an `Error::NoDriver`, not a panic.
@@ -89,6 +88,18 @@ pub(crate) fn require_driver() -> Result<()> {
 
 impl Device {
     /// Whether a CUDA driver library can be loaded on this machine. Never panics.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::Device;
+    /// if Device::driver_available() {
+    ///     println!("{} CUDA device(s)", Device::count()?);
+    /// } else {
+    ///     println!("no CUDA driver: plans only");
+    /// }
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn driver_available() -> bool {
         ffi::driver_present()
     }
@@ -96,6 +107,16 @@ impl Device {
     /// How many CUDA devices the driver reports (0 when the driver has none).
     ///
     /// See [`cuDeviceGetCount`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::Device;
+    /// match Device::count() {
+    ///     Ok(n) => println!("{n} CUDA device(s)"), // 0 when the driver has none
+    ///     Err(e) => assert!(e.is_unavailable()), // no driver here
+    /// }
+    /// ```
     pub fn count() -> Result<i32> {
         match require_driver() {
             Err(Error::NoDevice) => return Ok(0),
@@ -108,6 +129,17 @@ impl Device {
     /// device of the context current on this thread, else device 0.
     ///
     /// Errors: [`Error::NoDriver`], [`Error::NoDevice`], [`Error::InvalidDevice`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::Device;
+    /// match Device::new(Some(0)) {
+    ///     Ok(device) => assert_eq!(device.ordinal(), 0),
+    ///     Err(e) => assert!(e.is_unavailable()), // no driver or no GPU here
+    /// }
+    /// assert!(Device::new(Some(i32::MAX)).is_err()); // `Error::InvalidDevice` with a driver
+    /// ```
     pub fn new(ordinal: Option<i32>) -> Result<Device> {
         require_driver()?;
         let count = ffi::device_count().map_err(|e| Error::driver("cuDeviceGetCount", e))?;
@@ -141,16 +173,48 @@ impl Device {
 
     /// Wraps a cudarc context (for interop). cudarc's own settings (its per-buffer event
     /// tracking) are left as they are: streamgraph allocates no cudarc buffers.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::cudarc::driver::CudaContext;
+    /// use streamgraph::{Device, Stream};
+    /// fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let ctx = CudaContext::new(0)?; // a cudarc program's context
+    ///     let device = Device::from_cudarc(ctx);
+    ///     assert_eq!(device, Device::new(Some(0))?); // the same primary context
+    ///     let stream = Stream::new(&device, 0)?; // streamgraph's work in cudarc's context
+    ///     Ok(())
+    /// }
+    /// ```
     pub fn from_cudarc(ctx: Arc<CudaContext>) -> Device {
         Device { ctx }
     }
 
     /// The cudarc context, for interop with code that uses cudarc directly.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::Device;
+    /// let device = Device::new(None)?;
+    /// let ctx = device.as_cudarc(); // `&Arc<CudaContext>`, for cudarc's API
+    /// assert_eq!(ctx.ordinal(), device.ordinal() as usize);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn as_cudarc(&self) -> &Arc<CudaContext> {
         &self.ctx
     }
 
     /// The device ordinal.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::Device;
+    /// assert_eq!(Device::new(Some(0))?.ordinal(), 0);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn ordinal(&self) -> i32 {
         i32::try_from(self.ctx.ordinal()).unwrap_or(i32::MAX)
     }
@@ -158,6 +222,15 @@ impl Device {
     /// The device's name, e.g. `NVIDIA H200`.
     ///
     /// See [`cuDeviceGetName`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::Device;
+    /// let device = Device::new(None)?;
+    /// println!("device {}: {}", device.ordinal(), device.name()?); // e.g. `device 0: NVIDIA H200`
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn name(&self) -> Result<String> {
         self.ctx
             .name()
@@ -167,6 +240,15 @@ impl Device {
     /// The compute capability `(major, minor)`, e.g. `(9, 0)` for Hopper.
     ///
     /// See [`cuDeviceGetAttribute`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::Device;
+    /// let (major, minor) = Device::new(None)?.compute_capability()?;
+    /// println!("sm_{major}{minor}"); // `sm_90` on an H100 or H200
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn compute_capability(&self) -> Result<(i32, i32)> {
         self.ctx
             .compute_capability()
@@ -177,6 +259,15 @@ impl Device {
     /// a higher priority.
     ///
     /// See [`cuCtxGetStreamPriorityRange`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::Device;
+    /// let (least, greatest) = Device::new(None)?.stream_priority_range()?;
+    /// assert!(greatest <= least); // a lower number is a higher priority
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
         ffi::stream_priority_range(&self.ctx)
             .map_err(|e| Error::driver("cuCtxGetStreamPriorityRange", e))
@@ -186,6 +277,15 @@ impl Device {
     /// this device (other processes' allocations included).
     ///
     /// See [`cuMemGetInfo`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::Device;
+    /// let (free, total) = Device::new(None)?.memory_info()?;
+    /// assert!(free <= total);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn memory_info(&self) -> Result<(usize, usize)> {
         ffi::memory_info(&self.ctx).map_err(|e| Error::driver("cuMemGetInfo", e))
     }
@@ -193,6 +293,21 @@ impl Device {
     /// Blocks until all work on every stream of this device has finished.
     ///
     /// See [`cuCtxSynchronize`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__CTX.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, DeviceBuffer, Stream};
+    /// let device = Device::new(None)?;
+    /// let (a, b) = (Stream::new(&device, 0)?, Stream::new(&device, 0)?);
+    /// let mut x = DeviceBuffer::<f32>::zeros(&device, 1024)?;
+    /// let mut y = DeviceBuffer::<f32>::zeros(&device, 1024)?;
+    /// a.fill(&mut x, 1.0)?;
+    /// b.fill(&mut y, 2.0)?;
+    /// device.synchronize()?; // both fills have finished
+    /// assert!(a.query()? && b.query()?);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn synchronize(&self) -> Result<()> {
         ffi::ctx_synchronize(&self.ctx).map_err(|e| Error::driver("cuCtxSynchronize", e))
     }

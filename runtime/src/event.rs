@@ -6,7 +6,7 @@
 //! edges; [`Event::with_timing`] creates one that [`Event::elapsed_time`] accepts.
 //!
 //! ```no_run
-//! use streamgraph_runtime::{Device, Event, Stream};
+//! use streamgraph::{Device, Event, Stream};
 //!
 //! let device = Device::new(None)?;
 //! let stream = Stream::new(&device, 0)?;
@@ -15,7 +15,7 @@
 //! // ... issue work on `stream` ...
 //! end.record(&stream)?;
 //! println!("took {} ms", start.elapsed_time(&end)?);
-//! # Ok::<(), streamgraph_runtime::Error>(())
+//! # Ok::<(), streamgraph::Error>(())
 //! ```
 
 use std::fmt;
@@ -32,7 +32,6 @@ use crate::stream::Stream;
 /// A CUDA event. Cheap to clone (an `Arc` inside); clones are the same event.
 ///
 /// ```no_run
-/// # extern crate streamgraph_runtime as streamgraph;
 /// use streamgraph::{Device, DeviceBuffer, Event, Stream};
 /// # fn main() -> streamgraph::Result<()> {
 /// let device = Device::new(None)?;
@@ -81,6 +80,17 @@ impl Event {
     /// A new event on `device` with timing disabled (the cheaper kind, for dependencies).
     ///
     /// See [`cuEventCreate`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, Event};
+    /// let device = Device::new(None)?;
+    /// let event = Event::new(&device)?;
+    /// assert!(!event.is_timing());
+    /// assert!(event.query()?); // never recorded: already complete
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn new(device: &Device) -> Result<Event> {
         Event::create(device, false)
     }
@@ -88,6 +98,16 @@ impl Event {
     /// A new event on `device` that records timestamps, for [`Event::elapsed_time`].
     ///
     /// See [`cuEventCreate`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, Event};
+    /// let device = Device::new(None)?;
+    /// let start = Event::with_timing(&device)?;
+    /// assert!(start.is_timing());
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn with_timing(device: &Device) -> Result<Event> {
         Event::create(device, true)
     }
@@ -105,6 +125,15 @@ impl Event {
     }
 
     /// The device the event belongs to.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, Event};
+    /// let device = Device::new(None)?;
+    /// assert_eq!(Event::new(&device)?.device(), device);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn device(&self) -> Device {
         Device::from_ctx(self.inner.cuda.context())
     }
@@ -116,6 +145,16 @@ impl Event {
     }
 
     /// Whether the event records timestamps.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, Event};
+    /// let device = Device::new(None)?;
+    /// assert!(Event::with_timing(&device)?.is_timing());
+    /// assert!(!Event::new(&device)?.is_timing());
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn is_timing(&self) -> bool {
         self.inner.timing
     }
@@ -124,6 +163,19 @@ impl Event {
     /// issued before keep the old one). The stream must belong to the event's device.
     ///
     /// See [`cuEventRecord`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{DeviceBuffer, Event, Stream};
+    /// let stream = Stream::on(None, 0)?;
+    /// let filled = Event::new(&stream.device())?;
+    /// let mut x = DeviceBuffer::<f32>::zeros(&stream.device(), 1024)?;
+    /// stream.fill(&mut x, 1.0)?;
+    /// filled.record(&stream)?; // snapshots the work queued on `stream` so far: the fill
+    /// filled.synchronize()?;
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn record(&self, stream: &Stream) -> Result<()> {
         let ctx = self.inner.cuda.context();
         if ctx.cu_ctx() != stream.ctx().cu_ctx() {
@@ -143,6 +195,20 @@ impl Event {
     /// blocks.
     ///
     /// See [`cuEventQuery`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{DeviceBuffer, Stream};
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::<f32>::zeros(&stream.device(), 1 << 20)?;
+    /// stream.fill(&mut x, 1.0)?;
+    /// let filled = stream.record_event(None)?;
+    /// while !filled.query()? {
+    ///     std::thread::yield_now(); // the fill is still running; the host is free meanwhile
+    /// }
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn query(&self) -> Result<bool> {
         ffi::event_query(&self.inner.cuda).map_err(|e| Error::driver("cuEventQuery", e))
     }
@@ -150,6 +216,19 @@ impl Event {
     /// Blocks the host until the recorded work has completed.
     ///
     /// See [`cuEventSynchronize`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{DeviceBuffer, Stream};
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::<f32>::zeros(&stream.device(), 1 << 20)?;
+    /// stream.fill(&mut x, 1.0)?;
+    /// let filled = stream.record_event(None)?;
+    /// filled.synchronize()?; // blocks until the fill has finished
+    /// assert!(filled.query()?);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn synchronize(&self) -> Result<()> {
         ffi::event_synchronize(&self.inner.cuda).map_err(|e| Error::driver("cuEventSynchronize", e))
     }
@@ -160,6 +239,22 @@ impl Event {
     /// [`Error::EventNotRecorded`] when either was never recorded.
     ///
     /// See [`cuEventElapsedTime`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{DeviceBuffer, Error, Event, Stream};
+    /// let stream = Stream::on(None, 0)?;
+    /// let device = stream.device();
+    /// let (start, end) = (Event::with_timing(&device)?, Event::with_timing(&device)?);
+    /// let mut x = DeviceBuffer::<f32>::zeros(&device, 1 << 20)?;
+    /// start.record(&stream)?;
+    /// stream.fill(&mut x, 1.0)?;
+    /// end.record(&stream)?;
+    /// assert!(start.elapsed_time(&end)? >= 0.0); // milliseconds; waits for `end`
+    /// assert!(matches!(Event::new(&device)?.elapsed_time(&end), Err(Error::TimingDisabled)));
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn elapsed_time(&self, end: &Event) -> Result<f32> {
         if !self.inner.timing || !end.inner.timing {
             return Err(Error::TimingDisabled);
@@ -177,6 +272,19 @@ impl Event {
 
     /// The cudarc event: for the driver calls of streams, and for cudarc code (e.g.
     /// `CudaStream::wait`).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::Stream;
+    /// fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let stream = Stream::on(None, 0)?;
+    ///     let event = stream.record_event(None)?;
+    ///     let other = stream.as_cudarc().context().new_stream()?; // a cudarc stream
+    ///     other.wait(event.as_cudarc())?; // cudarc's later work on `other` follows `stream`'s
+    ///     Ok(())
+    /// }
+    /// ```
     #[inline]
     pub fn as_cudarc(&self) -> &CudaEvent {
         &self.inner.cuda

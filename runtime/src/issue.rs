@@ -40,7 +40,7 @@ pub trait Pipeline {
 /// [`Kernel`], or a reference to one.
 ///
 /// ```
-/// use streamgraph_runtime::{Kernel, LaunchKernel};
+/// use streamgraph::{Kernel, LaunchKernel};
 ///
 /// let k = Kernel::for_planning("scale");
 /// assert_eq!((&&k).as_kernel().name(), "scale");
@@ -81,7 +81,7 @@ impl LaunchKernel for &mut Kernel {
 /// two or three `u32`s, or a [`Dim3`](crate::Dim3).
 ///
 /// ```
-/// use streamgraph_runtime::{Dim3, LaunchDims};
+/// use streamgraph::{Dim3, LaunchDims};
 ///
 /// assert_eq!(LaunchDims::dims((4u32, 2u32)), Dim3 { x: 4, y: 2, z: 1 });
 /// ```

@@ -5,7 +5,7 @@
 //! looked up: [`Module::kernel`] is `unsafe`. Every launch after that is safe.
 //!
 //! ```no_run
-//! use streamgraph_runtime::{Device, DeviceBuffer, Dim3, KernelArg, LaunchConfig, Module, Stream};
+//! use streamgraph::{Device, DeviceBuffer, KernelArg, LaunchConfig, Module, Stream};
 //!
 //! const SOURCE: &str = r#"
 //! extern "C" __global__ void scale(float* x, float k, unsigned n) {
@@ -21,10 +21,11 @@
 //!
 //! let mut x = DeviceBuffer::from_host(&device, &[1.0f32; 1024])?;
 //! let (k, n) = (2.0f32, 1024u32);
-//! let config = LaunchConfig { grid: Dim3::from(4), block: Dim3::from(256), shared_mem_bytes: 0 };
-//! scale.launch_on(&stream, config, &[KernelArg::write(&mut x), KernelArg::value(&k), KernelArg::value(&n)])?;
-//! stream.synchronize()?;
-//! # Ok::<(), streamgraph_runtime::Error>(())
+//! let config = LaunchConfig { grid: 4u32.into(), block: 256u32.into(), shared_mem_bytes: 0 };
+//! let args = [KernelArg::write(&mut x), KernelArg::value(&k), KernelArg::value(&n)];
+//! scale.launch_on(&stream, config, &args)?;
+//! assert_eq!(x.to_vec_on(&stream)?, vec![2.0; 1024]);
+//! # Ok::<(), streamgraph::Error>(())
 //! ```
 
 use std::ffi::CString;
@@ -42,7 +43,6 @@ use crate::stream::{current_stream, Stream};
 /// A loaded CUDA module (compiled code) on one device. Cheap to clone.
 ///
 /// ```no_run
-/// # extern crate streamgraph_runtime as streamgraph;
 /// use streamgraph::{Device, Kernel, Module};
 /// # fn main() -> streamgraph::Result<()> {
 /// let device = Device::new(None)?;
@@ -90,6 +90,19 @@ impl Module {
     ///
     /// See [NVRTC](https://docs.nvidia.com/cuda/nvrtc/index.html) and
     /// [`cuModuleLoadData`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, Error, Module};
+    /// let device = Device::new(None)?;
+    /// let module = Module::from_cuda_source(&device, "zero", r#"
+    ///     extern "C" __global__ void zero(float* x) { x[threadIdx.x] = 0.0f; }"#)?;
+    /// assert_eq!(module.name(), "zero");
+    /// let bad = Module::from_cuda_source(&device, "bad", "not CUDA C");
+    /// assert!(matches!(bad, Err(Error::Compile { .. }))); // with NVRTC's log
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn from_cuda_source(device: &Device, name: &str, source: &str) -> Result<Module> {
         if !ffi::nvrtc_present() {
             return Err(Error::NoNvrtc {
@@ -120,6 +133,18 @@ impl Module {
     /// for the device.
     ///
     /// See [`cuModuleLoadData`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, Module};
+    /// let device = Device::new(None)?;
+    /// let ptx = ".version 7.0\n.target sm_50\n.address_size 64\n.visible .entry nop() { ret; }\n";
+    /// let module = Module::from_ptx(&device, "nop", ptx)?; // PTX text, e.g. `nvcc --ptx` output
+    /// // SAFETY: `nop` takes no parameters, and every launch of it passes none.
+    /// let nop = unsafe { module.kernel("nop")? };
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn from_ptx(device: &Device, name: &str, ptx: &str) -> Result<Module> {
         if ptx.contains('\0') {
             return Err(Error::InvalidArgument(format!(
@@ -144,6 +169,22 @@ impl Module {
     /// A module cudarc loaded (e.g. from PTX its NVRTC compiled), to look its kernels up with
     /// [`Module::kernel`]. `device` is the device (context) it was loaded in: launches check
     /// that their stream belongs to it, and the driver refuses a function of another context.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::cudarc::{driver::CudaContext, nvrtc::compile_ptx};
+    /// use streamgraph::{Device, Module};
+    /// fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let ctx = CudaContext::new(0)?;
+    ///     let ptx = compile_ptx(r#"extern "C" __global__ void nop() {}"#)?; // cudarc's NVRTC
+    ///     let device = Device::from_cudarc(ctx.clone());
+    ///     let module = Module::from_cudarc(&device, ctx.load_module(ptx)?);
+    ///     // SAFETY: `nop` takes no parameters, and every launch of it passes none.
+    ///     let nop = unsafe { module.kernel("nop")? };
+    ///     Ok(())
+    /// }
+    /// ```
     pub fn from_cudarc(device: &Device, module: Arc<CudaModule>) -> Module {
         Module {
             inner: Arc::new(ModuleInner {
@@ -155,16 +196,52 @@ impl Module {
     }
 
     /// The cudarc module, to load functions or globals with cudarc's API.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, Module};
+    /// fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let device = Device::new(None)?;
+    ///     let source = r#"extern "C" __global__ void k() {}"#;
+    ///     let module = Module::from_cuda_source(&device, "k", source)?;
+    ///     let cuda = module.as_cudarc().expect("a loaded module"); // `&Arc<CudaModule>`
+    ///     let func = cuda.load_function("k")?; // cudarc's `CudaFunction`
+    ///     Ok(())
+    /// }
+    /// ```
     pub fn as_cudarc(&self) -> Option<&Arc<CudaModule>> {
         self.inner.cuda.as_ref()
     }
 
     /// The module's name, as given when it was created.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, Module};
+    /// let device = Device::new(None)?;
+    /// let source = r#"extern "C" __global__ void k() {}"#;
+    /// let module = Module::from_cuda_source(&device, "kernels", source)?;
+    /// assert_eq!(module.name(), "kernels");
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn name(&self) -> &str {
         &self.inner.name
     }
 
     /// The device the module is loaded on.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, Module};
+    /// let device = Device::new(None)?;
+    /// let source = r#"extern "C" __global__ void k() {}"#;
+    /// let module = Module::from_cuda_source(&device, "k", source)?;
+    /// assert_eq!(module.device(), &device);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn device(&self) -> &Device {
         &self.inner.device
     }
@@ -186,6 +263,22 @@ impl Module {
     /// Launches themselves are then safe.
     ///
     /// See [`cuModuleGetFunction`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, Error, Module};
+    /// let device = Device::new(None)?;
+    /// let module = Module::from_cuda_source(&device, "scale", r#"
+    ///     extern "C" __global__ void scale(float* x, float k) { x[threadIdx.x] *= k; }"#)?;
+    /// // SAFETY: every launch of `scale` passes (float*, float), the buffer as a write and holding
+    /// // an element for every thread.
+    /// let scale = unsafe { module.kernel("scale")? };
+    /// assert_eq!(scale.name(), "scale");
+    /// // SAFETY: no kernel is returned, so nothing is launched.
+    /// assert!(matches!(unsafe { module.kernel("other") }, Err(Error::KernelNotFound { .. })));
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub unsafe fn kernel(&self, name: &str) -> Result<Kernel> {
         let not_found = || Error::KernelNotFound {
             module: self.inner.name.clone(),
@@ -218,7 +311,6 @@ fn c_string(text: &str, what: &str) -> Result<CString> {
 /// A kernel of a loaded [`Module`], ready to launch. Cheap to clone; `Send + Sync`.
 ///
 /// ```no_run
-/// # extern crate streamgraph_runtime as streamgraph;
 /// use streamgraph::{Device, DeviceBuffer, Dim3, Kernel, KernelArg, LaunchConfig, Module, Stream};
 /// # fn main() -> streamgraph::Result<()> {
 /// let device = Device::new(None)?;
@@ -234,12 +326,14 @@ fn c_string(text: &str, what: &str) -> Result<CString> {
 /// // Launched by hand (a pipeline's `launch` statement does this for you):
 /// let n = 1000u32;
 /// let mut x = DeviceBuffer::<u32>::zeros(&device, n as usize)?;
-/// let config = LaunchConfig { grid: Dim3::from(n.div_ceil(256)), block: Dim3::from(256), shared_mem_bytes: 0 };
+/// let (grid, block) = (Dim3::from(n.div_ceil(256)), Dim3::from(256));
+/// let config = LaunchConfig { grid, block, shared_mem_bytes: 0 };
 /// iota.launch_on(&stream, config, &[KernelArg::write(&mut x), KernelArg::value(&n)])?;
 /// assert_eq!(x.to_vec_on(&stream)?[999], 999);
 ///
 /// // Without a GPU, a stand-in with a name, for plans:
 /// let planned = Kernel::for_planning("iota");
+/// assert!(planned.device().is_none());
 /// # Ok(())
 /// # }
 /// ```
@@ -271,6 +365,22 @@ impl Kernel {
     ///
     /// As for [`Module::kernel`]: every launch of the returned kernel (and of its clones)
     /// passes arguments matching the function's C signature.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::cudarc::{driver::CudaContext, nvrtc::compile_ptx};
+    /// use streamgraph::{Device, Kernel};
+    /// fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let ctx = CudaContext::new(0)?;
+    ///     let module = ctx.load_module(compile_ptx(r#"extern "C" __global__ void nop() {}"#)?)?;
+    ///     let func = module.load_function("nop")?; // cudarc's `CudaFunction`
+    ///     // SAFETY: `nop` takes no parameters, and every launch of it passes none.
+    ///     let nop = unsafe { Kernel::from_cudarc(&Device::from_cudarc(ctx), "nop", func) };
+    ///     assert_eq!(nop.name(), "nop");
+    ///     Ok(())
+    /// }
+    /// ```
     pub unsafe fn from_cudarc(device: &Device, name: &str, func: CudaFunction) -> Kernel {
         Kernel {
             func: Some(LoadedFunction::from_cudarc(func)),
@@ -284,12 +394,35 @@ impl Kernel {
     }
 
     /// The kernel's name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::Kernel;
+    /// assert_eq!(Kernel::for_planning("axpy").name(), "axpy");
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
 
     /// A kernel that can only be planned (no device, no code): for building a pipeline's plan
     /// on a machine without a GPU. Running or capturing it is an [`Error::PlanningOnly`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Kernel, Plan};
+    /// pipeline! {
+    ///     pipeline Scale(x: &mut DeviceBuffer<f32>, k: &Kernel) {
+    ///         stream main;
+    ///         main: launch k<<<4, 256>>>(&mut x, 2.0f32);
+    ///     }
+    /// }
+    /// let k = Kernel::for_planning("scale");
+    /// let mut x = DeviceBuffer::<f32>::for_planning(1024)?;
+    /// assert_eq!(Plan::build(&Scale::new(&mut x, &k))?.len(), 1); // planned; not runnable
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn for_planning(name: &str) -> Kernel {
         Kernel {
             func: None,
@@ -299,6 +432,14 @@ impl Kernel {
     }
 
     /// The device the kernel's module is loaded on (`None` for a plan-only kernel).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::Kernel;
+    /// // A loaded kernel: `Some` of its module's device; a plan-only kernel: `None`.
+    /// assert!(Kernel::for_planning("k").device().is_none());
+    /// ```
     pub fn device(&self) -> Option<&Device> {
         self.module.as_ref().map(|m| &m.device)
     }
@@ -310,6 +451,23 @@ impl Kernel {
     /// stream (its graph would not keep the arguments' memory alive).
     ///
     /// See [`cuLaunchKernel`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, DeviceBuffer, KernelArg, LaunchConfig, Module, Stream};
+    /// let device = Device::new(None)?;
+    /// let stream = Stream::new(&device, 0)?;
+    /// let module = Module::from_cuda_source(&device, "iota", r#"
+    ///     extern "C" __global__ void iota(unsigned* x) { x[threadIdx.x] = threadIdx.x; }"#)?;
+    /// // SAFETY: every launch of `iota` passes one `unsigned*`, as a write, of `block` elements.
+    /// let iota = unsafe { module.kernel("iota")? };
+    /// let mut x = DeviceBuffer::<u32>::zeros(&device, 256)?;
+    /// let config = LaunchConfig { grid: 1u32.into(), block: 256u32.into(), shared_mem_bytes: 0 };
+    /// iota.launch_on(&stream, config, &[KernelArg::write(&mut x)])?;
+    /// assert_eq!(x.to_vec_on(&stream)?[255], 255);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     #[inline]
     pub fn launch_on(
         &self,
@@ -372,6 +530,23 @@ impl Kernel {
     }
 
     /// Launches the kernel on the current stream ([`current_stream`]).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, DeviceBuffer, KernelArg, LaunchConfig, Module, Stream};
+    /// let device = Device::new(None)?;
+    /// let stream = Stream::new(&device, 0)?;
+    /// let module = Module::from_cuda_source(&device, "iota", r#"
+    ///     extern "C" __global__ void iota(unsigned* x) { x[threadIdx.x] = threadIdx.x; }"#)?;
+    /// // SAFETY: every launch of `iota` passes one `unsigned*`, as a write, of `block` elements.
+    /// let iota = unsafe { module.kernel("iota")? };
+    /// let mut x = DeviceBuffer::<u32>::zeros(&device, 256)?;
+    /// let config = LaunchConfig { grid: 1u32.into(), block: 256u32.into(), shared_mem_bytes: 0 };
+    /// stream.scope(|| iota.launch(config, &[KernelArg::write(&mut x)]))?; // launched on `stream`
+    /// assert_eq!(x.to_vec_on(&stream)?[255], 255);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn launch(&self, config: LaunchConfig, args: &[KernelArg<'_>]) -> Result<()> {
         self.launch_on(&current_stream()?, config, args)
     }

@@ -1,6 +1,7 @@
 //! Streams: ordered queues of GPU work, and the current-stream scope.
 //!
-//! [`Stream`] keeps the contract of `torch.cuda.Stream` (the crate docs' "The stream contract") in Rust idiom:
+//! [`Stream`] keeps the contract of `torch.cuda.Stream` (the crate docs' "The stream contract")
+//! in Rust idiom:
 //!
 //! | call | meaning |
 //! | --- | --- |
@@ -16,7 +17,7 @@
 //! default stream ([`Stream::default_stream`]), so every ordering is one you asked for.
 //!
 //! ```no_run
-//! use streamgraph_runtime::{Device, Event, Stream};
+//! use streamgraph::{Device, Stream};
 //!
 //! let device = Device::new(None)?;
 //! let main = Stream::new(&device, 0)?;
@@ -30,7 +31,7 @@
 //! main.wait_stream(&side)?;
 //! main.synchronize()?;
 //! assert!(main.query()?);
-//! # Ok::<(), streamgraph_runtime::Error>(())
+//! # Ok::<(), streamgraph::Error>(())
 //! ```
 
 use std::cell::RefCell;
@@ -53,6 +54,15 @@ use crate::operand::{FillPattern, HostFn};
 /// CUDA numbers priorities downwards: `least` is the lowest priority (e.g. `0`) and
 /// `greatest` the highest (e.g. `-5`). A large positive request becomes `least`, a large
 /// negative one `greatest`. The order of the pair does not matter.
+///
+/// # Examples
+///
+/// ```
+/// use streamgraph::clamp_priority;
+/// assert_eq!(clamp_priority(-100, (0, -5)), -5); // the highest priority
+/// assert_eq!(clamp_priority(3, (0, -5)), 0); // the lowest
+/// assert_eq!(clamp_priority(-2, (-5, 0)), -2);
+/// ```
 pub fn clamp_priority(requested: i32, (least, greatest): (i32, i32)) -> i32 {
     requested.clamp(least.min(greatest), least.max(greatest))
 }
@@ -61,7 +71,6 @@ pub fn clamp_priority(requested: i32, (least, greatest): (i32, i32)) -> i32 {
 /// compares the driver handle.
 ///
 /// ```no_run
-/// # extern crate streamgraph_runtime as streamgraph;
 /// use streamgraph::{Device, DeviceBuffer, Stream};
 /// # fn main() -> streamgraph::Result<()> {
 /// let device = Device::new(None)?;
@@ -105,6 +114,17 @@ impl Stream {
     /// (lower number = higher priority).
     ///
     /// See [`cuStreamCreateWithPriority`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, Stream};
+    /// let device = Device::new(None)?;
+    /// let stream = Stream::new(&device, 0)?; // priority 0, the default
+    /// let urgent = Stream::new(&device, -100)?; // clamped to the highest priority
+    /// assert_eq!(urgent.priority()?, device.stream_priority_range()?.1);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn new(device: &Device, priority: i32) -> Result<Stream> {
         let range = device.stream_priority_range()?;
         let inner = ffi::new_stream(device.ctx(), clamp_priority(priority, range))
@@ -114,12 +134,33 @@ impl Stream {
 
     /// A new stream on device `device` (`None` or negative: the current device), like
     /// `torch.cuda.Stream(device, priority)`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::Stream;
+    /// let stream = Stream::on(Some(0), 0)?; // device 0, priority 0
+    /// assert_eq!(stream.device().ordinal(), 0);
+    /// let current = Stream::on(None, 0)?; // the current device
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn on(device: Option<i32>, priority: i32) -> Result<Stream> {
         Stream::new(&Device::new(device)?, priority)
     }
 
     /// The device's legacy default stream (the null stream), which synchronizes with other
     /// blocking streams, not with the non-blocking streams streamgraph creates.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, Stream};
+    /// let device = Device::new(None)?;
+    /// let stream = Stream::new(&device, 0)?;
+    /// // Later work on `stream` follows what other code queued on the legacy default stream:
+    /// stream.wait_stream(&Stream::default_stream(&device))?;
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn default_stream(device: &Device) -> Stream {
         Stream {
             inner: device.ctx().default_stream(),
@@ -127,6 +168,17 @@ impl Stream {
     }
 
     /// The device's per-thread default stream (`CU_STREAM_PER_THREAD`).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, Stream};
+    /// let device = Device::new(None)?;
+    /// let mine = Stream::per_thread(&device);
+    /// assert_eq!(mine, Stream::per_thread(&device)); // one handle, `CU_STREAM_PER_THREAD`
+    /// mine.synchronize()?; // waits for this thread's per-thread stream only
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn per_thread(device: &Device) -> Stream {
         Stream {
             inner: device.ctx().per_thread_stream(),
@@ -135,16 +187,48 @@ impl Stream {
 
     /// Wraps a cudarc stream (for interop). cudarc's own settings (its per-buffer event
     /// tracking) are left as they are: streamgraph's work on the stream uses none of them.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::cudarc::driver::CudaContext;
+    /// use streamgraph::Stream;
+    /// fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let cu = CudaContext::new(0)?.new_stream()?; // a cudarc program's stream
+    ///     let stream = Stream::from_cudarc(cu.clone());
+    ///     assert!(std::sync::Arc::ptr_eq(stream.as_cudarc(), &cu));
+    ///     Ok(())
+    /// }
+    /// ```
     pub fn from_cudarc(stream: Arc<CudaStream>) -> Stream {
         Stream { inner: stream }
     }
 
     /// The cudarc stream, for interop with code that uses cudarc directly.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::Stream;
+    /// let stream = Stream::on(None, 0)?;
+    /// let cu = stream.as_cudarc(); // `&Arc<CudaStream>`, for cudarc's API
+    /// assert_eq!(Stream::from_cudarc(cu.clone()), stream);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn as_cudarc(&self) -> &Arc<CudaStream> {
         &self.inner
     }
 
     /// The device the stream belongs to.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, Stream};
+    /// let device = Device::new(None)?;
+    /// assert_eq!(Stream::new(&device, 0)?.device(), device);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn device(&self) -> Device {
         Device::from_ctx(self.inner.context())
     }
@@ -152,6 +236,17 @@ impl Stream {
     /// The stream's priority as the driver reports it (after clamping).
     ///
     /// See [`cuStreamGetPriority`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, Stream};
+    /// let device = Device::new(None)?;
+    /// let (least, greatest) = device.stream_priority_range()?;
+    /// assert_eq!(Stream::new(&device, least)?.priority()?, least);
+    /// assert_eq!(Stream::new(&device, i32::MIN)?.priority()?, greatest); // clamped
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn priority(&self) -> Result<i32> {
         ffi::stream_priority(&self.inner).map_err(|e| Error::driver("cuStreamGetPriority", e))
     }
@@ -163,6 +258,19 @@ impl Stream {
     /// A stream that is being captured has run nothing yet: querying it is an
     /// [`Error::Capture`] ([`crate::CaptureFault::QueryWhileCapturing`]), checked before
     /// the driver is asked (which would invalidate the capture).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{DeviceBuffer, Stream};
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::<f32>::zeros(&stream.device(), 1 << 20)?;
+    /// stream.fill(&mut x, 1.0)?;
+    /// while !stream.query()? {
+    ///     std::thread::yield_now(); // the fill is still running; the host is free meanwhile
+    /// }
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn query(&self) -> Result<bool> {
         refuse_while_capturing(self, CaptureFault::QueryWhileCapturing)?;
         ffi::stream_query(&self.inner).map_err(|e| Error::driver("cuStreamQuery", e))
@@ -175,6 +283,18 @@ impl Stream {
     /// Synchronizing a stream that is being captured is an [`Error::Capture`]
     /// ([`crate::CaptureFault::SynchronizeWhileCapturing`]), checked before the driver is
     /// asked (which would invalidate the capture).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{DeviceBuffer, Stream};
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::<f32>::zeros(&stream.device(), 1 << 20)?;
+    /// stream.fill(&mut x, 1.0)?; // queued; returns at once
+    /// stream.synchronize()?; // the fill has finished
+    /// assert!(stream.query()?);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn synchronize(&self) -> Result<()> {
         refuse_while_capturing(self, CaptureFault::SynchronizeWhileCapturing)?;
         ffi::stream_synchronize(&self.inner).map_err(|e| Error::driver("cuStreamSynchronize", e))
@@ -183,6 +303,19 @@ impl Stream {
     /// Records `event` (a new timing-disabled one when `None`) on this stream and returns it.
     ///
     /// See [`cuEventRecord`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, Stream};
+    /// let device = Device::new(None)?;
+    /// let (a, b) = (Stream::new(&device, 0)?, Stream::new(&device, 0)?);
+    /// let ready = a.record_event(None)?; // a new event: `a`'s work so far
+    /// b.wait_event(&ready)?;
+    /// let again = a.record_event(Some(&ready))?; // records `ready` again and returns it
+    /// assert_eq!(again, ready);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn record_event(&self, event: Option<&Event>) -> Result<Event> {
         let event = match event {
             Some(e) => e.clone(),
@@ -197,6 +330,20 @@ impl Stream {
     /// does not change what this wait waits for. An event never recorded is already complete.
     ///
     /// See [`cuStreamWaitEvent`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, DeviceBuffer, Stream};
+    /// let device = Device::new(None)?;
+    /// let (a, b) = (Stream::new(&device, 0)?, Stream::new(&device, 0)?);
+    /// let mut x = DeviceBuffer::<f32>::zeros(&device, 1024)?;
+    /// a.fill(&mut x, 1.0)?;
+    /// let filled = a.record_event(None)?;
+    /// b.wait_event(&filled)?; // returns at once; later work on `b` follows the fill
+    /// assert_eq!(x.to_vec_on(&b)?, vec![1.0; 1024]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         ffi::stream_wait_event(&self.inner, event.as_cudarc())
             .map_err(|e| Error::driver("cuStreamWaitEvent", e))
@@ -204,6 +351,19 @@ impl Stream {
 
     /// Makes all work submitted later to this stream wait for everything submitted to
     /// `other` **at the time of the call** (not for work `other` receives afterwards).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, DeviceBuffer, Stream};
+    /// let device = Device::new(None)?;
+    /// let (a, b) = (Stream::new(&device, 0)?, Stream::new(&device, 0)?);
+    /// let mut x = DeviceBuffer::<f32>::zeros(&device, 1024)?;
+    /// a.fill(&mut x, 2.0)?;
+    /// b.wait_stream(&a)?; // later work on `b` follows everything queued on `a` so far
+    /// assert_eq!(x.to_vec_on(&b)?, vec![2.0; 1024]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn wait_stream(&self, other: &Stream) -> Result<()> {
         if self == other {
             return Ok(());
@@ -215,6 +375,17 @@ impl Stream {
     /// Runs `f` with this stream as the current stream: operations that name no stream
     /// (e.g. [`crate::Kernel::launch`], [`current_stream`]) use it. Restores the previous
     /// current stream afterwards, also when `f` panics.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{DeviceBuffer, Stream};
+    /// let side = Stream::on(None, 0)?;
+    /// let x = DeviceBuffer::from_host(&side.device(), &[1.0f32, 2.0])?;
+    /// let y = side.scope(|| x.to_vec())?; // `to_vec` names no stream: it copies on `side`
+    /// assert_eq!(y, [1.0, 2.0]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn scope<R>(&self, f: impl FnOnce() -> R) -> R {
         let _guard = self.enter();
         f()
@@ -222,6 +393,19 @@ impl Stream {
 
     /// Makes this stream the current stream until the returned guard is dropped (the guard
     /// form of [`Stream::scope`]). Scopes nest; they are per thread.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{current_stream, Stream};
+    /// let side = Stream::on(None, 0)?;
+    /// {
+    ///     let _guard = side.enter();
+    ///     assert_eq!(current_stream()?, side);
+    /// } // dropping the guard restores the previous current stream
+    /// assert_ne!(current_stream()?, side);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn enter(&self) -> StreamGuard {
         let depth = SCOPE.with(|stack| {
             let mut stack = stack.borrow_mut();
@@ -243,6 +427,21 @@ impl Stream {
     /// a `host` statement runs on every replay of its graph.
     ///
     /// See [`cuLaunchHostFunc`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::sync::Arc;
+    /// use streamgraph::Stream;
+    /// let stream = Stream::on(None, 0)?;
+    /// let done = Arc::new(AtomicBool::new(false));
+    /// let flag = done.clone();
+    /// stream.launch_host_fn(Arc::new(move || flag.store(true, Ordering::Release)))?;
+    /// stream.synchronize()?; // waits for the host function too
+    /// assert!(done.load(Ordering::Acquire));
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn launch_host_fn(&self, f: HostFn) -> Result<()> {
         ffi::launch_host_fn_once(&self.inner, f, "Stream::launch_host_fn")
     }
@@ -254,6 +453,19 @@ impl Stream {
     /// it. A copy into a pinned buffer whose `as_slice` guard is alive is refused
     /// ([`Error::PinnedBusy`]); so is a copy on a stream that code outside streamgraph is
     /// capturing ([`Error::StreamCapturing`]).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{DeviceBuffer, Stream};
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::<f32>::zeros(&stream.device(), 3)?;
+    /// stream.copy(&mut x, &[1.0f32, 2.0, 3.0][..])?; // from the host: staged before it returns
+    /// let mut y = DeviceBuffer::<f32>::zeros(&stream.device(), 3)?;
+    /// stream.copy(&mut y, &x)?; // device to device, in stream order
+    /// assert_eq!(y.to_vec_on(&stream)?, [1.0, 2.0, 3.0]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn copy<T, D, S>(&self, dst: &mut D, src: &S) -> Result<()>
     where
         D: CopyTarget<T> + ?Sized,
@@ -264,6 +476,17 @@ impl Stream {
 
     /// Queues a fill of every element of `dst` with `value` on this stream (refused with
     /// [`Error::StreamCapturing`] while code outside streamgraph captures the stream).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{DeviceBuffer, Stream};
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::<u32>::zeros(&stream.device(), 4)?;
+    /// stream.fill(&mut x, 7)?;
+    /// assert_eq!(x.to_vec_on(&stream)?, [7, 7, 7, 7]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn fill<M>(&self, dst: &mut M, value: M::Elem) -> Result<()>
     where
         M: DeviceMemoryMut + ?Sized,
@@ -321,6 +544,17 @@ impl Drop for StreamGuard {
 
 /// The current stream: the innermost [`Stream::scope`] of this thread, else the current
 /// device's legacy default stream.
+///
+/// # Examples
+///
+/// ```no_run
+/// use streamgraph::{current_stream, Stream};
+/// let side = Stream::on(None, 0)?;
+/// assert_eq!(side.scope(current_stream)?, side); // inside a scope: the scope's stream
+/// // Outside any scope: the current device's legacy default stream.
+/// assert_eq!(current_stream()?, Stream::default_stream(&side.device()));
+/// # Ok::<(), streamgraph::Error>(())
+/// ```
 pub fn current_stream() -> Result<Stream> {
     if let Some(stream) = SCOPE.with(|stack| stack.borrow().last().cloned()) {
         return Ok(stream);

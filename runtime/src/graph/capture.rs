@@ -24,10 +24,10 @@
 //! [`Capture::run`] runs the pipeline eagerly instead and says so ([`CaptureOutcome`]).
 //!
 //! ```no_run
-//! use streamgraph_runtime::{Capture, CaptureMode, Pipeline, Stream};
+//! use streamgraph::{Capture, CaptureMode, Pipeline, Stream};
 //!
 //! /// Captures a pipeline once and replays it `n` times on its origin.
-//! fn replay<P: Pipeline>(origin: &Stream, pipeline: P, n: usize) -> streamgraph_runtime::Result<P> {
+//! fn replay<P: Pipeline>(origin: &Stream, pipeline: P, n: usize) -> streamgraph::Result<P> {
 //!     let graph = Capture::new(origin).mode(CaptureMode::ThreadLocal).capture(pipeline)?;
 //!     graph.verify()?; // edges and ordering equal the plan's
 //!     let exec = graph.instantiate()?;
@@ -146,40 +146,25 @@ pub(crate) struct CaptureSettings {
 /// Captures pipelines into CUDA graphs on an origin stream and the side streams it creates.
 ///
 /// ```no_run
-/// # extern crate streamgraph_runtime as streamgraph;
-/// # use streamgraph_macros::pipeline;
-/// use streamgraph::{Capture, CaptureMode, Device, DeviceBuffer, Kernel, Stream};
+/// use streamgraph::{pipeline, Capture, CaptureMode, DeviceBuffer, Stream};
 ///
 /// pipeline! {
-///     /// Doubles `x`.
-///     pub pipeline Scale(x: &mut DeviceBuffer<f32>, k: &Kernel, n: u32) {
+///     /// Fills `x` with ones.
+///     pipeline Fill(x: &mut DeviceBuffer<f32>) {
 ///         stream main;
-///         main: launch k<<<n.div_ceil(256), 256>>>(&mut x, 2.0f32, n);
+///         main: fill x = 1.0f32;
 ///     }
 /// }
-/// # fn load_scale(device: &Device) -> streamgraph::Result<Kernel> {
-/// #     let m = streamgraph::Module::from_cuda_source(device, "scale", r#"
-/// #         extern "C" __global__ void scale(float* x, float k, unsigned n) {
-/// #             unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-/// #             if (i < n) x[i] *= k;
-/// #         }"#)?;
-/// #     // SAFETY: `Scale` passes (float*, float, unsigned).
-/// #     unsafe { m.kernel("scale") }
-/// # }
-/// # fn main() -> streamgraph::Result<()> {
-/// let device = Device::new(None)?;
-/// let stream = Stream::new(&device, 0)?;
-/// let k = load_scale(&device)?;
-/// let mut x = DeviceBuffer::from_host(&device, &[1.0f32; 1000])?;
 ///
+/// let stream = Stream::on(None, 0)?;
+/// let mut x = DeviceBuffer::zeros(&stream.device(), 1000)?;
 /// let mut capture = Capture::new(&stream)
 ///     .mode(CaptureMode::ThreadLocal)
 ///     .check(true)               // compare each graph with the plan, edge for edge
 ///     .fallback_to_eager(false);
-/// let graph = capture.capture(Scale::new(&mut x, &k, 1000))?;
-/// assert_eq!(graph.len(), 1); // one node: the launch
-/// # Ok(())
-/// # }
+/// let graph = capture.capture(Fill::new(&mut x))?;
+/// assert_eq!(graph.len(), 1); // one node: the fill
+/// # Ok::<(), streamgraph::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct Capture {
@@ -203,6 +188,18 @@ impl Capture {
     /// A capture issuer whose pipelines are captured on `origin`: thread-local mode, checked
     /// in debug builds only (`STREAMGRAPH_CHECKS=1` or `0` sets the default), no eager
     /// fallback.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{pipeline, Capture, DeviceBuffer, Stream};
+    /// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>) { stream s; s: fill x = 1.0f32; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let graph = Capture::new(&stream).capture(Fill::new(&mut x))?;
+    /// assert_eq!(graph.len(), 1);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn new(origin: &Stream) -> Capture {
         let mut eager = Eager::new(origin);
         eager.check(false);
@@ -225,6 +222,15 @@ impl Capture {
     /// supports, and this mode exists to keep proving it (the random-program GPU suite runs
     /// with it). It costs one driver call per operation. A test hook: only with the
     /// `testing` feature.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Capture, Stream};
+    /// let stream = Stream::on(None, 0)?;
+    /// let capture = Capture::new(&stream).cross_check_nodes(true); // a driver call per operation
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     #[cfg(feature = "testing")]
     pub fn cross_check_nodes(mut self, on: bool) -> Self {
         self.cross_check = on;
@@ -232,6 +238,15 @@ impl Capture {
     }
 
     /// The capture mode (default [`CaptureMode::ThreadLocal`]).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Capture, CaptureMode, Stream};
+    /// let stream = Stream::on(None, 0)?;
+    /// let capture = Capture::new(&stream).mode(CaptureMode::Relaxed); // no call is refused
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn mode(mut self, mode: CaptureMode) -> Self {
         self.mode = mode;
         self
@@ -241,6 +256,19 @@ impl Capture {
     /// `Graph::verify` does) and refuses pipelines with races. On by default in debug builds,
     /// off in release builds; `STREAMGRAPH_CHECKS=1` or `0` sets the default (see the crate
     /// docs).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{pipeline, Capture, DeviceBuffer, Error, Stream};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream a; stream b;
+    ///     a: fill x.slice_mut(0..3) = 1.0f32; b: fill x.slice_mut(2..4) = 2.0f32; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 4)?;
+    /// let captured = Capture::new(&stream).check(true).capture(P::new(&mut x));
+    /// assert!(matches!(captured, Err(Error::Race(_)))); // refused before the capture begins
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn check(mut self, on: bool) -> Self {
         self.verify = on;
         self
@@ -248,12 +276,30 @@ impl Capture {
 
     /// Whether [`Capture::run`] runs the pipeline eagerly when capturing it fails with an
     /// [`Error::Capture`]. Off by default.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Capture, Stream};
+    /// let stream = Stream::on(None, 0)?;
+    /// let capture = Capture::new(&stream).fallback_to_eager(true); // for `Capture::run`
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn fallback_to_eager(mut self, on: bool) -> Self {
         self.fallback = on;
         self
     }
 
     /// The origin stream.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Capture, Stream};
+    /// let stream = Stream::on(None, 0)?;
+    /// assert_eq!(Capture::new(&stream).origin(), &stream);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn origin(&self) -> &Stream {
         self.eager.origin()
     }
@@ -473,6 +519,19 @@ impl Capture {
     /// [`Error::GraphMismatch`] when verification is on and the graph differs from the
     /// plan, [`Error::Race`] when verification is on and the pipeline has races, and the
     /// errors of issuing a statement.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{pipeline, Capture, DeviceBuffer, Stream};
+    /// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>) { stream s; s: fill x = 1.0f32; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let mut capture = Capture::new(&stream); // its side streams and events serve every capture
+    /// let graph = capture.capture(Fill::new(&mut x))?; // owns the pipeline, so the borrow of `x`
+    /// graph.instantiate()?.replay(&stream, 10)?;
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn capture<P: Pipeline>(&mut self, pipeline: P) -> Result<Graph<P>> {
         let core = GraphCore::capture(self, &pipeline)?;
         Ok(Graph::new(core, pipeline, self.settings()))
@@ -480,6 +539,20 @@ impl Capture {
 
     /// Captures `pipeline`, or — with [`Capture::fallback_to_eager`] and a capture fault —
     /// runs it eagerly on the same streams and reports that it did.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{pipeline, Capture, CaptureOutcome, DeviceBuffer, Stream};
+    /// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>) { stream s; s: fill x = 1.0f32; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// match Capture::new(&stream).fallback_to_eager(true).run(Fill::new(&mut x))? {
+    ///     CaptureOutcome::Captured(graph) => graph.instantiate()?.launch(&stream)?,
+    ///     CaptureOutcome::RanEagerly { fault, .. } => eprintln!("ran eagerly: {fault}"),
+    /// }
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn run<P: Pipeline>(&mut self, pipeline: P) -> Result<CaptureOutcome<P>> {
         match GraphCore::capture(self, &pipeline) {
             Ok(core) => Ok(CaptureOutcome::Captured(Graph::new(
@@ -497,6 +570,18 @@ impl Capture {
 }
 
 /// Captures `pipeline` on `origin` with the default options ([`Capture::new`]).
+///
+/// # Examples
+///
+/// ```no_run
+/// use streamgraph::{capture, pipeline, DeviceBuffer, Stream};
+/// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>) { stream s; s: fill x = 1.0f32; } }
+/// let stream = Stream::on(None, 0)?;
+/// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+/// let exec = capture(&stream, Fill::new(&mut x))?.instantiate()?;
+/// exec.replay(&stream, 10)?;
+/// # Ok::<(), streamgraph::Error>(())
+/// ```
 pub fn capture<P: Pipeline>(origin: &Stream, pipeline: P) -> Result<Graph<P>> {
     Capture::new(origin).capture(pipeline)
 }

@@ -42,43 +42,37 @@ pub struct GraphStats {
 /// work has finished as it is launched on new ones.
 ///
 /// ```no_run
-/// # extern crate streamgraph_runtime as streamgraph;
-/// # use streamgraph_macros::pipeline;
-/// use streamgraph::{capture, Device, DeviceBuffer, Kernel, Stream};
+/// use streamgraph::{capture, pipeline, DeviceBuffer, Kernel, Module, Stream};
 ///
 /// pipeline! {
-///     /// Doubles `x`.
-///     pub pipeline Scale(x: &mut DeviceBuffer<f32>, k: &Kernel, n: u32) {
+///     /// Multiplies the first `n` elements of `x` by `by`.
+///     pub pipeline Scale(x: &mut DeviceBuffer<f32>, k: &Kernel, by: f32, n: u32) {
 ///         stream main;
-///         main: launch k<<<n.div_ceil(256), 256>>>(&mut x, 2.0f32, n);
+///         main: launch k<<<n.div_ceil(256), 256>>>(&mut x, by, n);
 ///     }
 /// }
-/// # fn load_scale(device: &Device) -> streamgraph::Result<Kernel> {
-/// #     let m = streamgraph::Module::from_cuda_source(device, "scale", r#"
-/// #         extern "C" __global__ void scale(float* x, float k, unsigned n) {
-/// #             unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-/// #             if (i < n) x[i] *= k;
-/// #         }"#)?;
-/// #     // SAFETY: `Scale` passes (float*, float, unsigned).
-/// #     unsafe { m.kernel("scale") }
-/// # }
-/// # fn main() -> streamgraph::Result<()> {
-/// let device = Device::new(None)?;
-/// let stream = Stream::new(&device, 0)?;
-/// let k = load_scale(&device)?;
-/// let mut x = DeviceBuffer::from_host(&device, &[1.0f32; 1000])?;
 ///
-/// let mut exec = capture(&stream, Scale::new(&mut x, &k, 1000))?.instantiate()?;
-/// exec.replay(&stream, 10)?;          // ten launches of the whole graph
-/// exec.update_with(|p| p.n = 500)?;   // new arguments, applied in place (cuGraphExecUpdate)
+/// let stream = Stream::on(None, 0)?;
+/// let module = Module::from_cuda_source(&stream.device(), "scale", r#"
+///     extern "C" __global__ void scale(float* x, float by, unsigned n) {
+///         unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+///         if (i < n) x[i] *= by;
+///     }"#)?;
+/// // SAFETY: `Scale` launches it with (float*, float, unsigned).
+/// let k = unsafe { module.kernel("scale")? };
+/// let mut x = DeviceBuffer::from_host(&stream.device(), &[1.0f32; 1000])?;
+///
+/// let mut exec = capture(&stream, Scale::new(&mut x, &k, 2.0, 1000))?.instantiate()?;
+/// exec.replay(&stream, 3)?; // three launches of the whole graph: x = 8
+/// // The graph holds the borrow of `x`: results are read through its pipeline meanwhile.
+/// assert_eq!(exec.pipeline().x.to_vec_on(&stream)?, vec![8.0; 1000]);
+/// exec.update_args_with(|p| p.by = 0.5)?; // new scalars: only the launch node is set anew
+/// exec.update_with(|p| p.n = 500)?;       // any change: captured again, cuGraphExecUpdate
 /// exec.launch(&stream)?;
-/// stream.synchronize()?;
-/// let pipeline = exec.into_pipeline(); // the pipeline value, and with it the borrow of `x`
-/// drop(pipeline);
-/// let x = x.to_vec()?;
-/// assert_eq!((x[0], x[999]), (2048.0, 1024.0));
-/// # Ok(())
-/// # }
+/// drop(exec.into_pipeline()); // the pipeline value, and with it the borrow of `x`
+/// let x = x.to_vec_on(&stream)?;
+/// assert_eq!((x[0], x[999]), (4.0, 8.0));
+/// # Ok::<(), streamgraph::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct GraphExec<P> {
@@ -115,6 +109,20 @@ impl<P> GraphExec<P> {
     /// (the driver cannot capture graph launches).
     ///
     /// See [`cuGraphLaunch`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Stream};
+    /// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>, v: f32) { stream s; s: fill x = v; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let exec = capture(&stream, Fill::new(&mut x, 1.0))?.instantiate()?;
+    /// exec.launch(&stream)?; // queued; returns at once
+    /// let other = Stream::new(&stream.device(), 0)?;
+    /// exec.launch(&other)?; // any stream of the device
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     #[inline]
     pub fn launch(&self, stream: &Stream) -> Result<()> {
         stream.refuse_capturing("GraphExec::launch")?;
@@ -131,6 +139,19 @@ impl<P> GraphExec<P> {
     }
 
     /// Launches the graph `times` times in a row on `stream`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Stream};
+    /// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>, v: f32) { stream s; s: fill x = v; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let exec = capture(&stream, Fill::new(&mut x, 1.0))?.instantiate()?;
+    /// exec.replay(&stream, 100)?;
+    /// assert_eq!(exec.stats().launches, 100);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn replay(&self, stream: &Stream, times: usize) -> Result<()> {
         for _ in 0..times {
             self.launch(stream)?;
@@ -141,6 +162,19 @@ impl<P> GraphExec<P> {
     /// Uploads the graph to the device ahead of its first launch, in `stream`'s order.
     ///
     /// See [`cuGraphUpload`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Stream};
+    /// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>, v: f32) { stream s; s: fill x = v; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let exec = capture(&stream, Fill::new(&mut x, 1.0))?.instantiate()?;
+    /// exec.upload(&stream)?; // the first launch need not upload it
+    /// exec.launch(&stream)?;
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn upload(&self, stream: &Stream) -> Result<()> {
         stream.refuse_capturing("GraphExec::upload")?;
         self.exec
@@ -150,6 +184,20 @@ impl<P> GraphExec<P> {
 
     /// The pipeline the graph currently runs. Its pinned buffers can be read through it: a
     /// guard waits for the launches that write them, and refuses launches while it lives.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Stream};
+    /// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>, v: f32) { stream s; s: fill x = v; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let exec = capture(&stream, Fill::new(&mut x, 1.0))?.instantiate()?;
+    /// exec.launch(&stream)?;
+    /// // `exec` holds the borrow of `x`: read it through the pipeline, in `stream`'s order.
+    /// assert_eq!(exec.pipeline().x.to_vec_on(&stream)?, vec![1.0; 1024]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn pipeline(&self) -> &P {
         &self.pipeline
     }
@@ -157,11 +205,41 @@ impl<P> GraphExec<P> {
     /// Gives the pipeline back (and with it the borrows of its buffers); the executable graph
     /// is destroyed once the launches in flight have finished. Synchronize before reading
     /// results from device memory; pinned buffers wait for their copies themselves.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Stream};
+    /// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>, v: f32) { stream s; s: fill x = v; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let exec = capture(&stream, Fill::new(&mut x, 1.0))?.instantiate()?;
+    /// exec.launch(&stream)?;
+    /// let fill = exec.into_pipeline();
+    /// assert_eq!(fill.v, 1.0);
+    /// drop(fill); // the borrow of `x` ends with the pipeline value
+    /// assert_eq!(x.to_vec_on(&stream)?, vec![1.0; 1024]); // in `stream`'s order: after the launch
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn into_pipeline(self) -> P {
         self.pipeline
     }
 
     /// Launch, update and re-instantiation counts.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, GraphStats, Stream};
+    /// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>, v: f32) { stream s; s: fill x = v; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let mut exec = capture(&stream, Fill::new(&mut x, 1.0))?.instantiate()?;
+    /// exec.replay(&stream, 3)?;
+    /// exec.update_with(|p| p.v = 2.0)?;
+    /// assert_eq!(exec.stats(), GraphStats { launches: 3, updates: 1, ..GraphStats::default() });
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn stats(&self) -> GraphStats {
         GraphStats {
             launches: self.launches.get(),
@@ -175,6 +253,22 @@ impl<P> GraphExec<P> {
     /// The option of [`GraphExec::update`] and [`GraphExec::update_with`]: whether they
     /// instantiate the new graph when the driver refuses to update in place (e.g. the topology
     /// changed) instead of failing with [`Error::UpdateRejected`]. Off by default.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Error, Stream};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>, n: u32) {
+    ///     stream s; for _ in 0..n { s: fill x = 1.0f32; } } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let mut exec = capture(&stream, P::new(&mut x, 1))?.instantiate()?;
+    /// let refused = exec.update_with(|p| p.n = 2); // two nodes: another topology
+    /// assert!(matches!(refused, Err(Error::UpdateRejected { .. })));
+    /// exec.reinstantiate_on_topology_change(true).update_with(|p| p.n = 2)?;
+    /// assert_eq!(exec.stats().reinstantiations, 1);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn reinstantiate_on_topology_change(&mut self, on: bool) -> &mut Self {
         self.reinstantiate = on;
         self
@@ -192,6 +286,29 @@ impl<P> GraphExec<P> {
     /// arguments again.
     ///
     /// See [`cuGraphExecKernelNodeSetParams`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Kernel, KernelArg, Module, OpRef};
+    /// use streamgraph::Stream;
+    /// pipeline! { pipeline Scale(x: &mut DeviceBuffer<f32>, k: &Kernel, by: f32, n: u32) {
+    ///     stream s; s: launch k<<<n.div_ceil(256), 256>>>(&mut x, by, n); } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let module = Module::from_cuda_source(&stream.device(), "scale", r#"
+    ///     extern "C" __global__ void scale(float* x, float by, unsigned n) {
+    ///         unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= by; }"#)?;
+    /// // SAFETY: `Scale` and the `set_kernel_args` below pass (float*, float, unsigned).
+    /// let k = unsafe { module.kernel("scale")? };
+    /// let mut x = DeviceBuffer::from_host(&stream.device(), &[1.0f32; 1000])?;
+    /// let exec = capture(&stream, Scale::new(&mut x, &k, 2.0, 1000))?.instantiate()?;
+    /// let launch = OpRef::new(&Scale::PROGRAM.statements[0]); // its first (and only) issue
+    /// let (by, n) = (3.0f32, 1000u32);
+    /// let x_arg = KernelArg::write_through(&exec.pipeline().x); // the buffer the node writes now
+    /// exec.set_kernel_args(launch, &k, &[x_arg, KernelArg::value(&by), KernelArg::value(&n)])?;
+    /// exec.launch(&stream)?; // x[i] *= 3
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn set_kernel_args(
         &self,
         op: OpRef,
@@ -282,6 +399,19 @@ impl<P: Pipeline> GraphExec<P> {
     /// (e.g. `cuGraphExecGetFlags`). It stays valid while `self` lives; launching or updating
     /// it behind `self`'s back is outside what streamgraph can keep safe (that code is
     /// `unsafe` anyway, since it passes a raw handle to the driver).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Stream};
+    /// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>, v: f32) { stream s; s: fill x = v; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let exec = capture(&stream, Fill::new(&mut x, 1.0))?.instantiate()?;
+    /// let raw = exec.as_raw().0; // a `CUgraphExec`, for the driver API (valid while `exec` lives)
+    /// assert!(!raw.is_null());
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn as_raw(&self) -> GraphExecHandle {
         self.exec.as_raw()
     }
@@ -305,6 +435,22 @@ impl<P: Pipeline> GraphExec<P> {
     /// executable graph keeps running the previous pipeline.
     ///
     /// See [`cuGraphExecUpdate`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Stream};
+    /// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>, v: f32) { stream s; s: fill x = v; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut a = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let mut b = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let mut exec = capture(&stream, Fill::new(&mut a, 1.0))?.instantiate()?;
+    /// let previous = exec.update(Fill::new(&mut b, 2.0))?; // the same node, now filling `b`
+    /// exec.launch(&stream)?;
+    /// drop(previous); // gives `a` back
+    /// assert_eq!(a.to_vec_on(&stream)?, vec![0.0; 1024]); // never launched on `a`
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn update(&mut self, pipeline: P) -> Result<P> {
         let core = self.recaptured(&pipeline)?;
         self.apply(core, self.reinstantiate)?;
@@ -315,6 +461,20 @@ impl<P: Pipeline> GraphExec<P> {
     /// executable graph with it, as [`GraphExec::update`] does. On error the pipeline keeps
     /// `f`'s changes but the executable graph still runs the previous arguments — and keeps
     /// their memory allocated, even if `f` dropped the buffers: update again or re-instantiate.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Stream};
+    /// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>, v: f32) { stream s; s: fill x = v; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let mut exec = capture(&stream, Fill::new(&mut x, 1.0))?.instantiate()?;
+    /// exec.update_with(|p| p.v = 2.0)?; // captured again, applied in place
+    /// exec.launch(&stream)?;
+    /// assert_eq!(exec.pipeline().x.to_vec_on(&stream)?, vec![2.0; 1024]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn update_with(&mut self, f: impl FnOnce(&mut P)) -> Result<()> {
         f(&mut self.pipeline);
         let core = GraphCore::capture(
@@ -347,6 +507,27 @@ impl<P: Pipeline> GraphExec<P> {
     /// arguments, whose memory stays allocated all the same.
     ///
     /// See [`cuGraphExecKernelNodeSetParams`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Kernel, Module, Stream};
+    /// pipeline! { pipeline Scale(x: &mut DeviceBuffer<f32>, k: &Kernel, by: f32, n: u32) {
+    ///     stream s; s: launch k<<<n.div_ceil(256), 256>>>(&mut x, by, n); } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let module = Module::from_cuda_source(&stream.device(), "scale", r#"
+    ///     extern "C" __global__ void scale(float* x, float by, unsigned n) {
+    ///         unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= by; }"#)?;
+    /// // SAFETY: `Scale` launches it with (float*, float, unsigned).
+    /// let k = unsafe { module.kernel("scale")? };
+    /// let mut x = DeviceBuffer::from_host(&stream.device(), &[1.0f32; 1000])?;
+    /// let mut y = DeviceBuffer::from_host(&stream.device(), &[1.0f32; 1000])?;
+    /// let mut exec = capture(&stream, Scale::new(&mut x, &k, 2.0, 1000))?.instantiate()?;
+    /// let previous = exec.update_args(Scale::new(&mut y, &k, 0.5, 1000))?; // one node set anew
+    /// exec.launch(&stream)?; // scales `y`
+    /// assert_eq!((previous.by, exec.stats().args_updates), (2.0, 1));
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn update_args(&mut self, pipeline: P) -> Result<P> {
         let previous = std::mem::replace(&mut self.pipeline, pipeline);
         match self.apply_args() {
@@ -360,6 +541,26 @@ impl<P: Pipeline> GraphExec<P> {
 
     /// [`GraphExec::update_args`] for a pipeline changed in place with `f` (e.g. new scalar
     /// arguments, as [`GraphExec::update_with`] takes them).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Kernel, Module, Stream};
+    /// pipeline! { pipeline Scale(x: &mut DeviceBuffer<f32>, k: &Kernel, by: f32, n: u32) {
+    ///     stream s; s: launch k<<<n.div_ceil(256), 256>>>(&mut x, by, n); } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let module = Module::from_cuda_source(&stream.device(), "scale", r#"
+    ///     extern "C" __global__ void scale(float* x, float by, unsigned n) {
+    ///         unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= by; }"#)?;
+    /// // SAFETY: `Scale` launches it with (float*, float, unsigned).
+    /// let k = unsafe { module.kernel("scale")? };
+    /// let mut x = DeviceBuffer::from_host(&stream.device(), &[1.0f32; 1000])?;
+    /// let mut exec = capture(&stream, Scale::new(&mut x, &k, 2.0, 1000))?.instantiate()?;
+    /// exec.update_args_with(|p| p.by = 3.0)?; // no capture: the launch node gets the new value
+    /// exec.launch(&stream)?; // x[i] *= 3
+    /// assert_eq!(exec.stats().args_updates, 1);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn update_args_with(&mut self, f: impl FnOnce(&mut P)) -> Result<()> {
         f(&mut self.pipeline);
         self.apply_args()
@@ -402,8 +603,22 @@ impl<P: Pipeline> GraphExec<P> {
         Ok(())
     }
 
-    /// [`Graph::verify`](super::Graph::verify) for the graph this executable graph was
-    /// instantiated from.
+    /// [`Graph::verify`](super::Graph::verify) for the graph this executable graph now runs:
+    /// the latest update's capture (or the one it was instantiated from), against the plan
+    /// of the pipeline it holds now.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Stream};
+    /// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>, v: f32) { stream s; s: fill x = v; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let mut exec = capture(&stream, Fill::new(&mut x, 1.0))?.instantiate()?;
+    /// exec.update_with(|p| p.v = 2.0)?;
+    /// assert_eq!(exec.verify()?.operations, 1);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn verify(&self) -> Result<VerifyReport> {
         let plan = Plan::build(&self.pipeline)?;
         self.latest

@@ -29,9 +29,9 @@
 //! but never `Sync`.
 //!
 //! ```no_run
-//! use streamgraph_runtime::{capture, OpRef, Pipeline, Stream};
+//! use streamgraph::{capture, OpRef, Pipeline, Stream};
 //!
-//! fn run<P: Pipeline>(origin: &Stream, pipeline: P, next: P) -> streamgraph_runtime::Result<()> {
+//! fn run<P: Pipeline>(origin: &Stream, pipeline: P, next: P) -> streamgraph::Result<()> {
 //!     let graph = capture(origin, pipeline)?;
 //!     println!("{}", graph.to_dot()?);
 //!     let mut exec = graph.instantiate()?;
@@ -342,43 +342,35 @@ fn merged_intervals(ranges: &[DeviceRange]) -> Vec<(i32, u64, u64)> {
 /// `Send` when `P` is (one thread at a time may own them) but never `Sync`.
 ///
 /// ```no_run
-/// # extern crate streamgraph_runtime as streamgraph;
-/// # use streamgraph_macros::pipeline;
-/// use streamgraph::{capture, Device, DeviceBuffer, Kernel, Stream};
+/// use streamgraph::{capture, pipeline, DeviceBuffer, Stream};
 ///
 /// pipeline! {
-///     /// Doubles `x`.
-///     pub pipeline Scale(x: &mut DeviceBuffer<f32>, k: &Kernel, n: u32) {
+///     /// `side` fills `x`; `main` waits for that, then copies `x` into `y`.
+///     pipeline FillCopy(x: &mut DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>) {
 ///         stream main;
-///         main: launch k<<<n.div_ceil(256), 256>>>(&mut x, 2.0f32, n);
+///         stream side;
+///         event filled;
+///         side: fill x = 2.0f32;
+///         side: record filled;
+///         main: wait filled;
+///         main: copy y <- x;
 ///     }
 /// }
-/// # fn load_scale(device: &Device) -> streamgraph::Result<Kernel> {
-/// #     let m = streamgraph::Module::from_cuda_source(device, "scale", r#"
-/// #         extern "C" __global__ void scale(float* x, float k, unsigned n) {
-/// #             unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-/// #             if (i < n) x[i] *= k;
-/// #         }"#)?;
-/// #     // SAFETY: `Scale` passes (float*, float, unsigned).
-/// #     unsafe { m.kernel("scale") }
-/// # }
-/// # fn main() -> streamgraph::Result<()> {
-/// let device = Device::new(None)?;
-/// let stream = Stream::new(&device, 0)?;
-/// let k = load_scale(&device)?;
-/// let mut x = DeviceBuffer::from_host(&device, &[1.0f32; 1000])?;
 ///
-/// let graph = capture(&stream, Scale::new(&mut x, &k, 1000))?;
+/// let stream = Stream::on(None, 0)?;
+/// let mut x = DeviceBuffer::zeros(&stream.device(), 1000)?;
+/// let mut y = DeviceBuffer::zeros(&stream.device(), 1000)?;
+///
+/// let graph = capture(&stream, FillCopy::new(&mut x, &mut y))?;
 /// let report = graph.verify()?;      // the captured edges are exactly the plan's
-/// assert_eq!(report.operations, 1);
+/// assert_eq!((report.operations, report.edges), (2, 1));
 /// println!("{}", graph.to_dot()?);   // the driver's graph, nodes named by statement
 /// let exec = graph.instantiate()?;
 /// exec.replay(&stream, 3)?;
 /// stream.synchronize()?;
-/// drop(exec);                        // gives `x` back
-/// assert_eq!(x.to_vec()?, vec![8.0; 1000]);
-/// # Ok(())
-/// # }
+/// drop(exec);                        // gives `x` and `y` back
+/// assert_eq!(y.to_vec()?, vec![2.0; 1000]);
+/// # Ok::<(), streamgraph::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct Graph<P> {
@@ -400,29 +392,90 @@ impl<P> Graph<P> {
     }
 
     /// The pipeline the graph was captured from.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Stream};
+    /// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>, v: f32) { stream s; s: fill x = v; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let graph = capture(&stream, Fill::new(&mut x, 1.0))?;
+    /// assert_eq!((graph.pipeline().x.len(), graph.pipeline().v), (1024, 1.0)); // public fields
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn pipeline(&self) -> &P {
         &self.pipeline
     }
 
     /// Gives the pipeline back (and with it the borrows of its buffers); the graph is
     /// destroyed.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Eager, Stream};
+    /// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>) { stream s; s: fill x = 1.0f32; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let graph = capture(&stream, Fill::new(&mut x))?;
+    /// let fill = graph.into_pipeline(); // the graph is destroyed, the pipeline value lives on
+    /// Eager::new(&stream).run(&fill)?;
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn into_pipeline(self) -> P {
         self.pipeline
     }
 
     /// The number of operations (graph nodes) captured; a device block counts as one (its
     /// bodies' operations are in its body graphs).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Stream};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream a; stream b; event e;
+    ///     a: fill x = 1.0f32; a: record e; b: wait e; b: fill x = 2.0f32; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// assert_eq!(capture(&stream, P::new(&mut x))?.len(), 2); // the fills (records, waits: edges)
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.core.outer().count()
     }
 
     /// Whether the pipeline issued no operation.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Stream};
+    /// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>) { stream s; s: fill x = 1.0f32; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// assert!(!capture(&stream, Fill::new(&mut x))?.is_empty());
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.core.outer().next().is_none()
     }
 
     /// The operations captured, in issue order; a device block is one operation (the
     /// operations of its bodies are not listed).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Stream};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>, n: u32) {
+    ///     stream s; for _ in 0..n { s: fill x = 1.0f32; } } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let ops = capture(&stream, P::new(&mut x, 3))?.ops();
+    /// assert_eq!(ops.iter().map(|op| op.occurrence).collect::<Vec<_>>(), [1, 2, 3]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn ops(&self) -> Vec<OpRef> {
         self.core
             .outer()
@@ -437,6 +490,20 @@ impl<P> Graph<P> {
     /// [`Graph::ops`] (the plan's numbering): `(from, to)` means `to` waits for `from`. Read
     /// back from the driver ([`cuGraphGetEdges`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html)),
     /// so tools can compare it with a [`Plan`]'s [`Plan::edges`] or draw it their own way.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Plan, Stream};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream a; stream b; event e;
+    ///     a: fill x = 1.0f32; a: record e; b: wait e; b: fill x = 2.0f32; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let graph = capture(&stream, P::new(&mut x))?;
+    /// assert!(graph.edges()?.into_iter().eq([(0, 1)])); // `b`'s fill waits for `a`'s
+    /// assert_eq!(graph.edges()?, Plan::build(graph.pipeline())?.edges());
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn edges(&self) -> Result<BTreeSet<(usize, usize)>> {
         Ok(self.core.captured_edges()?.0)
     }
@@ -444,6 +511,19 @@ impl<P> Graph<P> {
     /// The graph's handle, for interop with code that calls the driver directly (e.g.
     /// `cuGraphClone`, `cuGraphDebugDotPrint` with other flags). It stays valid while `self`
     /// lives; using it is `unsafe` on the caller's side (a raw handle passed to the driver).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Stream};
+    /// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>) { stream s; s: fill x = 1.0f32; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let graph = capture(&stream, Fill::new(&mut x))?;
+    /// let raw = graph.as_raw().0; // a `CUgraph`, for the driver API (valid while `graph` lives)
+    /// assert!(!raw.is_null());
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn as_raw(&self) -> GraphHandle {
         self.core.raw.as_raw()
     }
@@ -454,6 +534,18 @@ impl<P> Graph<P> {
     /// operation its body starts with; the built-in kernels are not drawn.
     ///
     /// Reads the graph back with [`cuGraphGetEdges`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Stream};
+    /// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>) { stream s; s: fill x = 1.0f32; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let dot = capture(&stream, Fill::new(&mut x))?.to_dot()?;
+    /// assert!(dot.starts_with("digraph")); // e.g. `dot -Tsvg` draws it
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn to_dot(&self) -> Result<String> {
         self.core.to_dot()
     }
@@ -461,6 +553,18 @@ impl<P> Graph<P> {
     /// Writes the driver's own DOT picture of the graph (verbose) to `path`.
     ///
     /// See [`cuGraphDebugDotPrint`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Stream};
+    /// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>) { stream s; s: fill x = 1.0f32; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let graph = capture(&stream, Fill::new(&mut x))?;
+    /// graph.debug_dot_print(std::env::temp_dir().join("fill.dot"))?; // every node's parameters
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn debug_dot_print(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
         let c = CString::new(path.to_string_lossy().into_owned()).map_err(|_| {
@@ -478,6 +582,18 @@ impl<P> Graph<P> {
     /// Instantiates the graph for launching (`cuGraphInstantiateWithFlags`).
     ///
     /// See [`cuGraphInstantiateWithFlags`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Stream};
+    /// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>) { stream s; s: fill x = 1.0f32; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let exec = capture(&stream, Fill::new(&mut x))?.instantiate()?; // takes the pipeline along
+    /// exec.launch(&stream)?;
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn instantiate(self) -> Result<GraphExec<P>> {
         let exec = self
             .core
@@ -512,6 +628,19 @@ impl<P: Pipeline> Graph<P> {
     /// differing edge by statement and `file:line:col`.
     ///
     /// See [`cuGraphGetNodes`, `cuGraphGetEdges`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Stream};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream a; stream b; event e;
+    ///     a: fill x = 1.0f32; a: record e; b: wait e; b: fill x = 2.0f32; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let report = capture(&stream, P::new(&mut x))?.verify()?;
+    /// assert_eq!((report.pipeline, report.operations, report.edges), ("P", 2, 1));
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn verify(&self) -> Result<VerifyReport> {
         let plan = Plan::build(&self.pipeline)?;
         self.core.verify_against(&plan)
@@ -519,6 +648,19 @@ impl<P: Pipeline> Graph<P> {
 
     /// The plan and the captured graph side by side in one DOT picture
     /// (edges that only one side has drawn red).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{capture, pipeline, DeviceBuffer, Stream};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream a; stream b; event e;
+    ///     a: fill x = 1.0f32; a: record e; b: wait e; b: fill x = 2.0f32; } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
+    /// let graph = capture(&stream, P::new(&mut x))?;
+    /// print!("{}", graph.to_dot_beside_plan()?); // no red edge: the capture has the plan's edges
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn to_dot_beside_plan(&self) -> Result<String> {
         let plan = Plan::build(&self.pipeline)?;
         let (edges, _) = self.core.captured_edges()?;

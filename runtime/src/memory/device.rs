@@ -25,20 +25,11 @@ use crate::stream::{current_stream_on, Stream};
 /// thread.
 ///
 /// ```no_run
-/// # extern crate streamgraph_runtime as streamgraph;
 /// use streamgraph::{Device, DeviceBuffer};
-/// # fn main() -> streamgraph::Result<()> {
-/// let device = Device::new(None)?;
-/// let mut x = DeviceBuffer::from_host(&device, &[1.0f32, 2.0, 3.0, 4.0])?;
+/// let mut x = DeviceBuffer::from_host(&Device::new(None)?, &[1.0f32, 2.0, 3.0, 4.0])?;
 /// x.copy_from_host(&[5.0, 6.0, 7.0, 8.0])?;
 /// assert_eq!(x.slice(1..3).to_vec()?, [6.0, 7.0]); // a view of elements 1 and 2
-/// assert_eq!(x.to_vec()?, [5.0, 6.0, 7.0, 8.0]);
-///
-/// // Without a GPU: a plan-only buffer of the same length, for `Plan::build`.
-/// let planned = DeviceBuffer::<f32>::for_planning(4)?;
-/// assert_eq!(planned.len(), 4);
-/// # Ok(())
-/// # }
+/// # Ok::<(), streamgraph::Error>(())
 /// ```
 pub struct DeviceBuffer<T> {
     alloc: Arc<DeviceAlloc>,
@@ -74,21 +65,16 @@ impl<T: Pod> DeviceBuffer<T> {
     /// stream, that stream first waits for `stream` and the call is waited for. Refused with
     /// [`crate::Error::StreamCapturing`] while code outside streamgraph captures `stream`
     /// (and a capture of another stream the view is handed is invalidated).
-    ///
+    /// # Examples
     /// ```no_run
-    /// # extern crate streamgraph_runtime as streamgraph;
-    /// use streamgraph::{Device, DeviceBuffer, Stream};
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let device = Device::new(None)?;
-    /// let stream = Stream::new(&device, 0)?;
-    /// let x = DeviceBuffer::from_host(&device, &[1u32, 2, 3])?;
-    /// let mut host = [0u32; 3];
-    /// let view = x.cudarc_view(&stream)?;
-    /// stream.as_cudarc().memcpy_dtoh(&view, &mut host)?;
-    /// stream.synchronize()?;
-    /// assert_eq!(host, [1, 2, 3]);
-    /// # Ok(())
-    /// # }
+    /// use streamgraph::{DeviceBuffer, Stream};
+    /// fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let stream = Stream::on(None, 0)?;
+    ///     let x = DeviceBuffer::from_host(&stream.device(), &[1u32, 2, 3])?;
+    ///     let view = x.cudarc_view(&stream)?; // a cudarc `DevicePtr<u32>` bound to `stream`
+    ///     assert_eq!(stream.as_cudarc().clone_dtoh(&view)?, [1, 2, 3]); // cudarc's copy
+    ///     Ok(())
+    /// }
     /// ```
     pub fn cudarc_view<'a>(&'a self, stream: &'a Stream) -> Result<CudarcView<'a, T>> {
         self.bind(stream, "DeviceBuffer::cudarc_view")?;
@@ -101,7 +87,18 @@ impl<T: Pod> DeviceBuffer<T> {
     }
 
     /// The buffer as memory cudarc's safe API writes, bound to `stream` (cudarc's
-    /// `DevicePtrMut`), as [`DeviceBuffer::cudarc_view`]: `stream.as_cudarc().memset_zeros(&mut view)`.
+    /// `DevicePtrMut`), as [`DeviceBuffer::cudarc_view`]: a memset's or a kernel's output.
+    /// # Examples
+    /// ```no_run
+    /// use streamgraph::{DeviceBuffer, Stream};
+    /// fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let stream = Stream::on(None, 0)?;
+    ///     let mut x = DeviceBuffer::from_host(&stream.device(), &[1u32, 2, 3])?;
+    ///     stream.as_cudarc().memset_zeros(&mut x.cudarc_view_mut(&stream)?)?; // cudarc's memset
+    ///     assert_eq!(x.to_vec_on(&stream)?, [0, 0, 0]); // read after it, in `stream`'s order
+    ///     Ok(())
+    /// }
+    /// ```
     pub fn cudarc_view_mut<'a>(&'a mut self, stream: &'a Stream) -> Result<CudarcViewMut<'a, T>> {
         self.bind(stream, "DeviceBuffer::cudarc_view_mut")?;
         Ok(CudarcViewMut::new(
@@ -129,6 +126,12 @@ impl<T: Pod> DeviceBuffer<T> {
     /// A buffer of `len` elements, all zero bits.
     ///
     /// See [`cuMemAlloc`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html).
+    /// # Examples
+    /// ```no_run
+    /// use streamgraph::{Device, DeviceBuffer};
+    /// assert_eq!(DeviceBuffer::<f32>::zeros(&Device::new(None)?, 4)?.to_vec()?, [0.0; 4]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn zeros(device: &Device, len: usize) -> Result<Self> {
         let buffer = Self::alloc(device, len)?;
         let stream = current_stream_on(device);
@@ -143,6 +146,12 @@ impl<T: Pod> DeviceBuffer<T> {
     }
 
     /// A buffer holding a copy of `src` (waits for the copy).
+    /// # Examples
+    /// ```no_run
+    /// use streamgraph::{Device, DeviceBuffer};
+    /// assert_eq!(DeviceBuffer::from_host(&Device::new(None)?, &[1u32, 2])?.to_vec()?, [1, 2]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn from_host(device: &Device, src: &[T]) -> Result<Self> {
         let stream = current_stream_on(device);
         let buffer = Self::from_host_on(&stream, src)?;
@@ -153,6 +162,13 @@ impl<T: Pod> DeviceBuffer<T> {
     /// A buffer filled from `src` in `stream`'s order; returns once the copy is queued (the
     /// driver has staged `src` by then). Refused with [`crate::Error::StreamCapturing`],
     /// before anything is allocated, while code outside streamgraph captures `stream`.
+    /// # Examples
+    /// ```no_run
+    /// use streamgraph::{DeviceBuffer, Stream};
+    /// let stream = Stream::on(None, 0)?;
+    /// let x = DeviceBuffer::from_host_on(&stream, &[1.0f32, 2.0])?; // queued on `stream`
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn from_host_on(stream: &Stream, src: &[T]) -> Result<Self> {
         // An allocation on the capturing thread would invalidate that capture.
         stream.refuse_capturing("DeviceBuffer::from_host")?;
@@ -167,6 +183,14 @@ impl<T: Pod> DeviceBuffer<T> {
     }
 
     /// Overwrites the buffer with `src` (same length) and waits for the copy.
+    /// # Examples
+    /// ```no_run
+    /// use streamgraph::{Device, DeviceBuffer};
+    /// let mut x = DeviceBuffer::<u32>::zeros(&Device::new(None)?, 3)?;
+    /// x.copy_from_host(&[4, 5, 6])?; // as many elements as `x` has; waits for the copy
+    /// assert_eq!(x.to_vec()?, [4, 5, 6]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
         let stream = current_stream_on(&self.device()?);
         self.copy_from_host_on(&stream, src)?;
@@ -174,6 +198,15 @@ impl<T: Pod> DeviceBuffer<T> {
     }
 
     /// Queues an overwrite of the buffer with `src` (same length) on `stream`.
+    /// # Examples
+    /// ```no_run
+    /// use streamgraph::{DeviceBuffer, Stream};
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut x = DeviceBuffer::<u32>::zeros(&stream.device(), 3)?;
+    /// x.copy_from_host_on(&stream, &[4, 5, 6])?; // queued on `stream`
+    /// assert_eq!(x.to_vec_on(&stream)?, [4, 5, 6]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn copy_from_host_on(&mut self, stream: &Stream, src: &[T]) -> Result<()> {
         crate::stream::copy_checked(
             stream,
@@ -184,12 +217,25 @@ impl<T: Pod> DeviceBuffer<T> {
     }
 
     /// Copies the buffer to a new `Vec` and waits for the copy.
+    /// # Examples
+    /// ```no_run
+    /// use streamgraph::{Device, DeviceBuffer};
+    /// assert_eq!(DeviceBuffer::from_host(&Device::new(None)?, &[-1i32, 2])?.to_vec()?, [-1, 2]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn to_vec(&self) -> Result<Vec<T>> {
         self.as_view().to_vec()
     }
 
     /// Copies the buffer to a new `Vec` in `stream`'s order (after the work queued on it) and
     /// waits for the copy.
+    /// # Examples
+    /// ```no_run
+    /// use streamgraph::{DeviceBuffer, Stream};
+    /// let stream = Stream::on(None, 0)?;
+    /// assert_eq!(DeviceBuffer::from_host_on(&stream, &[1u32, 2])?.to_vec_on(&stream)?, [1, 2]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn to_vec_on(&self, stream: &Stream) -> Result<Vec<T>> {
         self.as_view().to_vec_on(stream)
     }
@@ -198,6 +244,12 @@ impl<T: Pod> DeviceBuffer<T> {
     /// [`DeviceRange::PLANNING`] device with no memory behind it. It lets a pipeline's plan (and
     /// its race check) be built on a machine without a GPU; running it eagerly or capturing it
     /// is an [`Error::PlanningOnly`].
+    /// # Examples
+    /// ```
+    /// use streamgraph::DeviceBuffer;
+    /// assert!(DeviceBuffer::<f32>::for_planning(1024)?.device().is_err()); // no memory behind it
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn for_planning(len: usize) -> Result<Self> {
         let alloc = DeviceAlloc::planning(bytes_of::<T>(len)?).ok_or_else(|| {
             Error::InvalidArgument(
@@ -213,6 +265,12 @@ impl<T: Pod> DeviceBuffer<T> {
     }
 
     /// The device the buffer lives on ([`Error::PlanningOnly`] for a plan-only buffer).
+    /// # Examples
+    /// ```no_run
+    /// use streamgraph::{Device, DeviceBuffer};
+    /// assert_eq!(DeviceBuffer::<f32>::zeros(&Device::new(Some(0))?, 4)?.device()?.ordinal(), 0);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn device(&self) -> Result<Device> {
         match self.alloc.ctx() {
             Some(ctx) => Ok(Device::from_ctx(ctx)),
@@ -243,21 +301,45 @@ impl<T> DeviceBuffer<T> {
     }
 
     /// Number of elements.
+    /// # Examples
+    /// ```
+    /// use streamgraph::DeviceBuffer;
+    /// assert_eq!(DeviceBuffer::<f32>::for_planning(256)?.len(), 256);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether it holds no elements.
+    /// # Examples
+    /// ```
+    /// use streamgraph::DeviceBuffer;
+    /// assert!(DeviceBuffer::<f32>::for_planning(0)?.is_empty());
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// The device address of the first element (`CUdeviceptr`), for interop.
+    /// # Examples
+    /// ```
+    /// use streamgraph::DeviceBuffer;
+    /// assert_ne!(DeviceBuffer::<f32>::for_planning(4)?.device_ptr(), 0); // plan-only address
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn device_ptr(&self) -> u64 {
         self.alloc.ptr()
     }
 
     /// The whole buffer as a read-only view.
+    /// # Examples
+    /// ```
+    /// use streamgraph::DeviceBuffer;
+    /// assert_eq!(DeviceBuffer::<f32>::for_planning(4)?.as_view().len(), 4);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn as_view(&self) -> DeviceView<'_, T> {
         DeviceView {
             alloc: &self.alloc,
@@ -271,14 +353,25 @@ impl<T> DeviceBuffer<T> {
     /// The elements in `range`, as a read-only view borrowing the buffer.
     ///
     /// # Panics
-    ///
     /// When `range` is out of bounds, like slice indexing; [`DeviceBuffer::try_slice`] returns
     /// an error instead.
+    /// # Examples
+    /// ```
+    /// use streamgraph::DeviceBuffer;
+    /// assert_eq!(DeviceBuffer::<f32>::for_planning(8)?.slice(2..6).len(), 4); // elements 2 to 5
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn slice(&self, range: impl RangeBounds<usize>) -> DeviceView<'_, T> {
         self.as_view().slice(range)
     }
 
     /// The elements in `range`, or [`Error::InvalidArgument`] when it is out of bounds.
+    /// # Examples
+    /// ```
+    /// use streamgraph::DeviceBuffer;
+    /// assert!(DeviceBuffer::<f32>::for_planning(4)?.try_slice(2..5).is_err()); // past the end
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn try_slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'_, T>> {
         self.as_view().into_slice(range)
     }
@@ -286,8 +379,13 @@ impl<T> DeviceBuffer<T> {
     /// The elements in `range`, as a writable view borrowing the buffer exclusively.
     ///
     /// # Panics
-    ///
     /// When `range` is out of bounds; [`DeviceBuffer::try_slice_mut`] returns an error instead.
+    /// # Examples
+    /// ```
+    /// use streamgraph::DeviceBuffer;
+    /// assert_eq!(DeviceBuffer::<f32>::for_planning(4)?.slice_mut(2..).len(), 2); // writable
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> DeviceViewMut<'_, T> {
         DeviceViewMut {
             view: self.as_view().slice(range),
@@ -295,6 +393,12 @@ impl<T> DeviceBuffer<T> {
     }
 
     /// The elements in `range`, writable, or [`Error::InvalidArgument`] when out of bounds.
+    /// # Examples
+    /// ```
+    /// use streamgraph::DeviceBuffer;
+    /// assert!(DeviceBuffer::<f32>::for_planning(4)?.try_slice_mut(..5).is_err()); // past the end
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn try_slice_mut(
         &mut self,
         range: impl RangeBounds<usize>,
@@ -330,16 +434,35 @@ impl<T> fmt::Debug for DeviceView<'_, T> {
 
 impl<'a, T> DeviceView<'a, T> {
     /// Number of elements.
+    /// # Examples
+    /// ```
+    /// use streamgraph::DeviceBuffer;
+    /// assert_eq!(DeviceBuffer::<f32>::for_planning(8)?.slice(2..5).len(), 3);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether it holds no elements.
+    /// # Examples
+    /// ```
+    /// use streamgraph::DeviceBuffer;
+    /// assert!(DeviceBuffer::<f32>::for_planning(8)?.slice(8..).is_empty());
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// The device address of the first element.
+    /// # Examples
+    /// ```
+    /// use streamgraph::DeviceBuffer;
+    /// let x = DeviceBuffer::<u64>::for_planning(8)?;
+    /// assert_eq!(x.slice(2..).device_ptr(), x.device_ptr() + 16); // two 8-byte elements in
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn device_ptr(&self) -> u64 {
         self.ptr
     }
@@ -347,8 +470,13 @@ impl<'a, T> DeviceView<'a, T> {
     /// A sub-range of this view.
     ///
     /// # Panics
-    ///
     /// When `range` is out of bounds; see [`DeviceView::try_slice`].
+    /// # Examples
+    /// ```
+    /// use streamgraph::DeviceBuffer;
+    /// assert_eq!(DeviceBuffer::<f32>::for_planning(8)?.slice(4..).slice(1..).len(), 3); // 5..8
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn slice(&self, range: impl RangeBounds<usize>) -> DeviceView<'a, T> {
         match self.try_slice(range) {
             Ok(view) => view,
@@ -357,6 +485,12 @@ impl<'a, T> DeviceView<'a, T> {
     }
 
     /// A sub-range of this view, or [`Error::InvalidArgument`] when out of bounds.
+    /// # Examples
+    /// ```
+    /// use streamgraph::DeviceBuffer;
+    /// assert!(DeviceBuffer::<f32>::for_planning(8)?.slice(4..).try_slice(..5).is_err());
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn try_slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'a, T>> {
         DeviceView { ..*self }.into_slice(range)
     }
@@ -397,6 +531,13 @@ impl<'a, T> DeviceView<'a, T> {
 
 impl<T: Pod> DeviceView<'_, T> {
     /// Copies the view to a new `Vec` and waits for the copy.
+    /// # Examples
+    /// ```no_run
+    /// use streamgraph::{Device, DeviceBuffer};
+    /// let x = DeviceBuffer::from_host(&Device::new(None)?, &[1.0f32, 2.0, 3.0])?;
+    /// assert_eq!(x.slice(1..).to_vec()?, [2.0, 3.0]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn to_vec(&self) -> Result<Vec<T>> {
         if self.ordinal == DeviceRange::PLANNING {
             return Err(Error::PlanningOnly { what: "buffer" });
@@ -407,6 +548,14 @@ impl<T: Pod> DeviceView<'_, T> {
 
     /// Copies the view to a new `Vec` in `stream`'s order and waits for the copy. The stream
     /// must belong to the view's device.
+    /// # Examples
+    /// ```no_run
+    /// use streamgraph::{DeviceBuffer, Stream};
+    /// let stream = Stream::on(None, 0)?;
+    /// let x = DeviceBuffer::from_host_on(&stream, &[1u32, 2, 3])?;
+    /// assert_eq!(x.slice(1..).to_vec_on(&stream)?, [2, 3]); // after the copy into `x`
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn to_vec_on(&self, stream: &Stream) -> Result<Vec<T>> {
         read_device(stream.as_cudarc(), &self.memory())
     }
@@ -426,16 +575,34 @@ impl<T> fmt::Debug for DeviceViewMut<'_, T> {
 
 impl<'a, T> DeviceViewMut<'a, T> {
     /// Number of elements.
+    /// # Examples
+    /// ```
+    /// use streamgraph::DeviceBuffer;
+    /// assert_eq!(DeviceBuffer::<f32>::for_planning(8)?.slice_mut(..3).len(), 3);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.view.len
     }
 
     /// Whether it holds no elements.
+    /// # Examples
+    /// ```
+    /// use streamgraph::DeviceBuffer;
+    /// assert!(DeviceBuffer::<f32>::for_planning(8)?.slice_mut(8..).is_empty());
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.view.len == 0
     }
 
     /// The view, read-only.
+    /// # Examples
+    /// ```
+    /// use streamgraph::DeviceBuffer;
+    /// assert_eq!(DeviceBuffer::<f32>::for_planning(8)?.slice_mut(2..).as_view().len(), 6);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn as_view(&self) -> &DeviceView<'a, T> {
         &self.view
     }

@@ -22,14 +22,14 @@ use crate::stream::Stream;
 /// share a count.
 ///
 /// ```no_run
-/// use streamgraph_runtime::{Device, DeviceFlag};
+/// use streamgraph::{Device, DeviceFlag};
 ///
 /// let device = Device::new(None)?;
 /// let mut flag = DeviceFlag::new(&device, 1)?;
 /// assert_eq!(flag.get()?, 1);
 /// flag.set(0)?;
 /// assert_eq!(flag.get()?, 0);
-/// # Ok::<(), streamgraph_runtime::Error>(())
+/// # Ok::<(), streamgraph::Error>(())
 /// ```
 pub struct DeviceFlag {
     /// The value (one word).
@@ -46,6 +46,15 @@ impl fmt::Debug for DeviceFlag {
 
 impl DeviceFlag {
     /// A flag on `device` holding `value` (waits for the copy).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, DeviceFlag};
+    /// let flag = DeviceFlag::new(&Device::new(None)?, 1)?;
+    /// assert_eq!(flag.get()?, 1);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn new(device: &Device, value: u32) -> Result<DeviceFlag> {
         Ok(DeviceFlag {
             words: DeviceBuffer::from_host(device, &[value])?,
@@ -53,6 +62,28 @@ impl DeviceFlag {
     }
 
     /// A flag that can only be planned (see [`DeviceBuffer::for_planning`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, DeviceFlag, Plan};
+    /// pipeline! {
+    ///     /// Fills `x` while `go` is set: the body clears it, so it runs once.
+    ///     pipeline Once(x: &mut DeviceBuffer<f32>, go: &mut DeviceFlag) {
+    ///         stream main;
+    ///         main: fill go = 1u32;
+    ///         main: while go, limit = 10u32 {
+    ///             main: fill x = 1.0f32;
+    ///             main: fill go = 0u32;
+    ///         }
+    ///     }
+    /// }
+    /// let mut go = DeviceFlag::for_planning()?; // no GPU needed
+    /// let mut x = DeviceBuffer::for_planning(256)?;
+    /// let plan = Plan::build(&Once::new(&mut x, &mut go))?;
+    /// assert_eq!((plan.len(), plan.bodies().len()), (2, 1)); // the fill and the loop; one body
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn for_planning() -> Result<DeviceFlag> {
         Ok(DeviceFlag {
             words: DeviceBuffer::for_planning(1)?,
@@ -60,32 +91,91 @@ impl DeviceFlag {
     }
 
     /// The device the flag lives on ([`Error::PlanningOnly`] for a plan-only flag).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, DeviceFlag};
+    /// let device = Device::new(None)?;
+    /// assert_eq!(DeviceFlag::new(&device, 0)?.device()?, device);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn device(&self) -> Result<Device> {
         self.words.device()
     }
 
     /// Sets the flag to `value` and waits for the copy (see the memory docs on which stream
     /// the synchronous conveniences use).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, DeviceFlag};
+    /// let mut flag = DeviceFlag::new(&Device::new(None)?, 1)?;
+    /// flag.set(0)?; // waits for the copy
+    /// assert_eq!(flag.get()?, 0);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn set(&mut self, value: u32) -> Result<()> {
         self.words.copy_from_host(&[value])
     }
 
     /// Queues setting the flag to `value` on `stream`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{DeviceFlag, Stream};
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut flag = DeviceFlag::new(&stream.device(), 0)?;
+    /// flag.set_on(&stream, 1)?; // queued on `stream`
+    /// assert_eq!(flag.get_on(&stream)?, 1);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn set_on(&mut self, stream: &Stream, value: u32) -> Result<()> {
         self.words.copy_from_host_on(stream, &[value])
     }
 
     /// The flag's value, read back (waits for the copy).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, DeviceFlag};
+    /// let flag = DeviceFlag::new(&Device::new(None)?, 7)?;
+    /// assert_eq!(flag.get()?, 7);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn get(&self) -> Result<u32> {
         first(self.words.slice(0..1).to_vec()?)
     }
 
     /// The flag's value, read back in `stream`'s order (after the work queued on it).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{DeviceFlag, Stream};
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut flag = DeviceFlag::new(&stream.device(), 1)?;
+    /// stream.fill(&mut flag, 0)?; // what a `fill go = 0u32;` statement does
+    /// assert_eq!(flag.get_on(&stream)?, 0); // read after the fill
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn get_on(&self, stream: &Stream) -> Result<u32> {
         first(read_device::<u32>(stream.as_cudarc(), &device_ref(self))?)
     }
 
     /// The device address of the value (word 0).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::DeviceFlag;
+    /// let flag = DeviceFlag::for_planning()?;
+    /// assert_ne!(flag.device_ptr(), 0); // a plan-only address; a real flag's is a `CUdeviceptr`
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn device_ptr(&self) -> u64 {
         self.words.device_ptr()
     }

@@ -101,8 +101,22 @@ impl<T: Pod + Send + Sync> DeviceBuffer<T> {
     ///
     /// Waits until the work cudarc queued on the slice has finished (on the slice's stream, and
     /// the reads and writes cudarc recorded on other streams), so that work on the buffer, on
-    /// any stream, follows it. Refused with [`Error::StreamCapturing`](crate::error::Error::StreamCapturing) while the
-    /// slice's stream is being captured; the slice is dropped then.
+    /// any stream, follows it. Refused with [`crate::Error::StreamCapturing`] while the slice's
+    /// stream is being captured; the slice is dropped then.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::cudarc::driver::CudaContext;
+    /// use streamgraph::DeviceBuffer;
+    /// fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let stream = CudaContext::new(0)?.default_stream(); // a cudarc program's stream
+    ///     let slice = stream.clone_htod(&[1.0f32, 2.0, 3.0])?; // a `CudaSlice<f32>`
+    ///     let x = DeviceBuffer::from_cudarc(slice)?; // waits for cudarc's copy into it
+    ///     assert_eq!(x.to_vec()?, [1.0, 2.0, 3.0]);
+    ///     Ok(())
+    /// }
+    /// ```
     pub fn from_cudarc(slice: CudaSlice<T>) -> crate::error::Result<DeviceBuffer<T>> {
         let len = DeviceSlice::len(&slice);
         let ordinal = i32::try_from(slice.context().ordinal()).unwrap_or(i32::MAX);
@@ -115,6 +129,20 @@ impl<T: Pod + Send + Sync> DeviceBuffer<T> {
 
     /// The `CudaSlice` of a buffer made by [`DeviceBuffer::from_cudarc`], to pass to cudarc
     /// code (read-only: views and reads; `None` for the runtime's own allocations).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::cudarc::driver::CudaContext;
+    /// use streamgraph::DeviceBuffer;
+    /// fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let stream = CudaContext::new(0)?.default_stream(); // a cudarc program's stream
+    ///     let x = DeviceBuffer::from_cudarc(stream.clone_htod(&[1u32, 2, 3])?)?;
+    ///     assert_eq!(stream.clone_dtoh(x.as_cudarc().ok_or("not from cudarc")?)?, [1, 2, 3]);
+    ///     assert!(DeviceBuffer::<u32>::for_planning(3)?.as_cudarc().is_none()); // not from cudarc
+    ///     Ok(())
+    /// }
+    /// ```
     pub fn as_cudarc(&self) -> Option<&CudaSlice<T>> {
         self.allocation().cudarc()?.get()
     }
@@ -124,6 +152,21 @@ impl<T: Pod + Send + Sync> DeviceBuffer<T> {
     /// slice afterwards follows all of streamgraph's). `Err(self)` while a graph still keeps the
     /// memory (drop it first), when waiting for the context fails, or when the buffer was not
     /// made from cudarc.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::cudarc::driver::CudaContext;
+    /// use streamgraph::DeviceBuffer;
+    /// fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let stream = CudaContext::new(0)?.default_stream(); // a cudarc program's stream
+    ///     let x = DeviceBuffer::from_cudarc(stream.clone_htod(&[1u32, 2, 3])?)?;
+    ///     // ... pipelines and graphs use `x`; drop the graphs ...
+    ///     let slice = x.into_cudarc().map_err(|_| "still kept by a graph, or not from cudarc")?;
+    ///     assert_eq!(stream.clone_dtoh(&slice)?, [1, 2, 3]);
+    ///     Ok(())
+    /// }
+    /// ```
     pub fn into_cudarc(self) -> Result<CudaSlice<T>, DeviceBuffer<T>> {
         let (alloc, len, ordinal) = self.into_parts();
         DeviceAlloc::into_cudarc(alloc)

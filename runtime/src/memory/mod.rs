@@ -30,7 +30,7 @@
 //! *other* streams is not waited for: synchronize those first.
 //!
 //! ```no_run
-//! use streamgraph_runtime::{Device, DeviceBuffer, PinnedBuffer, Stream};
+//! use streamgraph::{Device, DeviceBuffer, PinnedBuffer, Stream};
 //!
 //! let device = Device::new(None)?;
 //! let stream = Stream::new(&device, 0)?;
@@ -41,7 +41,7 @@
 //! let mut host = PinnedBuffer::<u32>::zeros(&device, 4)?;
 //! stream.copy(&mut host, &y)?;
 //! assert_eq!(&*host.as_slice()?, &[3, 4, 7, 7]); // waits for the copy into `host`
-//! # Ok::<(), streamgraph_runtime::Error>(())
+//! # Ok::<(), streamgraph::Error>(())
 //! ```
 
 use std::ops::{Bound, RangeBounds};

@@ -24,9 +24,7 @@ use crate::operand::DeviceRange;
 /// `Send` when `T: Send` and `Sync` when `T: Sync`: it owns its elements like a `Box<[T]>`.
 ///
 /// ```no_run
-/// # extern crate streamgraph_runtime as streamgraph;
 /// use streamgraph::{Device, DeviceBuffer, PinnedBuffer, Stream};
-/// # fn main() -> streamgraph::Result<()> {
 /// let device = Device::new(None)?;
 /// let stream = Stream::new(&device, 0)?;
 /// let host = PinnedBuffer::from_slice(&device, &[1u32, 2, 3])?;
@@ -35,8 +33,7 @@ use crate::operand::DeviceRange;
 /// stream.copy(&mut on_device, &host)?; // asynchronous: DMA from pinned memory
 /// stream.copy(&mut back, &on_device)?;
 /// assert_eq!(&*back.as_slice()?, &[1, 2, 3]); // the guard waits for the copy into `back`
-/// # Ok(())
-/// # }
+/// # Ok::<(), streamgraph::Error>(())
 /// ```
 pub struct PinnedBuffer<T> {
     alloc: Arc<PinnedAlloc>,
@@ -59,6 +56,15 @@ impl<T: Pod> PinnedBuffer<T> {
     /// A pinned buffer of `len` elements, all zero bits.
     ///
     /// See [`cuMemHostAlloc`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, PinnedBuffer};
+    /// let host = PinnedBuffer::<f32>::zeros(&Device::new(None)?, 1024)?;
+    /// assert_eq!(host.to_vec()?, vec![0.0; 1024]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn zeros(device: &Device, len: usize) -> Result<Self> {
         let alloc = PinnedAlloc::pinned(device.ctx(), bytes_of::<T>(len)?, |_| {})?;
         Ok(PinnedBuffer {
@@ -72,6 +78,15 @@ impl<T: Pod> PinnedBuffer<T> {
     /// A pinned buffer holding a copy of `src`.
     ///
     /// See [`cuMemHostAlloc`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, PinnedBuffer};
+    /// let host = PinnedBuffer::from_slice(&Device::new(None)?, &[1u32, 2, 3])?;
+    /// assert_eq!(&*host.as_slice()?, &[1, 2, 3]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn from_slice(device: &Device, src: &[T]) -> Result<Self> {
         let bytes = bytes_of::<T>(src.len())?;
         let alloc = PinnedAlloc::pinned(device.ctx(), bytes, |b| {
@@ -88,6 +103,16 @@ impl<T: Pod> PinnedBuffer<T> {
     /// A zeroed buffer in ordinary heap memory, for plans built on a machine without a GPU.
     /// Copies to and from it can be planned and run eagerly (as pageable memory), but not
     /// captured.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::PinnedBuffer;
+    /// let mut host = PinnedBuffer::<u32>::for_planning(4)?; // heap memory: no GPU needed
+    /// host.as_mut_slice()?.copy_from_slice(&[1, 2, 3, 4]);
+    /// assert_eq!(host.to_vec()?, [1, 2, 3, 4]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn for_planning(len: usize) -> Result<Self> {
         let bytes = bytes_of::<T>(len)?;
         let alloc =
@@ -106,6 +131,19 @@ impl<T: Pod> PinnedBuffer<T> {
 
     /// The elements, once the copies writing them have finished. While the guard lives,
     /// copies into the buffer are refused ([`Error::PinnedBusy`]).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{DeviceBuffer, PinnedBuffer, Stream};
+    /// let stream = Stream::on(None, 0)?;
+    /// let x = DeviceBuffer::from_host(&stream.device(), &[1u32, 2, 3])?;
+    /// let mut host = PinnedBuffer::<u32>::zeros(&stream.device(), 3)?;
+    /// stream.copy(&mut host, &x)?; // asynchronous
+    /// let elements = host.as_slice()?; // waits for the copy into `host`
+    /// assert_eq!(&*elements, &[1, 2, 3]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn as_slice(&self) -> Result<PinnedRef<'_, T>> {
         Ok(PinnedRef {
             guard: self.alloc.read()?,
@@ -115,6 +153,16 @@ impl<T: Pod> PinnedBuffer<T> {
 
     /// The elements, mutably, once every copy touching them has finished. While the guard
     /// lives, copies to or from the buffer are refused ([`Error::PinnedBusy`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::PinnedBuffer;
+    /// let mut host = PinnedBuffer::<f32>::for_planning(3)?;
+    /// host.as_mut_slice()?.copy_from_slice(&[1.0, 2.0, 3.0]); // after every copy touching `host`
+    /// assert_eq!(host.to_vec()?, [1.0, 2.0, 3.0]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn as_mut_slice(&mut self) -> Result<PinnedMut<'_, T>> {
         Ok(PinnedMut {
             guard: self.alloc.write()?,
@@ -123,6 +171,15 @@ impl<T: Pod> PinnedBuffer<T> {
     }
 
     /// A copy of the elements, once the copies writing them have finished.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::PinnedBuffer;
+    /// let host = PinnedBuffer::<u32>::for_planning(3)?;
+    /// assert_eq!(host.to_vec()?, [0, 0, 0]); // zeroed when made
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn to_vec(&self) -> Result<Vec<T>> {
         Ok(self.as_slice()?.to_vec())
     }
@@ -142,11 +199,27 @@ impl<T: Pod> PinnedBuffer<T> {
 
 impl<T> PinnedBuffer<T> {
     /// Number of elements.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::PinnedBuffer;
+    /// assert_eq!(PinnedBuffer::<u32>::for_planning(16)?.len(), 16);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether it holds no elements.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::PinnedBuffer;
+    /// assert!(PinnedBuffer::<u32>::for_planning(0)?.is_empty());
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -167,11 +240,32 @@ impl<T> PinnedBuffer<T> {
     ///
     /// When `range` is out of bounds, like slice indexing; [`PinnedBuffer::try_slice`] returns
     /// an error instead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::PinnedBuffer;
+    /// let mut host = PinnedBuffer::<u32>::for_planning(4)?;
+    /// host.as_mut_slice()?.copy_from_slice(&[1, 2, 3, 4]);
+    /// let middle = host.slice(1..3); // a copy source, as `&host` is
+    /// assert_eq!(middle.to_vec()?, [2, 3]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn slice(&self, range: impl RangeBounds<usize>) -> PinnedView<'_, T> {
         self.as_view().slice(range)
     }
 
     /// The elements in `range`, or [`Error::InvalidArgument`] when it is out of bounds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::{Error, PinnedBuffer};
+    /// let host = PinnedBuffer::<u32>::for_planning(4)?;
+    /// assert_eq!(host.try_slice(2..)?.len(), 2);
+    /// assert!(matches!(host.try_slice(3..5), Err(Error::InvalidArgument(_))));
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn try_slice(&self, range: impl RangeBounds<usize>) -> Result<PinnedView<'_, T>> {
         self.as_view().try_slice(range)
     }
@@ -183,6 +277,18 @@ impl<T> PinnedBuffer<T> {
     /// # Panics
     ///
     /// When `range` is out of bounds; [`PinnedBuffer::try_slice_mut`] returns an error instead.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{DeviceBuffer, PinnedBuffer, Stream};
+    /// let stream = Stream::on(None, 0)?;
+    /// let x = DeviceBuffer::from_host(&stream.device(), &[7u32, 8])?;
+    /// let mut host = PinnedBuffer::<u32>::zeros(&stream.device(), 4)?;
+    /// stream.copy(&mut host.slice_mut(2..), &x)?; // into elements 2 and 3
+    /// assert_eq!(host.to_vec()?, [0, 0, 7, 8]); // waits for that copy
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> PinnedViewMut<'_, T> {
         PinnedViewMut {
             view: self.as_view().slice(range),
@@ -191,6 +297,16 @@ impl<T> PinnedBuffer<T> {
     }
 
     /// The elements in `range`, writable, or [`Error::InvalidArgument`] when out of bounds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::{Error, PinnedBuffer};
+    /// let mut host = PinnedBuffer::<u32>::for_planning(4)?;
+    /// assert_eq!(host.try_slice_mut(..3)?.len(), 3);
+    /// assert!(matches!(host.try_slice_mut(..5), Err(Error::InvalidArgument(_))));
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn try_slice_mut(
         &mut self,
         range: impl RangeBounds<usize>,
@@ -229,11 +345,29 @@ impl<T> fmt::Debug for PinnedView<'_, T> {
 
 impl<'a, T> PinnedView<'a, T> {
     /// Number of elements.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::PinnedBuffer;
+    /// let host = PinnedBuffer::<u32>::for_planning(8)?;
+    /// assert_eq!(host.slice(2..5).len(), 3);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether it holds no elements.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::PinnedBuffer;
+    /// let host = PinnedBuffer::<u32>::for_planning(8)?;
+    /// assert!(host.slice(8..).is_empty());
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -243,6 +377,17 @@ impl<'a, T> PinnedView<'a, T> {
     /// # Panics
     ///
     /// When `range` is out of bounds; see [`PinnedView::try_slice`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::PinnedBuffer;
+    /// let mut host = PinnedBuffer::<u32>::for_planning(4)?;
+    /// host.as_mut_slice()?.copy_from_slice(&[1, 2, 3, 4]);
+    /// let tail = host.slice(1..).slice(1..); // counted from the view's first element
+    /// assert_eq!(tail.to_vec()?, [3, 4]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn slice(&self, range: impl RangeBounds<usize>) -> PinnedView<'a, T> {
         match self.try_slice(range) {
             Ok(view) => view,
@@ -251,6 +396,16 @@ impl<'a, T> PinnedView<'a, T> {
     }
 
     /// A sub-range of this view, or [`Error::InvalidArgument`] when out of bounds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::PinnedBuffer;
+    /// let host = PinnedBuffer::<u32>::for_planning(8)?;
+    /// let tail = host.slice(4..);
+    /// assert!(tail.try_slice(..4).is_ok() && tail.try_slice(..5).is_err());
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn try_slice(&self, range: impl RangeBounds<usize>) -> Result<PinnedView<'a, T>> {
         let Some((start, end)) = resolve((range.start_bound(), range.end_bound()), self.len) else {
             return Err(out_of_bounds(&range, self.len));
@@ -274,6 +429,16 @@ impl<'a, T> PinnedView<'a, T> {
 
 impl<T: Pod> PinnedView<'_, T> {
     /// A copy of the view's elements, once the copies writing the buffer have finished.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::PinnedBuffer;
+    /// let mut host = PinnedBuffer::<u32>::for_planning(4)?;
+    /// host.as_mut_slice()?.copy_from_slice(&[1, 2, 3, 4]);
+    /// assert_eq!(host.slice(..2).to_vec()?, [1, 2]); // waits for copies writing `host`
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn to_vec(&self) -> Result<Vec<T>> {
         let guard = self.alloc.read()?;
         let all: &[T] = bytemuck::cast_slice(guard.bytes());
@@ -297,16 +462,45 @@ impl<T> fmt::Debug for PinnedViewMut<'_, T> {
 
 impl<'a, T> PinnedViewMut<'a, T> {
     /// Number of elements.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::PinnedBuffer;
+    /// let mut host = PinnedBuffer::<u32>::for_planning(8)?;
+    /// assert_eq!(host.slice_mut(..3).len(), 3);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.view.len
     }
 
     /// Whether it holds no elements.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::PinnedBuffer;
+    /// let mut host = PinnedBuffer::<u32>::for_planning(8)?;
+    /// assert!(host.slice_mut(8..).is_empty());
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.view.len == 0
     }
 
     /// The view, read-only.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use streamgraph::PinnedBuffer;
+    /// let mut host = PinnedBuffer::<u32>::for_planning(4)?;
+    /// host.as_mut_slice()?.copy_from_slice(&[1, 2, 3, 4]);
+    /// let tail = host.slice_mut(2..);
+    /// assert_eq!(tail.as_view().to_vec()?, [3, 4]); // read through the writable view
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn as_view(&self) -> &PinnedView<'a, T> {
         &self.view
     }

@@ -30,7 +30,6 @@
 //! other streams at the same time must not share one: nothing orders their workspace use.
 //!
 //! ```no_run
-//! # extern crate streamgraph_runtime as streamgraph;
 //! # #[cfg(feature = "cublas")]
 //! # fn main() -> streamgraph::Result<()> {
 //! use streamgraph::ops::{Gemm, GemmConfig};

@@ -94,7 +94,6 @@ fn elem<T: RandomElem>() -> PhiloxElem {
 /// [subsequences](Random::with_subsequence).
 ///
 /// ```no_run
-/// # extern crate streamgraph_runtime as streamgraph;
 /// # fn main() -> streamgraph::Result<()> {
 /// use streamgraph::ops::Random;
 /// use streamgraph::{Device, DeviceBuffer};

@@ -17,8 +17,8 @@ use crate::program::{
 /// macro's programs are `'static` too; build a bounded number of them.
 ///
 /// ```
-/// use streamgraph_runtime::ProgramBuilder;
-/// use streamgraph_runtime::AccessMode::{Read, Write};
+/// use streamgraph::ProgramBuilder;
+/// use streamgraph::AccessMode::{Read, Write};
 ///
 /// let mut b = ProgramBuilder::new("Diamond");
 /// let main = b.stream("main");

@@ -30,42 +30,7 @@
 //! On the model a [`Plan`] answers [`happens_before`](Plan::happens_before) queries, finds
 //! [data races](Plan::races) on real address ranges — two operations on different streams
 //! touching overlapping bytes, one writing, with no path between them — and draws itself as
-//! Graphviz [DOT](Plan::to_dot).
-//!
-//! ```
-//! # extern crate streamgraph_runtime as streamgraph;
-//! # use streamgraph_macros::pipeline;
-//! use streamgraph::{DeviceBuffer, Kernel, Plan};
-//!
-//! pipeline! {
-//!     pipeline Diamond(x: &mut DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>, k: &Kernel, n: u32) {
-//!         stream main;
-//!         stream side;
-//!         event ready;
-//!
-//!         main: launch k<<<1, 256>>>(&mut x, n);     // scale
-//!         main: record ready;
-//!         side: wait ready;
-//!         side: launch k<<<1, 256>>>(&mut y, &x, n); // axpy
-//!         main: wait_stream side;
-//!         main: launch k<<<1, 256>>>(&x, &y, n);     // sum
-//!     }
-//! }
-//!
-//! # fn main() -> streamgraph::Result<()> {
-//! let k = Kernel::for_planning("k");
-//! let (mut x, mut y) = (DeviceBuffer::<f32>::for_planning(256)?, DeviceBuffer::<f32>::for_planning(256)?);
-//! let plan = Plan::build(&Diamond::new(&mut x, &mut y, &k, 256))?;
-//!
-//! // scale → axpy (through `ready`), scale → sum (program order), axpy → sum (wait_stream).
-//! assert_eq!(plan.edges().into_iter().collect::<Vec<_>>(), [(0, 1), (0, 2), (1, 2)]);
-//! assert!(plan.happens_before(0, 2));
-//! // The join takes every stream's frontier, `axpy` included although `sum` follows it.
-//! assert_eq!(plan.final_frontier(), [1, 2]);
-//! plan.check_races()?; // every conflicting pair is ordered
-//! # Ok(())
-//! # }
-//! ```
+//! Graphviz [DOT](Plan::to_dot). [`Plan`]'s documentation has an example.
 //!
 //! Tools that issue statements themselves drive a [`Planner`] directly (it is an [`Issuer`](crate::Issuer)).
 //!
@@ -185,37 +150,35 @@ pub enum Via {
 /// and [`DeviceBuffer::for_planning`](crate::DeviceBuffer::for_planning) stand in for real ones.
 ///
 /// ```
-/// # extern crate streamgraph_runtime as streamgraph;
-/// # use streamgraph_macros::pipeline;
-/// use streamgraph::{DeviceBuffer, Kernel, Plan};
+/// use streamgraph::{pipeline, DeviceBuffer, Kernel, Plan};
 ///
 /// pipeline! {
-///     pipeline Diamond(x: &mut DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>, k: &Kernel, n: u32) {
+///     pipeline Diamond(x: &mut DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>, k: &Kernel) {
 ///         stream main;
 ///         stream side;
 ///         event ready;
-///
-///         main: launch k<<<n.div_ceil(256), 256>>>(&mut x, n);
+///         main: launch k<<<4, 256>>>(&mut x);     // scale
 ///         main: record ready;
 ///         side: wait ready;
-///         side: launch k<<<n.div_ceil(256), 256>>>(&mut y, &x, n);
+///         side: launch k<<<4, 256>>>(&mut y, &x); // axpy
+///         main: wait_stream side;
+///         main: launch k<<<4, 256>>>(&x, &y);     // sum
 ///     }
 /// }
 ///
-/// # fn main() -> streamgraph::Result<()> {
 /// let k = Kernel::for_planning("k");
-/// let mut x = DeviceBuffer::<f32>::for_planning(1024)?;
-/// let mut y = DeviceBuffer::<f32>::for_planning(1024)?;
-/// let plan = Plan::build(&Diamond::new(&mut x, &mut y, &k, 1024))?;
-///
-/// assert_eq!(plan.len(), 2);                       // two launches
-/// assert_eq!(plan.edges().into_iter().collect::<Vec<_>>(), [(0, 1)]); // through `ready`
-/// assert!(plan.happens_before(0, 1));
-/// plan.check_races()?;                             // on the buffers' address ranges
-/// print!("{plan}");                                // the op table, one line per operation
-/// println!("{}", plan.to_dot());                   // Graphviz
-/// # Ok(())
-/// # }
+/// let (mut x, mut y) = (DeviceBuffer::for_planning(1024)?, DeviceBuffer::for_planning(1024)?);
+/// let plan = Plan::build(&Diamond::new(&mut x, &mut y, &k))?;
+/// assert_eq!(plan.len(), 3); // three launches
+/// // scale → axpy (through `ready`), scale → sum (program order), axpy → sum (wait_stream).
+/// assert!(plan.edges().into_iter().eq([(0, 1), (0, 2), (1, 2)]));
+/// assert!(plan.happens_before(0, 2));
+/// // The join takes every stream's frontier, `axpy` included although `sum` follows it.
+/// assert_eq!(plan.final_frontier(), [1, 2]);
+/// plan.check_races()?;           // on the buffers' address ranges
+/// print!("{plan}");              // the op table, one line per operation
+/// println!("{}", plan.to_dot()); // Graphviz
+/// # Ok::<(), streamgraph::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct Plan {
@@ -279,6 +242,14 @@ impl Adjacency {
 
 impl Plan {
     /// Builds the model of `pipeline` by issuing it through the GPU-free [`Planner`].
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream s; s: fill x = 1.0f32; } }
+    /// let plan = Plan::build(&P::new(&mut DeviceBuffer::for_planning(256)?))?; // no GPU memory
+    /// assert_eq!(plan.len(), 1);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn build<P: Pipeline + ?Sized>(pipeline: &P) -> Result<Plan, Error> {
         let _traced = crate::trace::pipeline(pipeline.program(), crate::trace::Mode::Plan);
         let mut planner = Planner::new(pipeline.program());
@@ -340,23 +311,63 @@ impl Plan {
     /// No CUDA graph holds these as edges (NCCL synchronises inside its kernels), so they
     /// are kept apart: [`Plan::happens_before`], [`Plan::reach`] and the race check include
     /// them; verifying a captured graph compares it with [`Plan::graph_reach`].
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, Communicator, DeviceBuffer, Plan};
+    /// pipeline! { pipeline P(c: &Communicator, xs: &mut [DeviceBuffer<f32>]) { stream a; stream b;
+    ///     a: fill xs[0] = 1.0f32; all_reduce(c, sum) { a: &mut xs[0], b: &mut xs[1] };
+    ///     b: fill xs[1] = 0.0f32; } }
+    /// let mut xs = [DeviceBuffer::for_planning(4)?, DeviceBuffer::for_planning(4)?];
+    /// let plan = Plan::build(&P::new(&Communicator::for_planning(2), &mut xs))?;
+    /// assert!(plan.sync_edges().iter().eq(&[(0, 3)])); // `b`'s fill follows `a`'s, but no edge
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn sync_edges(&self) -> &BTreeSet<(usize, usize)> {
         &self.sync
     }
 
     /// The relation of [`Plan::edges`] alone (without [`Plan::sync_edges`]): what a
     /// captured graph's edges must give.
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream a; stream b; event e;
+    ///     a: fill x = 1.0f32; a: record e; b: wait e; b: fill x = 2.0f32; } }
+    /// let plan = Plan::build(&P::new(&mut DeviceBuffer::for_planning(4)?))?;
+    /// assert!(plan.graph_reach().reaches(0, 1)); // without collectives, the same as `reach()`
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn graph_reach(&self) -> &Reach {
         self.graph_reach.as_ref().unwrap_or(&self.reach)
     }
 
     /// The nested plans of the bodies of the device `while`/`if` blocks of this plan (not of
     /// blocks nested in those: each body plan lists its own), in issue order.
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, DeviceFlag, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>, go: &mut DeviceFlag) {
+    ///     stream s; s: fill x = 0.0f32; s: while go { s: fill x = 1.0f32; } } }
+    /// let (mut x, mut go) = (DeviceBuffer::for_planning(4)?, DeviceFlag::for_planning()?);
+    /// let plan = Plan::build(&P::new(&mut x, &mut go))?;
+    /// assert_eq!((plan.bodies()[0].block, plan.bodies()[0].plan.len()), (1, 1)); // the `while`'s
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn bodies(&self) -> &[PlanBody] {
         &self.bodies
     }
 
     /// The nested plan of body `branch` of the block that is operation `block`.
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, DeviceFlag, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>, go: &mut DeviceFlag) {
+    ///     stream s; s: if go { s: fill x = 1.0f32; } else { s: fill x = 2.0f32; } } }
+    /// let (mut x, mut go) = (DeviceBuffer::for_planning(4)?, DeviceFlag::for_planning()?);
+    /// let plan = Plan::build(&P::new(&mut x, &mut go))?;
+    /// assert!(plan.body(0, 1).is_some_and(|b| b.len() == 1)); // the `else` branch
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn body(&self, block: usize, branch: usize) -> Option<&Plan> {
         self.bodies
             .iter()
@@ -365,64 +376,170 @@ impl Plan {
     }
 
     /// The program this plan models.
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream s; s: fill x = 1.0f32; } }
+    /// let plan = Plan::build(&P::new(&mut DeviceBuffer::for_planning(4)?))?;
+    /// assert_eq!((plan.program().name, plan.program().streams[0].name), ("P", "s"));
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn program(&self) -> &'static Program {
         self.program
     }
 
     /// The operations, in issue order; an operation's index is its node number.
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream s; s: fill x = 1.0f32; } }
+    /// let plan = Plan::build(&P::new(&mut DeviceBuffer::for_planning(4)?))?;
+    /// assert_eq!(plan.ops()[0].label, "s: fill x = 1.0f32 #1"); // the statement, its issue
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn ops(&self) -> &[PlanOp] {
         &self.ops
     }
 
     /// The number of operations.
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream a; stream b; event e;
+    ///     a: fill x = 1.0f32; a: record e; b: wait e; b: fill x = 2.0f32; } }
+    /// let plan = Plan::build(&P::new(&mut DeviceBuffer::for_planning(4)?))?;
+    /// assert_eq!(plan.len(), 2); // the fills: records and waits are no operations
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.ops.len()
     }
 
     /// Whether the pipeline issued no operation.
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>, n: u32) {
+    ///     stream s; for _ in 0..n { s: fill x = 1.0f32; } } }
+    /// let plan = Plan::build(&P::new(&mut DeviceBuffer::for_planning(4)?, 0))?;
+    /// assert!(plan.is_empty()); // the loop ran no time
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
     }
 
     /// The stream operation `op` was issued on, if it exists.
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream a; stream b; event e;
+    ///     a: fill x = 1.0f32; a: record e; b: wait e; b: fill x = 2.0f32; } }
+    /// let plan = Plan::build(&P::new(&mut DeviceBuffer::for_planning(4)?))?;
+    /// assert_eq!((plan.stream_of(1), plan.stream_of(2)), (Some(1), None)); // `b`; no such op
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn stream_of(&self, op: usize) -> Option<usize> {
         self.ops.get(op).map(|o| o.stream)
     }
 
     /// Every edge `(from, to)` of the model, by operation index: exactly the dependencies a
     /// CUDA graph capture of the pipeline has, redundant ones included.
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream a; stream b; a: fill x = 1.0f32;
+    ///     b: wait_stream a; b: fill x = 2.0f32; a: wait_stream b; a: fill x = 3.0f32; } }
+    /// let plan = Plan::build(&P::new(&mut DeviceBuffer::for_planning(4)?))?;
+    /// assert!(plan.edges().into_iter().eq([(0, 1), (0, 2), (1, 2)])); // (0, 2) is redundant
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn edges(&self) -> BTreeSet<(usize, usize)> {
         self.edges.keys().copied().collect()
     }
 
     /// Why the edge `from → to` exists, or `None` when there is no such edge.
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan, Via};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream a; stream b; event e;
+    ///     a: fill x = 1.0f32; a: record e; b: wait e; b: fill x = 2.0f32; } }
+    /// let plan = Plan::build(&P::new(&mut DeviceBuffer::for_planning(4)?))?;
+    /// assert!(matches!(plan.edge_via(0, 1), Some(Via::Event { event: 0, .. })));
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn edge_via(&self, from: usize, to: usize) -> Option<Via> {
         self.edges.get(&(from, to)).copied()
     }
 
     /// The operations that directly precede `op` (its incoming edges), in increasing order.
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream a; stream b; a: fill x = 1.0f32;
+    ///     b: wait_stream a; b: fill x = 2.0f32; a: wait_stream b; a: fill x = 3.0f32; } }
+    /// let plan = Plan::build(&P::new(&mut DeviceBuffer::for_planning(4)?))?;
+    /// assert_eq!(plan.predecessors(2), [0, 1]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn predecessors(&self, op: usize) -> Vec<usize> {
         self.predecessors.of(op).to_vec()
     }
 
     /// The operations that directly follow `op`, in increasing order.
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream a; stream b; a: fill x = 1.0f32;
+    ///     b: wait_stream a; b: fill x = 2.0f32; a: wait_stream b; a: fill x = 3.0f32; } }
+    /// let plan = Plan::build(&P::new(&mut DeviceBuffer::for_planning(4)?))?;
+    /// assert_eq!(plan.successors(0), [1, 2]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn successors(&self, op: usize) -> &[usize] {
         self.successors.of(op)
     }
 
     /// Whether `a` must finish before `b` starts: a path of edges leads from `a` to `b`.
     /// False when `a == b` or either is out of range. One lookup in `b`'s vector clock.
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream a; stream b; event e;
+    ///     a: fill x = 1.0f32; a: record e; b: wait e; b: fill x = 2.0f32; } }
+    /// let plan = Plan::build(&P::new(&mut DeviceBuffer::for_planning(4)?))?;
+    /// assert!(plan.happens_before(0, 1) && !plan.happens_before(1, 0));
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn happens_before(&self, a: usize, b: usize) -> bool {
         self.reach.reaches(a, b)
     }
 
     /// Whether `a` and `b` are ordered one way or the other (or are the same operation).
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream a; stream b; event e;
+    ///     a: fill x = 1.0f32; a: record e; b: wait e; b: fill x = 2.0f32; } }
+    /// let plan = Plan::build(&P::new(&mut DeviceBuffer::for_planning(4)?))?;
+    /// assert!(plan.ordered(1, 0) && !plan.happens_before(1, 0)); // either way round
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn ordered(&self, a: usize, b: usize) -> bool {
         self.reach.ordered(a, b)
     }
 
     /// The happens-before relation as a whole (the operations' vector clocks, one chain per
     /// stream), to compare with another graph's.
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream a; stream b; event e;
+    ///     a: fill x = 1.0f32; a: record e; b: wait e; b: fill x = 2.0f32; } }
+    /// let plan = Plan::build(&P::new(&mut DeviceBuffer::for_planning(4)?))?;
+    /// assert!(plan.reach().len() == 2 && plan.reach().descendants(0).eq([1]));
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn reach(&self) -> &Reach {
         &self.reach
     }
@@ -430,6 +547,15 @@ impl Plan {
     /// Whether the graph on nodes `0..n` with `edges` orders operations exactly as this plan
     /// does (node `i` standing for operation `i`): the equivalence of two programs. With
     /// collectives, the plan's relation of its edges alone ([`Plan::graph_reach`]).
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream a; stream b; a: fill x = 1.0f32;
+    ///     b: wait_stream a; b: fill x = 2.0f32; a: wait_stream b; a: fill x = 3.0f32; } }
+    /// let plan = Plan::build(&P::new(&mut DeviceBuffer::for_planning(4)?))?;
+    /// assert!(plan.same_happens_before(&[(0, 1), (1, 2)].into(), 3)); // (0, 2) follows from these
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn same_happens_before(&self, edges: &BTreeSet<(usize, usize)>, n: usize) -> bool {
         n == self.len()
             && edges.iter().all(|&(a, b)| a < n && b < n)
@@ -442,6 +568,15 @@ impl Plan {
     /// The fewest edges with the same happens-before relation: `a → b` is dropped when
     /// another path of edges leads from `a` to `b` (collectives' [`Plan::sync_edges`] are
     /// not edges and not counted).
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream a; stream b; a: fill x = 1.0f32;
+    ///     b: wait_stream a; b: fill x = 2.0f32; a: wait_stream b; a: fill x = 3.0f32; } }
+    /// let plan = Plan::build(&P::new(&mut DeviceBuffer::for_planning(4)?))?;
+    /// assert!(plan.transitive_reduction().into_iter().eq([(0, 1), (1, 2)])); // (0, 2) dropped
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn transitive_reduction(&self) -> BTreeSet<(usize, usize)> {
         let mut kept = BTreeSet::new();
         for a in 0..self.len() {
@@ -460,6 +595,15 @@ impl Plan {
 
     /// The operations in an order that respects every edge (petgraph's toposort; issue
     /// order is one such order, and the fallback should the graph ever have a cycle).
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream a; stream b; a: fill x = 1.0f32;
+    ///     b: wait_stream a; b: fill x = 2.0f32; a: wait_stream b; a: fill x = 3.0f32; } }
+    /// let plan = Plan::build(&P::new(&mut DeviceBuffer::for_planning(4)?))?;
+    /// assert_eq!(plan.topological_order(), [0, 1, 2]);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn topological_order(&self) -> Vec<usize> {
         let mut graph = DiGraph::<usize, ()>::with_capacity(self.len(), self.edges.len());
         for i in 0..self.len() {
@@ -477,6 +621,15 @@ impl Plan {
     /// The origin's frontier after the final join: the operations that work issued on the
     /// origin after the pipeline must follow. Every operation happens before one of them or
     /// is one of them.
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream a; stream b; a: fill x = 1.0f32;
+    ///     b: wait_stream a; b: fill x = 2.0f32; a: wait_stream b; a: fill x = 3.0f32; } }
+    /// let plan = Plan::build(&P::new(&mut DeviceBuffer::for_planning(4)?))?;
+    /// assert_eq!(plan.final_frontier(), [1, 2]); // `b`'s fill too, although `a`'s last follows it
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn final_frontier(&self) -> &[usize] {
         &self.final_frontier
     }
@@ -489,6 +642,15 @@ impl Plan {
     ///
     /// The races inside the bodies of device blocks follow, each body's with operation
     /// indices of its own plan ([`Plan::bodies`]).
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream a; stream b;
+    ///     a: fill x.slice_mut(0..3) = 1.0f32; b: fill x.slice_mut(2..4) = 2.0f32; } }
+    /// let races = Plan::build(&P::new(&mut DeviceBuffer::for_planning(4)?))?.races();
+    /// assert!(races.len() == 1 && races[0].overlap().bytes == 4); // both write `x[2]`
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn races(&self) -> Vec<Race> {
         let mut races = race::find(self);
         for body in &self.bodies {
@@ -498,6 +660,16 @@ impl Plan {
     }
 
     /// Fails with [`Error::Race`] listing every race [`races`](Self::races) finds.
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Error, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>, n: usize) { stream a; stream b;
+    ///     a: fill x.slice_mut(0..n) = 1.0f32; b: fill x.slice_mut(2..4) = 2.0f32; } }
+    /// let mut x = DeviceBuffer::for_planning(4)?;
+    /// Plan::build(&P::new(&mut x, 2))?.check_races()?; // [0, 2) and [2, 4): apart
+    /// assert!(matches!(Plan::build(&P::new(&mut x, 3))?.check_races(), Err(Error::Race(_))));
+    /// # Ok::<(), Error>(())
+    /// ```
     pub fn check_races(&self) -> Result<(), Error> {
         let races = self.races();
         if races.is_empty() {
@@ -511,6 +683,14 @@ impl Plan {
     /// a launch's arguments as written and its grid and block as issued (so two launches of
     /// one kernel are told apart), and its `file:line`; waits drawn as dashed edges labelled
     /// with the event or stream.
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream s; s: fill x = 1.0f32; } }
+    /// let dot = Plan::build(&P::new(&mut DeviceBuffer::for_planning(4)?))?.to_dot();
+    /// assert!(dot.starts_with("digraph")); // e.g. `dot -Tsvg` draws it
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
     pub fn to_dot(&self) -> String {
         dot::render(self)
     }

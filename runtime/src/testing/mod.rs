@@ -13,8 +13,7 @@
 //! [`Compare::output`]'s closures and brings the inputs back with [`Compare::reset`].
 //!
 //! ```no_run
-//! # extern crate streamgraph_runtime as streamgraph;
-//! # use streamgraph_macros::pipeline;
+//! use streamgraph::pipeline;
 //! use streamgraph::{testing, Device, DeviceBuffer, Kernel, Module, Stream};
 //!
 //! pipeline! {

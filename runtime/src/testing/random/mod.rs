@@ -24,9 +24,9 @@
 //! `tests/capture_random.rs`).
 //!
 //! ```
-//! use streamgraph_runtime::testing::RandomProgram;
+//! use streamgraph::testing::RandomProgram;
 //!
-//! # fn main() -> Result<(), streamgraph_runtime::Error> {
+//! # fn main() -> Result<(), streamgraph::Error> {
 //! for seed in 0..20 {
 //!     let random = RandomProgram::new(seed);
 //!     let plan = random.plan()?;
