@@ -72,9 +72,10 @@ pub(crate) fn capture_group(
             _ => return Err(Error::capture(CaptureFault::Unjoined)),
         }
     }
-    // The common case, one stream whose work added one node, now its one tip: a node that
-    // was not a tip before, and the graph one node larger, so the tip is that node. Nothing
-    // to list or trace.
+    // The common case, one stream whose work added one node, now its one tip. A tip that was
+    // not one before is a node the work made the stream depend on, and work issued only on
+    // this stream (a `StreamOp`'s promise; NCCL's group likewise) only depends it on nodes it
+    // added; with the graph one node larger, the tip is that node. Nothing to list or trace.
     if let [tip] = tips.as_slice()
         && let [t] = tip.as_slice()
         && !tip_before.contains(t)
