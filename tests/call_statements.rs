@@ -211,6 +211,103 @@ fn calls_run_eagerly_as_replayed_values() {
     assert_eq!(exec.pipeline().y.to_vec_on(&origin).unwrap(), want_y);
 }
 
+/// `y = 5` on the given stream and `z = 0` on a stream of the op's own, forked from the given
+/// one and joined back: the call leaves its stream depending on two nodes.
+struct Forked {
+    side: std::sync::Arc<streamgraph::cudarc::driver::CudaStream>,
+}
+
+// SAFETY: `issue` fills `y` on the given stream and zeroes `z` on the op's own stream, which
+// first waits for the given stream's work and is then waited for by it, so both writes are
+// ordered as the given stream's work; nothing else is touched, nothing allocated.
+unsafe impl StreamOp for Forked {
+    type Operands<'a> = (Out<'a, u32>, Out<'a, u32>);
+
+    fn issue(
+        &self,
+        stream: &CallStream<'_>,
+        (y, z): &mut Self::Operands<'_>,
+    ) -> streamgraph::Result<()> {
+        let failed =
+            |e: streamgraph::cudarc::driver::DriverError| Error::InvalidArgument(format!("{e:?}"));
+        stream.fill(y, 5)?;
+        let on = stream.as_cudarc();
+        self.side.join(on).map_err(failed)?;
+        // SAFETY: `z` is live device memory of `z.len()` words, written on a stream ordered
+        // after the given one's work so far and before its work to come.
+        unsafe {
+            streamgraph::cudarc::driver::result::memset_d8_async(
+                z.device_ptr(),
+                0,
+                z.len() * 4,
+                self.side.cu_stream(),
+            )
+        }
+        .map_err(failed)?;
+        on.join(&self.side).map_err(failed)
+    }
+}
+
+pipeline! {
+    /// `z = 7`, then the forked call (`y = 5`, `z = 0`), then `w = z` on the side stream.
+    pipeline ForkedCall(y: &mut DeviceBuffer<u32>, z: &mut DeviceBuffer<u32>, w: &mut DeviceBuffer<u32>, op: &Forked) {
+        stream main;
+        stream side;
+        event done;
+        main: fill z = 7u32;
+        main: call op(&mut y, &mut z);
+        main: record done;
+        side: wait done;
+        side: copy w <- z;
+    }
+}
+
+/// A call whose work ends on two nodes is joined to one: the graph verifies against the plan
+/// (the fill before the call's first nodes, the copy after its join), and replays compute
+/// what the eager run does.
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn a_call_that_leaves_two_tips_is_joined() {
+    let k = Kernels::new();
+    let (origin, _x, mut y, mut z) = setup(&k);
+    let mut w = DeviceBuffer::<u32>::zeros(&k.device, 100).unwrap();
+    let op = Forked {
+        side: origin.as_cudarc().context().new_stream().unwrap(),
+    };
+    let graph = Capture::new(&origin)
+        .capture(ForkedCall::new(&mut y, &mut z, &mut w, &op))
+        .unwrap();
+    graph.verify().unwrap();
+}
+
+/// The values of [`a_call_that_leaves_two_tips_is_joined`]'s pipeline, eagerly and replayed.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_call_that_leaves_two_tips_is_joined_values() {
+    let k = Kernels::new();
+    let (origin, _x, mut y, mut z) = setup(&k);
+    let mut w = DeviceBuffer::<u32>::from_host(&k.device, &[9; 100]).unwrap();
+    let op = Forked {
+        side: origin.as_cudarc().context().new_stream().unwrap(),
+    };
+    Eager::new(&origin)
+        .run(&ForkedCall::new(&mut y, &mut z, &mut w, &op))
+        .unwrap();
+    assert_eq!(y.to_vec_on(&origin).unwrap(), [5; 100]);
+    assert_eq!(w.to_vec_on(&origin).unwrap(), [0; 100]);
+    w.copy_from_host(&[9; 100]).unwrap();
+    y.copy_from_host(&[0; 100]).unwrap();
+    let exec = Capture::new(&origin)
+        .capture(ForkedCall::new(&mut y, &mut z, &mut w, &op))
+        .unwrap()
+        .instantiate()
+        .unwrap();
+    exec.launch(&origin).unwrap();
+    origin.synchronize().unwrap();
+    assert_eq!(exec.pipeline().y.to_vec_on(&origin).unwrap(), [5; 100]);
+    assert_eq!(exec.pipeline().w.to_vec_on(&origin).unwrap(), [0; 100]);
+}
+
 /// An op that allocates stream-ordered memory while it is captured.
 struct Allocates;
 

@@ -140,6 +140,72 @@ pub(crate) fn capture_tip(stream: &CudaStream) -> Result<CaptureTip, DriverError
     })
 }
 
+/// Where a `call`'s work left `stream`, a capturing stream of this thread's current context,
+/// right after the op issued it: the one node the stream depends on now (an empty join node
+/// added after the op's nodes where it left several), `None` where it depends on none. One
+/// `cuStreamGetCaptureInfo_v3`; the call's nodes themselves are found when the capture has
+/// ended (`graph/call.rs`), so a call costs no more driver calls than this.
+///
+/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
+pub(crate) fn call_exit(stream: &CudaStream) -> Result<Option<NodeHandle>> {
+    let info = |e| Error::driver("cuStreamGetCaptureInfo", e);
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    let mut graph: sys::CUgraph = std::ptr::null_mut();
+    let mut deps: *const sys::CUgraphNode = std::ptr::null();
+    let mut count: usize = 0;
+    // SAFETY: `stream` owns its live handle; every out-pointer is valid for the call; the
+    // outputs not wanted (id, edge data) are null, which the driver allows.
+    unsafe {
+        sys::cuStreamGetCaptureInfo_v3(
+            stream.cu_stream(),
+            &mut status,
+            std::ptr::null_mut(),
+            &mut graph,
+            &mut deps,
+            std::ptr::null_mut(),
+            &mut count,
+        )
+    }
+    .result()
+    .map_err(info)?;
+    match CaptureStatus::from(status) {
+        CaptureStatus::Active => {}
+        CaptureStatus::Invalidated => return Err(Error::capture(CaptureFault::Invalidated)),
+        CaptureStatus::None => return Err(Error::capture(CaptureFault::Unjoined)),
+    }
+    if count == 0 || deps.is_null() {
+        return Ok(None);
+    }
+    if count == 1 {
+        // SAFETY: the driver returned an array of one node at `deps`, read at once.
+        return Ok(Some(NodeHandle::new(
+            unsafe { *deps },
+            std::ptr::null_mut(),
+        )));
+    }
+    let mut node: sys::CUgraphNode = std::ptr::null_mut();
+    // SAFETY: `graph` is the capture's live graph; `deps` are `count` nodes of it (the
+    // stream's dependencies just reported, valid until the next call on the stream: this one
+    // reads them before it returns).
+    unsafe { sys::cuGraphAddEmptyNode(&mut node, graph, deps, count) }
+        .result()
+        .map_err(|e| Error::driver("cuGraphAddEmptyNode", e))?;
+    let mut set = [node];
+    // SAFETY: `stream` is capturing into `graph`, of which `node` is a node.
+    unsafe {
+        sys::cuStreamUpdateCaptureDependencies_v2(
+            stream.cu_stream(),
+            set.as_mut_ptr(),
+            std::ptr::null(),
+            1,
+            sys::CUstreamUpdateCaptureDependencies_flags::CU_STREAM_SET_CAPTURE_DEPENDENCIES as u32,
+        )
+    }
+    .result()
+    .map_err(|e| Error::driver("cuStreamUpdateCaptureDependencies", e))?;
+    Ok(Some(NodeHandle::new(node, std::ptr::null_mut())))
+}
+
 /// The graph `stream` is capturing into, and the stream's current dependencies.
 pub(super) fn capture_state(
     stream: &CudaStream,

@@ -1,6 +1,6 @@
-//! Capturing work of other code (an NCCL group, a `call` statement's op): which participant
-//! each node it adds to a capture belongs to ([`capture_group`]), so that the node book can
-//! map them, and what kinds of node they are ([`added_kinds`]).
+//! Capturing work of other code (an NCCL group; a `call` statement's op in a device block's
+//! body): which participant each node it adds to a capture belongs to ([`capture_group`]), so
+//! that the node book can map them, and what kinds of node they are ([`added_kinds`]).
 
 use cudarc::driver::sys;
 use cudarc::driver::CudaStream;
@@ -205,16 +205,24 @@ pub(crate) enum AddedKind {
 
 /// The kinds of `nodes` (`cuGraphNodeGetType`), each a node of the capture under way.
 pub(crate) fn added_kinds(nodes: &ParticipantNodes) -> Result<Vec<AddedKind>> {
-    use sys::CUgraphNodeType as T;
     let mut kinds = Vec::with_capacity(1 + nodes.inner.len());
     for node in std::iter::once(&nodes.exit).chain(&nodes.inner) {
-        let mut kind = T::CU_GRAPH_NODE_TYPE_EMPTY;
+        let mut kind = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
         // SAFETY: `node` was added to the graph of a capture still under way (the caller asks
         // right after `capture_group`), so it is alive; `kind` is a valid out-pointer.
         unsafe { sys::cuGraphNodeGetType(node.raw(), &mut kind) }
             .result()
             .map_err(|e| Error::driver("cuGraphNodeGetType", e))?;
-        kinds.push(match kind {
+        kinds.push(AddedKind::of(kind));
+    }
+    Ok(kinds)
+}
+
+impl AddedKind {
+    /// The kind of a node of type `kind`.
+    pub(super) fn of(kind: sys::CUgraphNodeType) -> AddedKind {
+        use sys::CUgraphNodeType as T;
+        match kind {
             T::CU_GRAPH_NODE_TYPE_KERNEL
             | T::CU_GRAPH_NODE_TYPE_MEMSET
             | T::CU_GRAPH_NODE_TYPE_MEMCPY
@@ -227,7 +235,6 @@ pub(crate) fn added_kinds(nodes: &ParticipantNodes) -> Result<Vec<AddedKind>> {
             | T::CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL
             | T::CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT => AddedKind::Event,
             _ => AddedKind::Other,
-        });
+        }
     }
-    Ok(kinds)
 }

@@ -220,6 +220,40 @@ impl OwnedGraph {
         }))
     }
 
+    /// `cuGraphNodeGetType` of `node`, a node of this graph, as a `call`'s added nodes are
+    /// judged (`None` for a node of another graph).
+    ///
+    /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
+    pub(crate) fn added_kind(
+        &self,
+        node: NodeHandle,
+    ) -> Result<Option<super::collective::AddedKind>, DriverError> {
+        if !node.is_in(self.raw()) {
+            return Ok(None);
+        }
+        let mut kind = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
+        // SAFETY: `node` belongs to this graph (checked above), which is alive; `kind` is a
+        // valid out-pointer.
+        unsafe { sys::cuGraphNodeGetType(node.node, &mut kind) }.result()?;
+        Ok(Some(super::collective::AddedKind::of(kind)))
+    }
+
+    /// The nodes `node`, a node of this graph, depends on (none for a node of another
+    /// graph).
+    ///
+    /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
+    pub(crate) fn dependencies_of(&self, node: NodeHandle) -> Result<Vec<NodeHandle>, DriverError> {
+        if !node.is_in(self.raw()) {
+            return Ok(Vec::new());
+        }
+        // SAFETY: `node` belongs to this graph (checked above), which is alive.
+        let deps = unsafe { dependencies(node.node) }?;
+        Ok(deps
+            .into_iter()
+            .map(|n| NodeHandle::new(n, self.raw()))
+            .collect())
+    }
+
     /// `cuGraphGetNodes` with a null array: how many nodes the graph has.
     ///
     /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
@@ -373,7 +407,7 @@ pub(super) unsafe fn graph_nodes(
 ///
 /// # Safety
 ///
-/// `node` is a node of the graph of a capture under way.
+/// `node` is a node of a live graph (one a capture is under way into, or an owned one).
 pub(super) unsafe fn dependencies(
     node: sys::CUgraphNode,
 ) -> std::result::Result<Vec<sys::CUgraphNode>, DriverError> {

@@ -35,7 +35,7 @@ use crate::stream::Stream;
 /// Notes that an operation touches `range` (nothing for an empty range, once for a range the
 /// previous operation touched too).
 #[inline]
-fn remember(memory: &mut Vec<DeviceRange>, range: DeviceRange) {
+pub(super) fn remember(memory: &mut Vec<DeviceRange>, range: DeviceRange) {
     if range.bytes > 0 && memory.last() != Some(&range) {
         memory.push(range);
     }
@@ -68,12 +68,15 @@ pub(crate) struct Recording {
 #[derive(Debug)]
 pub(crate) struct NodeBook {
     /// What the graph will own ([`NodeBook::finish`]).
-    rec: Recorded,
+    pub(super) rec: Recorded,
     occurrences: Vec<u32>,
     pub(crate) keep: Keep,
     pub(crate) last: Option<&'static Statement>,
-    /// How many operations made a node of the captured graph.
-    node_count: usize,
+    /// How many nodes of the captured graph the operations made.
+    pub(super) node_count: usize,
+    /// The `call`s captured into the graph itself whose nodes are found when the capture has
+    /// ended (`graph/call.rs`): (operation index, the node the stream depended on after it).
+    pub(super) pending: Vec<(u32, Option<NodeHandle>)>,
     /// Cross-check mode: the node the driver reported after each operation that made one.
     exact: Option<Vec<NodeHandle>>,
     /// The graph being captured into now (see [`CapturedOp::part`]), and the enclosing ones;
@@ -98,6 +101,7 @@ impl NodeBook {
             keep: Keep::default(),
             last: None,
             node_count: 0,
+            pending: Vec::new(),
             exact: None,
             parts: Vec::new(),
             mode,
@@ -137,6 +141,7 @@ impl NodeBook {
         }
         self.last = None;
         self.node_count = 0;
+        self.pending.clear();
         self.exact = exact.then(|| Vec::with_capacity(sizes.ops));
         self.parts.clear();
         self.mode = mode;
@@ -401,35 +406,10 @@ impl NodeBook {
         Ok(())
     }
 
-    /// Books a `call` just captured: `added` are the nodes its op added (from
-    /// [`crate::ffi::collective::capture_group`]), one operation known by its last node. The
-    /// graph keeps the operands' memory and `owner` (the op's handle, workspace, module).
-    pub(crate) fn note_call(
-        &mut self,
-        stmt: &'static Statement,
-        accesses: &[crate::call::CallAccess<'_>],
-        added: crate::ffi::collective::ParticipantNodes,
-        owner: Option<Arc<dyn std::any::Any + Send + Sync>>,
-    ) -> Result<()> {
-        let occurrence = self.issued(stmt)?;
-        if let Some(owner) = owner {
-            self.keep.hold_other(owner);
-        }
-        for access in accesses {
-            if let Memory::Device(r) = access.memory.memory() {
-                remember(&mut self.rec.touched, r);
-            }
-            self.keep
-                .hold(access.memory.holder(), access.mode == AccessMode::Write);
-        }
-        self.book_known(stmt, occurrence, added.exit, added.inner);
-        Ok(())
-    }
-
     /// Books an operation whose nodes the capture knows as they are made (a device block, a
     /// collective participant): `node` stands for it, `inner` are its other nodes. Its values
     /// are no kernel node's, never updated in place. Returns its index.
-    fn book_known(
+    pub(super) fn book_known(
         &mut self,
         stmt: &'static Statement,
         occurrence: u32,
@@ -567,7 +547,7 @@ impl NodeBook {
     /// Notes that `stmt` was issued (a fault after it names it; the sequence compares issues);
     /// returns which issue of it this is, from 1.
     #[inline]
-    fn issued(&mut self, stmt: &'static Statement) -> Result<u32> {
+    pub(super) fn issued(&mut self, stmt: &'static Statement) -> Result<u32> {
         self.last = Some(stmt);
         match self.occurrences.get_mut(stmt.id) {
             Some(count) => {

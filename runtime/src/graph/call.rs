@@ -1,16 +1,35 @@
 //! `call` statements in a capture: the op's work, issued on the capturing stream, adds nodes
-//! to the graph; they are found as a collective participant's are (`ffi/collective.rs`), end
-//! in one node (an empty join node where the op left several tips), and are booked as the
-//! statement's one operation, whose operands and op the graph keeps. Nodes a graph of the
-//! statement cannot hold are refused. Eagerly the op is issued as it is (`exec/record.rs`).
+//! to the graph; they are booked as the statement's one operation, ending in one node (an
+//! empty join node where the op left several tips), whose operands and op the graph keeps.
+//! Nodes a graph of the statement cannot hold are refused. Eagerly the op is issued as it is
+//! (`exec/record.rs`).
+//!
+//! In the captured graph itself a call costs one driver call while it is captured: the node
+//! the stream depends on after the op (its exit, [`gffi::call_exit`]). Which nodes are the
+//! call's is found when the capture has ended ([`NodeBook::resolve_calls`]): the driver lists
+//! a graph's nodes in creation order, so a call's nodes are the ones created after those of
+//! the operations before it, up to its exit; their kinds are checked there, and that each of
+//! them is one the exit depends on. In a device block's body, where nodes are known as they
+//! are made, a call's nodes are found right away, as a collective participant's are
+//! (`ffi/collective.rs`).
 
-use super::book::Recording;
-use crate::call::{BoundCall, CallStream};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::book::{NodeBook, Recording};
+use super::recorded::{CapturedOp, NO_SHAPE, OPAQUE};
+use crate::call::{BoundCall, CallAccess, CallStream};
 use crate::error::{Error, Result};
 use crate::exec::record::Issue;
-use crate::ffi::collective::{added_kinds, capture_group, AddedKind};
-use crate::program::Statement;
+use crate::ffi::capture as gffi;
+use crate::ffi::collective::{added_kinds, capture_group, AddedKind, ParticipantNodes};
+use crate::ffi::graph::{NodeHandle, OwnedGraph};
+use crate::operand::Memory;
+use crate::program::{AccessMode, Statement, StatementKind};
 use crate::stream::Stream;
+
+/// What the graph keeps of a call besides its operands: the op's handle, workspace, module.
+type Owner = Option<Arc<dyn std::any::Any + Send + Sync>>;
 
 /// Captures `call` on `stream`, the capturing stream of `stmt`.
 pub(super) fn capture_call(
@@ -19,7 +38,33 @@ pub(super) fn capture_call(
     stream: &Stream,
     call: &mut dyn BoundCall,
 ) -> Result<()> {
-    let in_body = issue.rec.book.current_body().is_some();
+    if issue.rec.book.current_body().is_some() {
+        return capture_call_in_body(issue, stmt, stream, call);
+    }
+    let current = |s: &Stream| {
+        crate::ffi::ensure_current(s.as_cudarc().context())
+            .map_err(|e| Error::driver("cuCtxSetCurrent", e))
+    };
+    current(stream)?;
+    let on = CallStream::new(stream, true);
+    call.issue(&on)?;
+    let modules = on.into_modules();
+    current(stream)?;
+    let exit = gffi::call_exit(stream.as_cudarc())?;
+    let book = &mut issue.rec.book;
+    for module in &modules {
+        book.keep.hold_module(module);
+    }
+    book.note_call(stmt, call.accesses(), exit, call.keep())
+}
+
+/// Captures `call` into the body graph of a device block: its nodes are found at once.
+fn capture_call_in_body(
+    issue: &mut Issue<'_, Recording>,
+    stmt: &'static Statement,
+    stream: &Stream,
+    call: &mut dyn BoundCall,
+) -> Result<()> {
     let what = format!("the op `{}`", call.name());
     let on = CallStream::new(stream, true);
     let mut added = capture_group(&[&**stream.as_cudarc()], &what, || call.issue(&on))?;
@@ -30,8 +75,20 @@ pub(super) fn capture_call(
         });
     };
     let kinds = added_kinds(&nodes)?;
-    let refused = |kind: AddedKind| {
-        match kind {
+    if let Some(why) = kinds.iter().find_map(|&k| refusal(k, true)) {
+        return Err(Error::InvalidArgument(format!("{what} added {why}")));
+    }
+    let owner = call.keep();
+    let book = &mut issue.rec.book;
+    for module in &modules {
+        book.keep.hold_module(module);
+    }
+    book.note_call_in_body(stmt, call.accesses(), nodes, owner)
+}
+
+/// Why a node of `kind` cannot be a call's (in a device block's body when `in_body`), if so.
+fn refusal(kind: AddedKind, in_body: bool) -> Option<&'static str> {
+    match kind {
         AddedKind::Plain => None,
         AddedKind::Memory => Some(
             "a memory allocation or free node (the op allocated during the capture); allocate what it needs when the op is made, e.g. a workspace it owns",
@@ -48,17 +105,192 @@ pub(super) fn capture_call(
         AddedKind::Other => Some("a node of a kind streamgraph does not capture for a `call`"),
         AddedKind::Host | AddedKind::Graph => None,
     }
+}
+
+/// A call's refusal: `what` its op added, named by the statement.
+fn refused(stmt: &'static Statement, what: &str) -> Error {
+    let op = match stmt.kind {
+        StatementKind::Call { op } => op,
+        _ => "of the call",
     };
-    if let Some(why) = kinds.iter().find_map(|&k| refused(k)) {
-        return Err(Error::InvalidArgument(format!(
-            "the op `{}` added {why}",
-            call.name()
-        )));
+    Error::InvalidArgument(format!("the op `{op}` added {what}")).in_statement(stmt)
+}
+
+/// Where `node` is in `listed` at `from` or after, if it is.
+fn position(
+    listed: &[NodeHandle],
+    from: usize,
+    node: NodeHandle,
+    all: &mut Option<HashMap<usize, usize>>,
+) -> Option<usize> {
+    // A call's exit is its last node: the first few nodes from `from` hold it unless the call
+    // added many nodes, or none (then its exit is an older node).
+    const NEAR: usize = 64;
+    let near = &listed[from.min(listed.len())..listed.len().min(from + NEAR)];
+    if let Some(i) = near.iter().position(|n| n.key() == node.key()) {
+        return Some(from + i);
     }
-    let owner = call.keep();
-    let book = &mut issue.rec.book;
-    for module in &modules {
-        book.keep.hold_module(module);
+    if from + NEAR >= listed.len() {
+        return None;
     }
-    book.note_call(stmt, call.accesses(), nodes, owner)
+    let all = all.get_or_insert_with(|| {
+        listed
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.key(), i))
+            .collect()
+    });
+    all.get(&node.key()).copied().filter(|&i| i >= from)
+}
+
+impl NodeBook {
+    /// Books a `call` just captured into the graph itself, whose stream depends on `exit`
+    /// now: one operation, its nodes found when the capture has ended
+    /// ([`NodeBook::resolve_calls`]). The graph keeps the operands' memory and `owner`.
+    pub(crate) fn note_call(
+        &mut self,
+        stmt: &'static Statement,
+        accesses: &[CallAccess<'_>],
+        exit: Option<NodeHandle>,
+        owner: Owner,
+    ) -> Result<()> {
+        let occurrence = self.issued(stmt)?;
+        self.hold_call(accesses, owner);
+        let index = self.rec.ops.len() as u32;
+        self.rec.ops.push(CapturedOp {
+            statement: stmt,
+            occurrence,
+            created: 0,
+            values: (self.rec.values.len() as u32, OPAQUE),
+            part: 0,
+            shape: NO_SHAPE,
+        });
+        self.pending.push((index, exit));
+        Ok(())
+    }
+
+    /// Books a `call` just captured into a device block's body: `added` are the nodes its op
+    /// added (from [`capture_group`]), one operation known by its last node.
+    fn note_call_in_body(
+        &mut self,
+        stmt: &'static Statement,
+        accesses: &[CallAccess<'_>],
+        added: ParticipantNodes,
+        owner: Owner,
+    ) -> Result<()> {
+        let occurrence = self.issued(stmt)?;
+        self.hold_call(accesses, owner);
+        self.book_known(stmt, occurrence, added.exit, added.inner);
+        Ok(())
+    }
+
+    /// The graph keeps a call's operands (their memory is touched) and its `owner`.
+    fn hold_call(&mut self, accesses: &[CallAccess<'_>], owner: Owner) {
+        if let Some(owner) = owner {
+            self.keep.hold_other(owner);
+        }
+        for access in accesses {
+            if let Memory::Device(r) = access.memory.memory() {
+                super::book::remember(&mut self.rec.touched, r);
+            }
+            self.keep
+                .hold(access.memory.holder(), access.mode == AccessMode::Write);
+        }
+    }
+
+    /// Whether calls captured into the graph itself wait for [`NodeBook::resolve_calls`].
+    pub(crate) fn has_pending_calls(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Finds the nodes of the calls captured into `graph` itself, now that the capture has
+    /// ended: `listed` are its nodes in creation order. A call's nodes follow those of the
+    /// operations before it, up to its exit; each must be of a kind a call may add and one
+    /// its exit depends on (else it is work on another stream, left unjoined). Each call
+    /// becomes an operation known by its exit, its other nodes internal to it.
+    pub(crate) fn resolve_calls(
+        &mut self,
+        graph: &OwnedGraph,
+        listed: &[NodeHandle],
+    ) -> Result<()> {
+        let pending = std::mem::take(&mut self.pending);
+        let mut all = None;
+        let (mut cursor, mut walked) = (0usize, 0usize);
+        let kind_of = |n: NodeHandle| {
+            graph
+                .added_kind(n)
+                .map_err(|e| Error::driver("cuGraphNodeGetType", e))
+        };
+        for &(index, exit) in &pending {
+            let index = index as usize;
+            cursor += self.rec.ops[walked..index]
+                .iter()
+                .filter(|op| op.part == 0)
+                .map(|op| op.created as usize)
+                .sum::<usize>();
+            walked = index + 1;
+            let stmt = self.rec.ops[index].statement;
+            // No exit, or one from before the call: it added no node.
+            let Some(end) = exit.and_then(|e| position(listed, cursor, e, &mut all)) else {
+                continue;
+            };
+            let nodes = &listed[cursor..=end];
+            for &node in nodes {
+                if let Some(why) = kind_of(node)?.and_then(|k| refusal(k, false)) {
+                    return Err(refused(stmt, why));
+                }
+            }
+            if nodes.len() > 1 && !all_reach(graph, nodes)? {
+                return Err(refused(
+                    stmt,
+                    "graph nodes its stream does not depend on (work issued on another stream and left unjoined); an op issues its work on the stream it is given",
+                ));
+            }
+            let (exit, inner) = (nodes[nodes.len() - 1], &nodes[..nodes.len() - 1]);
+            let op = &mut self.rec.ops[index];
+            op.created = nodes.len() as u32;
+            self.rec.known.push((index as u32, exit));
+            if !inner.is_empty() {
+                self.rec
+                    .blocks_mut()
+                    .internal
+                    .extend(inner.iter().map(|&node| super::recorded::InternalNode {
+                        part: 0,
+                        node,
+                        op: index,
+                    }));
+            }
+            self.node_count += nodes.len();
+            cursor = end + 1;
+        }
+        // Known nodes are kept in operation order.
+        self.rec.known.sort_by_key(|&(i, _)| i);
+        Ok(())
+    }
+}
+
+/// Whether the last of `nodes` (a call's exit) depends on each of the others.
+fn all_reach(graph: &OwnedGraph, nodes: &[NodeHandle]) -> Result<bool> {
+    let local: HashMap<usize, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.key(), i))
+        .collect();
+    let mut reached = vec![false; nodes.len()];
+    let mut stack = vec![nodes.len() - 1];
+    reached[nodes.len() - 1] = true;
+    while let Some(i) = stack.pop() {
+        let deps = graph
+            .dependencies_of(nodes[i])
+            .map_err(|e| Error::driver("cuGraphNodeGetDependencies", e))?;
+        for d in deps {
+            if let Some(&j) = local.get(&d.key())
+                && !reached[j]
+            {
+                reached[j] = true;
+                stack.push(j);
+            }
+        }
+    }
+    Ok(reached.iter().all(|&r| r))
 }

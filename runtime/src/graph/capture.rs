@@ -416,10 +416,13 @@ impl Capture {
             // graph cannot account for (nor keep their memory alive): `map_nodes` refuses it.
             // The node map itself is read back when first needed (`GraphCore::node_map`);
             // in cross-check mode it is made now and compared with the driver's reports.
-            let checked = if book.cross_checks() {
+            // With `call`s in the graph itself the nodes are listed now: their nodes are
+            // found among them (`graph/call.rs`), and the node map made on the way.
+            let checked = if book.cross_checks() || book.has_pending_calls() {
                 let nodes = graph
                     .nodes()
                     .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
+                book.resolve_calls(&graph, &nodes)?;
                 book.map_nodes(&nodes)
             } else {
                 let count = graph
