@@ -47,10 +47,12 @@ if [ "${1:-}" = --guard ] || [ "${1:-}" = --baseline ]; then
   rawupd=$(per rawupdate $n); upd=$(per update $n)
   args=$(per args $n)
   calls=$(per calls $n)
+  distinct=$(per distinct $n); rawstamp=$(per rawstamp $n)
   measured=$(cat <<TXT
 capture $(( cap0 - raw0 ))
 launch $(( (cap - raw - cap0 + raw0) / n ))
 call $(( (calls - cap) / n ))
+launch_distinct $(( (distinct - rawstamp - cap0 + raw0) / n ))
 set_kernel_args $(( (set - rawset) / n ))
 update $(( (upd - rawupd) / n ))
 update_args $(( args / n ))
@@ -59,7 +61,8 @@ TXT
   if [ "$1" = --baseline ]; then
     { echo "# What streamgraph adds, in instructions (bash benches/host-overhead.sh --guard):"
       echo "# capture: per capture; launch: per captured launch; call: per captured \`call\` beyond"
-      echo "# its op's launch; set_kernel_args: per call; update: per updated launch (re-capture"
+      echo "# its op's launch; launch_distinct: per captured launch of two arguments, one a buffer"
+      echo "# of its own, over the same launch by hand; set_kernel_args: per call; update: per updated launch (re-capture"
       echo "# + exec update); update_args: per launch."
       echo "$measured"; } > "$baseline"
     cat "$baseline"
@@ -81,7 +84,7 @@ elif [ $# -ge 2 ]; then
   cases=("$1 $2 ${3:-10}")
 else
   cases=("raw 0 200" "counted 0 200" "capture 0 200" "raw 10 100" "capture 10 100" "raw 1000 10" \
-    "capture 1000 10" "calls 1000 10" "diamond 51 10" "eager 1000 10" "ediamond 51 10" "set 1000 5" "rawset 1000 5" "update 1000 5" \
+    "capture 1000 10" "calls 1000 10" "rawstamp 1000 10" "distinct 1000 10" "diamond 51 10" "eager 1000 10" "ediamond 51 10" "set 1000 5" "rawset 1000 5" "update 1000 5" \
     "rawupdate 1000 5" "args 1000 5")
 fi
 printf '%-8s %6s %14s %12s\n' case N "per round" "per op"

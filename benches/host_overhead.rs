@@ -14,6 +14,11 @@
 //!   null array), as every capture of streamgraph does to refuse work from outside its
 //!   statements;
 //! - `capture N`: the same chain as a pipeline, `Capture::capture` and the graph dropped;
+//! - `distinct N`: `N` launches of `stamp`, each on a buffer of its own (as an MLP's layers
+//!   write their own activations): what a launch costs in a capture beyond `capture N`'s
+//!   when the graph must keep one more allocation alive for it;
+//! - `rawstamp N`: `N` launches of `stamp` captured by hand (its two parameters), the graph
+//!   destroyed: the baseline of `distinct N`;
 //! - `calls N`: the chain with each launch issued by a `call` statement's op (`Empty`), which
 //!   launches the kernel through its `CallStream`: what a library call costs in a capture
 //!   beyond its own work (`calls N` minus `capture N`, per call);
@@ -100,6 +105,16 @@ pipeline! {
         stream main;
         for _ in 0..n {
             main: call op();
+        }
+    }
+}
+
+pipeline! {
+    /// `n` launches of `stamp`, launch `i` into `slots[i]`.
+    pipeline Distinct(k: &Kernels, slots: &mut [DeviceBuffer<u32>], n: usize) {
+        stream main;
+        for i in 0..n {
+            main: launch k.stamp<<<1, 1>>>(&mut slots[i], i as u32);
         }
     }
 }
@@ -317,6 +332,16 @@ fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error>
                 Ok(capture.capture(Calls::new(&op, n)).map(drop)?)
             })
         }
+        "distinct" => {
+            let mut slots = (0..n)
+                .map(|_| DeviceBuffer::<u32>::zeros(&s.device, 1))
+                .collect::<Result<Vec<_>, _>>()?;
+            best_of_five(iterations, |_| {
+                Ok(capture
+                    .capture(Distinct::new(&s.k, &mut slots, n))
+                    .map(drop)?)
+            })
+        }
         "diamond" => best_of_five(iterations, |_| {
             Ok(capture.capture(Diamond4::new(&s.k.empty, n)).map(drop)?)
         }),
@@ -347,6 +372,16 @@ fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error>
                 }
                 Ok(())
             })
+        }
+        "rawstamp" => {
+            let slot = DeviceBuffer::<u32>::zeros(&s.device, 1)?;
+            let cudarc = s.module.as_cudarc().ok_or("the module is not loaded")?;
+            let hand = Hand {
+                func: cudarc.load_function("stamp")?.cu_function(),
+                stream: s.stream.as_cudarc().cu_stream(),
+                slot: slot.device_ptr(),
+            };
+            best_of_five(iterations, |r| hand.capture(n, r as u32).map(drop))
         }
         "rawset" | "rawupdate" => {
             let slot = DeviceBuffer::<u32>::zeros(&s.device, 1)?;
@@ -432,7 +467,7 @@ fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error>
         }
         other => {
             Err(format!(
-                "no case `{other}`: raw, counted, capture, diamond, eager, ediamond, set, rawset, update, rawupdate or args"
+                "no case `{other}`: raw, counted, capture, distinct, rawstamp, calls, diamond, eager, ediamond, set, rawset, update, rawupdate or args"
             )
             .into())
         }
@@ -450,6 +485,7 @@ const DEFAULTS: &[(&str, usize, usize)] = &[
     ("raw", 1000, 100),
     ("capture", 1000, 100),
     ("calls", 1000, 100),
+    ("distinct", 1000, 100),
     ("diamond", 51, 200),
     ("eager", 1000, 100),
     ("ediamond", 51, 200),

@@ -12,9 +12,7 @@
 //! leaked rather than freed under a running replay.
 
 use std::cell::RefCell;
-use std::collections::HashSet;
 use std::ffi::c_void;
-use std::hash::{BuildHasherDefault, DefaultHasher};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
@@ -46,10 +44,10 @@ pub(crate) struct Keep {
     /// Boxed so that their addresses, which the driver holds, never move.
     #[allow(clippy::vec_box)]
     host_fns: Vec<Box<HostFn>>,
+    /// Held as the nodes name them (an allocation again only when another came between),
+    /// then sorted by address with each held once ([`Keep::mark_captured`]): a capture pays
+    /// one push per node's buffer, and sorting once, instead of a set lookup per node.
     device: Vec<Arc<DeviceAlloc>>,
-    /// The addresses of `device`'s allocations, to hold each once. Pointer keys need no
-    /// randomly seeded hasher, whose seeding would cost every capture a thread-local read.
-    device_seen: HashSet<usize, BuildHasherDefault<DefaultHasher>>,
     /// With whether a node writes it.
     pinned: Vec<(Arc<PinnedAlloc>, bool)>,
     modules: Vec<CodeOwner>,
@@ -85,9 +83,7 @@ impl Keep {
                 {
                     return;
                 }
-                if self.device_seen.insert(key) {
-                    self.device.push(a.clone());
-                }
+                self.device.push(a.clone());
             }
             HolderKind::Pinned(a) => {
                 match self.pinned.iter_mut().find(|(p, _)| Arc::ptr_eq(p, a)) {
@@ -128,6 +124,33 @@ impl Keep {
     /// nodes they are now: from here on they are freed with the `Keep`.
     pub(super) fn mark_captured(&mut self) {
         self.captured = true;
+        self.compact();
+    }
+
+    /// A `Keep` with room for `device` allocations (the previous capture's count).
+    pub(crate) fn with_room(device: usize) -> Keep {
+        let mut keep = Keep::default();
+        keep.device.reserve(device);
+        keep
+    }
+
+    /// How many device allocations it holds, counting repeats before [`Keep::compact`].
+    pub(crate) fn device_count(&self) -> usize {
+        self.device.len()
+    }
+
+    /// Sorts the device allocations by address, each held once.
+    fn compact(&mut self) {
+        self.device
+            .sort_unstable_by_key(|a| Arc::as_ptr(a) as usize);
+        self.device.dedup_by(|a, b| Arc::ptr_eq(a, b));
+    }
+
+    /// Whether it holds the device allocation at `key` (after [`Keep::compact`]).
+    fn holds_device(&self, key: usize) -> bool {
+        self.device
+            .binary_search_by_key(&key, |a| Arc::as_ptr(a) as usize)
+            .is_ok()
     }
 }
 
@@ -256,15 +279,11 @@ impl KeptSet {
             return false;
         }
         let sets = || std::iter::once(&self.keep).chain(&self.extra);
+        more.compact();
         more.device.retain(|a| {
             let key = Arc::as_ptr(a) as usize;
-            !sets().any(|k| k.device_seen.contains(&key))
+            !sets().any(|k| k.holds_device(key))
         });
-        more.device_seen = more
-            .device
-            .iter()
-            .map(|a| Arc::as_ptr(a) as usize)
-            .collect();
         more.modules
             .retain(|m| !sets().any(|k| k.modules.iter().any(|h| Arc::ptr_eq(h, m))));
         if !more.is_empty() {

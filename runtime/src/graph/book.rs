@@ -48,6 +48,8 @@ pub(crate) struct BookSizes {
     pub(crate) shapes: usize,
     pub(crate) values: usize,
     pub(crate) orderings: usize,
+    /// Device allocations the graph keeps, counted as held during the capture.
+    pub(crate) kept: usize,
 }
 
 /// The recorder of a capture (see `exec/record.rs`; its hooks are in `graph/recorder.rs`):
@@ -77,6 +79,8 @@ pub(crate) struct NodeBook {
     /// The `call`s captured into the graph itself whose nodes are found when the capture has
     /// ended (`graph/call.rs`): (operation index, the node the stream depended on after it).
     pub(super) pending: Vec<(u32, Option<NodeHandle>)>,
+    /// Device allocations the last capture's graph kept, counted as they were held.
+    kept: usize,
     /// Cross-check mode: the node the driver reported after each operation that made one.
     exact: Option<Vec<NodeHandle>>,
     /// The graph being captured into now (see [`CapturedOp::part`]), and the enclosing ones;
@@ -102,6 +106,7 @@ impl NodeBook {
             last: None,
             node_count: 0,
             pending: Vec::new(),
+            kept: 0,
             exact: None,
             parts: Vec::new(),
             mode,
@@ -135,10 +140,8 @@ impl NodeBook {
         rec.nodes = OnceCell::new();
         self.occurrences.clear();
         self.occurrences.resize(program.statements.len(), 0);
-        if !self.keep.is_empty() {
-            // (The capture that used the book gave its graph what it keeps.)
-            self.keep = Keep::default();
-        }
+        // (The capture that used the book gave its graph what it keeps.)
+        self.keep = Keep::with_room(sizes.kept);
         self.last = None;
         self.node_count = 0;
         self.pending.clear();
@@ -154,7 +157,14 @@ impl NodeBook {
             shapes: self.rec.shapes.len(),
             values: self.rec.values.len(),
             orderings: self.rec.orderings.len(),
+            kept: self.kept,
         }
+    }
+
+    /// What the graph keeps, handed over when the capture ends.
+    pub(crate) fn take_keep(&mut self) -> Keep {
+        self.kept = self.keep.device_count();
+        std::mem::take(&mut self.keep)
     }
 
     /// Hands what the capture recorded to its graph `raw`, whole, with the nodes known from

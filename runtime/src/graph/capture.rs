@@ -403,7 +403,7 @@ impl Capture {
         let issued = issued.and_then(|()| expected.as_ref().map_or(Ok(()), |e| e.finish()));
         let plan = expected.map(|e| e.into_plan());
         let last = book.last;
-        let keep = std::mem::take(&mut book.keep);
+        let keep = book.take_keep();
         let ended = gffi::end_capture(origin.as_cudarc(), keep);
         let captured = match (issued, ended) {
             (Ok(()), Ok(graph)) => Ok((graph, book)),
@@ -413,11 +413,10 @@ impl Capture {
         };
         let captured = captured.and_then(|(graph, mut book)| {
             // Work issued into the capture by code outside the statements makes nodes the
-            // graph cannot account for (nor keep their memory alive): `map_nodes` refuses it.
-            // The node map itself is read back when first needed (`GraphCore::node_map`);
-            // in cross-check mode it is made now and compared with the driver's reports.
-            // With `call`s in the graph itself the nodes are listed now: their nodes are
-            // found among them (`graph/call.rs`), and the node map made on the way.
+            // graph cannot account for (nor keep their memory alive): refused. The node map
+            // is read back when first needed (`GraphCore::node_map`), or made now: in
+            // cross-check mode (compared with the driver's reports), and to find the nodes of
+            // `call`s (`graph/call.rs`).
             let checked = if book.cross_checks() || book.has_pending_calls() {
                 let nodes = graph
                     .nodes()
