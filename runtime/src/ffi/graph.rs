@@ -273,6 +273,26 @@ impl OwnedGraph {
         unsafe { self.nodes_in(self.raw()) }
     }
 
+    /// [`OwnedGraph::nodes`] of a graph expected to hold about `expected` nodes: one driver
+    /// call when it holds fewer than `expected + 1` (the count is asked first otherwise).
+    pub(crate) fn nodes_expecting(&self, expected: usize) -> Result<Vec<NodeHandle>, DriverError> {
+        ensure_current(&self.ctx)?;
+        let room = expected + 1;
+        let mut nodes: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); room];
+        let mut count = room;
+        // SAFETY: the graph is alive (owned by `self`); `nodes` has room for `count` handles.
+        unsafe { sys::cuGraphGetNodes(self.raw(), nodes.as_mut_ptr(), &mut count) }.result()?;
+        if count >= room {
+            // Perhaps more than the room: listed again, counted first.
+            return self.nodes();
+        }
+        nodes.truncate(count);
+        Ok(nodes
+            .into_iter()
+            .map(|n| NodeHandle::new(n, self.raw()))
+            .collect())
+    }
+
     /// `cuGraphGetNodes` of `graph`: this graph or one of its conditional nodes' bodies.
     ///
     /// # Safety

@@ -198,6 +198,12 @@ impl NodeBook {
         }
     }
 
+    /// About how many nodes the captured graph holds: the booked ones, and a few per call
+    /// whose nodes are not found yet.
+    pub(crate) fn expected_nodes(&self) -> usize {
+        self.node_count + 4 * self.pending.len()
+    }
+
     /// Whether calls captured into the graph itself wait for [`NodeBook::resolve_calls`].
     pub(crate) fn has_pending_calls(&self) -> bool {
         !self.pending.is_empty()

@@ -419,7 +419,7 @@ impl Capture {
             // `call`s (`graph/call.rs`).
             let checked = if book.cross_checks() || book.has_pending_calls() {
                 let nodes = graph
-                    .nodes()
+                    .nodes_expecting(book.expected_nodes())
                     .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
                 book.resolve_calls(&graph, &nodes)?;
                 book.map_nodes(&nodes)
