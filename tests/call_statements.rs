@@ -1,6 +1,7 @@
 //! `call` statements: an op of one's own (a memset and three kernels) in pipelines, planned,
-//! run eagerly, captured, verified and replayed, in the body of a device loop too; and the
-//! refusal of an op that allocates inside a capture.
+//! run eagerly, captured, verified and replayed, in the body of a device loop too; an op that
+//! forks onto a stream of its own and leaves its stream depending on two nodes (joined to one);
+//! and the refusal of an op that allocates inside a capture.
 //!
 //! The GPU tests that read no values back (all but the `_values` ones) also run on the
 //! stand-in driver of `benches/stub-driver` (`.ci/stand-in-tests`).
@@ -218,8 +219,8 @@ struct Forked {
 }
 
 // SAFETY: `issue` fills `y` on the given stream and zeroes `z` on the op's own stream, which
-// first waits for the given stream's work and is then waited for by it, so both writes are
-// ordered as the given stream's work; nothing else is touched, nothing allocated.
+// first waits for the given stream and is waited for by it before `issue` returns (the forked
+// work the contract allows); nothing else is touched, waited for or allocated.
 unsafe impl StreamOp for Forked {
     type Operands<'a> = (Out<'a, u32>, Out<'a, u32>);
 

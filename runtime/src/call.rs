@@ -56,8 +56,11 @@ use crate::stream::Stream;
 /// # Safety
 ///
 /// Implementers promise, for every call of [`StreamOp::issue`]:
-/// - the work is issued on `stream` only (no other stream; no event recorded or waited for
-///   on it), and nothing is synchronised, allocated or freed;
+/// - the work is ordered as `stream`'s own: issued on `stream`, or on streams of the op's own
+///   that wait for `stream` first and that `stream` waits for before `issue` returns (as a
+///   library that forks internally does; a capture joins what such work leaves `stream`
+///   depending on into one node); no other stream waits or is waited for, and nothing is
+///   synchronised, allocated or freed;
 /// - the work reads no memory but the operands' and the op's own, and writes no memory but
 ///   the [`Out`] operands' (within their ranges) and the op's own;
 /// - whatever else the work uses (a library handle, a workspace, a module, constants) stays
