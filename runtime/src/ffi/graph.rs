@@ -246,8 +246,29 @@ impl OwnedGraph {
         if !node.is_in(self.raw()) {
             return Ok(Vec::new());
         }
-        // SAFETY: `node` belongs to this graph (checked above), which is alive.
-        let deps = unsafe { dependencies(node.node) }?;
+        // Most nodes have few dependencies: one driver call into room for `ROOM`, counted
+        // first only when they do not fit.
+        const ROOM: usize = 8;
+        let mut deps: [sys::CUgraphNode; ROOM] = [std::ptr::null_mut(); ROOM];
+        let mut data: [sys::CUgraphEdgeData; ROOM] = [EMPTY_EDGE; ROOM];
+        let mut count = ROOM;
+        // SAFETY: `node` belongs to this graph (checked above), which is alive; both arrays
+        // have room for `count` entries.
+        unsafe {
+            sys::cuGraphNodeGetDependencies_v2(
+                node.node,
+                deps.as_mut_ptr(),
+                data.as_mut_ptr(),
+                &mut count,
+            )
+        }
+        .result()?;
+        let deps = if count < ROOM {
+            deps[..count].to_vec()
+        } else {
+            // SAFETY: as above.
+            unsafe { dependencies(node.node) }?
+        };
         Ok(deps
             .into_iter()
             .map(|n| NodeHandle::new(n, self.raw()))
@@ -380,14 +401,16 @@ impl OwnedGraph {
 
 /// `count` default edge data entries, for the driver to fill in.
 fn edge_data(count: usize) -> Vec<sys::CUgraphEdgeData> {
-    let empty = sys::CUgraphEdgeData {
-        from_port: 0,
-        to_port: 0,
-        type_: 0,
-        reserved: [0; 5],
-    };
-    vec![empty; count]
+    vec![EMPTY_EDGE; count]
 }
+
+/// The data of a default edge.
+const EMPTY_EDGE: sys::CUgraphEdgeData = sys::CUgraphEdgeData {
+    from_port: 0,
+    to_port: 0,
+    type_: 0,
+    reserved: [0; 5],
+};
 
 /// The number of nodes of `graph` (`cuGraphGetNodes` with a null array).
 ///

@@ -277,11 +277,18 @@ impl NodeBook {
 
 /// Whether the last of `nodes` (a call's exit) depends on each of the others.
 fn all_reach(graph: &OwnedGraph, nodes: &[NodeHandle]) -> Result<bool> {
-    let local: HashMap<usize, usize> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.key(), i))
-        .collect();
+    // A call's nodes are few (a library call's kernels): looked up in place, hashed when many.
+    let map: Option<HashMap<usize, usize>> = (nodes.len() > 32).then(|| {
+        nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.key(), i))
+            .collect()
+    });
+    let local = |key: usize| match &map {
+        Some(map) => map.get(&key).copied(),
+        None => nodes.iter().position(|n| n.key() == key),
+    };
     let mut reached = vec![false; nodes.len()];
     let mut stack = vec![nodes.len() - 1];
     reached[nodes.len() - 1] = true;
@@ -290,7 +297,7 @@ fn all_reach(graph: &OwnedGraph, nodes: &[NodeHandle]) -> Result<bool> {
             .dependencies_of(nodes[i])
             .map_err(|e| Error::driver("cuGraphNodeGetDependencies", e))?;
         for d in deps {
-            if let Some(&j) = local.get(&d.key())
+            if let Some(j) = local(d.key())
                 && !reached[j]
             {
                 reached[j] = true;
