@@ -7,7 +7,7 @@ use cudarc::driver::CudaStream;
 
 use super::capture::capture_state;
 use super::ensure_current;
-use super::graph::{dependencies, graph_nodes, node_count, NodeHandle};
+use super::graph::{dependencies, graph_nodes, node_count, AddedKind, NodeHandle};
 use super::status::CaptureStatus;
 use crate::error::{CaptureFault, Error, Result};
 
@@ -185,24 +185,6 @@ pub(crate) fn capture_group(
     Ok(out)
 }
 
-/// What a node added by work of other code is, for the refusal of nodes a graph of its
-/// statement cannot hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum AddedKind {
-    /// A kernel, a memset, a copy or an empty node: legal everywhere, bodies included.
-    Plain,
-    /// A host function node.
-    Host,
-    /// A child graph.
-    Graph,
-    /// A memory allocation or free node.
-    Memory,
-    /// An event record or wait node (or an external semaphore's).
-    Event,
-    /// A conditional node, or any other kind.
-    Other,
-}
-
 /// The kinds of `nodes` (`cuGraphNodeGetType`), each a node of the capture under way.
 pub(crate) fn added_kinds(nodes: &ParticipantNodes) -> Result<Vec<AddedKind>> {
     let mut kinds = Vec::with_capacity(1 + nodes.inner.len());
@@ -216,25 +198,4 @@ pub(crate) fn added_kinds(nodes: &ParticipantNodes) -> Result<Vec<AddedKind>> {
         kinds.push(AddedKind::of(kind));
     }
     Ok(kinds)
-}
-
-impl AddedKind {
-    /// The kind of a node of type `kind`.
-    pub(super) fn of(kind: sys::CUgraphNodeType) -> AddedKind {
-        use sys::CUgraphNodeType as T;
-        match kind {
-            T::CU_GRAPH_NODE_TYPE_KERNEL
-            | T::CU_GRAPH_NODE_TYPE_MEMSET
-            | T::CU_GRAPH_NODE_TYPE_MEMCPY
-            | T::CU_GRAPH_NODE_TYPE_EMPTY => AddedKind::Plain,
-            T::CU_GRAPH_NODE_TYPE_HOST => AddedKind::Host,
-            T::CU_GRAPH_NODE_TYPE_GRAPH => AddedKind::Graph,
-            T::CU_GRAPH_NODE_TYPE_MEM_ALLOC | T::CU_GRAPH_NODE_TYPE_MEM_FREE => AddedKind::Memory,
-            T::CU_GRAPH_NODE_TYPE_EVENT_RECORD
-            | T::CU_GRAPH_NODE_TYPE_WAIT_EVENT
-            | T::CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL
-            | T::CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT => AddedKind::Event,
-            _ => AddedKind::Other,
-        }
-    }
 }

@@ -224,10 +224,7 @@ impl OwnedGraph {
     /// judged (`None` for a node of another graph).
     ///
     /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
-    pub(crate) fn added_kind(
-        &self,
-        node: NodeHandle,
-    ) -> Result<Option<super::collective::AddedKind>, DriverError> {
+    pub(crate) fn added_kind(&self, node: NodeHandle) -> Result<Option<AddedKind>, DriverError> {
         if !node.is_in(self.raw()) {
             return Ok(None);
         }
@@ -235,7 +232,7 @@ impl OwnedGraph {
         // SAFETY: `node` belongs to this graph (checked above), which is alive; `kind` is a
         // valid out-pointer.
         unsafe { sys::cuGraphNodeGetType(node.node, &mut kind) }.result()?;
-        Ok(Some(super::collective::AddedKind::of(kind)))
+        Ok(Some(AddedKind::of(kind)))
     }
 
     /// The nodes `node`, a node of this graph, depends on (none for a node of another
@@ -477,4 +474,43 @@ pub(super) unsafe fn dependencies(
     .result()?;
     deps.truncate(count);
     Ok(deps)
+}
+
+/// What a node added by work of other code is, for the refusal of nodes a graph of its
+/// statement cannot hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AddedKind {
+    /// A kernel, a memset, a copy or an empty node: legal everywhere, bodies included.
+    Plain,
+    /// A host function node.
+    Host,
+    /// A child graph.
+    Graph,
+    /// A memory allocation or free node.
+    Memory,
+    /// An event record or wait node (or an external semaphore's).
+    Event,
+    /// A conditional node, or any other kind.
+    Other,
+}
+
+impl AddedKind {
+    /// The kind of a node of type `kind`.
+    pub(super) fn of(kind: sys::CUgraphNodeType) -> AddedKind {
+        use sys::CUgraphNodeType as T;
+        match kind {
+            T::CU_GRAPH_NODE_TYPE_KERNEL
+            | T::CU_GRAPH_NODE_TYPE_MEMSET
+            | T::CU_GRAPH_NODE_TYPE_MEMCPY
+            | T::CU_GRAPH_NODE_TYPE_EMPTY => AddedKind::Plain,
+            T::CU_GRAPH_NODE_TYPE_HOST => AddedKind::Host,
+            T::CU_GRAPH_NODE_TYPE_GRAPH => AddedKind::Graph,
+            T::CU_GRAPH_NODE_TYPE_MEM_ALLOC | T::CU_GRAPH_NODE_TYPE_MEM_FREE => AddedKind::Memory,
+            T::CU_GRAPH_NODE_TYPE_EVENT_RECORD
+            | T::CU_GRAPH_NODE_TYPE_WAIT_EVENT
+            | T::CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL
+            | T::CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT => AddedKind::Event,
+            _ => AddedKind::Other,
+        }
+    }
 }
