@@ -21,6 +21,7 @@ stub=$(mktemp -d)
 trap 'rm -rf "$stub"' EXIT
 cc -O2 -shared -fPIC -o "$stub/libcuda.so.1" benches/stub-driver/cuda.c
 cc -O2 -shared -fPIC -o "$stub/libnvrtc.so.13" benches/stub-driver/nvrtc.c
+cc -O2 -shared -fPIC -o "$stub/libcublas.so.13" benches/stub-driver/cublas.c -ldl
 bin=$(cargo bench --bench host_overhead --no-run --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys
 for l in sys.stdin:
@@ -48,11 +49,13 @@ if [ "${1:-}" = --guard ] || [ "${1:-}" = --baseline ]; then
   args=$(per args $n)
   calls=$(per calls $n)
   distinct=$(per distinct $n); rawstamp=$(per rawstamp $n)
+  gemms=$(per gemms $n); rawgemms=$(per rawgemms $n)
   measured=$(cat <<TXT
 capture $(( cap0 - raw0 ))
 launch $(( (cap - raw - cap0 + raw0) / n ))
 call $(( (calls - cap) / n ))
 launch_distinct $(( (distinct - rawstamp - cap0 + raw0) / n ))
+call_gemm $(( (gemms - rawgemms - cap0 + raw0) / n ))
 set_kernel_args $(( (set - rawset) / n ))
 update $(( (upd - rawupd) / n ))
 update_args $(( args / n ))
@@ -62,7 +65,8 @@ TXT
     { echo "# What streamgraph adds, in instructions (bash benches/host-overhead.sh --guard):"
       echo "# capture: per capture; launch: per captured launch; call: per captured \`call\` beyond"
       echo "# its op's launch; launch_distinct: per captured launch of two arguments, one a buffer"
-      echo "# of its own, over the same launch by hand; set_kernel_args: per call; update: per updated launch (re-capture"
+      echo "# of its own, over the same launch by hand; call_gemm: per captured call of ops::Gemm over"
+      echo "# cublasGemmEx by hand (stand-in cuBLAS); set_kernel_args: per call; update: per updated launch (re-capture"
       echo "# + exec update); update_args: per launch."
       echo "$measured"; } > "$baseline"
     cat "$baseline"
@@ -84,7 +88,7 @@ elif [ $# -ge 2 ]; then
   cases=("$1 $2 ${3:-10}")
 else
   cases=("raw 0 200" "counted 0 200" "capture 0 200" "raw 10 100" "capture 10 100" "raw 1000 10" \
-    "capture 1000 10" "calls 1000 10" "rawstamp 1000 10" "distinct 1000 10" "diamond 51 10" "eager 1000 10" "ediamond 51 10" "set 1000 5" "rawset 1000 5" "update 1000 5" \
+    "capture 1000 10" "calls 1000 10" "rawstamp 1000 10" "distinct 1000 10" "rawgemms 1000 10" "gemms 1000 10" "diamond 51 10" "eager 1000 10" "ediamond 51 10" "set 1000 5" "rawset 1000 5" "update 1000 5" \
     "rawupdate 1000 5" "args 1000 5")
 fi
 printf '%-8s %6s %14s %12s\n' case N "per round" "per op"

@@ -22,6 +22,11 @@
 //! - `calls N`: the chain with each launch issued by a `call` statement's op (`Empty`), which
 //!   launches the kernel through its `CallStream`: what a library call costs in a capture
 //!   beyond its own work (`calls N` minus `capture N`, per call);
+//! - `gemms N`: `N` calls of an `ops::Gemm` (f32, 4 × 4 × 4), captured and dropped; on the
+//!   stand-in driver with the stand-in cuBLAS of `benches/stub-driver/cublas.c`, whose GEMM is
+//!   one launch on the handle's stream;
+//! - `rawgemms N`: the same `cublasGemmEx` calls captured by hand on one handle bound to the
+//!   stream once: the baseline of `gemms N`;
 //! - `diamond N`: W3's diamond of `N` layers (four streams, events), captured and dropped;
 //! - `eager N`: the chain of `capture N` run eagerly (`Eager::run`, unchecked);
 //! - `ediamond N`: the diamond of `diamond N` run eagerly;
@@ -45,8 +50,10 @@ mod diamond;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use cudarc::cublas::{result as blas, sys as blas_sys};
 use cudarc::driver::sys;
 use diamond::Diamond4;
+use streamgraph::ops::{Gemm, GemmConfig};
 use streamgraph::{
     pipeline, CallStream, Capture, Device, DeviceBuffer, Dim3, Eager, Kernel, KernelArg,
     LaunchConfig, Module, Stream, StreamOp,
@@ -105,6 +112,16 @@ pipeline! {
         stream main;
         for _ in 0..n {
             main: call op();
+        }
+    }
+}
+
+pipeline! {
+    /// `n` calls of `gemm`: `c = a · b`.
+    pipeline Gemms(gemm: &Gemm<f32>, c: &mut DeviceBuffer<f32>, a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, n: usize) {
+        stream main;
+        for _ in 0..n {
+            main: call gemm(&mut c, &a, &b);
         }
     }
 }
@@ -342,6 +359,72 @@ fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error>
                     .map(drop)?)
             })
         }
+        "gemms" | "rawgemms" => {
+            let mut c = DeviceBuffer::<f32>::zeros(&s.device, 16)?;
+            let a = DeviceBuffer::<f32>::zeros(&s.device, 16)?;
+            let b = DeviceBuffer::<f32>::zeros(&s.device, 16)?;
+            if case == "gemms" {
+                let gemm = Gemm::with_workspace(&s.device, GemmConfig::<f32>::row_major(4, 4, 4), 0)?;
+                return best_of_five(iterations, |_| {
+                    Ok(capture
+                        .capture(Gemms::new(&gemm, &mut c, &a, &b, n))
+                        .map(drop)?)
+                });
+            }
+            let stream = s.stream.as_cudarc().cu_stream();
+            let handle = blas::create_handle()?;
+            // SAFETY: the handle was just created; the stream is alive and of its device.
+            unsafe { blas::set_stream(handle, stream as blas_sys::cudaStream_t) }?;
+            let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+            let (alpha, beta) = (1.0f32, 0.0f32);
+            let f32_type = blas_sys::cudaDataType_t::CUDA_R_32F;
+            let no = blas_sys::cublasOperation_t::CUBLAS_OP_N;
+            let result = best_of_five(iterations, |_| {
+                // SAFETY: the stream is alive and not capturing; the buffers hold the 4 × 4
+                // matrices the GEMM reads and writes; alpha and beta are host floats (pointer
+                // mode host) live for the calls; the graph, when not null, is destroyed once.
+                unsafe {
+                    check(sys::cuStreamBeginCapture_v2(stream, mode), "cuStreamBeginCapture")?;
+                    let mut issued = Ok(());
+                    for _ in 0..n {
+                        issued = blas::gemm_ex(
+                            handle,
+                            no,
+                            no,
+                            4,
+                            4,
+                            4,
+                            std::ptr::addr_of!(alpha).cast(),
+                            b.device_ptr() as *const std::ffi::c_void,
+                            f32_type,
+                            4,
+                            a.device_ptr() as *const std::ffi::c_void,
+                            f32_type,
+                            4,
+                            std::ptr::addr_of!(beta).cast(),
+                            c.device_ptr() as *mut std::ffi::c_void,
+                            f32_type,
+                            4,
+                            blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                            blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+                        );
+                        if issued.is_err() {
+                            break;
+                        }
+                    }
+                    let mut graph = std::ptr::null_mut();
+                    let ended = check(sys::cuStreamEndCapture(stream, &mut graph), "cuStreamEndCapture");
+                    if !graph.is_null() {
+                        check(sys::cuGraphDestroy(graph), "cuGraphDestroy")?;
+                    }
+                    issued.map_err(|e| format!("cublasGemmEx: {e}"))?;
+                    ended
+                }
+            });
+            // SAFETY: the handle is live and used no more.
+            unsafe { blas::destroy_handle(handle) }?;
+            result
+        }
         "diamond" => best_of_five(iterations, |_| {
             Ok(capture.capture(Diamond4::new(&s.k.empty, n)).map(drop)?)
         }),
@@ -467,7 +550,7 @@ fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error>
         }
         other => {
             Err(format!(
-                "no case `{other}`: raw, counted, capture, distinct, rawstamp, calls, diamond, eager, ediamond, set, rawset, update, rawupdate or args"
+                "no case `{other}`: raw, counted, capture, distinct, rawstamp, calls, gemms, rawgemms, diamond, eager, ediamond, set, rawset, update, rawupdate or args"
             )
             .into())
         }

@@ -18,9 +18,17 @@ use crate::error::{Error, Result};
 /// may have freed it. [`crate::DeviceBuffer::from_cudarc`] makes memory graphs can keep.
 pub(crate) fn cudarc_ordered<'h, R>(
     stream: &Arc<CudaStream>,
-    holders: impl IntoIterator<Item = HolderKind<'h>>,
+    holders: impl IntoIterator<Item = HolderKind<'h>> + Clone,
     op: impl FnOnce() -> Result<R>,
 ) -> Result<R> {
+    // The common case, no cudarc memory: nothing to order, nothing collected.
+    if !holders
+        .clone()
+        .into_iter()
+        .any(|h| matches!(h, HolderKind::Cudarc(_)))
+    {
+        return op();
+    }
     let owners: Vec<&Arc<CudaStream>> = holders
         .into_iter()
         .filter_map(|h| match h {

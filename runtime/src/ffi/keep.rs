@@ -44,7 +44,7 @@ pub(crate) struct Keep {
     /// Boxed so that their addresses, which the driver holds, never move.
     #[allow(clippy::vec_box)]
     host_fns: Vec<Box<HostFn>>,
-    /// Held as the nodes name them (an allocation again only when another came between),
+    /// Held as the nodes name them (an allocation again only when not among the last few),
     /// then sorted by address with each held once ([`Keep::mark_captured`]): a capture pays
     /// one push per node's buffer, and sorting once, instead of a set lookup per node.
     device: Vec<Arc<DeviceAlloc>>,
@@ -75,11 +75,15 @@ impl Keep {
     pub(crate) fn hold(&mut self, holder: HolderKind<'_>, write: bool) {
         match holder {
             HolderKind::Device(a) => {
+                // Nodes in a row often name the same few buffers (a GEMM's three operands):
+                // those held among the last few are not pushed again.
                 let key = Arc::as_ptr(a) as usize;
                 if self
                     .device
-                    .last()
-                    .is_some_and(|l| Arc::as_ptr(l) as usize == key)
+                    .iter()
+                    .rev()
+                    .take(4)
+                    .any(|l| Arc::as_ptr(l) as usize == key)
                 {
                     return;
                 }
