@@ -428,7 +428,14 @@ pub(crate) struct Bound<'o, 'a, 's, O: StreamOp + ?Sized> {
 
 impl<'o: 's, 'a: 's, 's, O: StreamOp + ?Sized> Bound<'o, 'a, 's, O> {
     pub(crate) fn new(op: &'o O, operands: O::Operands<'a>) -> Self {
-        let mut listed = Vec::new();
+        // Room for the usual few operands and the op's scratch at once (none without
+        // operands: `()` is the one operand tuple of no size).
+        let room = if std::mem::size_of::<O::Operands<'a>>() == 0 {
+            0
+        } else {
+            5
+        };
+        let mut listed = Vec::with_capacity(room);
         operands.accesses(&mut listed);
         let mut accesses: Vec<CallAccess<'s>> = listed;
         if let Some(memory) = op.scratch() {
