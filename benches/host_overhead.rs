@@ -224,6 +224,16 @@ struct Hand {
 }
 
 impl Hand {
+    /// `stamp` on the setup's stream, storing into `slot` (which outlives the captures).
+    fn new(s: &Setup, slot: &DeviceBuffer<u32>) -> Result<Hand, Error> {
+        let cudarc = s.module.as_cudarc().ok_or("the module is not loaded")?;
+        Ok(Hand {
+            func: cudarc.load_function("stamp")?.cu_function(),
+            stream: s.stream.as_cudarc().cu_stream(),
+            slot: slot.device_ptr(),
+        })
+    }
+
     /// `stamp`'s parameters for `value`: a pointer to the slot's address and one to the value,
     /// both borrowed from the caller.
     fn params(&self, slot: &mut u64, value: &mut u32) -> [*mut std::ffi::c_void; 2] {
@@ -458,22 +468,12 @@ fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error>
         }
         "rawstamp" => {
             let slot = DeviceBuffer::<u32>::zeros(&s.device, 1)?;
-            let cudarc = s.module.as_cudarc().ok_or("the module is not loaded")?;
-            let hand = Hand {
-                func: cudarc.load_function("stamp")?.cu_function(),
-                stream: s.stream.as_cudarc().cu_stream(),
-                slot: slot.device_ptr(),
-            };
+            let hand = Hand::new(s, &slot)?;
             best_of_five(iterations, |r| hand.capture(n, r as u32).map(drop))
         }
         "rawset" | "rawupdate" => {
             let slot = DeviceBuffer::<u32>::zeros(&s.device, 1)?;
-            let cudarc = s.module.as_cudarc().ok_or("the module is not loaded")?;
-            let hand = Hand {
-                func: cudarc.load_function("stamp")?.cu_function(),
-                stream: s.stream.as_cudarc().cu_stream(),
-                slot: slot.device_ptr(),
-            };
+            let hand = Hand::new(s, &slot)?;
             let graph = hand.capture(n, 0)?;
             let mut exec = std::ptr::null_mut();
             check(

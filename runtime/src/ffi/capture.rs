@@ -98,45 +98,76 @@ pub(crate) fn tip_node(stream: &CudaStream, what: &str) -> Result<NodeHandle> {
     })
 }
 
+/// What `cuStreamGetCaptureInfo_v3` says of a stream: its capture status, the graph it captures
+/// into, and its current dependencies as the driver returned them (an array valid until the
+/// next driver call on the stream).
+struct RawInfo {
+    status: CaptureStatus,
+    graph: sys::CUgraph,
+    deps: *const sys::CUgraphNode,
+    count: usize,
+}
+
+impl RawInfo {
+    /// `cuStreamGetCaptureInfo_v3` of `stream`.
+    ///
+    /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
+    fn of(stream: &CudaStream) -> Result<RawInfo, DriverError> {
+        let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        let mut graph: sys::CUgraph = std::ptr::null_mut();
+        let mut deps: *const sys::CUgraphNode = std::ptr::null();
+        let mut count: usize = 0;
+        // SAFETY: `stream` owns its live handle; every out-pointer is valid for the call; the
+        // outputs not wanted (id, edge data) are null, which the driver allows.
+        unsafe {
+            sys::cuStreamGetCaptureInfo_v3(
+                stream.cu_stream(),
+                &mut status,
+                std::ptr::null_mut(),
+                &mut graph,
+                &mut deps,
+                std::ptr::null_mut(),
+                &mut count,
+            )
+        }
+        .result()?;
+        Ok(RawInfo {
+            status: status.into(),
+            graph,
+            deps,
+            count,
+        })
+    }
+
+    /// The dependencies, read at once (before the next driver call on the stream).
+    fn deps(&self) -> &[sys::CUgraphNode] {
+        if self.count == 0 || self.deps.is_null() {
+            return &[];
+        }
+        // SAFETY: the driver returned an array of `count` nodes at `deps`, valid until the next
+        // driver call on the stream; callers read it before making one.
+        unsafe { std::slice::from_raw_parts(self.deps, self.count) }
+    }
+}
+
 /// `cuStreamGetCaptureInfo_v3` of `stream`: the capture status and the stream's current
 /// dependency set. Right after an operation was issued, that set is exactly the node the
 /// operation created.
-///
-/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
 ///
 /// Called right after an operation was issued on `stream` from this thread, so `ctx` is
 /// current already: no second context check on this per-operation path.
 pub(crate) fn capture_tip(stream: &CudaStream) -> Result<CaptureTip, DriverError> {
     debug_assert!(super::current_context().is_ok_and(|c| c == stream.context().cu_ctx()));
-    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    let mut deps: *const sys::CUgraphNode = std::ptr::null();
-    let mut count: usize = 0;
-    // SAFETY: `stream` owns its live handle; every out-pointer is valid for the call; the
-    // optional outputs we do not want (id, graph, edge data) are null, which the driver allows.
-    unsafe {
-        sys::cuStreamGetCaptureInfo_v3(
-            stream.cu_stream(),
-            &mut status,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            &mut deps,
-            std::ptr::null_mut(),
-            &mut count,
-        )
-    }
-    .result()?;
-    let single = if count == 1 && !deps.is_null() {
-        // SAFETY: the driver returned an array of `count` (= 1) nodes at `deps`, valid until
-        // the next driver call on this stream; it is read at once.
-        // The node belongs to the capture's graph, which `OwnedGraph::bind` names once it ends.
-        Some(NodeHandle::new(unsafe { *deps }, std::ptr::null_mut()))
-    } else {
-        None
+    let info = RawInfo::of(stream)?;
+    // The node belongs to the capture's graph, which `OwnedGraph::bind` names once it ends.
+    let single = match info.deps() {
+        [node] => Some(NodeHandle::new(*node, std::ptr::null_mut())),
+        _ => None,
     };
     Ok(CaptureTip {
-        status: status.into(),
+        status: info.status,
         single,
-        count,
+        count: info.count,
     })
 }
 
@@ -145,53 +176,41 @@ pub(crate) fn capture_tip(stream: &CudaStream) -> Result<CaptureTip, DriverError
 /// added after the op's nodes where it left several), `None` where it depends on none. One
 /// `cuStreamGetCaptureInfo_v3`; the call's nodes themselves are found when the capture has
 /// ended (`graph/call.rs`), so a call costs no more driver calls than this.
-///
-/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
 pub(crate) fn call_exit(stream: &CudaStream) -> Result<Option<NodeHandle>> {
-    let info = |e| Error::driver("cuStreamGetCaptureInfo", e);
-    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    let mut graph: sys::CUgraph = std::ptr::null_mut();
-    let mut deps: *const sys::CUgraphNode = std::ptr::null();
-    let mut count: usize = 0;
-    // SAFETY: `stream` owns its live handle; every out-pointer is valid for the call; the
-    // outputs not wanted (id, edge data) are null, which the driver allows.
-    unsafe {
-        sys::cuStreamGetCaptureInfo_v3(
-            stream.cu_stream(),
-            &mut status,
-            std::ptr::null_mut(),
-            &mut graph,
-            &mut deps,
-            std::ptr::null_mut(),
-            &mut count,
-        )
-    }
-    .result()
-    .map_err(info)?;
-    match CaptureStatus::from(status) {
+    let info = RawInfo::of(stream).map_err(|e| Error::driver("cuStreamGetCaptureInfo", e))?;
+    match info.status {
         CaptureStatus::Active => {}
         CaptureStatus::Invalidated => return Err(Error::capture(CaptureFault::Invalidated)),
         CaptureStatus::None => return Err(Error::capture(CaptureFault::Unjoined)),
     }
-    if count == 0 || deps.is_null() {
-        return Ok(None);
-    }
-    if count == 1 {
-        // SAFETY: the driver returned an array of one node at `deps`, read at once.
-        return Ok(Some(NodeHandle::new(
-            unsafe { *deps },
-            std::ptr::null_mut(),
-        )));
-    }
+    let exit = match info.deps() {
+        [] => return Ok(None),
+        [node] => *node,
+        // SAFETY: `stream` is capturing into `info.graph` (status active, just asked), and
+        // `deps` are the nodes of it the stream depends on, read before any other call on it.
+        several => unsafe { join_into_one(stream, info.graph, several) }?,
+    };
+    Ok(Some(NodeHandle::new(exit, std::ptr::null_mut())))
+}
+
+/// Makes the capturing `stream` depend on one empty node that depends on `deps`; returns it.
+///
+/// # Safety
+///
+/// `stream` is capturing into `graph`, a live graph, and `deps` are nodes of `graph`.
+pub(super) unsafe fn join_into_one(
+    stream: &CudaStream,
+    graph: sys::CUgraph,
+    deps: &[sys::CUgraphNode],
+) -> Result<sys::CUgraphNode> {
     let mut node: sys::CUgraphNode = std::ptr::null_mut();
-    // SAFETY: `graph` is the capture's live graph; `deps` are `count` nodes of it (the
-    // stream's dependencies just reported, valid until the next call on the stream: this one
-    // reads them before it returns).
-    unsafe { sys::cuGraphAddEmptyNode(&mut node, graph, deps, count) }
+    // SAFETY: `graph` is live and `deps` are `deps.len()` nodes of it (the caller's promise).
+    unsafe { sys::cuGraphAddEmptyNode(&mut node, graph, deps.as_ptr(), deps.len()) }
         .result()
         .map_err(|e| Error::driver("cuGraphAddEmptyNode", e))?;
     let mut set = [node];
-    // SAFETY: `stream` is capturing into `graph`, of which `node` is a node.
+    // SAFETY: `stream` is capturing into `graph` (the caller's promise), of which `node` is a
+    // node now.
     unsafe {
         sys::cuStreamUpdateCaptureDependencies_v2(
             stream.cu_stream(),
@@ -203,37 +222,13 @@ pub(crate) fn call_exit(stream: &CudaStream) -> Result<Option<NodeHandle>> {
     }
     .result()
     .map_err(|e| Error::driver("cuStreamUpdateCaptureDependencies", e))?;
-    Ok(Some(NodeHandle::new(node, std::ptr::null_mut())))
+    Ok(node)
 }
 
 /// The graph `stream` is capturing into, and the stream's current dependencies.
 pub(super) fn capture_state(
     stream: &CudaStream,
 ) -> std::result::Result<(CaptureStatus, sys::CUgraph, Vec<sys::CUgraphNode>), DriverError> {
-    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    let mut graph: sys::CUgraph = std::ptr::null_mut();
-    let mut deps: *const sys::CUgraphNode = std::ptr::null();
-    let mut count: usize = 0;
-    // SAFETY: `stream` owns its live handle; every out-pointer is valid for the call; the
-    // outputs not wanted (id, edge data) are null, which the driver allows.
-    unsafe {
-        sys::cuStreamGetCaptureInfo_v3(
-            stream.cu_stream(),
-            &mut status,
-            std::ptr::null_mut(),
-            &mut graph,
-            &mut deps,
-            std::ptr::null_mut(),
-            &mut count,
-        )
-    }
-    .result()?;
-    let deps = if count == 0 || deps.is_null() {
-        Vec::new()
-    } else {
-        // SAFETY: the driver returned an array of `count` nodes at `deps`, valid until the
-        // next driver call on this stream; it is copied at once.
-        unsafe { std::slice::from_raw_parts(deps, count) }.to_vec()
-    };
-    Ok((status.into(), graph, deps))
+    let info = RawInfo::of(stream)?;
+    Ok((info.status, info.graph, info.deps().to_vec()))
 }

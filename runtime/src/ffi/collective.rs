@@ -5,7 +5,7 @@
 use cudarc::driver::sys;
 use cudarc::driver::CudaStream;
 
-use super::capture::capture_state;
+use super::capture::{capture_state, join_into_one};
 use super::ensure_current;
 use super::graph::{dependencies, graph_nodes, node_count, AddedKind, NodeHandle};
 use super::status::CaptureStatus;
@@ -151,27 +151,9 @@ pub(crate) fn capture_group(
             tip[0]
         } else {
             ensure_current(s.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
-            let mut node: sys::CUgraphNode = std::ptr::null_mut();
-            // SAFETY: `graph` is the capture's live graph; `tip` are nodes of it (the stream's
-            // dependencies just reported), `tip.len()` of them.
-            unsafe { sys::cuGraphAddEmptyNode(&mut node, graph, tip.as_ptr(), tip.len()) }
-                .result()
-                .map_err(|e| Error::driver("cuGraphAddEmptyNode", e))?;
-            let mut set = [node];
-            // SAFETY: `s` is capturing into `graph`, of which `node` is a node.
-            unsafe {
-                sys::cuStreamUpdateCaptureDependencies_v2(
-                    s.cu_stream(),
-                    set.as_mut_ptr(),
-                    std::ptr::null(),
-                    1,
-                    sys::CUstreamUpdateCaptureDependencies_flags::CU_STREAM_SET_CAPTURE_DEPENDENCIES
-                        as u32,
-                )
-            }
-            .result()
-            .map_err(|e| Error::driver("cuStreamUpdateCaptureDependencies", e))?;
-            node
+            // SAFETY: `s` is capturing into `graph` (checked after the group); `tip` are nodes
+            // of it (the stream's dependencies just reported).
+            unsafe { join_into_one(s, graph, &tip) }?
         };
         out.push(ParticipantNodes {
             exit: NodeHandle::new(exit, std::ptr::null_mut()),
