@@ -7,12 +7,9 @@ use streamgraph::{capture, pipeline, DeviceBuffer, Eager, Plan, Stream};
 
 pipeline! {
     pipeline FillCopy(x: &mut DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>) {
-        stream main;
-        stream side;
-        event filled;
+        stream main; stream side; // the first one declared is the origin
         side: fill x = 2.0f32;
-        side: record filled;
-        main: wait filled;
+        main: wait_stream side; // what `side` has issued so far happens before what follows
         main: copy y <- x;
     }
 }
