@@ -265,8 +265,8 @@ fn graphs_are_send() {
         fn program(&self) -> &'static streamgraph::Program {
             &EMPTY
         }
-        fn stream_options(&self) -> Vec<streamgraph::StreamOptions> {
-            Vec::new()
+        fn stream_options(&self) -> std::borrow::Cow<'static, [streamgraph::StreamOptions]> {
+            std::borrow::Cow::Owned(Vec::new())
         }
         fn issue<I: Issuer + ?Sized>(&self, _: &mut I) -> Result<(), Error> {
             Ok(())

@@ -64,8 +64,8 @@ impl Pipeline for Faulty<'_> {
         program()
     }
 
-    fn stream_options(&self) -> Vec<StreamOptions> {
-        vec![StreamOptions::default(); 2]
+    fn stream_options(&self) -> std::borrow::Cow<'static, [StreamOptions]> {
+        std::borrow::Cow::Owned(vec![StreamOptions::default(); 2])
     }
 
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
@@ -357,8 +357,8 @@ fn capturing_on_a_stream_that_is_already_capturing_is_refused() {
         fn program(&self) -> &'static Program {
             program()
         }
-        fn stream_options(&self) -> Vec<StreamOptions> {
-            vec![StreamOptions::default(); 2]
+        fn stream_options(&self) -> std::borrow::Cow<'static, [StreamOptions]> {
+            std::borrow::Cow::Owned(vec![StreamOptions::default(); 2])
         }
         fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
             if let Some(inner) = self.inner.take() {
@@ -410,8 +410,8 @@ fn a_global_capture_inside_another_on_the_same_thread_is_refused() {
                 fn program(&self) -> &'static Program {
                     program()
                 }
-                fn stream_options(&self) -> Vec<StreamOptions> {
-                    vec![StreamOptions::default(); 2]
+                fn stream_options(&self) -> std::borrow::Cow<'static, [StreamOptions]> {
+                    std::borrow::Cow::Owned(vec![StreamOptions::default(); 2])
                 }
                 fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
                     let mut s = self.s.borrow_mut();

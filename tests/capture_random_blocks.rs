@@ -656,8 +656,11 @@ impl Pipeline for RandomPipeline<'_> {
     fn program(&self) -> &'static streamgraph::Program {
         self.random.program
     }
-    fn stream_options(&self) -> Vec<StreamOptions> {
-        vec![StreamOptions::default(); self.random.program.streams.len()]
+    fn stream_options(&self) -> std::borrow::Cow<'static, [StreamOptions]> {
+        std::borrow::Cow::Owned(vec![
+            StreamOptions::default();
+            self.random.program.streams.len()
+        ])
     }
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
         let kernels = vec![self.kernel.clone(); self.random.kernels()];

@@ -39,8 +39,8 @@ impl Pipeline for Stamps<'_> {
         program()
     }
 
-    fn stream_options(&self) -> Vec<StreamOptions> {
-        vec![StreamOptions::default()]
+    fn stream_options(&self) -> std::borrow::Cow<'static, [StreamOptions]> {
+        std::borrow::Cow::Owned(vec![StreamOptions::default()])
     }
 
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {

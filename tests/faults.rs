@@ -48,8 +48,8 @@ impl Pipeline for Injected<'_> {
         program()
     }
 
-    fn stream_options(&self) -> Vec<StreamOptions> {
-        vec![StreamOptions::default(); 2]
+    fn stream_options(&self) -> std::borrow::Cow<'static, [StreamOptions]> {
+        std::borrow::Cow::Owned(vec![StreamOptions::default(); 2])
     }
 
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {

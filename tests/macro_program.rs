@@ -258,7 +258,7 @@ fn stream_options_evaluate_the_declarations() {
     );
     let d = Diamond::new(&mut x, &mut y, &k, 4);
     assert_eq!(
-        d.stream_options(),
+        *d.stream_options(),
         [
             StreamOptions {
                 priority: 0,
@@ -270,6 +270,27 @@ fn stream_options_evaluate_the_declarations() {
             }
         ]
     );
+}
+
+streamgraph::pipeline! {
+    pipeline Plain(x: &mut DeviceBuffer<f32>) {
+        stream main;
+        stream side;
+        side: fill x = 1.0f32;
+        main: wait_stream side;
+    }
+}
+
+#[test]
+fn stream_options_without_declarations_are_borrowed() {
+    let mut x = DeviceBuffer::for_planning(4).unwrap();
+    let options = Plain::new(&mut x).stream_options();
+    // A constant: asking for it on every run allocates nothing.
+    assert!(matches!(options, std::borrow::Cow::Borrowed(_)));
+    assert_eq!(*options, [StreamOptions::DEFAULT; 2]);
+    let (mut y, k) = (DeviceBuffer::for_planning(4).unwrap(), kernels());
+    let d = Diamond::new(&mut x, &mut y, &k, 4);
+    assert!(matches!(d.stream_options(), std::borrow::Cow::Owned(_)));
 }
 
 #[test]
@@ -372,7 +393,7 @@ fn loops_and_branches_are_issued_as_control_flow() {
     let hits = Arc::new(AtomicUsize::new(0));
     let p = Control::new(&mut x, &k, 2, true, &hits);
     assert_eq!(
-        p.stream_options(),
+        *p.stream_options(),
         [
             StreamOptions {
                 priority: 0,

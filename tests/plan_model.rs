@@ -420,8 +420,8 @@ impl Pipeline for Handmade<'_> {
         &HANDMADE
     }
 
-    fn stream_options(&self) -> Vec<streamgraph::StreamOptions> {
-        vec![Default::default(); 2]
+    fn stream_options(&self) -> std::borrow::Cow<'static, [streamgraph::StreamOptions]> {
+        std::borrow::Cow::Owned(vec![Default::default(); 2])
     }
 
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {

@@ -113,14 +113,14 @@ impl Pipeline for Diamond<'_> {
         &DIAMOND
     }
 
-    fn stream_options(&self) -> Vec<StreamOptions> {
-        vec![
+    fn stream_options(&self) -> std::borrow::Cow<'static, [StreamOptions]> {
+        std::borrow::Cow::Owned(vec![
             StreamOptions::default(),
             StreamOptions {
                 priority: -1,
                 device: None,
             },
-        ]
+        ])
     }
 
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
@@ -269,8 +269,8 @@ impl Pipeline for WaitFirst<'_> {
         &WAIT_FIRST
     }
 
-    fn stream_options(&self) -> Vec<StreamOptions> {
-        vec![StreamOptions::default(); 2]
+    fn stream_options(&self) -> std::borrow::Cow<'static, [StreamOptions]> {
+        std::borrow::Cow::Owned(vec![StreamOptions::default(); 2])
     }
 
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
@@ -370,8 +370,8 @@ impl Pipeline for Single<'_> {
         &SINGLE
     }
 
-    fn stream_options(&self) -> Vec<StreamOptions> {
-        vec![StreamOptions::default()]
+    fn stream_options(&self) -> std::borrow::Cow<'static, [StreamOptions]> {
+        std::borrow::Cow::Owned(vec![StreamOptions::default()])
     }
 
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {

@@ -41,8 +41,8 @@ where
     fn program(&self) -> &'static Program {
         self.program
     }
-    fn stream_options(&self) -> Vec<StreamOptions> {
-        vec![StreamOptions::default(); self.program.streams.len()]
+    fn stream_options(&self) -> std::borrow::Cow<'static, [StreamOptions]> {
+        std::borrow::Cow::Owned(vec![StreamOptions::default(); self.program.streams.len()])
     }
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
         let mut dynamic = Dyn(issuer);

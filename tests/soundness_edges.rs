@@ -168,8 +168,8 @@ impl Pipeline for CapturesMidway<'_> {
     fn program(&self) -> &'static Program {
         self.program
     }
-    fn stream_options(&self) -> Vec<StreamOptions> {
-        vec![StreamOptions::default(); self.program.streams.len()]
+    fn stream_options(&self) -> std::borrow::Cow<'static, [StreamOptions]> {
+        std::borrow::Cow::Owned(vec![StreamOptions::default(); self.program.streams.len()])
     }
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
         let statements = self.program.statements;
@@ -238,8 +238,8 @@ impl Pipeline for Shifting<'_> {
     fn program(&self) -> &'static Program {
         self.program
     }
-    fn stream_options(&self) -> Vec<StreamOptions> {
-        vec![StreamOptions::default(); self.program.streams.len()]
+    fn stream_options(&self) -> std::borrow::Cow<'static, [StreamOptions]> {
+        std::borrow::Cow::Owned(vec![StreamOptions::default(); self.program.streams.len()])
     }
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
         let statements = self.program.statements;

@@ -493,8 +493,11 @@ impl Pipeline for Chunks<'_> {
         self.st.program
     }
 
-    fn stream_options(&self) -> Vec<StreamOptions> {
-        vec![StreamOptions::default(); self.st.program.streams.len()]
+    fn stream_options(&self) -> std::borrow::Cow<'static, [StreamOptions]> {
+        std::borrow::Cow::Owned(vec![
+            StreamOptions::default();
+            self.st.program.streams.len()
+        ])
     }
 
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> std::result::Result<(), Error> {

@@ -12,6 +12,8 @@ use crate::error::Error;
 use crate::ffi::memory::{MemoryMut, MemoryRef};
 use crate::ffi::KernelArg;
 use crate::memory::DeviceFlag;
+use std::borrow::Cow;
+
 use crate::module::Kernel;
 use crate::operand::{ElementType, FillPattern, HostFn, LaunchConfig, ReduceOp};
 use crate::program::{Collective, Program, Statement, StatementKind};
@@ -27,8 +29,10 @@ pub trait Pipeline {
     fn program(&self) -> &'static Program;
 
     /// Run-time options of each declared stream (priority, device), evaluated from the
-    /// pipeline's parameters; one entry per [`Program::streams`] element.
-    fn stream_options(&self) -> Vec<StreamOptions>;
+    /// pipeline's parameters; one entry per [`Program::streams`] element. Borrowed from a
+    /// constant when no stream's options depend on the parameters (`pipeline!` does so), so
+    /// that asking costs no allocation.
+    fn stream_options(&self) -> Cow<'static, [StreamOptions]>;
 
     /// Issues the program, statement by statement, through `issuer`.
     ///
@@ -143,6 +147,14 @@ pub struct StreamOptions {
     pub priority: i32,
     /// Device ordinal; `None` (or a negative index) means the origin's device.
     pub device: Option<i32>,
+}
+
+impl StreamOptions {
+    /// Priority 0 on the origin's device: a stream declared without options.
+    pub const DEFAULT: StreamOptions = StreamOptions {
+        priority: 0,
+        device: None,
+    };
 }
 
 /// Receives a pipeline's statements in program order. One method per statement kind.

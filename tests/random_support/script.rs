@@ -733,8 +733,8 @@ impl Pipeline for ScriptPipeline<'_> {
     fn program(&self) -> &'static Program {
         self.script.program
     }
-    fn stream_options(&self) -> Vec<StreamOptions> {
-        vec![StreamOptions::default(); self.script.streams]
+    fn stream_options(&self) -> std::borrow::Cow<'static, [StreamOptions]> {
+        std::borrow::Cow::Owned(vec![StreamOptions::default(); self.script.streams])
     }
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
         self.issue_list(issuer, &self.script.stmts)

@@ -167,6 +167,23 @@ pub fn expand(program: &Program) -> TokenStream {
         );
         quote!(::streamgraph::__private::StreamOptions { priority: #priority, device: #device })
     });
+    // Streams declared without options: a constant, borrowed (no allocation per run).
+    let stream_options = if program
+        .streams
+        .iter()
+        .all(|s| s.priority.is_none() && s.device.is_none())
+    {
+        let default = program
+            .streams
+            .iter()
+            .map(|_| quote!(::streamgraph::__private::StreamOptions::DEFAULT));
+        quote!(::std::borrow::Cow::Borrowed(&[#(#default),*]))
+    } else {
+        quote! {
+            #bindings
+            ::std::borrow::Cow::Owned(::std::vec![#(#options),*])
+        }
+    };
     let body = nodes(program, &program.body);
 
     quote! {
@@ -198,9 +215,8 @@ pub fn expand(program: &Program) -> TokenStream {
             }
 
             #[allow(unused_variables)]
-            fn stream_options(&self) -> ::std::vec::Vec<::streamgraph::__private::StreamOptions> {
-                #bindings
-                ::std::vec![#(#options),*]
+            fn stream_options(&self) -> ::std::borrow::Cow<'static, [::streamgraph::__private::StreamOptions]> {
+                #stream_options
             }
 
             #[allow(unused_variables)]

@@ -293,7 +293,7 @@ impl Eager {
     /// Creates (or reuses) the side streams and events `pipeline` needs; nothing is issued.
     pub(crate) fn prepare_for<P: Pipeline + ?Sized>(&mut self, pipeline: &P) -> Result<()> {
         self.frame
-            .prepare(pipeline.program(), pipeline.stream_options())
+            .prepare(pipeline.program(), &pipeline.stream_options())
     }
 
     /// Forgets the side streams and events, so that the next run creates fresh ones (after a

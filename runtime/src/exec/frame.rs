@@ -201,11 +201,11 @@ impl Frame {
     pub(super) fn prepare(
         &mut self,
         program: &'static Program,
-        options: Vec<StreamOptions>,
+        options: &[StreamOptions],
     ) -> Result<()> {
         if let Some((p, o)) = &self.prepared
             && p.same(program)
-            && *o == options
+            && **o == *options
         {
             return Ok(());
         }
@@ -232,7 +232,7 @@ impl Frame {
         if let Some(i) = self
             .parked
             .iter()
-            .position(|((p, o), _)| p.same(program) && *o == options)
+            .position(|((p, o), _)| p.same(program) && **o == *options)
         {
             let (key, res) = self.parked.remove(i);
             self.park();
@@ -274,7 +274,7 @@ impl Frame {
             spares.push(set);
         }
         self.park();
-        self.prepared = Some((program, options));
+        self.prepared = Some((program, options.to_vec()));
         self.res = Resources {
             sides,
             events,
