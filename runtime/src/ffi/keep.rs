@@ -131,11 +131,9 @@ impl Keep {
         self.compact();
     }
 
-    /// A `Keep` with room for `device` allocations (the previous capture's count).
-    pub(crate) fn with_room(device: usize) -> Keep {
-        let mut keep = Keep::default();
-        keep.device.reserve(device);
-        keep
+    /// Makes room for `device` allocations (the previous capture's count).
+    pub(crate) fn reserve(&mut self, device: usize) {
+        self.device.reserve(device);
     }
 
     /// How many device allocations it holds, counting repeats before [`Keep::compact`].
@@ -160,10 +158,10 @@ impl Keep {
 
 impl Drop for Keep {
     fn drop(&mut self) {
-        if !self.captured {
-            for f in self.host_fns.drain(..) {
-                std::mem::forget(f);
-            }
+        if !self.captured && !self.host_fns.is_empty() {
+            std::mem::take(&mut self.host_fns)
+                .into_iter()
+                .for_each(std::mem::forget);
         }
     }
 }

@@ -140,8 +140,11 @@ impl NodeBook {
         rec.nodes = OnceCell::new();
         self.occurrences.clear();
         self.occurrences.resize(program.statements.len(), 0);
-        // (The capture that used the book gave its graph what it keeps.)
-        self.keep = Keep::with_room(sizes.kept);
+        // The capture that used the book gave its graph what it keeps (`take_keep`).
+        if !self.keep.is_empty() {
+            self.keep = Keep::default();
+        }
+        self.keep.reserve(sizes.kept);
         self.last = None;
         self.node_count = 0;
         self.pending.clear();
