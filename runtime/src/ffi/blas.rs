@@ -287,13 +287,62 @@ impl GemmDims {
         }
         Ok(out)
     }
+
+    /// The GEMM checked once, for every issue of the op made with it: its sizes as cuBLAS's
+    /// integers and what each matrix spans ([`GemmDims::needs`]).
+    pub(crate) fn checked(self) -> Result<CheckedGemm, DimsFault> {
+        let needs = self.needs()?;
+        // `needs` found every size to fit cuBLAS's integers.
+        let sizes = [
+            int("m", self.m)?,
+            int("n", self.n)?,
+            int("k", self.k)?,
+            int("lda", self.lda)?,
+            int("ldb", self.ldb)?,
+            int("ldc", self.ldc)?,
+        ];
+        let batch = match self.batch {
+            None => None,
+            Some(b) => Some((
+                int("batch count", b.count)?,
+                [
+                    long("stride", b.stride_a)?,
+                    long("stride", b.stride_b)?,
+                    long("stride", b.stride_c)?,
+                ],
+            )),
+        };
+        Ok(CheckedGemm {
+            dims: self,
+            needs,
+            sizes,
+            batch,
+        })
+    }
 }
 
-/// A size that `needs` found to fit cuBLAS's integers.
-fn checked<V>(r: std::result::Result<V, DimsFault>) -> Result<V> {
-    r.map_err(|_| Error::Internal {
-        invariant: "a GEMM's shape fits cuBLAS's integers",
-    })
+/// A [`GemmDims`] that [`GemmDims::checked`] found valid, with what an issue needs of it
+/// worked out once: `m`, `n`, `k`, `lda`, `ldb`, `ldc` as cuBLAS's integers, the batch count
+/// and strides, and the elements each matrix spans. Made only by `checked`, so what
+/// [`BlasHandle::gemm`] trusts of it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CheckedGemm {
+    dims: GemmDims,
+    needs: [usize; 3],
+    sizes: [c_int; 6],
+    batch: Option<(c_int, [c_longlong; 3])>,
+}
+
+impl CheckedGemm {
+    /// The GEMM's dimensions.
+    pub(crate) fn dims(&self) -> &GemmDims {
+        &self.dims
+    }
+
+    /// The elements of `A`, `B` and `C` the GEMM reads and writes ([`GemmDims::needs`]).
+    pub(crate) fn needs(&self) -> [usize; 3] {
+        self.needs
+    }
 }
 
 /// The device address of `memory` after checking it is device memory of `elem` elements
@@ -399,7 +448,7 @@ impl BlasHandle {
         &self,
         stream: &Arc<CudaStream>,
         elem: ElemType,
-        dims: &GemmDims,
+        gemm: &CheckedGemm,
         scalars: Scalars,
         a: &MemoryRef<'_>,
         b: &MemoryRef<'_>,
@@ -417,23 +466,12 @@ impl BlasHandle {
                 invariant: "a GEMM's scalars are of its compute type",
             });
         }
-        let needs = dims.needs().map_err(|_| Error::Internal {
-            invariant: "a GEMM's shape was checked when its op was made",
-        })?;
+        let (dims, needs) = (gemm.dims(), gemm.needs);
         let c_ref = c.memory_ref();
         let pa = device_ptr(a, elem, needs[0])?;
         let pb = device_ptr(b, elem, needs[1])?;
         let pc = device_ptr(&c_ref, elem, needs[2])?;
-        let (m, n, k) = (
-            checked(int("m", dims.m))?,
-            checked(int("n", dims.n))?,
-            checked(int("k", dims.k))?,
-        );
-        let (lda, ldb, ldc) = (
-            checked(int("lda", dims.lda))?,
-            checked(int("ldb", dims.ldb))?,
-            checked(int("ldc", dims.ldc))?,
-        );
+        let [m, n, k, lda, ldb, ldc] = gemm.sizes;
         let op = |t: bool| {
             if t {
                 sys::cublasOperation_t::CUBLAS_OP_T
@@ -467,7 +505,7 @@ impl BlasHandle {
             }
             let (alpha, beta) = scalars.pointers();
             let (pa, pb, pc) = (pa as *const c_void, pb as *const c_void, pc as *mut c_void);
-            match dims.batch {
+            match gemm.batch {
                 None => {
                     // SAFETY: `a`, `b` and `c` are live device memory of `elem` elements that
                     // hold what `dims` reads and writes (`needs`, checked above), on the
@@ -481,13 +519,7 @@ impl BlasHandle {
                     }
                     .map_err(|e| failed("cublasGemmEx", e))
                 }
-                Some(batch) => {
-                    let count = checked(int("batch count", batch.count))?;
-                    let (sa, sb, sc) = (
-                        checked(long("stride", batch.stride_a))?,
-                        checked(long("stride", batch.stride_b))?,
-                        checked(long("stride", batch.stride_c))?,
-                    );
+                Some((count, [sa, sb, sc])) => {
                     // SAFETY: as for one GEMM; `needs` covers every batch (stride times
                     // `count - 1` plus one matrix), and batches of `c` do not overlap.
                     unsafe {

@@ -118,6 +118,8 @@ pub(crate) struct Matmul {
     workspace_bytes: usize,
     elem: ElemType,
     dims: GemmDims,
+    /// What `A`, `B` and `C` span ([`GemmDims::needs`]), worked out when planned.
+    needs: [usize; 3],
     bias: bool,
 }
 
@@ -149,7 +151,7 @@ impl Matmul {
                 "a cuBLASLt matmul op takes one matrix product, not batches".into(),
             ));
         }
-        dims.needs().map_err(|_| Error::Internal {
+        let needs = dims.needs().map_err(|_| Error::Internal {
             invariant: "a matmul's shape is checked before it is planned",
         })?;
         require(Library::CublasLt)?;
@@ -243,6 +245,7 @@ impl Matmul {
             workspace_bytes,
             elem,
             dims: *dims,
+            needs,
             bias,
         })
     }
@@ -270,9 +273,7 @@ impl Matmul {
                 right: stream.context().ordinal() as i32,
             });
         }
-        let needs = self.dims.needs().map_err(|_| Error::Internal {
-            invariant: "a matmul's shape was checked when its op was made",
-        })?;
+        let needs = self.needs;
         let c_ref = c.memory_ref();
         let pa = device_ptr(a, self.elem, needs[0])?;
         let pb = device_ptr(b, self.elem, needs[1])?;

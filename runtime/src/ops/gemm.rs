@@ -154,7 +154,7 @@ impl Planned {
         self.handle.gemm(
             stream.as_cudarc(),
             elem_type::<T>(),
-            &self.call.dims,
+            &self.call.gemm,
             scalars(alpha, beta),
             &first,
             &second,

@@ -2,7 +2,7 @@
 //! call it becomes, and the checks of operands against it, with messages in the user's terms.
 
 use crate::error::{Error, Result};
-use crate::ffi::blas::{Batch, DimsFault, GemmDims, Matrix};
+use crate::ffi::blas::{Batch, CheckedGemm, DimsFault, GemmDims, Matrix};
 
 /// How the matrices of an op are stored; the same for `A`, `B` and `C`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -36,7 +36,8 @@ pub(super) struct Shape {
 /// call's `A` is the user's `b` and its `B` the user's `a` (`swapped`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Call {
-    pub(super) dims: GemmDims,
+    /// The call's dimensions, checked once for every issue.
+    pub(super) gemm: CheckedGemm,
     pub(super) swapped: bool,
     /// The elements the user's `a`, `b` and `c` must hold.
     pub(super) needs: [usize; 3],
@@ -80,14 +81,15 @@ impl Shape {
                 batch,
             }
         };
-        let needs = dims.needs().map_err(|f| self.fault(f, swapped))?;
+        let gemm = dims.checked().map_err(|f| self.fault(f, swapped))?;
+        let needs = gemm.needs();
         let needs = if swapped {
             [needs[1], needs[0], needs[2]]
         } else {
             needs
         };
         Ok(Call {
-            dims,
+            gemm,
             swapped,
             needs,
         })
@@ -194,8 +196,9 @@ mod tests {
     fn a_row_major_product_is_the_transposed_column_major_one() {
         let call = row_major(4, 3, 2).call().unwrap();
         assert!(call.swapped);
-        assert_eq!((call.dims.m, call.dims.n, call.dims.k), (3, 4, 2));
-        assert_eq!((call.dims.lda, call.dims.ldb, call.dims.ldc), (3, 2, 3));
+        let dims = call.gemm.dims();
+        assert_eq!((dims.m, dims.n, dims.k), (3, 4, 2));
+        assert_eq!((dims.lda, dims.ldb, dims.ldc), (3, 2, 3));
         assert_eq!(call.needs, [8, 6, 12]);
         let col = Shape {
             layout: Layout::ColumnMajor,
