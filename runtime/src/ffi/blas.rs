@@ -6,9 +6,9 @@
 //! workspace on an issue on another stream than the last one (`cublasSetStream_v2`, then
 //! `cublasSetWorkspace_v2`, which the former resets), so a capture records no allocation of
 //! cuBLAS's; its pointer mode is host
-//! (`alpha` and `beta` are read when the call is issued). Every call checks the shape it is
-//! given against the memory it is given ([`GemmDims::needs`]), so no shape reaches cuBLAS that
-//! reads or writes outside the operands.
+//! (`alpha` and `beta` are read when the call is issued). An op's shape is checked when the op
+//! is made ([`GemmDims::checked`]) and every call checks the memory it is given against it
+//! ([`device_ptr`]), so no shape reaches cuBLAS that reads or writes outside the operands.
 
 use std::ffi::{c_int, c_longlong, c_void};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -238,17 +238,22 @@ impl GemmDims {
     }
 
     /// The elements `A`, `B` and `C` must hold, or what is wrong with the shape.
-    pub(crate) fn needs(&self) -> Result<[usize; 3], DimsFault> {
-        for (what, v) in [
-            ("m", self.m),
-            ("n", self.n),
-            ("k", self.k),
-            ("lda", self.lda),
-            ("ldb", self.ldb),
-            ("ldc", self.ldc),
-        ] {
-            int(what, v)?;
-        }
+    #[cfg(test)]
+    fn needs(&self) -> Result<[usize; 3], DimsFault> {
+        self.checked().map(|c| c.needs)
+    }
+
+    /// The GEMM checked once, for every issue of the op made with it: its sizes as cuBLAS's
+    /// integers and what each matrix spans, or what is wrong with the shape.
+    pub(crate) fn checked(self) -> Result<CheckedGemm, DimsFault> {
+        let sizes = [
+            int("m", self.m)?,
+            int("n", self.n)?,
+            int("k", self.k)?,
+            int("lda", self.lda)?,
+            int("ldb", self.ldb)?,
+            int("ldc", self.ldc)?,
+        ];
         let ((ar, ac), (br, bc)) = self.stored();
         let mut spans = [
             span(Matrix::A, ar, ac, self.lda)?,
@@ -261,14 +266,20 @@ impl GemmDims {
             spans[1] = 0;
         }
         let Some(batch) = self.batch else {
-            return Ok(spans);
+            return Ok(CheckedGemm {
+                dims: self,
+                needs: spans,
+                sizes,
+                batch: None,
+            });
         };
-        int("batch count", batch.count)?;
+        let count = int("batch count", batch.count)?;
         let strides = [batch.stride_a, batch.stride_b, batch.stride_c];
         let matrices = [Matrix::A, Matrix::B, Matrix::C];
-        let mut out = [0; 3];
+        let mut needs = [0; 3];
+        let mut longs = [0; 3];
         for i in 0..3 {
-            long("stride", strides[i])?;
+            longs[i] = long("stride", strides[i])?;
             if matrices[i] == Matrix::C && batch.count > 1 && strides[i] < spans[i].max(1) {
                 return Err(DimsFault::Stride {
                     matrix: Matrix::C,
@@ -276,7 +287,7 @@ impl GemmDims {
                     span: spans[i],
                 });
             }
-            out[i] = if batch.count == 0 || spans[i] == 0 {
+            needs[i] = if batch.count == 0 || spans[i] == 0 {
                 0
             } else {
                 strides[i]
@@ -285,38 +296,11 @@ impl GemmDims {
                     .ok_or(DimsFault::Overflow)?
             };
         }
-        Ok(out)
-    }
-
-    /// The GEMM checked once, for every issue of the op made with it: its sizes as cuBLAS's
-    /// integers and what each matrix spans ([`GemmDims::needs`]).
-    pub(crate) fn checked(self) -> Result<CheckedGemm, DimsFault> {
-        let needs = self.needs()?;
-        // `needs` found every size to fit cuBLAS's integers.
-        let sizes = [
-            int("m", self.m)?,
-            int("n", self.n)?,
-            int("k", self.k)?,
-            int("lda", self.lda)?,
-            int("ldb", self.ldb)?,
-            int("ldc", self.ldc)?,
-        ];
-        let batch = match self.batch {
-            None => None,
-            Some(b) => Some((
-                int("batch count", b.count)?,
-                [
-                    long("stride", b.stride_a)?,
-                    long("stride", b.stride_b)?,
-                    long("stride", b.stride_c)?,
-                ],
-            )),
-        };
         Ok(CheckedGemm {
             dims: self,
             needs,
             sizes,
-            batch,
+            batch: Some((count, longs)),
         })
     }
 }
@@ -339,7 +323,7 @@ impl CheckedGemm {
         &self.dims
     }
 
-    /// The elements of `A`, `B` and `C` the GEMM reads and writes ([`GemmDims::needs`]).
+    /// The elements of `A`, `B` and `C` the GEMM reads and writes.
     pub(crate) fn needs(&self) -> [usize; 3] {
         self.needs
     }

@@ -15,7 +15,7 @@ use cudarc::cublaslt::result::{self as lt, CublasError};
 use cudarc::cublaslt::sys;
 use cudarc::driver::{CudaContext, CudaStream};
 
-use super::blas::{device_ptr, require, ElemType, GemmDims, Library};
+use super::blas::{device_ptr, require, CheckedGemm, ElemType, Library};
 use super::cudarc_order::cudarc_ordered;
 use super::device_alloc::DeviceAlloc;
 use super::memory::{MemoryMut, MemoryRef};
@@ -117,9 +117,8 @@ pub(crate) struct Matmul {
     workspace: Arc<DeviceAlloc>,
     workspace_bytes: usize,
     elem: ElemType,
-    dims: GemmDims,
-    /// What `A`, `B` and `C` span ([`GemmDims::needs`]), worked out when planned.
-    needs: [usize; 3],
+    /// The shape, checked when the op was made.
+    gemm: CheckedGemm,
     bias: bool,
 }
 
@@ -135,25 +134,23 @@ impl Matmul {
         )
     }
 
-    /// Plans the matmul of `dims` (no batches) in `ctx`: its handle, descriptors, layouts and
+    /// Plans the matmul of `gemm` (no batches) in `ctx`: its handle, descriptors, layouts and
     /// the heuristic's best algorithm for `workspace_bytes` of workspace, allocated here.
     pub(crate) fn new(
         ctx: &Arc<CudaContext>,
         elem: ElemType,
-        dims: &GemmDims,
+        gemm: &CheckedGemm,
         act: Activation,
         bias: bool,
         workspace_bytes: usize,
     ) -> Result<Matmul> {
         let ty = data_type(elem)?;
+        let dims = gemm.dims();
         if dims.batch.is_some() {
             return Err(Error::InvalidArgument(
                 "a cuBLASLt matmul op takes one matrix product, not batches".into(),
             ));
         }
-        let needs = dims.needs().map_err(|_| Error::Internal {
-            invariant: "a matmul's shape is checked before it is planned",
-        })?;
         require(Library::CublasLt)?;
         super::ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
         let workspace = DeviceAlloc::new(ctx, workspace_bytes)?;
@@ -244,8 +241,7 @@ impl Matmul {
             workspace,
             workspace_bytes,
             elem,
-            dims: *dims,
-            needs,
+            gemm: *gemm,
             bias,
         })
     }
@@ -273,13 +269,13 @@ impl Matmul {
                 right: stream.context().ordinal() as i32,
             });
         }
-        let needs = self.needs;
+        let needs = self.gemm.needs();
         let c_ref = c.memory_ref();
         let pa = device_ptr(a, self.elem, needs[0])?;
         let pb = device_ptr(b, self.elem, needs[1])?;
         let pc = device_ptr(&c_ref, self.elem, needs[2])?;
         let pbias = match (bias, self.bias) {
-            (Some(bias), true) => Some(device_ptr(bias, self.elem, self.dims.m)?),
+            (Some(bias), true) => Some(device_ptr(bias, self.elem, self.gemm.dims().m)?),
             (None, false) => None,
             _ => {
                 return Err(Error::Internal {

@@ -151,8 +151,8 @@ pub(crate) fn capture_group(
             tip[0]
         } else {
             ensure_current(s.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
-            // SAFETY: `s` is capturing into `graph` (checked after the group); `tip` are nodes
-            // of it (the stream's dependencies just reported).
+            // SAFETY: `s` is capturing into `graph` (asked once the group's work was issued,
+            // above); `tip` are nodes of it (the stream's dependencies then reported).
             unsafe { join_into_one(s, graph, &tip) }?
         };
         out.push(ParticipantNodes {

@@ -392,10 +392,7 @@ impl Capture {
             Err(payload) => {
                 // The pipeline panicked: its side streams are joined; end the capture (the
                 // partial graph is destroyed) and let the panic go on.
-                drop(gffi::end_capture(
-                    origin.as_cudarc(),
-                    std::mem::take(&mut book.keep),
-                ));
+                drop(gffi::end_capture(origin.as_cudarc(), book.take_keep()));
                 self.recover(&origin);
                 resume_unwind(payload);
             }

@@ -132,14 +132,8 @@ impl Planned {
             Epilogue::Relu => Activation::Relu,
             Epilogue::Gelu => Activation::Gelu,
         };
-        let plan = blas_lt::Matmul::new(
-            device.ctx(),
-            elem_type::<T>(),
-            call.gemm.dims(),
-            act,
-            bias,
-            bytes,
-        )?;
+        let plan =
+            blas_lt::Matmul::new(device.ctx(), elem_type::<T>(), &call.gemm, act, bias, bytes)?;
         Ok(Planned {
             plan: Arc::new(plan),
             config,
