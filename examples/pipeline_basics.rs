@@ -14,23 +14,17 @@ pipeline! {
     }
 }
 
-fn run() -> streamgraph::Result<()> {
-    let mut x = DeviceBuffer::for_planning(256)?; // buffers for planning only
+fn main() -> Result<(), streamgraph::Error> {
+    let mut x = DeviceBuffer::for_planning(256)?; // buffers to plan with, not to run
     let mut y = DeviceBuffer::for_planning(256)?;
     print!("{}", Plan::build(&FillCopy::new(&mut x, &mut y))?); // planned: needs no GPU
-    let stream = Stream::on(None, 0)?; // a stream on the first GPU
-    let mut x = DeviceBuffer::zeros(&stream.device(), 256)?;
-    let mut y = DeviceBuffer::zeros(&stream.device(), 256)?;
-    Eager::new(&stream).run(&FillCopy::new(&mut x, &mut y))?; // eagerly, on two streams
-    let graph = capture(&stream, FillCopy::new(&mut x, &mut y))?; // into a CUDA graph
+    let Ok(gpu) = Stream::on(None, 0).inspect_err(|e| eprintln!("{e}")) else { return Ok(()) };
+    let mut x = DeviceBuffer::zeros(&gpu.device(), 256)?; // `gpu`: a stream on GPU 0
+    let mut y = DeviceBuffer::zeros(&gpu.device(), 256)?;
+    Eager::new(&gpu).run(&FillCopy::new(&mut x, &mut y))?; // eagerly, on two streams
+    let graph = capture(&gpu, FillCopy::new(&mut x, &mut y))?; // into a CUDA graph
     graph.verify()?; // whose edges are the plan's, exactly
-    graph.instantiate()?.replay(&stream, 100)?; // replayed 100 times
-    println!("y = {:?}…", &y.to_vec_on(&stream)?[..4]);
+    graph.instantiate()?.replay(&gpu, 100)?; // replayed 100 times
+    println!("y = {:?}…", &y.to_vec_on(&gpu)?[..4]);
     Ok(())
-}
-
-fn main() -> std::process::ExitCode {
-    let Err(e) = run() else { return 0.into() };
-    eprintln!("{e}"); // without a GPU, the plan above is all that runs: not a failure
-    u8::from(!e.is_unavailable()).into()
 }

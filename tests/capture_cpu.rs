@@ -102,9 +102,7 @@ fn an_extra_edge_is_a_mismatch() {
     let mut edges = set(&[(0, 1), (0, 2), (1, 2)]);
     edges.insert((2, 1)); // a cycle the plan never has
     let e = verify_edges(&plan, &edges).unwrap_err();
-    let Error::GraphMismatch { missing, extra, .. } = &e else {
-        panic!("{e}")
-    };
+    let Error::GraphMismatch { missing, extra, .. } = &e else { panic!("{e}") };
     assert!(missing.is_empty());
     assert_eq!((extra[0].from.index, extra[0].to.index), (2, 1));
     assert!(e.to_string().contains("extra: `"), "{e}");

@@ -221,9 +221,7 @@ fn synchronizing_a_capturing_stream_is_refused_without_breaking_the_capture() {
         capture.capture(s.pipeline(Misdeed::Synchronize)),
         &[CaptureFault::SynchronizeWhileCapturing],
     );
-    let Error::Capture { after, .. } = e else {
-        unreachable!()
-    };
+    let Error::Capture { after, .. } = e else { unreachable!() };
     assert!(
         after.is_some_and(|a| a.id == 0),
         "names the statement before the synchronize"
@@ -292,9 +290,7 @@ fn a_pageable_copy_names_its_statement() {
         capture.capture(s.pipeline(Misdeed::PageableCopy)),
         &[CaptureFault::PageableMemory],
     );
-    let Error::Capture { statement, .. } = &e else {
-        unreachable!()
-    };
+    let Error::Capture { statement, .. } = &e else { unreachable!() };
     assert_eq!(statement.map(|s| s.id), Some(1), "{e}");
     assert!(e.to_string().contains("copy x <- host"), "{e}");
     s.still_works(&mut capture);

@@ -167,9 +167,7 @@ fn loops_side_by_side_replay_many_times() {
     let graph = Capture::new(&origin)
         .check(false)
         .capture({
-            let [x0, x1, x2, x3, x4, x5] = &mut x[..] else {
-                unreachable!()
-            };
+            let [x0, x1, x2, x3, x4, x5] = &mut x[..] else { unreachable!() };
             Wide::new(x0, x1, x2, x3, x4, x5, &f, &k, width, reps, body)
         })
         .unwrap();

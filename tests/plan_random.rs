@@ -426,9 +426,7 @@ fn options_are_respected() {
                     }
                 }
                 Call::Wait(s) => {
-                    let StatementKind::Wait { event } = s.kind else {
-                        panic!()
-                    };
+                    let StatementKind::Wait { event } = s.kind else { panic!() };
                     assert!(recorded[event], "wait before any record in seed {seed}");
                 }
                 Call::Launch { kernel, buffer, .. } => assert!(kernel < 3 && buffer < 2),

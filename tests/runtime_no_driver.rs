@@ -69,9 +69,7 @@ fn the_missing_driver_error_says_what_was_searched_and_what_to_do() {
         return;
     }
     let err = Device::new(None).unwrap_err();
-    let Error::NoDriver { searched } = &err else {
-        panic!("expected NoDriver, got {err:?}")
-    };
+    let Error::NoDriver { searched } = &err else { panic!("expected NoDriver, got {err:?}") };
     assert!(searched.contains("libcuda.so"), "searched: {searched}");
     let message = err.to_string();
     assert!(

@@ -19,7 +19,10 @@ use crate::program::{AccessMode, Location, OpRef, Statement};
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug, thiserror::Error)]
+///
+/// `{:?}` prints the same message as `{}`, so that `fn main() -> Result<(), Error>`, `unwrap`
+/// and `expect` say what went wrong and what to do; match on the variant for its data.
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The CUDA driver library could not be loaded.
@@ -281,6 +284,12 @@ impl fmt::Display for Mismatch {
             )?,
         }
         f.write_str("; the captured graph orders or issues something differently from the eager run (run with `STREAMGRAPH_CHECKS=1` to check races), or the output depends on state the comparison does not reset")
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 

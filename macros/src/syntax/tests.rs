@@ -26,9 +26,7 @@ fn parses_every_item_and_statement_form() {
     assert_eq!(input.params.len(), 3);
     assert!(input.generics.where_clause.is_some());
     assert_eq!(input.items.len(), 12);
-    let Item::Stream(side) = &input.items[1] else {
-        panic!("expected a stream")
-    };
+    let Item::Stream(side) = &input.items[1] else { panic!("expected a stream") };
     assert_eq!(side.options.len(), 2);
     let Item::Stmt(Stmt::Op(OpStmt {
         op: Op::Launch(l), ..
