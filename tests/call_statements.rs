@@ -1,7 +1,8 @@
 //! `call` statements: an op of one's own (a memset and three kernels) in pipelines, planned,
 //! run eagerly, captured, verified and replayed, in the body of a device loop too; an op that
 //! forks onto a stream of its own and leaves its stream depending on two nodes (joined to one);
-//! and the refusal of an op that allocates inside a capture.
+//! a call that makes no node beside one that makes two (each booked with its own); and the
+//! refusal of an op that allocates inside a capture (among other nodes, or as its only one).
 //!
 //! The GPU tests that read no values back (all but the `_values` ones) also run on the
 //! stand-in driver of `benches/stub-driver` (`.ci/stand-in-tests`).
@@ -578,4 +579,117 @@ fn a_call_on_plan_only_memory_is_refused() {
         .unwrap_err();
     assert!(e.to_string().contains("made with `for_planning`"), "{e}");
     assert!(e.to_string().contains("call op(&mut y, &x)"), "{e}");
+}
+
+pipeline! {
+    /// A fill, a call that issues nothing, and a call that issues two kernels, on one stream:
+    /// the graph holds one node per call, though not one each.
+    pipeline NoneThenTwo<'k>(y: &mut DeviceBuffer<u32>, none: &Repeat<'k>, two: &Repeat<'k>) {
+        stream main;
+        main: fill y = 5u32;
+        main: call none(&mut y);
+        main: call two(&mut y);
+    }
+}
+
+/// A call that made no node beside one that made two: the node count alone would match one
+/// node per call, but the first call's exit is the fill's node, so the nodes are listed and
+/// each call gets its own (none, and two). Captured unchecked: a plan's edges through an
+/// operation that made no node cannot be checked (`verify` says so).
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn a_call_that_makes_no_node_beside_one_that_makes_two() {
+    let k = Kernels::new();
+    let (origin, _x, mut y, _z) = setup(&k);
+    let (none, two) = (
+        Repeat {
+            add: &k.add,
+            times: 0,
+        },
+        Repeat {
+            add: &k.add,
+            times: 2,
+        },
+    );
+    let graph = Capture::new(&origin)
+        .check(false)
+        .capture(NoneThenTwo::new(&mut y, &none, &two))
+        .unwrap();
+    // The call that made no node stands apart; the fill is ordered before the two kernels.
+    let dot = graph.to_dot().unwrap();
+    assert!(dot.contains("c1 [label=\"main: call none(&mut y)"), "{dot}");
+    assert!(dot.contains("c0 -> c2;"), "{dot}");
+    assert!(!dot.contains("c1 ->") && !dot.contains("-> c1"), "{dot}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_call_that_makes_no_node_beside_one_that_makes_two_values() {
+    let k = Kernels::new();
+    let (origin, _x, mut y, _z) = setup(&k);
+    let (none, two) = (
+        Repeat {
+            add: &k.add,
+            times: 0,
+        },
+        Repeat {
+            add: &k.add,
+            times: 2,
+        },
+    );
+    let exec = Capture::new(&origin)
+        .check(false)
+        .capture(NoneThenTwo::new(&mut y, &none, &two))
+        .unwrap()
+        .instantiate()
+        .unwrap();
+    exec.launch(&origin).unwrap();
+    origin.synchronize().unwrap();
+    assert_eq!(exec.pipeline().y.to_vec_on(&origin).unwrap(), vec![7; 100]);
+}
+
+/// An op whose one node is a stream-ordered allocation (never freed: the graph is refused
+/// before it could run).
+struct AllocatesOnly;
+
+// SAFETY: deliberately broken for the test: it allocates on its stream, which the contract
+// forbids; the capture must refuse it. It touches no memory.
+unsafe impl StreamOp for AllocatesOnly {
+    type Operands<'a> = (Out<'a, u32>,);
+
+    fn issue(
+        &self,
+        stream: &CallStream<'_>,
+        _: &mut Self::Operands<'_>,
+    ) -> streamgraph::Result<()> {
+        let cu = stream.as_cudarc().cu_stream();
+        // SAFETY: a stream-ordered allocation of 256 bytes on a live stream; nothing reads
+        // the pointer, and the graph that holds it is refused and destroyed unlaunched.
+        unsafe { streamgraph::cudarc::driver::result::malloc_async(cu, 256) }
+            .map_err(|e| Error::InvalidArgument(format!("{e:?}")))?;
+        Ok(())
+    }
+}
+
+pipeline! {
+    /// One call of an op whose only node is an allocation.
+    pipeline AllocatingOnly(y: &mut DeviceBuffer<u32>, op: &AllocatesOnly) {
+        stream main;
+        main: call op(&mut y);
+    }
+}
+
+/// A call that made one node, an allocation, is refused as the call that made it, as one of
+/// several nodes is.
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn a_call_whose_one_node_allocates_is_refused() {
+    let k = Kernels::new();
+    let (origin, _x, mut y, _z) = setup(&k);
+    let Err(e) = Capture::new(&origin).capture(AllocatingOnly::new(&mut y, &AllocatesOnly)) else {
+        panic!("a call that allocates was captured");
+    };
+    let text = e.to_string();
+    assert!(text.contains("call op(&mut y)"), "{text}");
+    assert!(text.contains("allocation"), "{text}");
 }

@@ -171,26 +171,44 @@ pub(crate) fn capture_tip(stream: &CudaStream) -> Result<CaptureTip, DriverError
     })
 }
 
+/// Where a `call`'s work left a capturing stream (see [`call_exit`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CallExit {
+    /// The one node the stream depends on now; `None` where it depends on none.
+    pub(crate) node: Option<NodeHandle>,
+    /// Whether `node` is an empty join node added here after the op's several tips.
+    pub(crate) joined: bool,
+}
+
 /// Where a `call`'s work left `stream`, a capturing stream of this thread's current context,
 /// right after the op issued it: the one node the stream depends on now (an empty join node
 /// added after the op's nodes where it left several), `None` where it depends on none. One
 /// `cuStreamGetCaptureInfo_v3`; the call's nodes themselves are found when the capture has
-/// ended (`graph/call.rs`), so a call costs no more driver calls than this.
-pub(crate) fn call_exit(stream: &CudaStream) -> Result<Option<NodeHandle>> {
+/// ended (`graph/call.rs`), so a call costs no more driver calls than this and the tip
+/// before it.
+pub(crate) fn call_exit(stream: &CudaStream) -> Result<CallExit> {
     let info = RawInfo::of(stream).map_err(|e| Error::driver("cuStreamGetCaptureInfo", e))?;
     match info.status {
         CaptureStatus::Active => {}
         CaptureStatus::Invalidated => return Err(Error::capture(CaptureFault::Invalidated)),
         CaptureStatus::None => return Err(Error::capture(CaptureFault::Unjoined)),
     }
-    let exit = match info.deps() {
-        [] => return Ok(None),
-        [node] => *node,
+    let (exit, joined) = match info.deps() {
+        [] => {
+            return Ok(CallExit {
+                node: None,
+                joined: false,
+            })
+        }
+        [node] => (*node, false),
         // SAFETY: `stream` is capturing into `info.graph` (status active, just asked), and
         // `deps` are the nodes of it the stream depends on, read before any other call on it.
-        several => unsafe { join_into_one(stream, info.graph, several) }?,
+        several => (unsafe { join_into_one(stream, info.graph, several) }?, true),
     };
-    Ok(Some(NodeHandle::new(exit, std::ptr::null_mut())))
+    Ok(CallExit {
+        node: Some(NodeHandle::new(exit, std::ptr::null_mut())),
+        joined,
+    })
 }
 
 /// Makes the capturing `stream` depend on one empty node that depends on `deps`; returns it.

@@ -79,6 +79,8 @@ pub(crate) struct NodeBook {
     /// The `call`s captured into the graph itself whose nodes are found when the capture has
     /// ended (`graph/call.rs`): (operation index, the node the stream depended on after it).
     pub(super) pending: Vec<(u32, Option<NodeHandle>)>,
+    /// Whether every call in `pending` left its stream on a node its op made.
+    pub(super) calls_single: bool,
     /// Device allocations the last capture's graph kept, counted as they were held.
     kept: usize,
     /// Cross-check mode: the node the driver reported after each operation that made one.
@@ -106,6 +108,7 @@ impl NodeBook {
             last: None,
             node_count: 0,
             pending: Vec::new(),
+            calls_single: true,
             kept: 0,
             exact: None,
             parts: Vec::new(),
@@ -148,6 +151,7 @@ impl NodeBook {
         self.last = None;
         self.node_count = 0;
         self.pending.clear();
+        self.calls_single = true;
         self.exact = exact.then(|| Vec::with_capacity(sizes.ops));
         self.parts.clear();
         self.mode = mode;

@@ -6,10 +6,13 @@
 //!
 //! In the captured graph itself a call costs one driver call while it is captured: the node
 //! the stream depends on after the op (its exit, [`gffi::call_exit`]). Which nodes are the
-//! call's is found when the capture has ended ([`NodeBook::resolve_calls`]): the driver lists
-//! a graph's nodes in creation order, so a call's nodes are the ones created after those of
-//! the operations before it, up to its exit; their kinds are checked there, and that each of
-//! them is one the exit depends on. In a device block's body, where nodes are known as they
+//! call's is found when the capture has ended. Mostly a call makes one node, its exit: the
+//! stream's tip is asked before the op too, and when every call's exit is new and the graph
+//! holds one node more per call than the other statements made, each exit is its call's one
+//! node ([`NodeBook::resolve_single_calls`]: one node count, no listing). Otherwise
+//! ([`NodeBook::resolve_calls`]) the driver lists the graph's nodes in creation order, so a
+//! call's nodes are the ones created after those of the operations before it, up to its exit;
+//! their kinds are checked there, and that each of them is one the exit depends on. In a device block's body, where nodes are known as they
 //! are made, a call's nodes are found right away, as a collective participant's are
 //! (`ffi/collective.rs`).
 
@@ -46,16 +49,25 @@ pub(super) fn capture_call(
             .map_err(|e| Error::driver("cuCtxSetCurrent", e))
     };
     current(stream)?;
+    let before = gffi::capture_tip(stream.as_cudarc())
+        .map_err(|e| Error::driver("cuStreamGetCaptureInfo", e))?
+        .single;
     let on = CallStream::new(stream, true);
     call.issue(&on)?;
     let modules = on.into_modules();
     current(stream)?;
     let exit = gffi::call_exit(stream.as_cudarc())?;
+    // The op left its stream on one node other than the one before it, not a join of ours:
+    // a node it made (an op issues on its stream only), perhaps its only one.
+    let single = !exit.joined
+        && exit
+            .node
+            .is_some_and(|e| before.is_none_or(|b| b.key() != e.key()));
     let book = &mut issue.rec.book;
     for module in &modules {
         book.keep.hold_module(module);
     }
-    book.note_call(stmt, call.accesses(), exit, call.keep())
+    book.note_call(stmt, call.accesses(), exit.node, single, call.keep())
 }
 
 /// Captures `call` into the body graph of a device block: its nodes are found at once.
@@ -146,14 +158,17 @@ fn position(
 impl NodeBook {
     /// Books a `call` just captured into the graph itself, whose stream depends on `exit`
     /// now: one operation, its nodes found when the capture has ended
-    /// ([`NodeBook::resolve_calls`]). The graph keeps the operands' memory and `owner`.
+    /// ([`NodeBook::resolve_single_calls`], else [`NodeBook::resolve_calls`]); `single`: the
+    /// exit is a node the op made. The graph keeps the operands' memory and `owner`.
     pub(crate) fn note_call(
         &mut self,
         stmt: &'static Statement,
         accesses: &[CallAccess<'_>],
         exit: Option<NodeHandle>,
+        single: bool,
         owner: Owner,
     ) -> Result<()> {
+        self.calls_single &= single;
         let occurrence = self.issued(stmt)?;
         self.hold_call(accesses, owner);
         let index = self.rec.ops.len() as u32;
@@ -200,13 +215,73 @@ impl NodeBook {
 
     /// About how many nodes the captured graph holds: the booked ones, and a few per call
     /// whose nodes are not found yet.
-    pub(crate) fn expected_nodes(&self) -> usize {
+    fn expected_nodes(&self) -> usize {
         self.node_count + 4 * self.pending.len()
     }
 
-    /// Whether calls captured into the graph itself wait for [`NodeBook::resolve_calls`].
-    pub(crate) fn has_pending_calls(&self) -> bool {
-        !self.pending.is_empty()
+    /// Accounts for every node of `graph`, the graph just captured: by its node count alone
+    /// where that suffices (no cross-check, every call found by
+    /// [`NodeBook::resolve_single_calls`]), else by listing the nodes, resolving the calls'
+    /// ([`NodeBook::resolve_calls`]) and mapping them all. The inner error says what does not
+    /// add up (nodes no statement made).
+    pub(crate) fn account_nodes(
+        &mut self,
+        graph: &OwnedGraph,
+    ) -> Result<std::result::Result<(), String>> {
+        if !self.cross_checks() && self.calls_single {
+            let count = graph
+                .node_count()
+                .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
+            if self.resolve_single_calls(graph, count)? {
+                return Ok(self.check_count(count));
+            }
+        }
+        let nodes = graph
+            .nodes_expecting(self.expected_nodes())
+            .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
+        self.resolve_calls(graph, &nodes)?;
+        Ok(self.map_nodes(&nodes))
+    }
+
+    /// Finds the nodes of the calls captured into `graph` itself, now that the capture has
+    /// ended and it holds `count` nodes, without listing them, where that can be known: when
+    /// every call's exit is a node its op made and the graph holds the booked nodes and one
+    /// more per call, each call made exactly one node, its exit (a call that made none would
+    /// have left its stream on the node before it). Its kind is checked as
+    /// [`NodeBook::resolve_calls`] checks a listed call's. `true` at once where no call waits;
+    /// `false`, with nothing booked, where it cannot be known so: then the nodes are listed
+    /// and resolved.
+    fn resolve_single_calls(
+        &mut self,
+        graph: &OwnedGraph,
+        count: usize,
+    ) -> Result<bool> {
+        if self.pending.is_empty() {
+            return Ok(true);
+        }
+        if !self.calls_single || count != self.node_count + self.pending.len() {
+            return Ok(false);
+        }
+        for &(index, exit) in &self.pending {
+            let Some(exit) = exit else {
+                return Ok(false);
+            };
+            let kind = graph
+                .added_kind(graph.bind(exit))
+                .map_err(|e| Error::driver("cuGraphNodeGetType", e))?;
+            if let Some(why) = kind.and_then(|k| refusal(k, false)) {
+                return Err(refused(self.rec.ops[index as usize].statement, why));
+            }
+        }
+        for (index, exit) in std::mem::take(&mut self.pending) {
+            let Some(exit) = exit else { continue };
+            self.rec.ops[index as usize].created = 1;
+            self.rec.known.push((index, exit));
+            self.node_count += 1;
+        }
+        // Known nodes are kept in operation order.
+        self.rec.known.sort_by_key(|&(i, _)| i);
+        Ok(true)
     }
 
     /// Finds the nodes of the calls captured into `graph` itself, now that the capture has
@@ -214,7 +289,7 @@ impl NodeBook {
     /// operations before it, up to its exit; each must be of a kind a call may add and one
     /// its exit depends on (else it is work on another stream, left unjoined). Each call
     /// becomes an operation known by its exit, its other nodes internal to it.
-    pub(crate) fn resolve_calls(
+    fn resolve_calls(
         &mut self,
         graph: &OwnedGraph,
         listed: &[NodeHandle],

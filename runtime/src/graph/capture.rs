@@ -414,22 +414,11 @@ impl Capture {
             // is read back when first needed (`GraphCore::node_map`), or made now: in
             // cross-check mode (compared with the driver's reports), and to find the nodes of
             // `call`s (`graph/call.rs`).
-            let checked = if book.cross_checks() || book.has_pending_calls() {
-                let nodes = graph
-                    .nodes_expecting(book.expected_nodes())
-                    .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
-                book.resolve_calls(&graph, &nodes)?;
-                book.map_nodes(&nodes)
-            } else {
-                let count = graph
-                    .node_count()
-                    .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
-                book.check_count(count)
-            };
-            checked.map_err(|what| Error::Pipeline {
-                message: format!("the capture of pipeline `{}` {what}", program.name),
-                location: program.location,
-            })?;
+            book.account_nodes(&graph)?
+                .map_err(|what| Error::Pipeline {
+                    message: format!("the capture of pipeline `{}` {what}", program.name),
+                    location: program.location,
+                })?;
             Ok((graph, book))
         });
         match captured {
