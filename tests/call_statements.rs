@@ -310,8 +310,12 @@ fn a_call_that_leaves_two_tips_is_joined_values() {
     assert_eq!(exec.pipeline().w.to_vec_on(&origin).unwrap(), [0; 100]);
 }
 
-/// An op that allocates stream-ordered memory while it is captured.
-struct Allocates;
+/// An op that allocates stream-ordered memory while it is captured, and frees it right after
+/// unless `free` is off (then the allocation is its one node; the graph that holds it is refused
+/// and destroyed unlaunched).
+struct Allocates {
+    free: bool,
+}
 
 // SAFETY: deliberately broken for the test: it allocates (and frees) on its stream, which the
 // contract forbids; the capture must refuse it. It touches no memory.
@@ -324,13 +328,14 @@ unsafe impl StreamOp for Allocates {
         _: &mut Self::Operands<'_>,
     ) -> streamgraph::Result<()> {
         let cu = stream.as_cudarc().cu_stream();
+        let failed = |e| Error::InvalidArgument(format!("{e:?}"));
         // SAFETY: a stream-ordered allocation of 256 bytes on a live stream, freed right after
-        // in the same order; nothing reads the pointer.
+        // in the same order or never launched; nothing reads the pointer.
         unsafe {
-            let p = streamgraph::cudarc::driver::result::malloc_async(cu, 256)
-                .map_err(|e| Error::InvalidArgument(format!("{e:?}")))?;
-            streamgraph::cudarc::driver::result::free_async(p, cu)
-                .map_err(|e| Error::InvalidArgument(format!("{e:?}")))?;
+            let p = streamgraph::cudarc::driver::result::malloc_async(cu, 256).map_err(failed)?;
+            if self.free {
+                streamgraph::cudarc::driver::result::free_async(p, cu).map_err(failed)?;
+            }
         }
         Ok(())
     }
@@ -350,7 +355,8 @@ pipeline! {
 fn a_call_that_allocates_in_a_capture_is_refused() {
     let k = Kernels::new();
     let (origin, _x, mut y, _z) = setup(&k);
-    let Err(e) = Capture::new(&origin).capture(Allocating::new(&mut y, &Allocates)) else {
+    let Err(e) = Capture::new(&origin).capture(Allocating::new(&mut y, &Allocates { free: true }))
+    else {
         panic!("a call that allocates was captured");
     };
     let text = e.to_string();
@@ -648,37 +654,6 @@ fn a_call_that_makes_no_node_beside_one_that_makes_two_values() {
     assert_eq!(exec.pipeline().y.to_vec_on(&origin).unwrap(), vec![7; 100]);
 }
 
-/// An op whose one node is a stream-ordered allocation (never freed: the graph is refused
-/// before it could run).
-struct AllocatesOnly;
-
-// SAFETY: deliberately broken for the test: it allocates on its stream, which the contract
-// forbids; the capture must refuse it. It touches no memory.
-unsafe impl StreamOp for AllocatesOnly {
-    type Operands<'a> = (Out<'a, u32>,);
-
-    fn issue(
-        &self,
-        stream: &CallStream<'_>,
-        _: &mut Self::Operands<'_>,
-    ) -> streamgraph::Result<()> {
-        let cu = stream.as_cudarc().cu_stream();
-        // SAFETY: a stream-ordered allocation of 256 bytes on a live stream; nothing reads
-        // the pointer, and the graph that holds it is refused and destroyed unlaunched.
-        unsafe { streamgraph::cudarc::driver::result::malloc_async(cu, 256) }
-            .map_err(|e| Error::InvalidArgument(format!("{e:?}")))?;
-        Ok(())
-    }
-}
-
-pipeline! {
-    /// One call of an op whose only node is an allocation.
-    pipeline AllocatingOnly(y: &mut DeviceBuffer<u32>, op: &AllocatesOnly) {
-        stream main;
-        main: call op(&mut y);
-    }
-}
-
 /// A call that made one node, an allocation, is refused as the call that made it, as one of
 /// several nodes is.
 #[test]
@@ -686,7 +661,8 @@ pipeline! {
 fn a_call_whose_one_node_allocates_is_refused() {
     let k = Kernels::new();
     let (origin, _x, mut y, _z) = setup(&k);
-    let Err(e) = Capture::new(&origin).capture(AllocatingOnly::new(&mut y, &AllocatesOnly)) else {
+    let Err(e) = Capture::new(&origin).capture(Allocating::new(&mut y, &Allocates { free: false }))
+    else {
         panic!("a call that allocates was captured");
     };
     let text = e.to_string();

@@ -251,11 +251,7 @@ impl NodeBook {
     /// [`NodeBook::resolve_calls`] checks a listed call's. `true` at once where no call waits;
     /// `false`, with nothing booked, where it cannot be known so: then the nodes are listed
     /// and resolved.
-    fn resolve_single_calls(
-        &mut self,
-        graph: &OwnedGraph,
-        count: usize,
-    ) -> Result<bool> {
+    fn resolve_single_calls(&mut self, graph: &OwnedGraph, count: usize) -> Result<bool> {
         if self.pending.is_empty() {
             return Ok(true);
         }
@@ -289,11 +285,7 @@ impl NodeBook {
     /// operations before it, up to its exit; each must be of a kind a call may add and one
     /// its exit depends on (else it is work on another stream, left unjoined). Each call
     /// becomes an operation known by its exit, its other nodes internal to it.
-    fn resolve_calls(
-        &mut self,
-        graph: &OwnedGraph,
-        listed: &[NodeHandle],
-    ) -> Result<()> {
+    fn resolve_calls(&mut self, graph: &OwnedGraph, listed: &[NodeHandle]) -> Result<()> {
         let pending = std::mem::take(&mut self.pending);
         let mut all = None;
         let (mut cursor, mut walked) = (0usize, 0usize);
