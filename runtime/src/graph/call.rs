@@ -262,6 +262,8 @@ impl NodeBook {
             let Some(exit) = exit else {
                 return Ok(false);
             };
+            // The exit is a node of this graph: the call's stream was capturing into it when
+            // the exit was asked (status active), and an op issues on that stream only.
             let kind = graph
                 .added_kind(graph.bind(exit))
                 .map_err(|e| Error::driver("cuGraphNodeGetType", e))?;
