@@ -12,9 +12,9 @@
 //! node ([`NodeBook::resolve_single_calls`]: one node count, no listing). Otherwise
 //! ([`NodeBook::resolve_calls`]) the driver lists the graph's nodes in creation order, so a
 //! call's nodes are the ones created after those of the operations before it, up to its exit;
-//! their kinds are checked there, and that each of them is one the exit depends on. In a device block's body, where nodes are known as they
-//! are made, a call's nodes are found right away, as a collective participant's are
-//! (`ffi/collective.rs`).
+//! their kinds are checked there, and that each of them is one the exit depends on. In a
+//! device block's body, where nodes are known as they are made, a call's nodes are found right
+//! away, as a collective participant's are (`ffi/collective.rs`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
