@@ -47,13 +47,14 @@ if [ "${1:-}" = --guard ] || [ "${1:-}" = --baseline ]; then
   rawset=$(per rawset $n); set=$(per set $n)
   rawupd=$(per rawupdate $n); upd=$(per update $n)
   args=$(per args $n)
-  calls=$(per calls $n)
+  calls=$(per calls $n); calls2=$(per calls2 $n); cap2=$(per capture $(( 2 * n )))
   distinct=$(per distinct $n); rawstamp=$(per rawstamp $n)
   gemms=$(per gemms $n); rawgemms=$(per rawgemms $n)
   measured=$(cat <<TXT
 capture $(( cap0 - raw0 ))
 launch $(( (cap - raw - cap0 + raw0) / n ))
 call $(( (calls - cap) / n ))
+call_two $(( (calls2 - cap2) / n ))
 launch_distinct $(( (distinct - rawstamp - cap0 + raw0) / n ))
 call_gemm $(( (gemms - rawgemms - cap0 + raw0) / n ))
 set_kernel_args $(( (set - rawset) / n ))
@@ -64,7 +65,7 @@ TXT
   if [ "$1" = --baseline ]; then
     { echo "# What streamgraph adds, in instructions (bash benches/host-overhead.sh --guard):"
       echo "# capture: per capture; launch: per captured launch; call: per captured \`call\` beyond"
-      echo "# its op's launch; launch_distinct: per captured launch of two arguments, one a buffer"
+      echo "# its op's launch; call_two: the same for an op of two launches; launch_distinct: per captured launch of two arguments, one a buffer"
       echo "# of its own, over the same launch by hand; call_gemm: per captured call of ops::Gemm over"
       echo "# cublasGemmEx by hand (stand-in cuBLAS); set_kernel_args: per call; update: per updated launch (re-capture"
       echo "# + exec update); update_args: per launch."

@@ -22,6 +22,9 @@
 //! - `calls N`: the chain with each launch issued by a `call` statement's op (`Empty`), which
 //!   launches the kernel through its `CallStream`: what a library call costs in a capture
 //!   beyond its own work (`calls N` minus `capture N`, per call);
+//! - `calls2 N`: the same with an op that launches the kernel twice: what a call of two
+//!   nodes costs beyond them (`calls2 N` minus `capture 2N`, per call), its nodes found
+//!   without listing the graph;
 //! - `gemms N`: `N` calls of an `ops::Gemm` (f32, 4 × 4 × 4), captured and dropped; on the
 //!   stand-in driver with the stand-in cuBLAS of `benches/stub-driver/cublas.c`, whose GEMM is
 //!   one launch on the handle's stream;
@@ -87,9 +90,9 @@ pipeline! {
     }
 }
 
-/// An op that launches `empty` once on the stream it is given.
+/// An op that launches `empty` `times` times on the stream it is given.
 #[derive(Debug)]
-pub struct Empty<'k>(&'k Kernel);
+pub struct Empty<'k>(&'k Kernel, u32);
 
 // SAFETY: `issue` launches `empty`, a kernel of no arguments that touches no memory, on the
 // stream it is given and nowhere else; it declares no operands because it touches none.
@@ -102,7 +105,7 @@ unsafe impl StreamOp for Empty<'_> {
             block: Dim3::from(1),
             shared_mem_bytes: 0,
         };
-        stream.launch(self.0, one, &[])
+        (0..self.1).try_for_each(|_| stream.launch(self.0, one, &[]))
     }
 }
 
@@ -353,8 +356,8 @@ fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error>
         "capture" => best_of_five(iterations, |_| {
             Ok(capture.capture(Chain::new(&s.k, n)).map(drop)?)
         }),
-        "calls" => {
-            let op = Empty(&s.k.empty);
+        "calls" | "calls2" => {
+            let op = Empty(&s.k.empty, if case == "calls" { 1 } else { 2 });
             best_of_five(iterations, |_| {
                 Ok(capture.capture(Calls::new(&op, n)).map(drop)?)
             })
@@ -568,6 +571,7 @@ const DEFAULTS: &[(&str, usize, usize)] = &[
     ("raw", 1000, 100),
     ("capture", 1000, 100),
     ("calls", 1000, 100),
+    ("calls2", 500, 100),
     ("distinct", 1000, 100),
     ("diamond", 51, 200),
     ("eager", 1000, 100),

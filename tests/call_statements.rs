@@ -1,7 +1,8 @@
 //! `call` statements: an op of one's own (a memset and three kernels) in pipelines, planned,
 //! run eagerly, captured, verified and replayed, in the body of a device loop too; an op that
 //! forks onto a stream of its own and leaves its stream depending on two nodes (joined to one);
-//! a call that makes no node beside one that makes two (each booked with its own); and the
+//! a call that makes no node beside one that makes two (each booked with its own), one that
+//! starts from two nodes, one of more nodes than a capture follows back from its exit; and the
 //! refusal of an op that allocates inside a capture (among other nodes, or as its only one).
 //!
 //! The GPU tests that read no values back (all but the `_values` ones) also run on the
@@ -599,9 +600,9 @@ pipeline! {
 }
 
 /// A call that made no node beside one that made two: the node count alone would match one
-/// node per call, but the first call's exit is the fill's node, so the nodes are listed and
-/// each call gets its own (none, and two). Captured unchecked: a plan's edges through an
-/// operation that made no node cannot be checked (`verify` says so).
+/// node per call, but the first call's exit is the fill's node, so each call's nodes are
+/// found back from its exit (none, and two), without listing the graph. Captured unchecked: a
+/// plan's edges through an operation that made no node cannot be checked (`verify` says so).
 #[test]
 #[ignore = "needs a CUDA GPU (or the stand-in driver)"]
 fn a_call_that_makes_no_node_beside_one_that_makes_two() {
@@ -621,6 +622,10 @@ fn a_call_that_makes_no_node_beside_one_that_makes_two() {
         .check(false)
         .capture(NoneThenTwo::new(&mut y, &none, &two))
         .unwrap();
+    assert!(
+        !graph.nodes_listed(),
+        "the calls' nodes are found from their exits"
+    );
     // The call that made no node stands apart; the fill is ordered before the two kernels.
     let dot = graph.to_dot().unwrap();
     assert!(dot.contains("c1 [label=\"main: call none(&mut y)"), "{dot}");
@@ -668,4 +673,103 @@ fn a_call_whose_one_node_allocates_is_refused() {
     let text = e.to_string();
     assert!(text.contains("call op(&mut y)"), "{text}");
     assert!(text.contains("allocation"), "{text}");
+}
+
+pipeline! {
+    /// A call whose stream depends on two nodes when it starts (a fill of its own and, by the
+    /// wait, the side stream's fill): `y = 5 + 2`, `z = 1`.
+    pipeline FromTwo<'k>(y: &mut DeviceBuffer<u32>, z: &mut DeviceBuffer<u32>, two: &Repeat<'k>) {
+        stream main;
+        stream side;
+        side: wait_stream main;
+        side: fill z = 1u32;
+        main: fill y = 5u32;
+        main: wait_stream side;
+        main: call two(&mut y);
+    }
+}
+
+/// A call that starts from two nodes: its nodes are found back from its exit to both, without
+/// listing the graph, and the graph is the plan's (both fills before the call).
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn a_call_that_starts_from_two_nodes_is_found_back_to_both() {
+    let k = Kernels::new();
+    let (origin, _x, mut y, mut z) = setup(&k);
+    let two = Repeat {
+        add: &k.add,
+        times: 2,
+    };
+    let graph = Capture::new(&origin)
+        .check(false)
+        .capture(FromTwo::new(&mut y, &mut z, &two))
+        .unwrap();
+    assert!(
+        !graph.nodes_listed(),
+        "the call's nodes are found from its exit"
+    );
+    graph.verify().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_call_that_starts_from_two_nodes_is_found_back_to_both_values() {
+    let k = Kernels::new();
+    let (origin, _x, mut y, mut z) = setup(&k);
+    let two = Repeat {
+        add: &k.add,
+        times: 2,
+    };
+    let exec = Capture::new(&origin)
+        .capture(FromTwo::new(&mut y, &mut z, &two))
+        .unwrap()
+        .instantiate()
+        .unwrap();
+    exec.launch(&origin).unwrap();
+    origin.synchronize().unwrap();
+    assert_eq!(exec.pipeline().y.to_vec_on(&origin).unwrap(), vec![7; 100]);
+    assert_eq!(exec.pipeline().z.to_vec_on(&origin).unwrap(), vec![1; 100]);
+}
+
+/// A call of more nodes than a capture follows back from a call's exit: the graph's nodes are
+/// listed instead, and the graph is the plan's all the same.
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn a_call_of_many_nodes_is_found_in_the_node_list() {
+    let k = Kernels::new();
+    let (origin, _x, mut y, _z) = setup(&k);
+    let many = Repeat {
+        add: &k.add,
+        times: 80,
+    };
+    let graph = Capture::new(&origin)
+        .check(false)
+        .capture(Adds::new(&mut y, &many))
+        .unwrap();
+    assert!(
+        graph.nodes_listed(),
+        "80 nodes are over what a walk back follows"
+    );
+    graph.verify().unwrap();
+    let dot = graph.to_dot().unwrap();
+    assert!(dot.contains("main: call op(&mut y)"), "{dot}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_call_of_many_nodes_is_found_in_the_node_list_values() {
+    let k = Kernels::new();
+    let (origin, _x, mut y, _z) = setup(&k);
+    let many = Repeat {
+        add: &k.add,
+        times: 80,
+    };
+    let exec = Capture::new(&origin)
+        .capture(Adds::new(&mut y, &many))
+        .unwrap()
+        .instantiate()
+        .unwrap();
+    exec.launch(&origin).unwrap();
+    origin.synchronize().unwrap();
+    assert_eq!(exec.pipeline().y.to_vec_on(&origin).unwrap(), vec![80; 100]);
 }

@@ -316,10 +316,20 @@ pub struct CallStream<'s> {
 
 impl<'s> CallStream<'s> {
     pub(crate) fn new(stream: &'s Stream, capturing: bool) -> CallStream<'s> {
+        CallStream::noting(stream, capturing, Vec::new())
+    }
+
+    /// [`CallStream::new`] that notes the modules of the kernels launched in a capture in
+    /// `modules` (empty; a list whose room is reused from call to call).
+    pub(crate) fn noting(
+        stream: &'s Stream,
+        capturing: bool,
+        modules: Vec<crate::ffi::CodeOwner>,
+    ) -> CallStream<'s> {
         CallStream {
             stream,
             capturing,
-            modules: std::cell::RefCell::new(Vec::new()),
+            modules: std::cell::RefCell::new(modules),
         }
     }
 

@@ -171,6 +171,24 @@ pub(crate) fn capture_tip(stream: &CudaStream) -> Result<CaptureTip, DriverError
     })
 }
 
+/// Appends to `out` the nodes a capturing `stream` of this thread's current context depends
+/// on now (none where it depends on none, or is not capturing): where a `call`'s work starts
+/// when [`capture_tip`] found several. One `cuStreamGetCaptureInfo_v3`.
+pub(crate) fn capture_deps(
+    stream: &CudaStream,
+    out: &mut Vec<NodeHandle>,
+) -> Result<(), DriverError> {
+    debug_assert!(super::current_context().is_ok_and(|c| c == stream.context().cu_ctx()));
+    let info = RawInfo::of(stream)?;
+    // The nodes belong to the capture's graph, which `OwnedGraph::bind` names once it ends.
+    out.extend(
+        info.deps()
+            .iter()
+            .map(|&node| NodeHandle::new(node, std::ptr::null_mut())),
+    );
+    Ok(())
+}
+
 /// Where a `call`'s work left a capturing stream (see [`call_exit`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CallExit {

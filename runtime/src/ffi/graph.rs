@@ -235,13 +235,17 @@ impl OwnedGraph {
         Ok(Some(AddedKind::of(kind)))
     }
 
-    /// The nodes `node`, a node of this graph, depends on (none for a node of another
-    /// graph).
+    /// Appends to `out` the nodes `node`, a node of this graph, depends on (none for a node
+    /// of another graph).
     ///
     /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
-    pub(crate) fn dependencies_of(&self, node: NodeHandle) -> Result<Vec<NodeHandle>, DriverError> {
+    pub(crate) fn dependencies_of(
+        &self,
+        node: NodeHandle,
+        out: &mut Vec<NodeHandle>,
+    ) -> Result<(), DriverError> {
         if !node.is_in(self.raw()) {
-            return Ok(Vec::new());
+            return Ok(());
         }
         // Most nodes have few dependencies: one driver call into room for `ROOM`, counted
         // first only when they do not fit.
@@ -260,16 +264,15 @@ impl OwnedGraph {
             )
         }
         .result()?;
-        let deps = if count < ROOM {
-            deps[..count].to_vec()
+        let graph = self.raw();
+        if count < ROOM {
+            out.extend(deps[..count].iter().map(|&n| NodeHandle::new(n, graph)));
         } else {
             // SAFETY: as above.
-            unsafe { dependencies(node.node) }?
-        };
-        Ok(deps
-            .into_iter()
-            .map(|n| NodeHandle::new(n, self.raw()))
-            .collect())
+            let all = unsafe { dependencies(node.node) }?;
+            out.extend(all.into_iter().map(|n| NodeHandle::new(n, graph)));
+        }
+        Ok(())
     }
 
     /// `cuGraphGetNodes` with a null array: how many nodes the graph has.

@@ -15,6 +15,7 @@
 use std::cell::OnceCell;
 use std::sync::Arc;
 
+use super::pending::PendingCalls;
 use super::recorded::{
     encode, node_map, CapturedBody, CapturedOp, InternalNode, LaunchShape, Recorded, NO_SHAPE,
     OPAQUE,
@@ -76,11 +77,8 @@ pub(crate) struct NodeBook {
     pub(crate) last: Option<&'static Statement>,
     /// How many nodes of the captured graph the operations made.
     pub(super) node_count: usize,
-    /// The `call`s captured into the graph itself whose nodes are found when the capture has
-    /// ended (`graph/call.rs`): (operation index, the node the stream depended on after it).
-    pub(super) pending: Vec<(u32, Option<NodeHandle>)>,
-    /// Whether every call in `pending` left its stream on a node its op made.
-    pub(super) calls_single: bool,
+    /// The `call`s captured into the graph itself whose nodes are found when it has ended.
+    pub(super) calls: PendingCalls,
     /// Device allocations the last capture's graph kept, counted as they were held.
     kept: usize,
     /// Cross-check mode: the node the driver reported after each operation that made one.
@@ -107,8 +105,7 @@ impl NodeBook {
             keep: Keep::default(),
             last: None,
             node_count: 0,
-            pending: Vec::new(),
-            calls_single: true,
+            calls: PendingCalls::default(),
             kept: 0,
             exact: None,
             parts: Vec::new(),
@@ -150,8 +147,7 @@ impl NodeBook {
         self.keep.reserve(sizes.kept);
         self.last = None;
         self.node_count = 0;
-        self.pending.clear();
-        self.calls_single = true;
+        self.calls.clear();
         self.exact = exact.then(|| Vec::with_capacity(sizes.ops));
         self.parts.clear();
         self.mode = mode;

@@ -4,22 +4,27 @@
 //! Nodes a graph of the statement cannot hold are refused. Eagerly the op is issued as it is
 //! (`exec/record.rs`).
 //!
-//! In the captured graph itself a call costs one driver call while it is captured: the node
-//! the stream depends on after the op (its exit, [`gffi::call_exit`]). Which nodes are the
-//! call's is found when the capture has ended. Mostly a call makes one node, its exit: the
-//! stream's tip is asked before the op too, and when every call's exit is new and the graph
-//! holds one node more per call than the other statements made, each exit is its call's one
-//! node ([`NodeBook::resolve_single_calls`]: one node count, no listing). Otherwise
+//! In the captured graph itself a call costs two driver calls while it is captured: the
+//! nodes its stream depends on before the op (where its work starts, [`gffi::capture_tip`])
+//! and the node it depends on after (its exit, [`gffi::call_exit`]). Which nodes are the
+//! call's is found when the capture has ended, without listing the graph where the node count
+//! allows: mostly a call makes one node, its exit, and when every call's exit is new and the
+//! graph holds one node more per call than the other statements made, each exit is its call's
+//! one node ([`NodeBook::resolve_single_calls`]); else a call's nodes are those its exit
+//! depends on back to where it started, and they are all when they and the other statements'
+//! add up to the node count ([`NodeBook::resolve_walked_calls`]). Where neither adds up
 //! ([`NodeBook::resolve_calls`]) the driver lists the graph's nodes in creation order, so a
 //! call's nodes are the ones created after those of the operations before it, up to its exit;
-//! their kinds are checked there, and that each of them is one the exit depends on. In a
-//! device block's body, where nodes are known as they are made, a call's nodes are found right
-//! away, as a collective participant's are (`ffi/collective.rs`).
+//! their kinds are checked there, and that each of them is one the exit depends on, which
+//! names what was left unjoined. In a device block's body, where nodes are known as they are
+//! made, a call's nodes are found right away, as a collective participant's are
+//! (`ffi/collective.rs`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::book::{NodeBook, Recording};
+use super::pending::{CallStart, PendingCall};
 use super::recorded::{CapturedOp, NO_SHAPE, OPAQUE};
 use crate::call::{BoundCall, CallAccess, CallStream};
 use crate::error::{Error, Result};
@@ -49,25 +54,22 @@ pub(super) fn capture_call(
             .map_err(|e| Error::driver("cuCtxSetCurrent", e))
     };
     current(stream)?;
-    let before = gffi::capture_tip(stream.as_cudarc())
-        .map_err(|e| Error::driver("cuStreamGetCaptureInfo", e))?
-        .single;
-    let on = CallStream::new(stream, true);
+    issue.rec.book.call_starts_from(stream)?;
+    let room = std::mem::take(&mut issue.rec.book.calls.modules);
+    let on = CallStream::noting(stream, true, room);
     call.issue(&on)?;
-    let modules = on.into_modules();
+    let mut modules = on.into_modules();
     current(stream)?;
     let exit = gffi::call_exit(stream.as_cudarc())?;
-    // The op left its stream on one node other than the one before it, not a join of ours:
-    // a node it made (an op issues on its stream only), perhaps its only one.
-    let single = !exit.joined
-        && exit
-            .node
-            .is_some_and(|e| before.is_none_or(|b| b.key() != e.key()));
     let book = &mut issue.rec.book;
-    for module in &modules {
-        book.keep.hold_module(module);
+    if !modules.is_empty() {
+        for module in &modules {
+            book.keep.hold_module(module);
+        }
+        modules.clear();
     }
-    book.note_call(stmt, call.accesses(), exit.node, single, call.keep())
+    book.calls.modules = modules;
+    book.note_call(stmt, call.accesses(), exit, call.keep())
 }
 
 /// Captures `call` into the body graph of a device block: its nodes are found at once.
@@ -156,22 +158,60 @@ fn position(
 }
 
 impl NodeBook {
-    /// Books a `call` just captured into the graph itself, whose stream depends on `exit`
-    /// now: one operation, its nodes found when the capture has ended
-    /// ([`NodeBook::resolve_single_calls`], else [`NodeBook::resolve_calls`]); `single`: the
-    /// exit is a node the op made. The graph keeps the operands' memory and `owner`.
-    pub(crate) fn note_call(
+    /// Notes where the `call` about to be issued on `stream`, a capturing stream of this
+    /// thread's current context, starts: the nodes the stream depends on now.
+    fn call_starts_from(&mut self, stream: &Stream) -> Result<()> {
+        let tip = gffi::capture_tip(stream.as_cudarc())
+            .map_err(|e| Error::driver("cuStreamGetCaptureInfo", e))?;
+        let start = match tip.single {
+            Some(node) => CallStart::One(node),
+            None if tip.count == 0 => CallStart::None,
+            None => {
+                let from = self.calls.starts.len() as u32;
+                gffi::capture_deps(stream.as_cudarc(), &mut self.calls.starts)
+                    .map_err(|e| Error::driver("cuStreamGetCaptureInfo", e))?;
+                CallStart::Many(from, self.calls.starts.len() as u32)
+            }
+        };
+        self.calls.pending.push(PendingCall {
+            index: self.rec.ops.len() as u32,
+            exit: None,
+            start,
+        });
+        Ok(())
+    }
+
+    /// Books the `call` just captured into the graph itself, which started where
+    /// [`NodeBook::call_starts_from`] noted and left its stream on `exit`: one operation, its
+    /// nodes found when the capture has ended ([`NodeBook::account_nodes`]). The graph keeps
+    /// the operands' memory and `owner`.
+    fn note_call(
         &mut self,
         stmt: &'static Statement,
         accesses: &[CallAccess<'_>],
-        exit: Option<NodeHandle>,
-        single: bool,
+        exit: gffi::CallExit,
         owner: Owner,
     ) -> Result<()> {
-        self.calls_single &= single;
+        let Some(pending) = self.calls.pending.last_mut() else {
+            return Err(Error::Internal {
+                invariant: "a call's start is noted before it is booked",
+            });
+        };
+        pending.exit = exit.node;
+        // The op left its stream on one node it did not start from, not a join of ours: a
+        // node it made (an op issues on its stream only), perhaps its only one.
+        let single = !exit.joined
+            && exit.node.is_some_and(|e| match pending.start {
+                CallStart::None => true,
+                CallStart::One(b) => b.key() != e.key(),
+                CallStart::Many(..) => pending
+                    .starts(&self.calls.starts)
+                    .iter()
+                    .all(|b| b.key() != e.key()),
+            });
+        self.calls.single &= single;
         let occurrence = self.issued(stmt)?;
         self.hold_call(accesses, owner);
-        let index = self.rec.ops.len() as u32;
         self.rec.ops.push(CapturedOp {
             statement: stmt,
             occurrence,
@@ -180,7 +220,6 @@ impl NodeBook {
             part: 0,
             shape: NO_SHAPE,
         });
-        self.pending.push((index, exit));
         Ok(())
     }
 
@@ -216,23 +255,25 @@ impl NodeBook {
     /// About how many nodes the captured graph holds: the booked ones, and a few per call
     /// whose nodes are not found yet.
     fn expected_nodes(&self) -> usize {
-        self.node_count + 4 * self.pending.len()
+        self.node_count + 4 * self.calls.pending.len()
     }
 
     /// Accounts for every node of `graph`, the graph just captured: by its node count alone
-    /// where that suffices (no cross-check, every call found by
-    /// [`NodeBook::resolve_single_calls`]), else by listing the nodes, resolving the calls'
-    /// ([`NodeBook::resolve_calls`]) and mapping them all. The inner error says what does not
-    /// add up (nodes no statement made).
+    /// where that suffices (no cross-check; every call found by
+    /// [`NodeBook::resolve_single_calls`] or [`NodeBook::resolve_walked_calls`]), else by
+    /// listing the nodes, resolving the calls' ([`NodeBook::resolve_calls`]) and mapping them
+    /// all. The inner error says what does not add up (nodes no statement made).
     pub(crate) fn account_nodes(
         &mut self,
         graph: &OwnedGraph,
     ) -> Result<std::result::Result<(), String>> {
-        if !self.cross_checks() && self.calls_single {
+        if !self.cross_checks() {
             let count = graph
                 .node_count()
                 .map_err(|e| Error::driver("cuGraphGetNodes", e))?;
-            if self.resolve_single_calls(graph, count)? {
+            if self.resolve_single_calls(graph, count)?
+                || self.resolve_walked_calls(graph, count)?
+            {
                 return Ok(self.check_count(count));
             }
         }
@@ -244,6 +285,82 @@ impl NodeBook {
     }
 
     /// Finds the nodes of the calls captured into `graph` itself, now that the capture has
+    /// ended and it holds `count` nodes, without listing them: a call's nodes are those its
+    /// exit depends on, directly or through one another, back to the nodes its stream started
+    /// from (all of an op's work follows those: it issues on its stream, and a stream it forks
+    /// to waits for that one first). When they and the booked nodes add up to `count`, every
+    /// node of the graph is accounted for, none left unjoined (a node a call made that its exit
+    /// does not depend on, or one made outside the statements, would be over the sum). Their
+    /// kinds are checked as [`NodeBook::resolve_calls`] checks a listed call's. `false`, with
+    /// nothing booked, where they do not add up or a call made over [`WALK_LIMIT`] nodes:
+    /// then the nodes are listed and resolved.
+    fn resolve_walked_calls(&mut self, graph: &OwnedGraph, count: usize) -> Result<bool> {
+        // Every call's nodes, exit last, one call after the other; where each call's end.
+        let mut found = Vec::with_capacity(2 * self.calls.pending.len());
+        let mut ends = Vec::with_capacity(self.calls.pending.len());
+        let mut deps = Vec::new();
+        for call in &self.calls.pending {
+            let starts = call.starts(&self.calls.starts);
+            if let Some(exit) = call.exit
+                && starts.iter().all(|s| s.key() != exit.key())
+                && !walk_back(graph, graph.bind(exit), starts, &mut found, &mut deps)?
+            {
+                return Ok(false);
+            }
+            ends.push(found.len());
+        }
+        if count != self.node_count + found.len() {
+            return Ok(false);
+        }
+        let mut from = 0;
+        for (call, &end) in self.calls.pending.iter().zip(&ends) {
+            for &node in &found[from..end] {
+                let kind = graph
+                    .added_kind(node)
+                    .map_err(|e| Error::driver("cuGraphNodeGetType", e))?;
+                if let Some(why) = kind.and_then(|k| refusal(k, false)) {
+                    return Err(refused(self.rec.ops[call.index as usize].statement, why));
+                }
+            }
+            from = end;
+        }
+        let mut from = 0;
+        for (call, end) in std::mem::take(&mut self.calls.pending)
+            .into_iter()
+            .zip(ends)
+        {
+            if end > from {
+                self.book_call_nodes(call.index as usize, &found[from..end]);
+            }
+            from = end;
+        }
+        // Known nodes are kept in operation order.
+        self.rec.known.sort_by_key(|&(i, _)| i);
+        Ok(true)
+    }
+
+    /// Books `nodes`, the nodes call `index` made (its exit last), as its operation: known by
+    /// its exit, the others internal to it.
+    fn book_call_nodes(&mut self, index: usize, nodes: &[NodeHandle]) {
+        let Some((&exit, inner)) = nodes.split_last() else {
+            return;
+        };
+        self.rec.ops[index].created = nodes.len() as u32;
+        self.rec.known.push((index as u32, exit));
+        if !inner.is_empty() {
+            self.rec
+                .blocks_mut()
+                .internal
+                .extend(inner.iter().map(|&node| super::recorded::InternalNode {
+                    part: 0,
+                    node,
+                    op: index,
+                }));
+        }
+        self.node_count += nodes.len();
+    }
+
+    /// Finds the nodes of the calls captured into `graph` itself, now that the capture has
     /// ended and it holds `count` nodes, without listing them, where that can be known: when
     /// every call's exit is a node its op made and the graph holds the booked nodes and one
     /// more per call, each call made exactly one node, its exit (a call that made none would
@@ -252,13 +369,13 @@ impl NodeBook {
     /// `false`, with nothing booked, where it cannot be known so: then the nodes are listed
     /// and resolved.
     fn resolve_single_calls(&mut self, graph: &OwnedGraph, count: usize) -> Result<bool> {
-        if self.pending.is_empty() {
+        if self.calls.pending.is_empty() {
             return Ok(true);
         }
-        if !self.calls_single || count != self.node_count + self.pending.len() {
+        if !self.calls.single || count != self.node_count + self.calls.pending.len() {
             return Ok(false);
         }
-        for &(index, exit) in &self.pending {
+        for &PendingCall { index, exit, .. } in &self.calls.pending {
             let Some(exit) = exit else {
                 return Ok(false);
             };
@@ -271,7 +388,7 @@ impl NodeBook {
                 return Err(refused(self.rec.ops[index as usize].statement, why));
             }
         }
-        for (index, exit) in std::mem::take(&mut self.pending) {
+        for PendingCall { index, exit, .. } in std::mem::take(&mut self.calls.pending) {
             let Some(exit) = exit else { continue };
             self.rec.ops[index as usize].created = 1;
             self.rec.known.push((index, exit));
@@ -288,7 +405,7 @@ impl NodeBook {
     /// its exit depends on (else it is work on another stream, left unjoined). Each call
     /// becomes an operation known by its exit, its other nodes internal to it.
     fn resolve_calls(&mut self, graph: &OwnedGraph, listed: &[NodeHandle]) -> Result<()> {
-        let pending = std::mem::take(&mut self.pending);
+        let pending = std::mem::take(&mut self.calls.pending);
         let mut all = None;
         let (mut cursor, mut walked) = (0usize, 0usize);
         let kind_of = |n: NodeHandle| {
@@ -296,7 +413,7 @@ impl NodeBook {
                 .added_kind(n)
                 .map_err(|e| Error::driver("cuGraphNodeGetType", e))
         };
-        for &(index, exit) in &pending {
+        for &PendingCall { index, exit, .. } in &pending {
             let index = index as usize;
             cursor += self.rec.ops[walked..index]
                 .iter()
@@ -321,27 +438,53 @@ impl NodeBook {
                     "graph nodes its stream does not depend on (work issued on another stream and left unjoined); an op issues its work on the stream it is given",
                 ));
             }
-            let (exit, inner) = (nodes[nodes.len() - 1], &nodes[..nodes.len() - 1]);
-            let op = &mut self.rec.ops[index];
-            op.created = nodes.len() as u32;
-            self.rec.known.push((index as u32, exit));
-            if !inner.is_empty() {
-                self.rec
-                    .blocks_mut()
-                    .internal
-                    .extend(inner.iter().map(|&node| super::recorded::InternalNode {
-                        part: 0,
-                        node,
-                        op: index,
-                    }));
-            }
-            self.node_count += nodes.len();
+            self.book_call_nodes(index, nodes);
             cursor = end + 1;
         }
         // Known nodes are kept in operation order.
         self.rec.known.sort_by_key(|&(i, _)| i);
         Ok(())
     }
+}
+
+/// The most nodes a call's walk back from its exit finds before the call is left to the
+/// listing ([`NodeBook::resolve_calls`]).
+const WALK_LIMIT: usize = 64;
+
+/// Appends to `found` `exit` and the nodes it depends on, directly or through one another,
+/// back to `starts` (not included), exit last; `false` where they are over [`WALK_LIMIT`].
+/// `deps` is room for a node's dependencies.
+fn walk_back(
+    graph: &OwnedGraph,
+    exit: NodeHandle,
+    starts: &[NodeHandle],
+    found: &mut Vec<NodeHandle>,
+    deps: &mut Vec<NodeHandle>,
+) -> Result<bool> {
+    let from = found.len();
+    found.push(exit);
+    let mut next = from;
+    while let Some(&node) = found.get(next) {
+        next += 1;
+        deps.clear();
+        graph
+            .dependencies_of(node, deps)
+            .map_err(|e| Error::driver("cuGraphNodeGetDependencies", e))?;
+        for &dep in deps.iter() {
+            let key = dep.key();
+            if starts.iter().any(|s| s.key() == key) || found[from..].iter().any(|n| n.key() == key)
+            {
+                continue;
+            }
+            if found.len() - from == WALK_LIMIT {
+                found.truncate(from);
+                return Ok(false);
+            }
+            found.push(dep);
+        }
+    }
+    found[from..].rotate_left(1);
+    Ok(true)
 }
 
 /// Whether the last of `nodes` (a call's exit) depends on each of the others.
@@ -361,11 +504,13 @@ fn all_reach(graph: &OwnedGraph, nodes: &[NodeHandle]) -> Result<bool> {
     let mut reached = vec![false; nodes.len()];
     let mut stack = vec![nodes.len() - 1];
     reached[nodes.len() - 1] = true;
+    let mut deps = Vec::new();
     while let Some(i) = stack.pop() {
-        let deps = graph
-            .dependencies_of(nodes[i])
+        deps.clear();
+        graph
+            .dependencies_of(nodes[i], &mut deps)
             .map_err(|e| Error::driver("cuGraphNodeGetDependencies", e))?;
-        for d in deps {
+        for d in &deps {
             if let Some(j) = local(d.key())
                 && !reached[j]
             {

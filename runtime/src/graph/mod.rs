@@ -67,6 +67,7 @@ mod capture;
 mod collective;
 mod dot;
 mod exec;
+mod pending;
 mod recorded;
 mod recorder;
 mod verify;
@@ -548,6 +549,16 @@ impl<P> Graph<P> {
     /// ```
     pub fn to_dot(&self) -> Result<String> {
         self.core.to_dot()
+    }
+
+    /// Whether the graph's nodes have been listed (`cuGraphGetNodes`) to map them to its
+    /// operations: a capture lists them only where the node count cannot account for them (a
+    /// `call` whose nodes are not found back from its exit, a cross-checked capture); a graph
+    /// lists them when first asked for its nodes (`verify`, DOT, `set_kernel_args`). A test
+    /// hook: only with the `testing` feature.
+    #[cfg(feature = "testing")]
+    pub fn nodes_listed(&self) -> bool {
+        self.core.recorded.nodes.get().is_some()
     }
 
     /// Writes the driver's own DOT picture of the graph (verbose) to `path`.
