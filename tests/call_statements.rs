@@ -601,8 +601,9 @@ pipeline! {
 
 /// A call that made no node beside one that made two: the node count alone would match one
 /// node per call, but the first call's exit is the fill's node, so each call's nodes are
-/// found back from its exit (none, and two), without listing the graph. Captured unchecked: a
-/// plan's edges through an operation that made no node cannot be checked (`verify` says so).
+/// found back from its exit (none, and two), without listing the graph; `verify` compares
+/// the graph with the plan's edges with the call that made no node contracted (the fill
+/// before the two kernels).
 #[test]
 #[ignore = "needs a CUDA GPU (or the stand-in driver)"]
 fn a_call_that_makes_no_node_beside_one_that_makes_two() {
@@ -631,6 +632,7 @@ fn a_call_that_makes_no_node_beside_one_that_makes_two() {
     assert!(dot.contains("c1 [label=\"main: call none(&mut y)"), "{dot}");
     assert!(dot.contains("c0 -> c2;"), "{dot}");
     assert!(!dot.contains("c1 ->") && !dot.contains("-> c1"), "{dot}");
+    graph.verify().unwrap();
 }
 
 #[test]
@@ -649,7 +651,6 @@ fn a_call_that_makes_no_node_beside_one_that_makes_two_values() {
         },
     );
     let exec = Capture::new(&origin)
-        .check(false)
         .capture(NoneThenTwo::new(&mut y, &none, &two))
         .unwrap()
         .instantiate()
@@ -772,4 +773,83 @@ fn a_call_of_many_nodes_is_found_in_the_node_list_values() {
     exec.launch(&origin).unwrap();
     origin.synchronize().unwrap();
     assert_eq!(exec.pipeline().y.to_vec_on(&origin).unwrap(), vec![80; 100]);
+}
+
+pipeline! {
+    /// A call that makes no node, an event recorded after it and a call after that: what
+    /// follows the call on its stream and through the event follows the fill before it.
+    pipeline NoneBetween<'k>(y: &mut DeviceBuffer<u32>, z: &mut DeviceBuffer<u32>, none: &Repeat<'k>, two: &Repeat<'k>) {
+        stream main;
+        stream side;
+        event e;
+        side: wait_stream main;
+        side: fill z = 1u32;
+        main: wait_stream side;
+        main: fill y = 5u32;
+        main: call none(&mut y);
+        main: record e;
+        main: call two(&mut y);
+        side: wait e;
+        side: fill z = 2u32;
+        main: wait_stream side;
+    }
+}
+
+/// A checked capture of a call that makes no node before a record: the graph is the plan's
+/// with the call contracted (the fill of `y` before the two kernels and, through the event,
+/// before the side stream's second fill).
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn a_call_that_makes_no_node_is_verified_through() {
+    let k = Kernels::new();
+    let (origin, _x, mut y, mut z) = setup(&k);
+    let (none, two) = (
+        Repeat {
+            add: &k.add,
+            times: 0,
+        },
+        Repeat {
+            add: &k.add,
+            times: 2,
+        },
+    );
+    let graph = Capture::new(&origin)
+        .check(true)
+        .capture(NoneBetween::new(&mut y, &mut z, &none, &two))
+        .unwrap();
+    let report = graph.verify().unwrap();
+    assert_eq!(report.operations, 5);
+    let dot = graph.to_dot().unwrap();
+    // Fills c0 (z) and c1 (y); c2 the call of none; c3 the two kernels; c4 the second fill.
+    for edge in ["c0 -> c1;", "c1 -> c3;", "c1 -> c4;", "c0 -> c4;"] {
+        assert!(dot.contains(edge), "{edge} in {dot}");
+    }
+    assert!(!dot.contains("c2 ->") && !dot.contains("-> c2"), "{dot}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_call_that_makes_no_node_is_verified_through_values() {
+    let k = Kernels::new();
+    let (origin, _x, mut y, mut z) = setup(&k);
+    let (none, two) = (
+        Repeat {
+            add: &k.add,
+            times: 0,
+        },
+        Repeat {
+            add: &k.add,
+            times: 2,
+        },
+    );
+    let exec = Capture::new(&origin)
+        .check(true)
+        .capture(NoneBetween::new(&mut y, &mut z, &none, &two))
+        .unwrap()
+        .instantiate()
+        .unwrap();
+    exec.launch(&origin).unwrap();
+    origin.synchronize().unwrap();
+    assert_eq!(exec.pipeline().y.to_vec_on(&origin).unwrap(), vec![7; 100]);
+    assert_eq!(exec.pipeline().z.to_vec_on(&origin).unwrap(), vec![2; 100]);
 }

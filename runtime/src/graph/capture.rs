@@ -413,7 +413,7 @@ impl Capture {
             // graph cannot account for (nor keep their memory alive): refused. The node map
             // is read back when first needed (`GraphCore::node_map`), or made now: in
             // cross-check mode (compared with the driver's reports), and to find the nodes of
-            // `call`s that did not each make one node (`NodeBook::account_nodes`).
+            // `call`s not found back from their exits (`NodeBook::account_nodes`).
             book.account_nodes(&graph)?
                 .map_err(|what| Error::Pipeline {
                     message: format!("the capture of pipeline `{}` {what}", program.name),

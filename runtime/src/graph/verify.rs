@@ -41,14 +41,20 @@ pub(crate) struct BodyEnd {
 /// The captured graph's vector clocks are computed from its edges in issue order, as the
 /// plan's are, and compared operation by operation: where two clocks differ on a stream, the
 /// operations of that stream between the two entries are ordered differently.
+///
+/// Operations in `nodeless` made no graph node (a `call` whose op issued nothing, a copy of
+/// no bytes): such an operation leaves its stream where it was, so what follows it in the
+/// plan follows what it followed. The plan's edges are compared with those operations
+/// contracted ([`contracted`]), and so are the orderings; they are not checked themselves.
 pub(crate) fn check_edges(
     plan: &Plan,
     captured: &BTreeSet<(usize, usize)>,
     end: Option<&BodyEnd>,
+    nodeless: &BTreeSet<usize>,
     mut problems: Vec<String>,
 ) -> Result<VerifyReport> {
     let program = plan.program();
-    let model = plan.edges();
+    let model = contracted(plan.edges(), nodeless);
     let info = |i: usize| -> Option<OpInfo> {
         plan.ops().get(i).map(|op| OpInfo {
             index: i,
@@ -75,9 +81,16 @@ pub(crate) fn check_edges(
     let extra = describe(&mut captured.difference(&model));
     let reach = plan.graph_reach().of_edges(captured.iter());
     if let Some(end) = end {
-        problems.extend(end_problems(plan, &reach, end));
+        problems.extend(end_problems(plan, &reach, end, nodeless));
     }
-    let differing = plan.graph_reach().compare(&reach, 8);
+    let contracted_reach;
+    let target = if nodeless.is_empty() {
+        plan.graph_reach()
+    } else {
+        contracted_reach = plan.graph_reach().of_edges(model.iter());
+        &contracted_reach
+    };
+    let differing = target.compare(&reach, 8);
     if !differing.is_equal() {
         let pairs: Vec<String> = differing
             .examples
@@ -125,8 +138,24 @@ pub(crate) fn check_edges(
 /// operation after the wait) reaches the end through that operation instead. Either way the
 /// next iteration starts after all of the body; only an operation that does not reach the end
 /// at all races with it.
-fn end_problems(plan: &Plan, reach: &Reach, end: &BodyEnd) -> Vec<String> {
-    let join: BTreeSet<usize> = plan.final_frontier().iter().copied().collect();
+///
+/// Operations in `nodeless` made no node: none of them is expected before the end, and one of
+/// the plan's join stands for the operations it followed (as in [`contracted`]).
+fn end_problems(
+    plan: &Plan,
+    reach: &Reach,
+    end: &BodyEnd,
+    nodeless: &BTreeSet<usize>,
+) -> Vec<String> {
+    let mut join: BTreeSet<usize> = BTreeSet::new();
+    let preds = adjacency(&plan.edges(), nodeless, true);
+    for &op in plan.final_frontier() {
+        if nodeless.contains(&op) {
+            beyond_nodeless(op, &preds, nodeless, &mut join);
+        } else {
+            join.insert(op);
+        }
+    }
     let body = match end.block {
         Some(b) => format!("the end of the body of block {b}"),
         None => "the end of the body".to_owned(),
@@ -134,7 +163,9 @@ fn end_problems(plan: &Plan, reach: &Reach, end: &BodyEnd) -> Vec<String> {
     let mut problems = Vec::new();
     let unordered: BTreeSet<usize> = (0..plan.len())
         .filter(|&op| {
-            !end.follows.contains(&op) && !end.follows.iter().any(|&f| reach.reaches(op, f))
+            !nodeless.contains(&op)
+                && !end.follows.contains(&op)
+                && !end.follows.iter().any(|&f| reach.reaches(op, f))
         })
         .collect();
     if !unordered.is_empty() {
@@ -159,7 +190,7 @@ fn end_problems(plan: &Plan, reach: &Reach, end: &BodyEnd) -> Vec<String> {
 /// this; it is public so that the comparison can be tested (and used) without a GPU.
 #[cfg(feature = "testing")]
 pub fn verify_edges(plan: &Plan, captured: &BTreeSet<(usize, usize)>) -> Result<VerifyReport> {
-    check_edges(plan, captured, None, Vec::new())
+    check_edges(plan, captured, None, &BTreeSet::new(), Vec::new())
 }
 
 /// Checks the body graph of a device block as [`Graph::verify`](super::Graph::verify) does,
@@ -178,11 +209,73 @@ pub fn verify_body_edges(
         block: None,
         follows: end.clone(),
     };
-    check_edges(plan, captured, Some(&end), Vec::new())
+    check_edges(plan, captured, Some(&end), &BTreeSet::new(), Vec::new())
 }
 
 /// Edges by operation index.
 pub(super) type EdgeSet = BTreeSet<(usize, usize)>;
+
+/// `edges` with the operations in `nodeless` contracted: an edge into one of them becomes
+/// edges to whatever it leads to past it (through others of them too), the edges out of it
+/// go. An operation that made no graph node leaves its stream depending on what it depended
+/// on, so the driver's edges are these.
+pub(crate) fn contracted(edges: EdgeSet, nodeless: &BTreeSet<usize>) -> EdgeSet {
+    if nodeless.is_empty() {
+        return edges;
+    }
+    let succs = adjacency(&edges, nodeless, false);
+    let mut out = EdgeSet::new();
+    for &(a, b) in &edges {
+        if nodeless.contains(&a) {
+            continue;
+        }
+        if !nodeless.contains(&b) {
+            out.insert((a, b));
+            continue;
+        }
+        let mut past = BTreeSet::new();
+        beyond_nodeless(b, &succs, nodeless, &mut past);
+        out.extend(past.into_iter().map(|c| (a, c)));
+    }
+    out
+}
+
+/// The successors (`backward`: predecessors) along `edges` of each operation in `nodeless`.
+fn adjacency(
+    edges: &EdgeSet,
+    nodeless: &BTreeSet<usize>,
+    backward: bool,
+) -> HashMap<usize, Vec<usize>> {
+    let mut next: HashMap<usize, Vec<usize>> = HashMap::new();
+    for &(a, b) in edges {
+        let (from, to) = if backward { (b, a) } else { (a, b) };
+        if nodeless.contains(&from) {
+            next.entry(from).or_default().push(to);
+        }
+    }
+    next
+}
+
+/// Adds to `out` the operations not in `nodeless` that `op` (in it) leads to along `next`
+/// ([`adjacency`]) through operations in `nodeless` only.
+fn beyond_nodeless(
+    op: usize,
+    next: &HashMap<usize, Vec<usize>>,
+    nodeless: &BTreeSet<usize>,
+    out: &mut BTreeSet<usize>,
+) {
+    let mut seen = BTreeSet::from([op]);
+    let mut stack = vec![op];
+    while let Some(x) = stack.pop() {
+        for &y in next.get(&x).map_or(&[][..], Vec::as_slice) {
+            if !nodeless.contains(&y) {
+                out.insert(y);
+            } else if seen.insert(y) {
+                stack.push(y);
+            }
+        }
+    }
+}
 
 /// The edges of one graph part by its operations' local indices, what else was found, and
 /// which operations lead straight into a body's closing built-in kernel.
@@ -190,6 +283,8 @@ pub(super) struct PartEdges {
     pub(super) edges: EdgeSet,
     problems: Vec<String>,
     into_sink: BTreeSet<usize>,
+    /// The operations that made no graph node (see [`check_edges`]).
+    pub(super) nodeless: BTreeSet<usize>,
 }
 
 impl GraphCore {
@@ -210,14 +305,19 @@ impl GraphCore {
         let local: HashMap<usize, usize> =
             members.iter().enumerate().map(|(l, &i)| (i, l)).collect();
         let mut index: HashMap<usize, usize> = HashMap::new();
+        let mut nodeless = BTreeSet::new();
         for (l, &i) in members.iter().enumerate() {
             let op = &self.recorded.ops[i];
-            match map.get(i).copied().flatten() {
-                Some(n) => {
+            match (map.get(i).copied().flatten(), op.statement.kind) {
+                (Some(n), _) => {
                     index.insert(n.key(), l);
                 }
-                None => problems.push(format!(
-                    "operation {l} (`{}` #{} at {}) moves no bytes and made no graph node; its ordering cannot be checked",
+                // A call whose op issued nothing, a copy of no bytes.
+                (None, StatementKind::Call { .. } | StatementKind::Copy) => {
+                    nodeless.insert(l);
+                }
+                (None, _) => problems.push(format!(
+                    "operation {l} (`{}` #{} at {}) made no graph node",
                     op.statement.text, op.occurrence, op.statement.location
                 )),
             }
@@ -307,6 +407,7 @@ impl GraphCore {
             edges: set,
             problems,
             into_sink,
+            nodeless,
         })
     }
 
@@ -323,6 +424,7 @@ impl GraphCore {
             edges,
             mut problems,
             into_sink,
+            nodeless,
         } = self.part_edges(part)?;
         let members = self.members(part);
         let ops: Vec<&CapturedOp> = members.iter().map(|&i| &self.recorded.ops[i]).collect();
@@ -347,7 +449,7 @@ impl GraphCore {
             block: Some(b.block),
             follows: into_sink,
         });
-        let mut report = check_edges(plan, &edges, end.as_ref(), problems)?;
+        let mut report = check_edges(plan, &edges, end.as_ref(), &nodeless, problems)?;
         for nested in plan.bodies() {
             let Some(&flat) = members.get(nested.block) else {
                 continue;
@@ -373,5 +475,33 @@ impl GraphCore {
             report.edges += inner.edges;
         }
         Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(edges: &[(usize, usize)]) -> EdgeSet {
+        edges.iter().copied().collect()
+    }
+
+    #[test]
+    fn operations_that_made_no_node_are_contracted() {
+        // 0 -> 1 -> 2 -> 3 on a stream, 4 -> 2 from another: 1 and 2 made no node.
+        let edges = set(&[(0, 1), (1, 2), (2, 3), (4, 2)]);
+        let nodeless = BTreeSet::from([1, 2]);
+        assert_eq!(contracted(edges.clone(), &nodeless), set(&[(0, 3), (4, 3)]));
+        // None: the edges as they are.
+        assert_eq!(contracted(edges.clone(), &BTreeSet::new()), edges);
+        // One with nothing before it leaves what follows it a root.
+        let first = set(&[(0, 1), (1, 2), (3, 2)]);
+        assert_eq!(
+            contracted(first, &BTreeSet::from([0])),
+            set(&[(1, 2), (3, 2)])
+        );
+        // One at the end takes its incoming edges with it.
+        let last = set(&[(0, 1), (1, 2)]);
+        assert_eq!(contracted(last, &BTreeSet::from([2])), set(&[(0, 1)]));
     }
 }
