@@ -17,7 +17,16 @@ static launch_fn launch(void){
   if(!f){ void* cuda=dlopen("libcuda.so.1", RTLD_NOW); if(cuda) f=(launch_fn)dlsym(cuda,"cuLaunchKernel"); }
   return f;
 }
+// With STUB_CUBLAS_THRASH_KIB=N in the environment, each GEMM first writes N KiB of memory of
+// its own, as cuBLAS's heuristics walk far more code and data than the calls around them: the
+// caller's code and data are then fetched from farther caches (wall-clock probes only).
+static void thrash(void){
+  static long kib=-1; static volatile char* mem;
+  if(kib<0){ const char* e=getenv("STUB_CUBLAS_THRASH_KIB"); kib=e?atol(e):0; if(kib>0) mem=malloc(kib*1024); if(!mem) kib=0; }
+  for(long i=0;i<kib*1024;i+=64) mem[i]++;
+}
 static status gemm(handle* h){
+  thrash();
   launch_fn f=launch(); if(!f) return 14; // CUBLAS_STATUS_INTERNAL_ERROR
   return f(&gemm_kernel,1,1,1,1,1,1,0,h->stream,0,0) ? 13 : 0; // CUBLAS_STATUS_EXECUTION_FAILED
 }

@@ -49,6 +49,8 @@ pub(crate) struct BookSizes {
     pub(crate) shapes: usize,
     pub(crate) values: usize,
     pub(crate) orderings: usize,
+    pub(crate) known: usize,
+    pub(crate) touched: usize,
     /// Device allocations the graph keeps, counted as held during the capture.
     pub(crate) kept: usize,
 }
@@ -131,7 +133,9 @@ impl NodeBook {
         rec.shapes.clear();
         rec.shapes.reserve(sizes.shapes);
         rec.known.clear();
+        rec.known.reserve(sizes.known);
         rec.touched.clear();
+        rec.touched.reserve(sizes.touched);
         rec.values.clear();
         rec.values.reserve(sizes.values);
         rec.orderings.clear();
@@ -160,6 +164,8 @@ impl NodeBook {
             shapes: self.rec.shapes.len(),
             values: self.rec.values.len(),
             orderings: self.rec.orderings.len(),
+            known: self.rec.known.len(),
+            touched: self.rec.touched.len(),
             kept: self.kept,
         }
     }

@@ -54,8 +54,13 @@ pub(super) fn capture_call(
             .map_err(|e| Error::driver("cuCtxSetCurrent", e))
     };
     current(stream)?;
-    issue.rec.book.call_starts_from(stream)?;
-    let room = std::mem::take(&mut issue.rec.book.calls.modules);
+    // Booked before the op: a library call walks far more code and data than the statement
+    // around it, so what the booking reads (the operands, the book) is still cached here, and
+    // after the op only its exit is asked and noted.
+    let book = &mut issue.rec.book;
+    book.call_starts_from(stream)?;
+    book.note_call(stmt, call.accesses(), call.keep())?;
+    let room = std::mem::take(&mut book.calls.modules);
     let on = CallStream::noting(stream, true, room);
     call.issue(&on)?;
     let mut modules = on.into_modules();
@@ -69,7 +74,7 @@ pub(super) fn capture_call(
         modules.clear();
     }
     book.calls.modules = modules;
-    book.note_call(stmt, call.accesses(), exit, call.keep())
+    book.call_ended(exit)
 }
 
 /// Captures `call` into the body graph of a device block: its nodes are found at once.
@@ -181,20 +186,34 @@ impl NodeBook {
         Ok(())
     }
 
-    /// Books the `call` just captured into the graph itself, which started where
-    /// [`NodeBook::call_starts_from`] noted and left its stream on `exit`: one operation, its
-    /// nodes found when the capture has ended ([`NodeBook::account_nodes`]). The graph keeps
-    /// the operands' memory and `owner`.
+    /// Books the `call` about to be captured into the graph itself, which starts where
+    /// [`NodeBook::call_starts_from`] noted: one operation, its nodes found when the capture
+    /// has ended ([`NodeBook::account_nodes`]). The graph keeps the operands' memory and
+    /// `owner`.
     fn note_call(
         &mut self,
         stmt: &'static Statement,
         accesses: &[CallAccess<'_>],
-        exit: gffi::CallExit,
         owner: Owner,
     ) -> Result<()> {
+        let occurrence = self.issued(stmt)?;
+        self.hold_call(accesses, owner);
+        self.rec.ops.push(CapturedOp {
+            statement: stmt,
+            occurrence,
+            created: 0,
+            values: (self.rec.values.len() as u32, OPAQUE),
+            part: 0,
+            shape: NO_SHAPE,
+        });
+        Ok(())
+    }
+
+    /// Notes where the `call` booked last left its stream: on `exit`.
+    fn call_ended(&mut self, exit: gffi::CallExit) -> Result<()> {
         let Some(pending) = self.calls.pending.last_mut() else {
             return Err(Error::Internal {
-                invariant: "a call's start is noted before it is booked",
+                invariant: "a call's start is noted before it ends",
             });
         };
         pending.exit = exit.node;
@@ -210,16 +229,6 @@ impl NodeBook {
                     .all(|b| b.key() != e.key()),
             });
         self.calls.single &= single;
-        let occurrence = self.issued(stmt)?;
-        self.hold_call(accesses, owner);
-        self.rec.ops.push(CapturedOp {
-            statement: stmt,
-            occurrence,
-            created: 0,
-            values: (self.rec.values.len() as u32, OPAQUE),
-            part: 0,
-            shape: NO_SHAPE,
-        });
         Ok(())
     }
 
@@ -325,15 +334,16 @@ impl NodeBook {
             from = end;
         }
         let mut from = 0;
-        for (call, end) in std::mem::take(&mut self.calls.pending)
-            .into_iter()
-            .zip(ends)
-        {
+        let mut pending = std::mem::take(&mut self.calls.pending);
+        for (call, &end) in pending.iter().zip(&ends) {
             if end > from {
                 self.book_call_nodes(call.index as usize, &found[from..end]);
             }
             from = end;
         }
+        // The list's room serves the next capture.
+        pending.clear();
+        self.calls.pending = pending;
         // Known nodes are kept in operation order.
         self.rec.known.sort_by_key(|&(i, _)| i);
         Ok(true)
@@ -388,12 +398,16 @@ impl NodeBook {
                 return Err(refused(self.rec.ops[index as usize].statement, why));
             }
         }
-        for PendingCall { index, exit, .. } in std::mem::take(&mut self.calls.pending) {
+        let mut pending = std::mem::take(&mut self.calls.pending);
+        for &PendingCall { index, exit, .. } in &pending {
             let Some(exit) = exit else { continue };
             self.rec.ops[index as usize].created = 1;
             self.rec.known.push((index, exit));
             self.node_count += 1;
         }
+        // The list's room serves the next capture.
+        pending.clear();
+        self.calls.pending = pending;
         // Known nodes are kept in operation order.
         self.rec.known.sort_by_key(|&(i, _)| i);
         Ok(true)
