@@ -101,7 +101,15 @@ CUresult cuModuleUnload(void* m){return OK;}
 CUresult cuModuleGetFunction(void** f,void* m,const char* name){*f=&funcobj[(nf++)%64];return OK;}
 CUresult cuFuncGetAttribute(int* v,int a,void* f){*v=0;return OK;}
 CUresult cuFuncSetAttribute(void* f,int a,int v){return OK;}
-CUresult cuLaunchKernel(void* f,unsigned a,unsigned b,unsigned c,unsigned d,unsigned e,unsigned g,unsigned sh,stream* s,void** p,void** x){node* n=add_node(s); if(n){n->type=0;n->func=f;} return OK;}
+// With STUB_CUDA_THRASH_KIB=N in the environment, each launch first writes N KiB of memory of
+// its own, so that the caller's next statement runs with cold caches, as after a library call
+// (probes of the lines a statement touches; nothing else sets it).
+static void thrash(void){
+  static long kib=-1; static volatile char* mem;
+  if(kib<0){ const char* e=getenv("STUB_CUDA_THRASH_KIB"); kib=e?atol(e):0; if(kib>0) mem=malloc(kib*1024); if(!mem) kib=0; }
+  for(long i=0;i<kib*1024;i+=64) mem[i]++;
+}
+CUresult cuLaunchKernel(void* f,unsigned a,unsigned b,unsigned c,unsigned d,unsigned e,unsigned g,unsigned sh,stream* s,void** p,void** x){thrash(); node* n=add_node(s); if(n){n->type=0;n->func=f;} return OK;}
 CUresult cuLaunchHostFunc(stream* s,void* fn,void* d){node* n=add_node(s); if(n)n->type=3; return OK;}
 static uint64_t nextptr=0x10000000;
 CUresult cuMemAlloc_v2(uint64_t* p,size_t b){*p=nextptr;nextptr+=(b+4095)&~4095ull;return OK;}
