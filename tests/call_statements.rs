@@ -510,6 +510,11 @@ unsafe impl StreamOp for Repeat<'_> {
     }
 }
 
+/// An op of `times` launches of the add kernel.
+fn repeat(k: &Kernels, times: u32) -> Repeat<'_> {
+    Repeat { add: &k.add, times }
+}
+
 pipeline! {
     /// One call of a `Repeat`.
     pipeline Adds<'k>(y: &mut DeviceBuffer<u32>, op: &Repeat<'k>) {
@@ -525,16 +530,7 @@ pipeline! {
 fn update_with_a_call_of_other_topology_reinstantiates_when_asked_values() {
     let k = Kernels::new();
     let (origin, _x, mut y, _z) = setup(&k);
-    let (two, three) = (
-        Repeat {
-            add: &k.add,
-            times: 2,
-        },
-        Repeat {
-            add: &k.add,
-            times: 3,
-        },
-    );
+    let (two, three) = (repeat(&k, 2), repeat(&k, 3));
     let mut exec = Capture::new(&origin)
         .capture(Adds::new(&mut y, &two))
         .unwrap()
@@ -609,16 +605,7 @@ pipeline! {
 fn a_call_that_makes_no_node_beside_one_that_makes_two() {
     let k = Kernels::new();
     let (origin, _x, mut y, _z) = setup(&k);
-    let (none, two) = (
-        Repeat {
-            add: &k.add,
-            times: 0,
-        },
-        Repeat {
-            add: &k.add,
-            times: 2,
-        },
-    );
+    let (none, two) = (repeat(&k, 0), repeat(&k, 2));
     let graph = Capture::new(&origin)
         .check(false)
         .capture(NoneThenTwo::new(&mut y, &none, &two))
@@ -640,16 +627,7 @@ fn a_call_that_makes_no_node_beside_one_that_makes_two() {
 fn a_call_that_makes_no_node_beside_one_that_makes_two_values() {
     let k = Kernels::new();
     let (origin, _x, mut y, _z) = setup(&k);
-    let (none, two) = (
-        Repeat {
-            add: &k.add,
-            times: 0,
-        },
-        Repeat {
-            add: &k.add,
-            times: 2,
-        },
-    );
+    let (none, two) = (repeat(&k, 0), repeat(&k, 2));
     let exec = Capture::new(&origin)
         .capture(NoneThenTwo::new(&mut y, &none, &two))
         .unwrap()
@@ -697,10 +675,7 @@ pipeline! {
 fn a_call_that_starts_from_two_nodes_is_found_back_to_both() {
     let k = Kernels::new();
     let (origin, _x, mut y, mut z) = setup(&k);
-    let two = Repeat {
-        add: &k.add,
-        times: 2,
-    };
+    let two = repeat(&k, 2);
     let graph = Capture::new(&origin)
         .check(false)
         .capture(FromTwo::new(&mut y, &mut z, &two))
@@ -717,10 +692,7 @@ fn a_call_that_starts_from_two_nodes_is_found_back_to_both() {
 fn a_call_that_starts_from_two_nodes_is_found_back_to_both_values() {
     let k = Kernels::new();
     let (origin, _x, mut y, mut z) = setup(&k);
-    let two = Repeat {
-        add: &k.add,
-        times: 2,
-    };
+    let two = repeat(&k, 2);
     let exec = Capture::new(&origin)
         .capture(FromTwo::new(&mut y, &mut z, &two))
         .unwrap()
@@ -739,10 +711,7 @@ fn a_call_that_starts_from_two_nodes_is_found_back_to_both_values() {
 fn a_call_of_many_nodes_is_found_in_the_node_list() {
     let k = Kernels::new();
     let (origin, _x, mut y, _z) = setup(&k);
-    let many = Repeat {
-        add: &k.add,
-        times: 80,
-    };
+    let many = repeat(&k, 80);
     let graph = Capture::new(&origin)
         .check(false)
         .capture(Adds::new(&mut y, &many))
@@ -761,10 +730,7 @@ fn a_call_of_many_nodes_is_found_in_the_node_list() {
 fn a_call_of_many_nodes_is_found_in_the_node_list_values() {
     let k = Kernels::new();
     let (origin, _x, mut y, _z) = setup(&k);
-    let many = Repeat {
-        add: &k.add,
-        times: 80,
-    };
+    let many = repeat(&k, 80);
     let exec = Capture::new(&origin)
         .capture(Adds::new(&mut y, &many))
         .unwrap()
@@ -803,16 +769,7 @@ pipeline! {
 fn a_call_that_makes_no_node_is_verified_through() {
     let k = Kernels::new();
     let (origin, _x, mut y, mut z) = setup(&k);
-    let (none, two) = (
-        Repeat {
-            add: &k.add,
-            times: 0,
-        },
-        Repeat {
-            add: &k.add,
-            times: 2,
-        },
-    );
+    let (none, two) = (repeat(&k, 0), repeat(&k, 2));
     let graph = Capture::new(&origin)
         .check(true)
         .capture(NoneBetween::new(&mut y, &mut z, &none, &two))
@@ -832,16 +789,7 @@ fn a_call_that_makes_no_node_is_verified_through() {
 fn a_call_that_makes_no_node_is_verified_through_values() {
     let k = Kernels::new();
     let (origin, _x, mut y, mut z) = setup(&k);
-    let (none, two) = (
-        Repeat {
-            add: &k.add,
-            times: 0,
-        },
-        Repeat {
-            add: &k.add,
-            times: 2,
-        },
-    );
+    let (none, two) = (repeat(&k, 0), repeat(&k, 2));
     let exec = Capture::new(&origin)
         .check(true)
         .capture(NoneBetween::new(&mut y, &mut z, &none, &two))
