@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use super::pending::PendingCalls;
 use super::recorded::{
-    encode, node_map, CapturedBody, CapturedOp, InternalNode, LaunchShape, Recorded, NO_SHAPE,
-    OPAQUE,
+    encode, node_map, remember, CapturedBody, CapturedOp, InternalNode, LaunchShape, Recorded,
+    NO_SHAPE, OPAQUE,
 };
 use crate::error::{Error, Result};
 use crate::exec::record::Issued;
@@ -29,18 +29,9 @@ use crate::ffi::keep::{launch_kept_host_fn, Keep};
 use crate::ffi::KernelArg;
 use crate::memory::{device_ref, DeviceBuffer, DeviceFlag};
 use crate::module::Kernel;
-use crate::operand::{DeviceRange, HostFn, LaunchConfig, Memory};
+use crate::operand::{HostFn, LaunchConfig, Memory};
 use crate::program::{AccessMode, Program, Statement};
 use crate::stream::Stream;
-
-/// Notes that an operation touches `range` (nothing for an empty range, once for a range the
-/// previous operation touched too).
-#[inline]
-pub(super) fn remember(memory: &mut Vec<DeviceRange>, range: DeviceRange) {
-    if range.bytes > 0 && memory.last() != Some(&range) {
-        memory.push(range);
-    }
-}
 
 /// How much a node book holds: the room the next capture's book starts with.
 #[derive(Debug, Clone, Copy, Default)]
@@ -49,8 +40,6 @@ pub(crate) struct BookSizes {
     pub(crate) shapes: usize,
     pub(crate) values: usize,
     pub(crate) orderings: usize,
-    pub(crate) known: usize,
-    pub(crate) touched: usize,
     /// Device allocations the graph keeps, counted as held during the capture.
     pub(crate) kept: usize,
 }
@@ -133,9 +122,7 @@ impl NodeBook {
         rec.shapes.clear();
         rec.shapes.reserve(sizes.shapes);
         rec.known.clear();
-        rec.known.reserve(sizes.known);
         rec.touched.clear();
-        rec.touched.reserve(sizes.touched);
         rec.values.clear();
         rec.values.reserve(sizes.values);
         rec.orderings.clear();
@@ -164,8 +151,6 @@ impl NodeBook {
             shapes: self.rec.shapes.len(),
             values: self.rec.values.len(),
             orderings: self.rec.orderings.len(),
-            known: self.rec.known.len(),
-            touched: self.rec.touched.len(),
             kept: self.kept,
         }
     }
@@ -177,10 +162,21 @@ impl NodeBook {
     }
 
     /// Hands what the capture recorded to its graph `raw`, whole, with the nodes known from
-    /// the capture (and in cross-check mode the node map) marked as `raw`'s. The book is left
-    /// empty, for [`NodeBook::reset`].
+    /// the capture (and in cross-check mode the node map) marked as `raw`'s. The graph gets
+    /// copies of the lists; the book keeps them, and their room, for the next capture, which
+    /// then allocates none before it issues ([`NodeBook::reset`] empties them).
     pub(crate) fn finish(&mut self, raw: &OwnedGraph) -> Recorded {
-        let mut rec = std::mem::take(&mut self.rec);
+        let r = &mut self.rec;
+        let mut rec = Recorded {
+            ops: r.ops.clone(),
+            shapes: r.shapes.clone(),
+            known: r.known.clone(),
+            touched: r.touched.clone(),
+            values: r.values.clone(),
+            orderings: r.orderings.clone(),
+            blocks: r.blocks.take(),
+            nodes: std::mem::take(&mut r.nodes),
+        };
         for (_, node) in &mut rec.known {
             *node = raw.bind(*node);
         }

@@ -254,7 +254,7 @@ impl NodeBook {
         }
         for access in accesses {
             if let Memory::Device(r) = access.memory.memory() {
-                super::book::remember(&mut self.rec.touched, r);
+                super::recorded::remember(&mut self.rec.touched, r);
             }
             self.keep
                 .hold(access.memory.holder(), access.mode == AccessMode::Write);

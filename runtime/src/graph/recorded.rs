@@ -267,6 +267,15 @@ pub(crate) struct LaunchShape {
     pub(crate) args: usize,
 }
 
+/// Notes that an operation touches `range` (nothing for an empty range, once for a range the
+/// previous operation touched too).
+#[inline]
+pub(super) fn remember(memory: &mut Vec<DeviceRange>, range: DeviceRange) {
+    if range.bytes > 0 && memory.last() != Some(&range) {
+        memory.push(range);
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
