@@ -436,16 +436,32 @@ pub(crate) struct Bound<'o, 'a, 's, O: StreamOp + ?Sized> {
     pub(crate) accesses: Vec<CallAccess<'s>>,
 }
 
+thread_local! {
+    /// The room of the last call's operand list on this thread, for the next one's.
+    static ROOM: std::cell::Cell<Vec<CallAccess<'static>>> =
+        const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// `list` emptied, as a list of another lifetime's accesses, in the same allocation: the
+/// standard library collects a list into one of the same layout in place (and were it not
+/// to, this would allocate, nothing worse).
+// `filter` would keep the items' lifetime; the list must change it.
+#[allow(clippy::unnecessary_filter_map)]
+fn relabel<'b>(mut list: Vec<CallAccess<'_>>) -> Vec<CallAccess<'b>> {
+    list.clear();
+    list.into_iter().filter_map(|_| None).collect()
+}
+
 impl<'o: 's, 'a: 's, 's, O: StreamOp + ?Sized> Bound<'o, 'a, 's, O> {
     pub(crate) fn new(op: &'o O, operands: O::Operands<'a>) -> Self {
-        // Room for the usual few operands and the op's scratch at once (none without
-        // operands: `()` is the one operand tuple of no size).
-        let room = if std::mem::size_of::<O::Operands<'a>>() == 0 {
-            0
-        } else {
-            5
-        };
-        let mut listed = Vec::with_capacity(room);
+        // The list takes the room the last call's left on this thread (a call allocates none
+        // once a thread's first has), with space for the usual few operands and the op's
+        // scratch (none without operands: `()` is the one operand tuple of no size).
+        let mut listed: Vec<CallAccess<'a>> = Vec::new();
+        if std::mem::size_of::<O::Operands<'a>>() != 0 {
+            listed = relabel(ROOM.take());
+            listed.reserve(5);
+        }
         operands.accesses(&mut listed);
         let mut accesses: Vec<CallAccess<'s>> = listed;
         if let Some(memory) = op.scratch() {
@@ -458,6 +474,15 @@ impl<'o: 's, 'a: 's, 's, O: StreamOp + ?Sized> Bound<'o, 'a, 's, O> {
             op,
             operands,
             accesses,
+        }
+    }
+}
+
+impl<O: StreamOp + ?Sized> Drop for Bound<'_, '_, '_, O> {
+    fn drop(&mut self) {
+        // The list's room serves the thread's next call.
+        if self.accesses.capacity() > 0 {
+            ROOM.set(relabel(std::mem::take(&mut self.accesses)));
         }
     }
 }
@@ -550,4 +575,23 @@ pub(crate) fn check_devices(accesses: &[CallAccess<'_>], device: i32) -> Result<
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_calls_operand_list_takes_the_last_ones_room() {
+        let x = crate::DeviceBuffer::<u32>::for_planning(4).unwrap();
+        let mut list = Vec::with_capacity(8);
+        list.push(In::of(&x).access());
+        let at = list.as_ptr() as usize;
+        let room: Vec<CallAccess<'_>> = relabel(list);
+        assert_eq!(
+            (room.as_ptr() as usize, room.capacity(), room.len()),
+            (at, 8, 0)
+        );
+    }
 }
