@@ -584,7 +584,7 @@ mod tests {
 
     #[test]
     fn a_calls_operand_list_takes_the_last_ones_room() {
-        let x = crate::DeviceBuffer::<u32>::for_planning(4).unwrap();
+        let x = crate::memory::DeviceBuffer::<u32>::for_planning(4).unwrap();
         let mut list = Vec::with_capacity(8);
         list.push(In::of(&x).access());
         let at = list.as_ptr() as usize;
