@@ -13,8 +13,9 @@ mod common;
 
 use common::Kernels;
 use streamgraph::{
-    pipeline, AccessMode, BodyOp, CallStream, Capture, DeviceBuffer, DeviceFlag, Eager, Error, In,
-    Kernel, KernelArg, LaunchConfig, Out, Plan, StatementKind, Stream, StreamOp,
+    pipeline, AccessMode, BodyOp, CallStream, Capture, DeviceBuffer, DeviceFlag, Eager, Error,
+    GraphExec, In, Kernel, KernelArg, LaunchConfig, Out, Pipeline, Plan, StatementKind, Stream,
+    StreamOp,
 };
 
 /// `dst = src + 8`: a memset of `dst`, a copy kernel and two kernels that add to it.
@@ -204,13 +205,11 @@ fn calls_run_eagerly_as_replayed_values() {
 
     let flag = DeviceFlag::new(&k.device, 1).unwrap();
     y.copy_from_host(&[0; 100]).unwrap();
-    let exec = Capture::new(&origin)
-        .capture(InLoop::new(&x, &mut y, &flag, &stamp))
-        .unwrap()
-        .instantiate()
-        .unwrap();
-    exec.launch(&origin).unwrap();
-    origin.synchronize().unwrap();
+    let exec = replayed_once(
+        &origin,
+        Capture::new(&origin),
+        InLoop::new(&x, &mut y, &flag, &stamp),
+    );
     assert_eq!(exec.pipeline().y.to_vec_on(&origin).unwrap(), want_y);
 }
 
@@ -300,13 +299,11 @@ fn a_call_that_leaves_two_tips_is_joined_values() {
     assert_eq!(w.to_vec_on(&origin).unwrap(), [0; 100]);
     w.copy_from_host(&[9; 100]).unwrap();
     y.copy_from_host(&[0; 100]).unwrap();
-    let exec = Capture::new(&origin)
-        .capture(ForkedCall::new(&mut y, &mut z, &mut w, &op))
-        .unwrap()
-        .instantiate()
-        .unwrap();
-    exec.launch(&origin).unwrap();
-    origin.synchronize().unwrap();
+    let exec = replayed_once(
+        &origin,
+        Capture::new(&origin),
+        ForkedCall::new(&mut y, &mut z, &mut w, &op),
+    );
     assert_eq!(exec.pipeline().y.to_vec_on(&origin).unwrap(), [5; 100]);
     assert_eq!(exec.pipeline().w.to_vec_on(&origin).unwrap(), [0; 100]);
 }
@@ -510,6 +507,14 @@ unsafe impl StreamOp for Repeat<'_> {
     }
 }
 
+/// `pipeline` captured by `capture`, instantiated and launched once on `origin`, finished.
+fn replayed_once<P: Pipeline>(origin: &Stream, mut capture: Capture, pipeline: P) -> GraphExec<P> {
+    let exec = capture.capture(pipeline).unwrap().instantiate().unwrap();
+    exec.launch(origin).unwrap();
+    origin.synchronize().unwrap();
+    exec
+}
+
 /// An op of `times` launches of the add kernel.
 fn repeat(k: &Kernels, times: u32) -> Repeat<'_> {
     Repeat { add: &k.add, times }
@@ -628,13 +633,11 @@ fn a_call_that_makes_no_node_beside_one_that_makes_two_values() {
     let k = Kernels::new();
     let (origin, _x, mut y, _z) = setup(&k);
     let (none, two) = (repeat(&k, 0), repeat(&k, 2));
-    let exec = Capture::new(&origin)
-        .capture(NoneThenTwo::new(&mut y, &none, &two))
-        .unwrap()
-        .instantiate()
-        .unwrap();
-    exec.launch(&origin).unwrap();
-    origin.synchronize().unwrap();
+    let exec = replayed_once(
+        &origin,
+        Capture::new(&origin),
+        NoneThenTwo::new(&mut y, &none, &two),
+    );
     assert_eq!(exec.pipeline().y.to_vec_on(&origin).unwrap(), vec![7; 100]);
 }
 
@@ -693,13 +696,11 @@ fn a_call_that_starts_from_two_nodes_is_found_back_to_both_values() {
     let k = Kernels::new();
     let (origin, _x, mut y, mut z) = setup(&k);
     let two = repeat(&k, 2);
-    let exec = Capture::new(&origin)
-        .capture(FromTwo::new(&mut y, &mut z, &two))
-        .unwrap()
-        .instantiate()
-        .unwrap();
-    exec.launch(&origin).unwrap();
-    origin.synchronize().unwrap();
+    let exec = replayed_once(
+        &origin,
+        Capture::new(&origin),
+        FromTwo::new(&mut y, &mut z, &two),
+    );
     assert_eq!(exec.pipeline().y.to_vec_on(&origin).unwrap(), vec![7; 100]);
     assert_eq!(exec.pipeline().z.to_vec_on(&origin).unwrap(), vec![1; 100]);
 }
@@ -731,13 +732,7 @@ fn a_call_of_many_nodes_is_found_in_the_node_list_values() {
     let k = Kernels::new();
     let (origin, _x, mut y, _z) = setup(&k);
     let many = repeat(&k, 80);
-    let exec = Capture::new(&origin)
-        .capture(Adds::new(&mut y, &many))
-        .unwrap()
-        .instantiate()
-        .unwrap();
-    exec.launch(&origin).unwrap();
-    origin.synchronize().unwrap();
+    let exec = replayed_once(&origin, Capture::new(&origin), Adds::new(&mut y, &many));
     assert_eq!(exec.pipeline().y.to_vec_on(&origin).unwrap(), vec![80; 100]);
 }
 
@@ -790,14 +785,11 @@ fn a_call_that_makes_no_node_is_verified_through_values() {
     let k = Kernels::new();
     let (origin, _x, mut y, mut z) = setup(&k);
     let (none, two) = (repeat(&k, 0), repeat(&k, 2));
-    let exec = Capture::new(&origin)
-        .check(true)
-        .capture(NoneBetween::new(&mut y, &mut z, &none, &two))
-        .unwrap()
-        .instantiate()
-        .unwrap();
-    exec.launch(&origin).unwrap();
-    origin.synchronize().unwrap();
+    let exec = replayed_once(
+        &origin,
+        Capture::new(&origin).check(true),
+        NoneBetween::new(&mut y, &mut z, &none, &two),
+    );
     assert_eq!(exec.pipeline().y.to_vec_on(&origin).unwrap(), vec![7; 100]);
     assert_eq!(exec.pipeline().z.to_vec_on(&origin).unwrap(), vec![2; 100]);
 }
