@@ -290,7 +290,7 @@ impl Module {
         let Some(cuda) = &self.inner.cuda else {
             return Err(not_found());
         };
-        let func = match ffi::module_function(cuda, name) {
+        let func = match ffi::module_function(cuda, self.inner.device.ctx(), name) {
             Ok(Some(f)) => f,
             Ok(None) => return Err(not_found()),
             Err(e) => return Err(Error::driver("cuModuleGetFunction", e)),
@@ -383,7 +383,7 @@ impl Kernel {
     /// ```
     pub unsafe fn from_cudarc(device: &Device, name: &str, func: CudaFunction) -> Kernel {
         Kernel {
-            func: Some(LoadedFunction::from_cudarc(func)),
+            func: Some(LoadedFunction::from_cudarc(func, device.ctx())),
             module: Some(Arc::new(ModuleInner {
                 cuda: None,
                 name: "cudarc function".to_string(),
@@ -490,16 +490,11 @@ impl Kernel {
         config: LaunchConfig,
         args: &[KernelArg<'_>],
     ) -> Result<()> {
-        let ctx = stream.ctx();
-        let (Some(module), Some(func)) = (&self.module, &self.func) else {
+        let Some(func) = &self.func else {
             return Err(Error::PlanningOnly { what: "kernel" });
         };
-        if ctx.cu_ctx() != module.device.ctx().cu_ctx() {
-            return Err(Error::DeviceMismatch {
-                what: "launching a kernel on a stream of another device",
-                left: module.device.ordinal(),
-                right: stream.device().ordinal(),
-            });
+        if !func.runs_on(stream.as_cudarc()) {
+            return Err(self.on_other_device(stream));
         }
         // One pass over the arguments: planning buffers are refused, cudarc memory ordered.
         let mut cudarc = false;
@@ -516,7 +511,7 @@ impl Kernel {
                 .map_err(|e| Error::driver("cuLaunchKernel", e))
         };
         if cudarc {
-            ffi::ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+            ffi::ensure_current(stream.ctx()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
             ffi::cudarc_order::cudarc_ordered(
                 stream.as_cudarc(),
                 args.iter().map(KernelArg::holder),
@@ -526,6 +521,16 @@ impl Kernel {
             // No context query first: the launch makes the stream's context current only
             // if it fails without it (`ffi::launch_kernel`).
             launch()
+        }
+    }
+
+    /// The error of a launch on `stream`, of another device than the kernel's module.
+    #[cold]
+    fn on_other_device(&self, stream: &Stream) -> Error {
+        Error::DeviceMismatch {
+            what: "launching a kernel on a stream of another device",
+            left: self.module.as_ref().map_or(-1, |m| m.device.ordinal()),
+            right: stream.device().ordinal(),
         }
     }
 

@@ -177,7 +177,7 @@ fn build(ctx: &Arc<CudaContext>) -> Result<CondKernels> {
             }
         };
         let function = |n: &str| -> Result<LoadedFunction> {
-            module_function(&module, n)
+            module_function(&module, ctx, n)
                 .map_err(|e| Error::driver("cuModuleGetFunction", e))?
                 .ok_or_else(|| Error::KernelNotFound {
                     module: "streamgraph_conditional".into(),

@@ -8,7 +8,7 @@ use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
 
 use super::owned::Owned;
-use super::{memory, CUfunction};
+use super::{memory, CUcontext, CUfunction};
 use crate::operand::{BufferAccess, LaunchConfig};
 
 /// One kernel argument: a pointer to its value (as `cuLaunchKernel` takes it), borrowed for
@@ -246,11 +246,13 @@ pub(crate) fn load_module(
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html>
 pub(crate) fn module_function(
     module: &Arc<cudarc::driver::CudaModule>,
+    ctx: &CudaContext,
     name: &str,
 ) -> Result<Option<LoadedFunction>, DriverError> {
     match module.load_function(name) {
         Ok(f) => Ok(Some(LoadedFunction {
             func: f.cu_function(),
+            ctx: ctx.cu_ctx(),
             module: Arc::new(Owned::new(module.clone())),
         })),
         Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_FOUND)) => Ok(None),
@@ -267,21 +269,30 @@ pub(crate) type CodeOwner = Arc<Owned>;
 #[derive(Debug, Clone)]
 pub(crate) struct LoadedFunction {
     pub(super) func: CUfunction,
+    /// The context the module was loaded in, kept beside the function so that a launch
+    /// checks its stream's context without reaching for the module.
+    ctx: CUcontext,
     module: CodeOwner,
 }
 
 impl LoadedFunction {
-    /// A function cudarc loaded; the function (with the module it holds) is kept alongside.
-    pub(crate) fn from_cudarc(func: cudarc::driver::CudaFunction) -> LoadedFunction {
+    /// A function cudarc loaded in `ctx`; the function (with the module it holds) is kept
+    /// alongside.
+    pub(crate) fn from_cudarc(
+        func: cudarc::driver::CudaFunction,
+        ctx: &CudaContext,
+    ) -> LoadedFunction {
         LoadedFunction {
             func: func.cu_function(),
+            ctx: ctx.cu_ctx(),
             module: Arc::new(Owned::new(func)),
         }
     }
 }
 
 // SAFETY: a `CUfunction` is an opaque driver handle usable from any thread, and the module
-// that owns it is held alongside (cudarc's `CudaModule` is `Send + Sync`).
+// that owns it is held alongside (cudarc's `CudaModule` is `Send + Sync`); the `CUcontext`
+// is only compared, never passed to the driver.
 unsafe impl Send for LoadedFunction {}
 // SAFETY: as above; sharing only lets threads pass the handle to the driver.
 unsafe impl Sync for LoadedFunction {}
@@ -290,6 +301,12 @@ impl LoadedFunction {
     /// The function's identity, to compare launches by.
     pub(crate) fn handle(&self) -> FunctionHandle {
         FunctionHandle(self.func as usize)
+    }
+
+    /// Whether the function was loaded in `stream`'s context (launchable on it).
+    #[inline]
+    pub(crate) fn runs_on(&self, stream: &CudaStream) -> bool {
+        self.ctx == stream.context().cu_ctx()
     }
 
     /// What keeps the function's module loaded.

@@ -236,7 +236,7 @@ fn build(ctx: &Arc<CudaContext>) -> Result<PhiloxKernels> {
     let module = load_module(ctx, ModuleImage::Ptx(&ptx))
         .map_err(|e| Error::driver("cuModuleLoadData", e))?;
     let function = |n: &str| -> Result<LoadedFunction> {
-        module_function(&module, n)
+        module_function(&module, ctx, n)
             .map_err(|e| Error::driver("cuModuleGetFunction", e))?
             .ok_or_else(|| Error::KernelNotFound {
                 module: MODULE.into(),
