@@ -1,7 +1,7 @@
-//! streamgraph's benchmark harness: every workload (W1–W11, see `docs/BENCHMARKS.md`) through
+//! streamgraph's benchmark harness: every workload (W1–W12, see `docs/BENCHMARKS.md`) through
 //! hand-written driver calls (`raw`) and through streamgraph, in one process, alternating
 //! (W10, collectives, through streamgraph only; PyTorch's column comes from a peer; W11, an
-//! MLP step through cuBLAS),
+//! MLP step through cuBLAS; W12, a decode-like step of 200 short kernels replayed back to back),
 //! after warm-up; p50 and p90 of device time (CUDA events) and host time (`Instant`).
 //!
 //! ```text
@@ -12,6 +12,8 @@
 
 #[path = "harness/collective.rs"]
 mod collective;
+#[path = "harness/decode.rs"]
+mod decode;
 #[path = "harness/diamond.rs"]
 mod diamond;
 #[path = "harness/gpu.rs"]

@@ -313,6 +313,15 @@ def goals(rows):
             ratio(q.get(sg, "W11", "capture+instantiate", "total", **p),
                   q.get("raw", "W11", "capture+instantiate", "total", **p)),
             "<= 1.1", lambda v: v <= 1.1)
+    # W12 (issue 25): the decode-like step replayed back to back, in steps per second of wall
+    # time: streamgraph at least the best peer's (PyTorch's graph, cuda.core's); raw for scale.
+    mine = q.get(sg, "W12", "replay_loop", "steps_per_second")
+    peers = [v for v in (q.get(s, "W12", "replay_loop", "steps_per_second") for s in ("torch", "cuda.core"))
+             if v is not None]
+    add("W12 steps/s / best peer's", sg, ratio(mine, max(peers) if peers else None), ">= 1",
+        lambda v: v >= 1)
+    add("W12 steps/s / raw's", sg, ratio(mine, q.get("raw", "W12", "replay_loop", "steps_per_second")),
+        "-", None)
     return out
 
 

@@ -14,9 +14,9 @@ set -u -o pipefail
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-benches/out}
 mkdir -p "$OUT" || exit 1
-STEP_LIMIT=${STEP_LIMIT:-150}
+STEP_LIMIT=${STEP_LIMIT:-200}
 # The harness measures two systems (raw and streamgraph) and writes its JSON only at the end.
-HARNESS_LIMIT=${HARNESS_LIMIT:-300}
+HARNESS_LIMIT=${HARNESS_LIMIT:-360}
 extra=()
 [ -n "${QUICK:-}" ] && extra=(--quick)
 

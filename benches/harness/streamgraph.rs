@@ -28,6 +28,7 @@ use ::streamgraph::{
 };
 use cudarc::driver::sys;
 
+use crate::decode::Decode;
 use crate::diamond::Diamond4;
 use crate::gpu::{BenchError, Event, Gpu};
 use crate::kernels::{self, BLOCK, GRID};
@@ -51,6 +52,8 @@ struct Kernels {
     work: Kernel,
     /// `bias_act(float *y, const float *b, unsigned n, unsigned cols, unsigned relu)` (W11).
     bias_act: Kernel,
+    /// `spin(unsigned long long ns)` (W12).
+    spin: Kernel,
 }
 
 /// What every streamgraph case shares: the device and the loaded kernels.
@@ -76,7 +79,8 @@ fn open() -> Result<Shared> {
     // `DeviceBuffer<u32>` and a `u32`, `countdown` two one-word `u32` buffers (a
     // `DeviceBuffer<u32>` and a `DeviceFlag`), `work` (in `overlap.rs`) a
     // `DeviceBuffer<f32>` and two `u32`s, and `bias_act` (in `mlp.rs`) a written and a read
-    // `DeviceBuffer<f32>` and three `u32`s: their C signatures in `kernels.cu`.
+    // `DeviceBuffer<f32>` and three `u32`s, and `spin` (in `decode.rs`) a `u64`: their C
+    // signatures in `kernels.cu`.
     let kernels = unsafe {
         Kernels {
             empty: module.kernel(kernels::EMPTY)?,
@@ -84,6 +88,7 @@ fn open() -> Result<Shared> {
             countdown: module.kernel(kernels::COUNTDOWN)?,
             work: module.kernel(kernels::WORK)?,
             bias_act: module.kernel(kernels::BIAS_ACT)?,
+            spin: module.kernel(kernels::SPIN)?,
         }
     };
     let stream = Stream::new(&device, 0)?;
@@ -294,6 +299,12 @@ pub fn w9<'g>(gpu: &'g Gpu, p: &Overlap) -> Setup<'g> {
 pub fn w11<'g>(gpu: &'g Gpu, p: &Mlp) -> Setup<'g> {
     let sg = shared()?;
     crate::mlp::streamgraph(gpu, p, &sg.kernels.bias_act)
+}
+
+/// W12 (`decode.rs`): its pipeline with this process's device and `spin` kernel.
+pub fn w12<'g>(gpu: &'g Gpu, p: &Decode) -> Setup<'g> {
+    let sg = shared()?;
+    crate::decode::streamgraph(gpu, p, &sg.device, &sg.kernels.spin)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
-//! The workloads (W1–W11): their sizes, what each measures, and the loop that runs every system
+//! The workloads (W1–W12): their sizes, what each measures, and the loop that runs every system
 //! on each of them.
 
 use serde_json::json;
 
 use crate::collective::{self, AllReduce};
+use crate::decode::{self, Decode};
 use crate::gpu::Gpu;
 use crate::mlp::{self, Mlp};
 use crate::overlap::{self, Overlap};
@@ -90,6 +91,8 @@ pub struct Sizes {
     pub w10_bytes: Vec<usize>,
     /// W11's networks: the two-layer MLP step, and eight layers of 4096 at batch 1 and 64.
     pub w11: Vec<Mlp>,
+    /// W12's decode-like step: 40 diamond layers of 2 µs kernels (200 a step).
+    pub w12: Decode,
     /// Workloads to run (`W1` …); all when empty.
     pub only: Vec<String>,
 }
@@ -141,6 +144,11 @@ impl Sizes {
                     streams,
                 })
                 .collect(),
+            w12: Decode {
+                layers: 40,
+                kernel_ns: 2_000,
+                steps: 10_000,
+            },
             only: Vec::new(),
         }
     }
@@ -149,6 +157,7 @@ impl Sizes {
     pub fn quick() -> Sizes {
         let mut p = Sizes::full(5);
         p.w6.replays = 1_000;
+        p.w12.steps = 1_000;
         p
     }
 
@@ -437,6 +446,30 @@ pub fn run_all(gpu: &Gpu, plan: &Sizes) -> Vec<Row> {
                 ],
             );
         }
+    }
+    if plan.wants("W12") {
+        let p = plan.w12;
+        let params = json!({
+            "layers": p.layers,
+            "kernels_per_step": p.kernels(),
+            "kernel_ns": p.kernel_ns,
+            "steps": p.steps,
+        });
+        let s = spec(
+            "W12",
+            params,
+            decode::W12_METRICS,
+            1,
+            reps.min(decode::MAX_REPS),
+        );
+        step(
+            "W12",
+            s,
+            vec![
+                ("raw", decode::raw(gpu, &p)),
+                ("streamgraph", streamgraph::w12(gpu, &p)),
+            ],
+        );
     }
     rows
 }

@@ -33,9 +33,16 @@ SIZES = {
     # `mlp::STEPS`.
     "w11": [(2, 1024, 64, 2), (8, 4096, 1, 1), (8, 4096, 64, 2)],
     "w11_steps": 20,
+    # W12: diamond layers of `spin` kernels, ns each, replays per sample (`decode::Decode`).
+    "w12_layers": 40,
+    "w12_kernel_ns": 2_000,
+    "w12_steps": 10_000,
 }
 MIN_REPS = 30
-WARMUP = {"W1": 3, "W2": 5, "W3": 5, "W4": 5, "W5": 3, "W6": 1, "W7": 2, "W9": 2, "W10": 2, "W11": 3}
+WARMUP = {"W1": 3, "W2": 5, "W3": 5, "W4": 5, "W5": 3, "W6": 1, "W7": 2, "W9": 2, "W10": 2, "W11": 3,
+          "W12": 1}
+# Samples at most, for workloads whose samples take seconds (`decode::MAX_REPS`).
+MAX_REPS = {"W12": 10}
 
 
 class PeerError(Exception):
@@ -106,6 +113,7 @@ def parse_args(description):
     if a.quick:
         a.reps = 5
         sizes["w6_replays"] = 1_000
+        sizes["w12_steps"] = 1_000
     if a.reps < 1:
         p.error("--reps must be at least 1")
     a.sizes = sizes
@@ -130,12 +138,13 @@ class Collector:
         """`metrics`: [(variant, metric, unit)]; `sample()` returns one value per metric, or
         None for a metric this system cannot measure (then `setup_note` explains why)."""
         label = " ".join(f"{k}={v}" for k, v in params.items())
-        print(f"{self.system}: running {workload} {label} ({self.args.reps} reps)", file=sys.stderr)
+        reps = min(self.args.reps, MAX_REPS.get(workload, self.args.reps))
+        print(f"{self.system}: running {workload} {label} ({reps} reps)", file=sys.stderr)
         columns = [[] for _ in metrics]
         try:
             for _ in range(WARMUP.get(workload, 2)):
                 sample()
-            for _ in range(self.args.reps):
+            for _ in range(reps):
                 values = sample()
                 if len(values) != len(metrics):
                     raise PeerError(f"sample returned {len(values)} values for {len(metrics)} metrics")
@@ -201,6 +210,8 @@ W11_METRICS = [("replay", "device_per_step", "us"), ("replay", "host_per_step", 
                ("eager", "device_per_step", "us"), ("eager", "host_per_step", "us"),
                ("capture+instantiate", "capture", "us"), ("capture+instantiate", "instantiate", "us"),
                ("capture+instantiate", "total", "us")]
+W12_METRICS = [("replay_loop", "steps_per_second", "1/s"), ("replay_loop", "host_per_step", "us"),
+               ("replay_loop", "device_per_step", "us"), ("replay_loop", "wall_per_step", "us")]
 W8_METRICS = [("eager", "host_per_iteration", "us"), ("eager", "device_per_iteration", "us"),
               ("host_loop", "host_per_iteration", "us"), ("host_loop", "device_per_iteration", "us"),
               ("device_loop", "host_per_iteration", "us"), ("device_loop", "device_per_iteration", "us")]
@@ -210,6 +221,18 @@ def diamond_event_calls(layers, branches):
     """Record and wait calls of one eager diamond (as in raw.rs)."""
     sides = branches - 1
     return layers * (1 + 3 * sides)
+
+
+def w12_params(sizes):
+    """W12's parameters as the harness reports them."""
+    layers = sizes["w12_layers"]
+    return {"layers": layers, "kernels_per_step": 5 * layers, "kernel_ns": sizes["w12_kernel_ns"],
+            "steps": sizes["w12_steps"]}
+
+
+def w12_metrics(steps, host_us, wall_us, device_us):
+    """One W12 sample's metrics, in W12_METRICS's order."""
+    return [steps / (wall_us * 1e-6), host_us / steps, device_us / steps, wall_us / steps]
 
 
 def idle_percent(replays, saturated_us, wall_us):

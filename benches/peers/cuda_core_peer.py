@@ -290,6 +290,37 @@ def main():
 
         col.run("W6", {"replays": replays, "kernels_per_replay": kernels}, c.W6_METRICS, w6)
 
+    # W12: W3's diamond of `spin` kernels, replayed back to back ------------------------------
+    if col.wants("W12"):
+        layers12, ns12, steps12 = sz["w12_layers"], sz["w12_kernel_ns"], sz["w12_steps"]
+
+        def decode_build(gb):
+            for _ in range(layers12):
+                k.launch(gb, k.config, k.spin, np.uint64(ns12))
+                parts = gb.split(4)
+                for p in parts:
+                    k.launch(p, k.config, k.spin, np.uint64(ns12))
+                gb = type(gb).join(*parts)
+            return gb
+
+        s12 = dev.create_stream()
+        g12, _, _, _ = build(s12, decode_build)
+        g12.upload(s12)
+        start12, end12 = event(True), event(True)
+
+        def w12():
+            t0 = c.now_ns()
+            s12.record(start12)
+            for _ in range(steps12):
+                g12.launch(s12)
+            host = c.us_since(t0)
+            s12.record(end12)
+            end12.sync()
+            wall = c.us_since(t0)
+            return c.w12_metrics(steps12, host, wall, elapsed_us(start12, end12))
+
+        col.run("W12", c.w12_params(sz), c.W12_METRICS, w12)
+
     # W7 ------------------------------------------------------------------------------------
     if col.wants("W7"):
         s7 = dev.create_stream()

@@ -246,6 +246,53 @@ def main():
 
         col.run("W6", {"replays": replays, "kernels_per_replay": kernels}, c.W6_METRICS, w6)
 
+    # W12: W3's diamond of `spin` kernels, replayed back to back ------------------------------
+    if col.wants("W12"):
+        import numpy as np
+        layers12, ns12, steps12 = sz["w12_layers"], sz["w12_kernel_ns"], sz["w12_steps"]
+        ts12 = [torch.cuda.Stream() for _ in range(4)]
+        cs12 = [k.wrap(t.cuda_stream) for t in ts12]
+        fork12 = edge_event()
+        joins12 = [edge_event() for _ in range(4)]
+
+        def spin12(cs):
+            k.launch(cs, k.config, k.spin, np.uint64(ns12))
+
+        def decode():
+            o = ts12[0]
+            for layer in range(layers12):
+                if layer > 0:
+                    for j in joins12[1:]:
+                        o.wait_event(j)
+                spin12(cs12[0])
+                fork12.record(o)
+                for t in ts12[1:]:
+                    t.wait_event(fork12)
+                for b in range(4):
+                    spin12(cs12[b])
+                for t, j in zip(ts12[1:], joins12[1:]):
+                    j.record(t)
+            for j in joins12[1:]:
+                o.wait_event(j)
+
+        g12, _ = capture(ts12[0], decode)
+        start12, end12 = timing_event(), timing_event()
+
+        def w12():
+            o = ts12[0]
+            with torch.cuda.stream(o):
+                t0 = c.now_ns()
+                start12.record(o)
+                for _ in range(steps12):
+                    g12.replay()
+                host = c.us_since(t0)
+                end12.record(o)
+                end12.synchronize()
+                wall = c.us_since(t0)
+            return c.w12_metrics(steps12, host, wall, start12.elapsed_time(end12) * 1e3)
+
+        col.run("W12", c.w12_params(sz), c.W12_METRICS, w12)
+
     # W7 ------------------------------------------------------------------------------------
     if col.wants("W7"):
         s7 = torch.cuda.Stream()
