@@ -119,6 +119,15 @@ impl Keep {
     /// Keeps the module a launched kernel lives in.
     #[inline]
     pub(crate) fn hold_module(&mut self, module: &CodeOwner) {
+        // Most launches run a kernel of the module held last: one comparison.
+        if self.modules.last().is_some_and(|m| Arc::ptr_eq(m, module)) {
+            return;
+        }
+        self.hold_other_module(module);
+    }
+
+    /// [`Keep::hold_module`] of a module other than the one held last.
+    fn hold_other_module(&mut self, module: &CodeOwner) {
         if !self.modules.iter().any(|m| Arc::ptr_eq(m, module)) {
             self.modules.push(module.clone());
         }
