@@ -6,6 +6,7 @@
 //!
 //! ```text
 //! bench-harness [--json PATH] [--reps N] [--quick] [--only W1,W3] [--self-test]
+//! bench-harness --probe-launch   # what one graph launch's host time depends on
 //! ```
 //! Prints one table on stdout (progress on stderr) and writes every row to the JSON file
 //! (default `benches/out/harness.json`). Without a CUDA driver it says so and exits 0.
@@ -20,6 +21,8 @@ mod diamond;
 mod gpu;
 #[path = "harness/kernels.rs"]
 mod kernels;
+#[path = "harness/launch_probe.rs"]
+mod launch_probe;
 #[path = "harness/mlp.rs"]
 mod mlp;
 #[path = "harness/overlap.rs"]
@@ -53,6 +56,9 @@ struct Options {
     json: PathBuf,
     sizes: workloads::Sizes,
     self_test: bool,
+    /// `--probe-launch`: the graph-launch host-time probe (`launch_probe.rs`) instead of the
+    /// workloads.
+    probe_launch: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -61,6 +67,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
     let mut reps = None;
     let mut only = Vec::new();
     let mut self_test = false;
+    let mut probe_launch = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = |name: &str| it.next().cloned().ok_or(format!("{name} needs a value"));
@@ -73,10 +80,11 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--quick" => sizes = workloads::Sizes::quick(),
             "--only" => only = value("--only")?.split(',').map(|s| s.trim().to_owned()).collect(),
             "--self-test" => self_test = true,
+            "--probe-launch" => probe_launch = true,
             // `cargo bench` passes `--bench`; nothing to do with it.
             "--bench" => {}
             "-h" | "--help" => {
-                return Err("usage: bench-harness [--json PATH] [--reps N] [--quick] [--only W1,W3] [--self-test]".into())
+                return Err("usage: bench-harness [--json PATH] [--reps N] [--quick] [--only W1,W3] [--self-test] [--probe-launch]".into())
             }
             other => return Err(format!("unknown argument `{other}`; try --help")),
         }
@@ -92,6 +100,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         json,
         sizes,
         self_test,
+        probe_launch,
     })
 }
 
@@ -138,6 +147,15 @@ fn main() -> ExitCode {
         "bench-harness: {} (driver CUDA {})",
         gpu.name, gpu.driver_version
     );
+    if opts.probe_launch {
+        return match launch_probe::run(&gpu) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("bench-harness: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let mut rows = workloads::run_all(&gpu, &opts.sizes);
     rows.extend(report::derived(&rows));
     print!("{}", report::table(&rows, SYSTEMS));

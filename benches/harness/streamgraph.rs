@@ -301,6 +301,25 @@ pub fn w11<'g>(gpu: &'g Gpu, p: &Mlp) -> Setup<'g> {
     crate::mlp::streamgraph(gpu, p, &sg.kernels.bias_act)
 }
 
+/// `--probe-launch`'s streamgraph variant: [`Launches`] of `nodes` captured and instantiated,
+/// then `rounds` launches, each on an idle stream: their host µs, sorted (five warm-up
+/// launches dropped).
+pub fn probe_launch(nodes: usize, rounds: usize) -> Result<Vec<f64>> {
+    let sg = shared()?;
+    let origin = Stream::new(&sg.device, 0)?;
+    let exec = instantiate_verified(&mut capture_on(&origin), Launches::new(&sg.kernels, nodes))?;
+    let mut us = Vec::with_capacity(rounds + 5);
+    for _ in 0..rounds + 5 {
+        let t0 = Instant::now();
+        exec.launch(&origin)?;
+        us.push(us_since(t0));
+        origin.synchronize()?;
+    }
+    us.drain(..5);
+    us.sort_by(f64::total_cmp);
+    Ok(us)
+}
+
 /// W12 (`decode.rs`): its pipeline with this process's device and `spin` kernel.
 pub fn w12<'g>(gpu: &'g Gpu, p: &Decode) -> Setup<'g> {
     let sg = shared()?;
