@@ -119,14 +119,18 @@ fn pipeline_scope(program: &'static Program, mode: Mode) -> Scope {
     }
 }
 
-/// The hook of one statement issued: `program` is the pipeline it belongs to, when known.
-/// Inlined into every issue, so that with no one listening it is the checks alone.
+/// The hook of one statement issued: `program()` is the pipeline it belongs to, when known
+/// (asked only when someone listens). Inlined into every issue, so that with no one listening
+/// it is the checks alone.
 #[inline(always)]
-pub(crate) fn statement(program: Option<&'static Program>, stmt: &'static Statement) -> Scope {
+pub(crate) fn statement(
+    program: impl FnOnce() -> Option<&'static Program>,
+    stmt: &'static Statement,
+) -> Scope {
     if !listened(true) {
         return Scope { _active: None };
     }
-    statement_scope(program, stmt)
+    statement_scope(program(), stmt)
 }
 
 #[cold]
@@ -200,9 +204,9 @@ mod tests {
         // scopes open and close quietly, in any nesting.
         let outer = pipeline(&PROGRAM, Mode::Run);
         for _ in 0..3 {
-            let _s = statement(Some(&PROGRAM), &STATEMENTS[0]);
+            let _s = statement(|| Some(&PROGRAM), &STATEMENTS[0]);
         }
-        let _s = statement(None, &STATEMENTS[0]);
+        let _s = statement(|| None, &STATEMENTS[0]);
         drop(outer);
         let _ = nvtx_available();
         assert_eq!(Mode::Capture.as_str(), "capture");

@@ -193,7 +193,7 @@ impl<R: Recorder> Issue<'_, R> {
     /// features): a span and a range that end when the returned scope is dropped.
     #[inline(always)]
     fn traced(&self, stmt: &'static Statement) -> trace::Scope {
-        trace::statement(self.frame.program(), stmt)
+        trace::statement(|| self.frame.program(), stmt)
     }
 
     /// In a checked issue: `stmt`, which makes no operation of its own memory, must be the

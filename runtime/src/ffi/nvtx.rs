@@ -10,6 +10,7 @@
 //! every call here does nothing: no panic, no error, no ranges.
 
 use std::ffi::{c_char, c_int, CString};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 /// `int nvtxRangePushA(const char*)`.
@@ -36,6 +37,13 @@ const LIBRARIES: &[&str] = &[
 ];
 
 static NVTX: OnceLock<Option<Nvtx>> = OnceLock::new();
+
+/// What [`NVTX`] holds, in one byte that a statement's hook reads: not looked for yet, no
+/// library, a library.
+static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+const UNKNOWN: u8 = 0;
+const ABSENT: u8 = 1;
+const LOADED: u8 = 2;
 
 /// The variables through which a profiler names its NVTX injection library.
 const INJECTION: &[&str] = &["NVTX_INJECTION64_PATH", "NVTX_INJECTION32_PATH"];
@@ -73,14 +81,25 @@ fn nvtx() -> Option<&'static Nvtx> {
 #[cold]
 #[inline(never)]
 fn first_nvtx() -> Option<&'static Nvtx> {
-    NVTX.get_or_init(load).as_ref()
+    let nvtx = NVTX.get_or_init(load).as_ref();
+    STATE.store(
+        if nvtx.is_some() { LOADED } else { ABSENT },
+        Ordering::Relaxed,
+    );
+    nvtx
 }
 
 /// Whether ranges are made: a tool listens and an NVTX library was loaded (loads it on the
 /// first call).
 #[inline(always)]
 pub(crate) fn available() -> bool {
-    nvtx().is_some()
+    // One load on every statement; what it says is settled before it is stored (the ranges
+    // themselves go through `NVTX`).
+    match STATE.load(Ordering::Relaxed) {
+        ABSENT => false,
+        LOADED => true,
+        _ => first_nvtx().is_some(),
+    }
 }
 
 /// Opens a range named `name()` (called only when the library is loaded); returns whether a

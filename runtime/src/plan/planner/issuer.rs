@@ -81,7 +81,7 @@ impl Issuer for Planner {
         config: LaunchConfig,
         args: &[KernelArg<'_>],
     ) -> Result<()> {
-        let _traced = trace::statement(Some(self.program), stmt);
+        let _traced = trace::statement(|| Some(self.program), stmt);
         let stream = self.check(
             stmt,
             "launch",
@@ -99,7 +99,7 @@ impl Issuer for Planner {
     }
 
     fn call(&mut self, stmt: &'static Statement, call: &mut dyn BoundCall) -> Result<()> {
-        let _traced = trace::statement(Some(self.program), stmt);
+        let _traced = trace::statement(|| Some(self.program), stmt);
         let stream = self.check(
             stmt,
             "call",
@@ -129,7 +129,7 @@ impl Issuer for Planner {
         dst: MemoryMut<'_>,
         src: MemoryRef<'_>,
     ) -> Result<()> {
-        let _traced = trace::statement(Some(self.program), stmt);
+        let _traced = trace::statement(|| Some(self.program), stmt);
         let stream = self.check(stmt, "copy", stmt.kind == StatementKind::Copy)?;
         if dst.memory().bytes() != src.memory().bytes() {
             return Err(Error::InvalidArgument(format!(
@@ -152,7 +152,7 @@ impl Issuer for Planner {
         dst: MemoryMut<'_>,
         _pattern: FillPattern,
     ) -> Result<()> {
-        let _traced = trace::statement(Some(self.program), stmt);
+        let _traced = trace::statement(|| Some(self.program), stmt);
         let stream = self.check(stmt, "fill", stmt.kind == StatementKind::Fill)?;
         let first = self.ops.len();
         self.operation(stmt, stream, BufferAccess::of_fill(&dst.memory()), None);
@@ -161,7 +161,7 @@ impl Issuer for Planner {
     }
 
     fn host(&mut self, stmt: &'static Statement, _f: HostFn) -> Result<()> {
-        let _traced = trace::statement(Some(self.program), stmt);
+        let _traced = trace::statement(|| Some(self.program), stmt);
         let stream = self.check(stmt, "host", stmt.kind == StatementKind::Host)?;
         let first = self.ops.len();
         self.operation(stmt, stream, Vec::new(), None);
@@ -170,7 +170,7 @@ impl Issuer for Planner {
     }
 
     fn record(&mut self, stmt: &'static Statement) -> Result<()> {
-        let _traced = trace::statement(Some(self.program), stmt);
+        let _traced = trace::statement(|| Some(self.program), stmt);
         let StatementKind::Record { event } = stmt.kind else {
             return self.check(stmt, "record", false).map(drop);
         };
@@ -182,7 +182,7 @@ impl Issuer for Planner {
     }
 
     fn wait(&mut self, stmt: &'static Statement) -> Result<()> {
-        let _traced = trace::statement(Some(self.program), stmt);
+        let _traced = trace::statement(|| Some(self.program), stmt);
         let StatementKind::Wait { event } = stmt.kind else {
             return self.check(stmt, "wait", false).map(drop);
         };
@@ -204,7 +204,7 @@ impl Issuer for Planner {
         _limit: Option<u32>,
         body: &mut Body<'_>,
     ) -> Result<()> {
-        let _traced = trace::statement(Some(self.program), stmt);
+        let _traced = trace::statement(|| Some(self.program), stmt);
         let stream = self.check(
             stmt,
             "while",
@@ -224,7 +224,7 @@ impl Issuer for Planner {
         then: &mut Body<'_>,
         otherwise: &mut Body<'_>,
     ) -> Result<()> {
-        let _traced = trace::statement(Some(self.program), stmt);
+        let _traced = trace::statement(|| Some(self.program), stmt);
         let StatementKind::If {
             otherwise: start,
             end,
@@ -256,7 +256,7 @@ impl Issuer for Planner {
         _op: ReduceOp,
         parts: &[CollectivePart<'_>],
     ) -> Result<()> {
-        let _traced = trace::statement(Some(self.program), stmt);
+        let _traced = trace::statement(|| Some(self.program), stmt);
         let StatementKind::Collective { op, first, .. } = stmt.kind else {
             return self.check(stmt, "collective", false).map(drop);
         };
@@ -293,7 +293,7 @@ impl Issuer for Planner {
     }
 
     fn wait_stream(&mut self, stmt: &'static Statement) -> Result<()> {
-        let _traced = trace::statement(Some(self.program), stmt);
+        let _traced = trace::statement(|| Some(self.program), stmt);
         let StatementKind::WaitStream { stream: other } = stmt.kind else {
             return self.check(stmt, "wait_stream", false).map(drop);
         };
