@@ -36,9 +36,11 @@ macro_rules! source {
 /// Every Rust file of [`SOURCE_DIRS`]; `every_source_file_is_embedded` keeps the list complete.
 const SOURCES: &[(&str, &str)] = &[
     source!("benches/harness/collective.rs"),
+    source!("benches/harness/decode.rs"),
     source!("benches/harness/diamond.rs"),
     source!("benches/harness/gpu.rs"),
     source!("benches/harness/kernels.rs"),
+    source!("benches/harness/launch_probe.rs"),
     source!("benches/harness/mlp.rs"),
     source!("benches/harness/overlap.rs"),
     source!("benches/harness/raw.rs"),
