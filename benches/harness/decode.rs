@@ -13,16 +13,16 @@
 //! `streamgraph`, the [`Decode4`] pipeline captured by `Capture` and launched by
 //! `GraphExec::replay`; the peers (`torch_peer.py`, `cuda_core_peer.py`) build the same graph.
 
-use std::ffi::c_void;
-use std::ptr;
 use std::time::Instant;
 
 use ::streamgraph::{pipeline, Capture, GraphExec, Kernel, Stream as SgStream};
 use cudarc::driver::sys;
 
-use crate::gpu::{check, edges, streams, BenchError, Event, Exec, Gpu, Graph, Stream};
+use crate::gpu::{check, BenchError, Event, Exec, Gpu, Graph};
 use crate::kernels::{BLOCK, GRID};
+use crate::raw::{capture, DiamondStreams};
 use crate::runner::{metric, Case, Metric};
+use crate::workloads::Diamond;
 
 type Result<T> = std::result::Result<T, BenchError>;
 
@@ -75,125 +75,41 @@ fn us_since(t0: Instant) -> f64 {
 struct Raw<'g> {
     gpu: &'g Gpu,
     p: Decode,
-    streams: Vec<Stream>,
-    fork: Event,
-    joins: Vec<Event>,
+    d: DiamondStreams,
     start: Event,
     end: Event,
     exec: Option<Exec>,
     graph: Option<Graph>,
 }
 
-/// W12 by hand: the step captured on the origin through events, instantiated once.
+/// W12 by hand: `raw.rs`'s diamond with `spin` kernels, captured on the origin through events
+/// and instantiated once.
 pub fn raw<'g>(gpu: &'g Gpu, p: &Decode) -> Result<Box<dyn Case + 'g>> {
+    let diamond = Diamond {
+        layers: p.layers,
+        branches: STREAMS,
+    };
     let mut case = Raw {
         gpu,
         p: *p,
-        streams: streams(STREAMS)?,
-        fork: Event::edge()?,
-        joins: edges(STREAMS)?,
+        d: DiamondStreams::new(&diamond)?,
         start: Event::timing()?,
         end: Event::timing()?,
         exec: None,
         graph: None,
     };
-    let graph = case.capture()?;
+    let graph = capture(case.d.origin(), || {
+        case.d
+            .issue_with(|s| case.gpu.launch_spin(s.0, case.p.kernel_ns))
+    })?;
     case.exec = Some(graph.instantiate()?);
     case.graph = Some(graph);
     Ok(Box::new(case))
 }
 
-impl Raw<'_> {
-    fn spin(&self, stream: &Stream) -> Result<()> {
-        let mut ns = self.p.kernel_ns;
-        let mut args: [*mut c_void; 1] = [ptr::addr_of_mut!(ns).cast()];
-        check(
-            // SAFETY: `spin` takes one unsigned long long; `args` points at a live u64 for the
-            // call; function and stream are alive (borrowed).
-            unsafe {
-                sys::cuLaunchKernel(
-                    self.gpu.spin,
-                    GRID,
-                    1,
-                    1,
-                    BLOCK,
-                    1,
-                    1,
-                    0,
-                    stream.0,
-                    args.as_mut_ptr(),
-                    ptr::null_mut(),
-                )
-            },
-            "cuLaunchKernel",
-        )
-    }
-
-    fn wait(stream: &Stream, event: &Event) -> Result<()> {
-        check(
-            // SAFETY: event and stream are alive (borrowed).
-            unsafe { sys::cuStreamWaitEvent(stream.0, event.0, 0) },
-            "cuStreamWaitEvent",
-        )
-    }
-
-    fn record(event: &Event, stream: &Stream) -> Result<()> {
-        event.record_on(stream.0)
-    }
-
-    /// The step, as `raw.rs`'s diamond issues it, with `spin` kernels.
-    fn issue(&self) -> Result<()> {
-        let (origin, sides) = (&self.streams[0], &self.streams[1..]);
-        for layer in 0..self.p.layers {
-            if layer > 0 {
-                for join in &self.joins[1..] {
-                    Self::wait(origin, join)?;
-                }
-            }
-            self.spin(origin)?;
-            Self::record(&self.fork, origin)?;
-            for s in sides {
-                Self::wait(s, &self.fork)?;
-            }
-            self.spin(origin)?;
-            for s in sides {
-                self.spin(s)?;
-            }
-            for (s, join) in sides.iter().zip(&self.joins[1..]) {
-                Self::record(join, s)?;
-            }
-        }
-        for join in &self.joins[1..] {
-            Self::wait(origin, join)?;
-        }
-        Ok(())
-    }
-
-    fn capture(&self) -> Result<Graph> {
-        let origin = &self.streams[0];
-        let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
-        check(
-            // SAFETY: the stream is alive and not capturing.
-            unsafe { sys::cuStreamBeginCapture_v2(origin.0, mode) },
-            "cuStreamBeginCapture_v2",
-        )?;
-        let issued = self.issue();
-        let mut graph = ptr::null_mut();
-        // SAFETY: the stream is capturing; writes the graph handle through a valid pointer.
-        let ended = check(
-            unsafe { sys::cuStreamEndCapture(origin.0, &mut graph) },
-            "cuStreamEndCapture",
-        );
-        let graph = Graph(graph);
-        issued?;
-        ended?;
-        Ok(graph)
-    }
-}
-
 impl Case for Raw<'_> {
     fn sample(&mut self) -> Result<Vec<f64>> {
-        let (Some(exec), origin) = (&self.exec, &self.streams[0]) else {
+        let (Some(exec), origin) = (&self.exec, self.d.origin()) else {
             return Err(BenchError::Setup("W12: no executable graph".into()));
         };
         let t0 = Instant::now();

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use cudarc::driver::sys;
 
 use crate::gpu::{check, BenchError, Exec, Gpu, Graph, Stream};
-use crate::kernels::{BLOCK, GRID};
+use crate::raw::{self, issue_chain};
 
 type Result<T> = std::result::Result<T, BenchError>;
 
@@ -35,51 +35,9 @@ const ROUNDS: usize = 60;
 /// Chain lengths probed: W2's and W4's.
 const NODES: [usize; 2] = [1_000, 4_096];
 
-fn launch_empty(gpu: &Gpu, stream: &Stream) -> Result<()> {
-    check(
-        // SAFETY: `empty` takes no parameters; function and stream are alive (borrowed).
-        unsafe {
-            sys::cuLaunchKernel(
-                gpu.empty,
-                GRID,
-                1,
-                1,
-                BLOCK,
-                1,
-                1,
-                0,
-                stream.0,
-                ptr::null_mut(),
-                ptr::null_mut(),
-            )
-        },
-        "cuLaunchKernel",
-    )
-}
-
-fn chain(gpu: &Gpu, stream: &Stream, nodes: usize) -> Result<()> {
-    (0..nodes).try_for_each(|_| launch_empty(gpu, stream))
-}
-
 /// The chain captured on `stream`.
 fn capture(gpu: &Gpu, stream: &Stream, nodes: usize) -> Result<Graph> {
-    let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
-    check(
-        // SAFETY: the stream is alive and not capturing.
-        unsafe { sys::cuStreamBeginCapture_v2(stream.0, mode) },
-        "cuStreamBeginCapture_v2",
-    )?;
-    let issued = chain(gpu, stream, nodes);
-    let mut graph = ptr::null_mut();
-    // SAFETY: the stream is capturing; writes the graph through a valid pointer.
-    let ended = check(
-        unsafe { sys::cuStreamEndCapture(stream.0, &mut graph) },
-        "cuStreamEndCapture",
-    );
-    let graph = Graph(graph);
-    issued?;
-    ended?;
-    Ok(graph)
+    raw::capture(stream, || issue_chain(gpu, stream, nodes))
 }
 
 /// `graph` instantiated with `CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD` on `stream`.
@@ -209,7 +167,7 @@ fn variant(gpu: &Gpu, nodes: usize, name: &str) -> Result<Vec<f64>> {
             rounds(
                 &stream,
                 || {
-                    chain(gpu, &stream, nodes)?;
+                    issue_chain(gpu, &stream, nodes)?;
                     stream.synchronize()
                 },
                 || launch(&exec),

@@ -27,7 +27,7 @@ fn us_since(t0: Instant) -> f64 {
 
 /// `empty<<<1, 1, 0, stream>>>()`.
 #[inline(always)]
-fn launch_empty(gpu: &Gpu, stream: &Stream) -> Result<()> {
+pub(crate) fn launch_empty(gpu: &Gpu, stream: &Stream) -> Result<()> {
     // SAFETY: `empty` takes no parameters, so null parameter and extra arrays are valid; the
     // function and the stream are alive for as long as `gpu` and `stream` are borrowed.
     let r = unsafe {
@@ -109,7 +109,7 @@ fn wait(stream: &Stream, event: &Event) -> Result<()> {
 
 /// Captures what `issue` puts on `origin` (and on streams that join it through events) into a
 /// graph. The capture is ended even when `issue` fails, so the stream stays usable.
-fn capture(origin: &Stream, issue: impl FnOnce() -> Result<()>) -> Result<Graph> {
+pub(crate) fn capture(origin: &Stream, issue: impl FnOnce() -> Result<()>) -> Result<Graph> {
     let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
     check(
         // SAFETY: the stream is alive and not capturing.
@@ -185,7 +185,7 @@ impl Case for W1<'_> {
 // ---------------------------------------------------------------------------------------------
 // W2 and W7: chains of `empty` on one stream.
 
-fn issue_chain(gpu: &Gpu, stream: &Stream, nodes: usize) -> Result<()> {
+pub(crate) fn issue_chain(gpu: &Gpu, stream: &Stream, nodes: usize) -> Result<()> {
     for _ in 0..nodes {
         launch_empty(gpu, stream)?;
     }
@@ -277,7 +277,7 @@ impl Case for W7<'_> {
 
 /// Streams and events of the diamond: `streams[0]` is the origin and runs branch 0 of every
 /// fan-out; `joins[b]` (b ≥ 1) is recorded after branch b.
-struct DiamondStreams {
+pub(crate) struct DiamondStreams {
     p: Diamond,
     streams: Vec<Stream>,
     fork: Event,
@@ -285,7 +285,7 @@ struct DiamondStreams {
 }
 
 impl DiamondStreams {
-    fn new(p: &Diamond) -> Result<DiamondStreams> {
+    pub(crate) fn new(p: &Diamond) -> Result<DiamondStreams> {
         Ok(DiamondStreams {
             p: *p,
             streams: streams(p.branches)?,
@@ -294,7 +294,7 @@ impl DiamondStreams {
         })
     }
 
-    fn origin(&self) -> &Stream {
+    pub(crate) fn origin(&self) -> &Stream {
         &self.streams[0]
     }
 
@@ -307,6 +307,11 @@ impl DiamondStreams {
     /// Each layer: `empty` on the origin, fork, `empty` on every branch, and the next layer's
     /// origin kernel (or the end) joins every branch.
     fn issue(&self, gpu: &Gpu) -> Result<()> {
+        self.issue_with(|s| launch_empty(gpu, s))
+    }
+
+    /// [`issue`](Self::issue) with `launch` for every kernel (W12: `spin`).
+    pub(crate) fn issue_with(&self, launch: impl Fn(&Stream) -> Result<()>) -> Result<()> {
         let (origin, sides) = (&self.streams[0], &self.streams[1..]);
         for layer in 0..self.p.layers {
             if layer > 0 {
@@ -314,14 +319,14 @@ impl DiamondStreams {
                     wait(origin, join)?;
                 }
             }
-            launch_empty(gpu, origin)?;
+            launch(origin)?;
             record(&self.fork, origin)?;
             for s in sides {
                 wait(s, &self.fork)?;
             }
-            launch_empty(gpu, origin)?;
+            launch(origin)?;
             for s in sides {
-                launch_empty(gpu, s)?;
+                launch(s)?;
             }
             for (s, join) in sides.iter().zip(&self.joins[1..]) {
                 record(join, s)?;
