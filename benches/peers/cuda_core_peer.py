@@ -130,14 +130,19 @@ def main():
     layers, branches = sz["w3_layers"], sz["w3_branches"]
     kernels = layers * (1 + branches)
 
-    def diamond_build(gb):
-        for _ in range(layers):
-            launch_empty(gb)
-            parts = gb.split(branches)
-            for p in parts:
-                launch_empty(p)
-            gb = type(gb).join(*parts)
-        return gb
+    def diamond_builder(layers, branches, launch):
+        """W3's diamond through the graph builder, `launch(target)` for every kernel."""
+        def issue(gb):
+            for _ in range(layers):
+                launch(gb)
+                parts = gb.split(branches)
+                for p in parts:
+                    launch(p)
+                gb = type(gb).join(*parts)
+            return gb
+        return issue
+
+    diamond_build = diamond_builder(layers, branches, launch_empty)
 
     if col.wants("W3") or col.wants("W6"):
         ss = [dev.create_stream() for _ in range(branches)]
@@ -294,14 +299,8 @@ def main():
     if col.wants("W12"):
         layers12, ns12, steps12 = sz["w12_layers"], sz["w12_kernel_ns"], sz["w12_steps"]
 
-        def decode_build(gb):
-            for _ in range(layers12):
-                k.launch(gb, k.config, k.spin, np.uint64(ns12))
-                parts = gb.split(4)
-                for p in parts:
-                    k.launch(p, k.config, k.spin, np.uint64(ns12))
-                gb = type(gb).join(*parts)
-            return gb
+        decode_build = diamond_builder(
+            layers12, 4, lambda target: k.launch(target, k.config, k.spin, np.uint64(ns12)))
 
         s12 = dev.create_stream()
         g12, _, _, _ = build(s12, decode_build)

@@ -14,6 +14,28 @@ import common as c
 SYSTEM = "torch"
 
 
+def diamond_issue(ts, cs, fork, joins, layers, launch):
+    """W3's diamond on torch streams `ts` (`cs`: the same as cuda.core streams), `launch(cs)`
+    for every kernel: per layer one kernel on the origin, `fork` waited on by the side streams,
+    one kernel on every stream, and joins that the next layer's origin kernel (or the end)
+    waits on. As `raw.rs`'s `DiamondStreams::issue_with`."""
+    o = ts[0]
+    for layer in range(layers):
+        if layer > 0:
+            for j in joins[1:]:
+                o.wait_event(j)
+        launch(cs[0])
+        fork.record(o)
+        for t in ts[1:]:
+            t.wait_event(fork)
+        for b in range(len(ts)):
+            launch(cs[b])
+        for t, j in zip(ts[1:], joins[1:]):
+            j.record(t)
+    for j in joins[1:]:
+        o.wait_event(j)
+
+
 def main():
     args = c.parse_args(__doc__)
     try:
@@ -143,21 +165,7 @@ def main():
         joins = [edge_event() for _ in range(branches)]
 
         def diamond():
-            o = ts[0]
-            for layer in range(layers):
-                if layer > 0:
-                    for j in joins[1:]:
-                        o.wait_event(j)
-                launch_empty(cs[0])
-                fork.record(o)
-                for t in ts[1:]:
-                    t.wait_event(fork)
-                for b in range(branches):
-                    launch_empty(cs[b])
-                for t, j in zip(ts[1:], joins[1:]):
-                    j.record(t)
-            for j in joins[1:]:
-                o.wait_event(j)
+            diamond_issue(ts, cs, fork, joins, layers, launch_empty)
 
         gd, _ = capture(ts[0], diamond)
 
@@ -259,21 +267,7 @@ def main():
             k.launch(cs, k.config, k.spin, np.uint64(ns12))
 
         def decode():
-            o = ts12[0]
-            for layer in range(layers12):
-                if layer > 0:
-                    for j in joins12[1:]:
-                        o.wait_event(j)
-                spin12(cs12[0])
-                fork12.record(o)
-                for t in ts12[1:]:
-                    t.wait_event(fork12)
-                for b in range(4):
-                    spin12(cs12[b])
-                for t, j in zip(ts12[1:], joins12[1:]):
-                    j.record(t)
-            for j in joins12[1:]:
-                o.wait_event(j)
+            diamond_issue(ts12, cs12, fork12, joins12, layers12, spin12)
 
         g12, _ = capture(ts12[0], decode)
         start12, end12 = timing_event(), timing_event()
