@@ -56,6 +56,7 @@ fn program(name: &'static str, with_bias: bool) -> &'static Program {
         }]),
         events: &[],
         statements: Vec::leak(statements),
+        temps: &[],
         location: Location::UNKNOWN,
     }))
 }

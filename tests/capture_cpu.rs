@@ -275,6 +275,7 @@ fn graphs_are_send() {
         streams: &[],
         events: &[],
         statements: &[],
+        temps: &[],
         location: streamgraph::Location::UNKNOWN,
     };
     send::<Graph<P>>();

@@ -412,6 +412,7 @@ static HANDMADE: Program = Program {
             location: at(7),
         },
     ],
+    temps: &[],
     location: at(1),
 };
 

@@ -211,6 +211,8 @@ fn kind_of(r: &RandomProgram, id: usize) -> &'static str {
         (StatementKind::Record { .. }, _) => "record",
         (StatementKind::Wait { .. }, _) => "wait",
         (StatementKind::WaitStream { .. }, _) => "wait_stream",
+        (StatementKind::Alloc { .. }, _) => "alloc",
+        (StatementKind::Free { .. }, _) => "free",
     }
 }
 

@@ -99,6 +99,7 @@ static DIAMOND: Program = Program {
             ],
         ),
     ],
+    temps: &[],
     location: HERE,
 };
 
@@ -255,6 +256,7 @@ static WAIT_FIRST: Program = Program {
             &[],
         ),
     ],
+    temps: &[],
     location: HERE,
 };
 
@@ -355,6 +357,7 @@ static SINGLE: Program = Program {
         ),
         statement(3, 0, StatementKind::Host, "main: host done", &[]),
     ],
+    temps: &[],
     location: HERE,
 };
 

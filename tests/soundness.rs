@@ -71,6 +71,21 @@ impl<I: Issuer + ?Sized> Issuer for Dyn<'_, I> {
     ) -> Result<(), Error> {
         self.0.copy(stmt, dst, src)
     }
+    fn alloc<'s>(
+        &mut self,
+        stmt: &'static streamgraph::Statement,
+        scope: streamgraph::Scope<'s>,
+        bytes: usize,
+    ) -> Result<streamgraph::TempMemory<'s>, Error> {
+        self.0.alloc(stmt, scope, bytes)
+    }
+    fn free(
+        &mut self,
+        stmt: &'static streamgraph::Statement,
+        memory: streamgraph::TempMemory<'_>,
+    ) -> Result<(), Error> {
+        self.0.free(stmt, memory)
+    }
     fn fill(
         &mut self,
         stmt: &'static streamgraph::Statement,

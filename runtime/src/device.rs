@@ -29,6 +29,19 @@ use cudarc::driver::CudaContext;
 use crate::error::{Error, Result};
 use crate::ffi;
 
+/// A device's graph memory ([`Device::graph_memory`]), in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GraphMemory {
+    /// Used by graphs' allocations now.
+    pub used: u64,
+    /// Used at most since the last reset.
+    pub used_high: u64,
+    /// Reserved for graphs now.
+    pub reserved: u64,
+    /// Reserved at most since the last reset.
+    pub reserved_high: u64,
+}
+
 /// A CUDA device and its primary context. Cheap to clone (an `Arc` inside).
 ///
 /// ```
@@ -288,6 +301,59 @@ impl Device {
     /// ```
     pub fn memory_info(&self) -> Result<(usize, usize)> {
         ffi::memory_info(&self.ctx).map_err(|e| Error::driver("cuMemGetInfo", e))
+    }
+
+    /// What graphs with temporaries hold of this device's memory now and at most since the
+    /// last [`Device::reset_graph_memory_high`] (`cuDeviceGetGraphMemAttribute`): the bytes
+    /// their allocations use, and the bytes the driver reserved for them (which it keeps
+    /// for the next launch until [`Device::trim_graph_memory`]).
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use streamgraph::Device;
+    /// let device = Device::new(None)?;
+    /// let memory = device.graph_memory()?;
+    /// assert!(memory.used_high >= memory.used);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
+    pub fn graph_memory(&self) -> Result<GraphMemory> {
+        let [used, used_high, reserved, reserved_high] = ffi::temp::graph_memory(&self.ctx)
+            .map_err(|e| Error::driver("cuDeviceGetGraphMemAttribute", e))?;
+        Ok(GraphMemory {
+            used,
+            used_high,
+            reserved,
+            reserved_high,
+        })
+    }
+
+    /// Resets the high-water marks of [`Device::graph_memory`] to the current values.
+    pub fn reset_graph_memory_high(&self) -> Result<()> {
+        ffi::temp::reset_graph_memory_high(&self.ctx)
+            .map_err(|e| Error::driver("cuDeviceSetGraphMemAttribute", e))
+    }
+
+    /// Returns the memory reserved for graphs with temporaries that none of them uses now to
+    /// the driver (`cuDeviceGraphMemTrim`); the next launch of such a graph reserves it again.
+    pub fn trim_graph_memory(&self) -> Result<()> {
+        ffi::temp::trim_graph_memory(&self.ctx)
+            .map_err(|e| Error::driver("cuDeviceGraphMemTrim", e))
+    }
+
+    /// How much memory the device's default memory pool — where eager runs allocate their
+    /// temporaries — keeps for later allocations instead of returning it to the driver at
+    /// each synchronization (its release threshold, 0 by default). Raise it (e.g. to
+    /// `u64::MAX`) so that steady-state runs allocate without the driver.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use streamgraph::Device;
+    /// Device::new(None)?.set_temp_release_threshold(256 << 20)?; // keep up to 256 MiB
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
+    pub fn set_temp_release_threshold(&self, bytes: u64) -> Result<()> {
+        ffi::temp::set_release_threshold(&self.ctx, bytes)
+            .map_err(|e| Error::driver("cuMemPoolSetAttribute", e))
     }
 
     /// Blocks until all work on every stream of this device has finished.

@@ -486,6 +486,9 @@ pub enum UpdateRejection {
     UnsupportedFunctionChange,
     /// A launch's attributes changed.
     AttributesChanged,
+    /// The graph holds temporaries: their memory nodes keep the addresses they were captured
+    /// with, so a new capture cannot be applied in place.
+    MemoryNodes,
     /// The driver refused without a specific reason.
     Other,
 }
@@ -501,6 +504,7 @@ impl UpdateRejection {
             UpdateRejection::NotSupported => "the node cannot be updated",
             UpdateRejection::UnsupportedFunctionChange => "kernel node's function changed in a way that cannot be updated",
             UpdateRejection::AttributesChanged => "kernel node's launch attributes changed",
+            UpdateRejection::MemoryNodes => "the pipeline has temporaries, whose memory nodes keep the addresses they were captured with: a new capture cannot be applied in place; `update_args` keeps them (scalar and buffer changes of launches), `reinstantiate_on_topology_change(true)` instantiates the new capture instead",
             UpdateRejection::Other => "the driver refused the update",
         }
     }

@@ -11,7 +11,7 @@ use crate::comm::Communicator;
 use crate::error::Error;
 use crate::ffi::memory::{MemoryMut, MemoryRef};
 use crate::ffi::KernelArg;
-use crate::memory::DeviceFlag;
+use crate::memory::{DeviceFlag, Scope, TempMemory};
 use std::borrow::Cow;
 
 use crate::module::Kernel;
@@ -234,6 +234,37 @@ pub trait Issuer {
         let _ = call;
         Err(Error::InvalidArgument(
             "this issuer does not run `call` statements; use `Eager`, `Capture` or `Planner`"
+                .into(),
+        )
+        .in_statement(stmt))
+    }
+
+    /// The `Alloc` statement of a temporary ([`StatementKind::Alloc`]): `bytes` of device
+    /// memory on `stmt.stream`, after the stream's earlier work, live until [`Issuer::free`]
+    /// takes it back. Only the runtime's issuers make a [`TempMemory`]; an issuer that wraps
+    /// one forwards the call. The default refuses the statement.
+    fn alloc<'s>(
+        &mut self,
+        stmt: &'static Statement,
+        scope: Scope<'s>,
+        bytes: usize,
+    ) -> Result<TempMemory<'s>, Error> {
+        let _ = (scope, bytes);
+        Err(Error::InvalidArgument(
+            "this issuer does not run pipelines with temporaries; use `Eager`, `Capture` or \
+             `Planner`"
+                .into(),
+        )
+        .in_statement(stmt))
+    }
+
+    /// The `Free` statement of a temporary ([`StatementKind::Free`]): releases `memory` on
+    /// `stmt.stream`, after the stream's earlier work. The default refuses the statement.
+    fn free(&mut self, stmt: &'static Statement, memory: TempMemory<'_>) -> Result<(), Error> {
+        let _ = memory;
+        Err(Error::InvalidArgument(
+            "this issuer does not run pipelines with temporaries; use `Eager`, `Capture` or \
+             `Planner`"
                 .into(),
         )
         .in_statement(stmt))
@@ -634,6 +665,37 @@ pub mod __private {
     /// `limit = N` of a `while`: the number of iterations at most.
     pub fn limit(n: u32) -> Option<u32> {
         Some(n)
+    }
+
+    /// Opens the scope of a pipeline's temporaries around its statements (see
+    /// [`crate::memory::temporaries`]).
+    pub use crate::memory::temporaries;
+
+    /// `temp NAME: T[LEN];` reaches its `Alloc` statement: `len` elements of `T` on
+    /// `stmt.stream`.
+    pub fn temp_alloc<'s, I, T>(
+        issuer: &mut I,
+        scope: Scope<'s>,
+        stmt: &'static Statement,
+        len: usize,
+    ) -> Result<crate::memory::Temp<'s, T>, Error>
+    where
+        I: Issuer + ?Sized,
+        T: crate::memory::Pod,
+    {
+        crate::memory::temp_alloc(issuer, scope, stmt, len)
+    }
+
+    /// A temporary's `Free` statement: its last use is behind it on every stream.
+    pub fn temp_free<I, T>(
+        issuer: &mut I,
+        stmt: &'static Statement,
+        temp: crate::memory::Temp<'_, T>,
+    ) -> Result<(), Error>
+    where
+        I: Issuer + ?Sized,
+    {
+        crate::memory::temp_free(issuer, stmt, temp)
     }
 
     /// `host F`.

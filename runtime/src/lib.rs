@@ -36,7 +36,7 @@ pub use comm::Communicator;
 pub use comm::UniqueId;
 /// The cudarc version streamgraph is built on, for interop with its types.
 pub use cudarc;
-pub use device::Device;
+pub use device::{Device, GraphMemory};
 pub use error::{CaptureFault, Error, Mismatch, OpEdge, OpInfo, Result, UpdateRejection};
 pub use event::Event;
 pub use exec::eager::Eager;
@@ -57,17 +57,20 @@ pub use issue::{
 pub use memory::{
     CopySource, CopyTarget, CudarcView, CudarcViewMut, DeviceBuffer, DeviceFlag, DeviceMemory,
     DeviceMemoryMut, DeviceRepr, DeviceView, DeviceViewMut, FillValue, KernelValue, PinnedBuffer,
-    PinnedMut, PinnedRef, PinnedView, PinnedViewMut, Pod, Zeroable,
+    PinnedMut, PinnedRef, PinnedView, PinnedViewMut, Pod, Scope, Temp, TempMemory, TempView,
+    Zeroable,
 };
 pub use module::{Kernel, Module};
 pub use operand::{
     BufferAccess, CollectiveElem, DeviceRange, Dim3, ElementType, FillPattern, HostFn,
     LaunchConfig, Memory, ReduceOp,
 };
-pub use plan::{Plan, PlanBody, PlanOp, Planner, ProgramBuilder, Race, RaceSide, Reach, Via};
+pub use plan::{
+    Plan, PlanBody, PlanOp, PlanTemp, Planner, ProgramBuilder, Race, RaceSide, Reach, Via,
+};
 pub use program::{
     AccessMode, Collective, EventDecl, Location, OpRef, Program, Statement, StatementKind,
-    StaticAccess, StreamDecl,
+    StaticAccess, StreamDecl, TempDecl,
 };
 pub use stream::{clamp_priority, current_stream, Stream, StreamGuard};
 
@@ -85,7 +88,7 @@ pub mod __private {
     pub use crate::issue::__private::{
         call, call_in, call_in_body, call_out, collective, collective_part,
         collective_part_in_place, copy, copy_with, event_element, fill, fill_value_of, fill_with,
-        host, if_else, kernel_with, limit, while_loop,
+        host, if_else, kernel_with, limit, temp_alloc, temp_free, temporaries, while_loop,
     };
     pub use crate::issue::{
         Issuer, LaunchDims, LaunchKernel, Pipeline, StreamOptions, ValueParameter,
@@ -97,10 +100,12 @@ pub mod __private {
         graph_copyable, place, value_with, GraphCopySource, NotPageable, OtherProbe, PageableHost,
         PageableProbe, Place, SourceProbe,
     };
-    pub use crate::memory::{CopySource, DeviceFlag, DeviceMemory, FillValue, KernelValue};
+    pub use crate::memory::{
+        CopySource, DeviceFlag, DeviceMemory, FillValue, KernelValue, Scope, Temp,
+    };
     pub use crate::operand::{Dim3, LaunchConfig, ReduceOp};
     pub use crate::program::{
         AccessMode, Collective, EventDecl, Location, Program, Statement, StatementKind,
-        StaticAccess, StreamDecl,
+        StaticAccess, StreamDecl, TempDecl,
     };
 }

@@ -43,6 +43,9 @@ pub struct Program {
     pub events: &'static [EventDecl],
     /// Every statement, in source order; `statements[i].id == i`.
     pub statements: &'static [Statement],
+    /// Declared temporaries (`temp h: f32[n];`), in declaration order; the statements
+    /// [`StatementKind::Alloc`] and [`StatementKind::Free`] name them by index.
+    pub temps: &'static [TempDecl],
     /// Where the pipeline was declared.
     pub location: Location,
 }
@@ -74,6 +77,19 @@ pub struct StreamDecl {
 pub struct EventDecl {
     /// The event's name in the pipeline.
     pub name: &'static str,
+    /// Where it was declared.
+    pub location: Location,
+}
+
+/// A `temp NAME: TYPE[LEN];` declaration: device memory that lives from its
+/// [`StatementKind::Alloc`] to its [`StatementKind::Free`] statement, which the macro places
+/// around its uses. Its length is a run-time value (an expression over the parameters).
+#[derive(Debug)]
+pub struct TempDecl {
+    /// The temporary's name in the pipeline.
+    pub name: &'static str,
+    /// Its element type, as written (`f32`).
+    pub elem: &'static str,
     /// Where it was declared.
     pub location: Location,
 }
@@ -159,6 +175,20 @@ pub enum StatementKind {
         /// The op expression as written, e.g. `gemm`.
         op: &'static str,
     },
+    /// The allocation of temporary `temp` ([`Program::temps`]) on the statement's stream,
+    /// before its first use: stream-ordered allocation when run, a graph memory-allocation
+    /// node when captured. Its access is a write of the whole temporary.
+    Alloc {
+        /// Index into [`Program::temps`].
+        temp: usize,
+    },
+    /// The release of temporary `temp` on the statement's stream, after every use of it:
+    /// stream-ordered free when run, a graph memory-free node when captured. Its access is a
+    /// write of the whole temporary.
+    Free {
+        /// Index into [`Program::temps`].
+        temp: usize,
+    },
     /// One participant of a collective `all_reduce(COMM, OP) { S0: BUF0, S1: BUF1, … };`:
     /// the statement of participant `id - first`, issued on its own stream. A collective of
     /// `count` participants is `count` consecutive statements `first .. first + count`, one
@@ -220,7 +250,17 @@ impl StatementKind {
                 | Self::While { .. }
                 | Self::If { .. }
                 | Self::Collective { .. }
+                | Self::Alloc { .. }
+                | Self::Free { .. }
         )
+    }
+
+    /// For an allocation or release of a temporary: the temporary's index.
+    pub fn temp(&self) -> Option<usize> {
+        match *self {
+            Self::Alloc { temp } | Self::Free { temp } => Some(temp),
+            _ => None,
+        }
     }
 
     /// For a participant of a collective: the statement ids of all its participants.

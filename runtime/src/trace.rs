@@ -195,6 +195,7 @@ mod tests {
         streams: &STREAMS,
         events: &[],
         statements: &STATEMENTS,
+        temps: &[],
         location: Location::UNKNOWN,
     };
 

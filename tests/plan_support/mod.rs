@@ -110,6 +110,9 @@ pub fn issue<I: Issuer + ?Sized>(
         StatementKind::Collective { .. } => {
             panic!("collectives are issued with every participant; see tests/plan_collectives.rs")
         }
+        StatementKind::Alloc { .. } | StatementKind::Free { .. } => {
+            panic!("temporaries are allocated and freed in a scope; see tests/temporaries.rs")
+        }
     }
 }
 

@@ -88,12 +88,15 @@ pub(super) fn program_const(program: &Program) -> TokenStream {
             location: #loc,
         })
     });
+    // Declared temporaries come with the macro's support for them.
+    let temps: Vec<TokenStream> = Vec::new();
     let loc = location(program.pipeline_span);
     quote!(::streamgraph::__private::Program {
         name: #name,
         streams: &[#(#streams),*],
         events: &[#(#events),*],
         statements: &[#(#statements),*],
+        temps: &[#(#temps),*],
         location: #loc,
     })
 }

@@ -44,7 +44,7 @@
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::exec::expect::Expected;
 use crate::exec::frame::{EagerStats, Frame};
 use crate::exec::record::{Issue, Panic, Plain, Recorder};
@@ -326,8 +326,19 @@ impl Eager {
         // Join even after a failed statement or a panic, so that work already queued on side
         // streams still completes before later work on the origin.
         let joined = if multi { self.frame.join() } else { Ok(()) };
+        // Temporaries still allocated (the pipeline stopped early, or never freed one) are
+        // freed after everything else, on the origin.
+        let leftover = self.frame.free_leftover_temps();
         match issued {
-            Ok(issued) => Ok(issued.and(joined)),
+            Ok(issued) => Ok(issued.and(joined).and(match leftover {
+                None => Ok(()),
+                Some(alloc) => Err(Error::InvalidArgument(
+                    "the pipeline allocated a temporary here and never freed it; each `Alloc` \
+                     statement needs its `Free` statement after the temporary's last use"
+                        .into(),
+                )
+                .in_statement(alloc)),
+            })),
             Err(panic) => Err(panic),
         }
     }

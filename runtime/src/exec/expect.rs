@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 
 use crate::error::{Error, Result};
-use crate::operand::BufferAccess;
+use crate::operand::{BufferAccess, DeviceRange};
 use crate::plan::Plan;
 use crate::program::Statement;
 
@@ -22,6 +22,10 @@ pub(crate) struct Expected {
     plan: Box<Plan>,
     /// The plan (root, or a body) each level of the run is in, innermost last.
     frames: Vec<Cursor>,
+    /// The temporaries allocated so far and not freed: the run's memory and the plan's. The
+    /// plan names a temporary by an address of its own, so the run's accesses to it are
+    /// compared at the plan's address.
+    temps: Vec<(DeviceRange, DeviceRange)>,
 }
 
 /// A position in one plan's log.
@@ -46,6 +50,7 @@ impl Expected {
                 pos: 0,
                 block: None,
             }],
+            temps: Vec::new(),
         }
     }
 
@@ -57,6 +62,75 @@ impl Expected {
     /// The run issues `stmt`, whose operations are issued by `parts` (one statement each,
     /// touching those accesses): it must be the plan's next statement, on the same memory.
     pub(crate) fn statement(
+        &mut self,
+        stmt: &'static Statement,
+        parts: &[(&'static Statement, Vec<BufferAccess>)],
+    ) -> Result<()> {
+        if !self.temps.is_empty() {
+            let parts: Vec<_> = parts
+                .iter()
+                .map(|(part, accesses)| (*part, self.in_plan_terms(accesses)))
+                .collect();
+            return self.compare(stmt, &parts);
+        }
+        self.compare(stmt, parts)
+    }
+
+    /// The run allocates `range` for the temporary of `stmt`, an `Alloc` statement: it must be
+    /// the plan's next statement, of the same size; later accesses to `range` are compared at
+    /// the plan's address for it.
+    pub(crate) fn alloc(&mut self, stmt: &'static Statement, range: DeviceRange) -> Result<()> {
+        let mut planned = None;
+        self.next(stmt, |plan, mut ops| {
+            let access = ops.next().and_then(|op| plan.ops()[op].accesses.first());
+            planned = access.map(|a| a.range);
+            planned.is_some_and(|p| p.bytes == range.bytes)
+        })?;
+        if let Some(planned) = planned {
+            self.temps.push((range, planned));
+        }
+        Ok(())
+    }
+
+    /// The run frees the temporary at `range` with `stmt`, a `Free` statement: it must be the
+    /// plan's next statement, on the same temporary.
+    pub(crate) fn free(&mut self, stmt: &'static Statement, range: DeviceRange) -> Result<()> {
+        let access = BufferAccess {
+            range,
+            mode: crate::program::AccessMode::Write,
+        };
+        self.statement(stmt, &[(stmt, vec![access])])?;
+        self.temps.retain(|(run, _)| *run != range);
+        Ok(())
+    }
+
+    /// `accesses` with every range inside a temporary moved to the plan's address for it.
+    fn in_plan_terms(&self, accesses: &[BufferAccess]) -> Vec<BufferAccess> {
+        accesses
+            .iter()
+            .map(|a| {
+                let r = a.range;
+                let found = self.temps.iter().find(|(run, _)| {
+                    run.device == r.device
+                        && r.ptr >= run.ptr
+                        && r.ptr - run.ptr + r.bytes as u64 <= run.bytes as u64
+                });
+                match found {
+                    Some((run, planned)) => BufferAccess {
+                        range: DeviceRange {
+                            device: planned.device,
+                            ptr: planned.ptr + (r.ptr - run.ptr),
+                            bytes: r.bytes,
+                        },
+                        mode: a.mode,
+                    },
+                    None => *a,
+                }
+            })
+            .collect()
+    }
+
+    fn compare(
         &mut self,
         stmt: &'static Statement,
         parts: &[(&'static Statement, Vec<BufferAccess>)],

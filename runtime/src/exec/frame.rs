@@ -69,6 +69,17 @@ pub(crate) struct Frame {
     last_block: Option<usize>,
     /// The streams and events of other programs this issuer ran, most recent last.
     parked: Vec<(Key, Resources)>,
+    /// The temporaries allocated in this run and not freed yet.
+    pub(super) temps: Vec<LiveTemp>,
+}
+
+/// A temporary allocated in a run (or capture): which one, its memory, the statement that
+/// allocated it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LiveTemp {
+    pub(crate) temp: usize,
+    pub(crate) range: crate::operand::DeviceRange,
+    pub(crate) alloc: &'static crate::program::Statement,
 }
 
 /// The streams and events a [`Frame`] made for one program and its stream options.
@@ -146,6 +157,7 @@ impl Frame {
             depth: 0,
             last_block: None,
             parked: Vec::new(),
+            temps: Vec::new(),
         }
     }
 
@@ -174,6 +186,7 @@ impl Frame {
     /// origin. Returns whether the program has several streams (so that the run forks and
     /// joins).
     pub(super) fn begin_run(&mut self) -> bool {
+        self.temps.clear();
         for slot in &mut self.res.events {
             slot.latest = None;
             slot.origin_waited = false;
@@ -187,6 +200,24 @@ impl Frame {
         self.tails.clear();
         self.tails.resize(streams, None);
         streams > 1
+    }
+
+    /// Whether the statements being issued are inside a device block's body.
+    pub(crate) fn in_body(&self) -> bool {
+        self.depth > 0
+    }
+
+    /// Frees the temporaries a run left allocated (its pipeline stopped between a
+    /// temporary's allocation and release, or never released it) on the origin, after the
+    /// join; returns the statement that allocated the first of them.
+    pub(super) fn free_leftover_temps(&mut self) -> Option<&'static crate::program::Statement> {
+        let first = self.temps.first().map(|t| t.alloc);
+        let stream = self.origin.as_cudarc();
+        for t in self.temps.drain(..) {
+            // Best effort on a path that already failed or is reported as failing.
+            let _ = crate::ffi::temp::free_async(stream.context(), stream.cu_stream(), t.range.ptr);
+        }
+        first
     }
 
     /// Records the fork point on the origin (a multi-stream run's first command).

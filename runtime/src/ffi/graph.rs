@@ -79,6 +79,10 @@ pub(crate) enum NodeKind {
     Memset,
     /// A host function.
     Host,
+    /// A memory allocation, of memory at this address.
+    MemAlloc(u64),
+    /// A memory release, of memory at this address.
+    MemFree(u64),
     /// Anything else.
     Other,
 }
@@ -216,6 +220,22 @@ impl OwnedGraph {
             T::CU_GRAPH_NODE_TYPE_MEMCPY => NodeKind::Memcpy,
             T::CU_GRAPH_NODE_TYPE_MEMSET => NodeKind::Memset,
             T::CU_GRAPH_NODE_TYPE_HOST => NodeKind::Host,
+            T::CU_GRAPH_NODE_TYPE_MEM_ALLOC => {
+                // SAFETY: all-zero is a valid value of this plain C struct; the driver fills
+                // it. Only `dptr` is read (`accessDescs` points into the driver's storage).
+                let mut p: sys::CUDA_MEM_ALLOC_NODE_PARAMS = unsafe { std::mem::zeroed() };
+                // SAFETY: `node` is an allocation node of this live graph; `p` is a valid
+                // out-pointer.
+                unsafe { sys::cuGraphMemAllocNodeGetParams(node.node, &mut p) }.result()?;
+                NodeKind::MemAlloc(p.dptr)
+            }
+            T::CU_GRAPH_NODE_TYPE_MEM_FREE => {
+                let mut dptr: sys::CUdeviceptr = 0;
+                // SAFETY: `node` is a free node of this live graph; `dptr` is a valid
+                // out-pointer.
+                unsafe { sys::cuGraphMemFreeNodeGetParams(node.node, &mut dptr) }.result()?;
+                NodeKind::MemFree(dptr)
+            }
             _ => NodeKind::Other,
         }))
     }

@@ -96,7 +96,11 @@ impl Keep {
                 }
             }
             // Cudarc memory never reaches a capture (`cudarc_order::cudarc_ordered` refuses it).
-            HolderKind::Foreign | HolderKind::Pageable | HolderKind::Cudarc(_) => {}
+            // A temporary's memory belongs to the graph (its memory nodes).
+            HolderKind::Foreign
+            | HolderKind::Pageable
+            | HolderKind::Temporary
+            | HolderKind::Cudarc(_) => {}
         }
     }
 

@@ -33,6 +33,10 @@ pub(crate) enum HolderKind<'a> {
     Device(&'a Arc<DeviceAlloc>),
     /// A host allocation of the runtime, with its DMA protocol.
     Pinned(&'a Arc<PinnedAlloc>),
+    /// A pipeline's temporary: memory of the run (stream-ordered allocation) or of the graph
+    /// (its memory nodes), which the statements that allocate and free it bound. Nothing to
+    /// keep.
+    Temporary,
     /// Memory of a cudarc `CudaSlice` or view, borrowed for the call, which cudarc frees in
     /// the order of this stream (see [`super::cudarc_order::cudarc_ordered`]). Never captured.
     Cudarc(&'a Arc<CudaStream>),
@@ -41,6 +45,8 @@ pub(crate) enum HolderKind<'a> {
 impl Holder<'_> {
     /// Memory whose owner vouches for it in an `unsafe` impl: nothing to keep.
     pub const FOREIGN: Holder<'static> = Holder(HolderKind::Foreign);
+    /// A pipeline's temporary: its statements bound its life; nothing to keep.
+    pub(crate) const TEMPORARY: Holder<'static> = Holder(HolderKind::Temporary);
 }
 
 impl<'a> Holder<'a> {
@@ -59,6 +65,7 @@ impl fmt::Debug for Holder<'_> {
         f.write_str(match self.0 {
             HolderKind::Foreign => "Foreign",
             HolderKind::Pageable => "Pageable",
+            HolderKind::Temporary => "Temporary",
             HolderKind::Device(_) => "Device",
             HolderKind::Pinned(_) => "Pinned",
             HolderKind::Cudarc(_) => "Cudarc",

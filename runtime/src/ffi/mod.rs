@@ -44,6 +44,7 @@ pub(crate) mod owned;
 pub(crate) mod philox;
 pub(crate) mod pinned;
 pub(crate) mod status;
+pub(crate) mod temp;
 
 pub(crate) use host_fn::launch_host_fn_once;
 pub use launch::KernelArg;

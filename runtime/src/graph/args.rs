@@ -342,6 +342,45 @@ impl Issuer for Updater<'_> {
         Err(self.stop("the pipeline has a `call` statement, whose nodes `update_args` and `set_kernel_args` do not reach; `update_with` captures it again"))
     }
 
+    /// A temporary keeps the memory the graph's allocation node was captured with: the
+    /// statement gets that memory back, and must ask for as many bytes.
+    fn alloc<'s>(
+        &mut self,
+        stmt: &'static Statement,
+        scope: crate::memory::Scope<'s>,
+        bytes: usize,
+    ) -> Result<crate::memory::TempMemory<'s>, Error> {
+        let i = self.next_op(stmt)?;
+        let (Some(temp), Some(range)) = (
+            stmt.kind.temp(),
+            self.state.values(i).and_then(super::recorded::decode_range),
+        ) else {
+            return Err(self.stop("a temporary's allocation was captured as another operation"));
+        };
+        if range.bytes != bytes {
+            return Err(self.stop(
+                "a temporary changed size: a graph's temporaries keep the size they were \
+                 captured with (its memory nodes cannot be updated); capture the pipeline again",
+            ));
+        }
+        Ok(crate::memory::TempMemory::new(scope, temp, range))
+    }
+
+    fn free(
+        &mut self,
+        stmt: &'static Statement,
+        memory: crate::memory::TempMemory<'_>,
+    ) -> Result<(), Error> {
+        let i = self.next_op(stmt)?;
+        if self.encode(&Issued::Free(memory.range()))
+            && self.state.values(i) == Some(&self.scratch[..])
+        {
+            Ok(())
+        } else {
+            Err(self.stop("a temporary's release changed"))
+        }
+    }
+
     fn host(&mut self, stmt: &'static Statement, _f: HostFn) -> Result<(), Error> {
         // Host functions are not compared: the graph keeps those it captured.
         self.next_op(stmt).map(drop)

@@ -543,6 +543,10 @@ impl NodeBook {
                 self.keep.hold(dst.holder(), true);
             }
             Issued::Host => {}
+            // The graph owns a temporary's memory (its memory nodes): nothing to keep; its
+            // range is memory the pipeline uses.
+            Issued::Alloc(range) => remember(memory, range),
+            Issued::Free(_) => {}
         }
         let part = self.part();
         if !empty && part == 0 {

@@ -7,7 +7,7 @@ use super::args::{ArgState, Updater};
 use super::capture::{Capture, CaptureSettings};
 use super::{GraphCore, OpRef, VerifyReport};
 use crate::device::Device;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, UpdateRejection};
 use crate::ffi::graph_exec::{GraphExecHandle, OwnedExec};
 use crate::ffi::KernelArg;
 use crate::issue::Pipeline;
@@ -362,7 +362,17 @@ impl<P> GraphExec<P> {
 
     /// Applies a newly captured graph: in place, or by re-instantiation when allowed.
     fn apply(&mut self, core: GraphCore, reinstantiate: bool) -> Result<()> {
-        let info = self.exec.update(&core.raw)?;
+        // A new capture's temporaries live at addresses of its own memory nodes, which the
+        // executable graph's memory nodes cannot take: never applied in place.
+        let info = if core.program.temps.is_empty() {
+            self.exec.update(&core.raw)?
+        } else {
+            crate::ffi::graph_exec::UpdateInfo {
+                rejection: Some(UpdateRejection::MemoryNodes),
+                error_node: None,
+                error_from_node: None,
+            }
+        };
         match info.rejection {
             None => {
                 *self.args.get_mut() = None;

@@ -193,8 +193,25 @@ pub(crate) fn encode(issued: &Issued<'_>, out: &mut Vec<u8>) -> bool {
             }
         }
         Issued::Host => {}
+        // A temporary's node is made of its memory: the same address and size on every issue
+        // (a graph's memory nodes keep the addresses they were captured with).
+        Issued::Alloc(range) | Issued::Free(range) => memory_signature(Memory::Device(*range), out),
     }
     true
+}
+
+/// The memory of a temporary's node as `recorded::encode` wrote it (kind, device, address,
+/// size).
+pub(crate) fn decode_range(values: &[u8]) -> Option<crate::operand::DeviceRange> {
+    let (&kind, rest) = values.split_first()?;
+    if kind != 0 || rest.len() != 20 {
+        return None;
+    }
+    Some(crate::operand::DeviceRange {
+        device: i32::from_le_bytes(rest[0..4].try_into().ok()?),
+        ptr: u64::from_le_bytes(rest[4..12].try_into().ok()?),
+        bytes: usize::try_from(u64::from_le_bytes(rest[12..20].try_into().ok()?)).ok()?,
+    })
 }
 
 fn memory_signature(m: Memory, out: &mut Vec<u8>) {

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::recorded::CapturedOp;
+use super::recorded::{decode_range, CapturedOp};
 use super::GraphCore;
 use crate::error::{Error, OpEdge, OpInfo, Result};
 use crate::ffi::graph::NodeKind;
@@ -375,6 +375,16 @@ impl GraphCore {
                 (StatementKind::Copy, Some(NodeKind::Memcpy))
                 | (StatementKind::Fill, Some(NodeKind::Memset))
                 | (StatementKind::Host, Some(NodeKind::Host)) => true,
+                // A temporary's node holds the memory its statement was given.
+                (StatementKind::Alloc { .. }, Some(NodeKind::MemAlloc(ptr)))
+                | (StatementKind::Free { .. }, Some(NodeKind::MemFree(ptr))) => {
+                    let (start, len) = op.values;
+                    self.recorded
+                        .values
+                        .get(start as usize..(start as usize).saturating_add(len as usize))
+                        .and_then(decode_range)
+                        .is_some_and(|r| r.ptr == ptr)
+                }
                 _ => false,
             };
             if !fits {

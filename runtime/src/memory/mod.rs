@@ -65,11 +65,14 @@ mod device;
 mod flag;
 mod interop;
 mod pinned;
+mod temp;
 
 pub use cudarc_view::{CudarcView, CudarcViewMut};
 pub use device::{DeviceBuffer, DeviceView, DeviceViewMut};
 pub use flag::DeviceFlag;
 pub use pinned::{PinnedBuffer, PinnedMut, PinnedRef, PinnedView, PinnedViewMut};
+pub(crate) use temp::{alloc as temp_alloc, free as temp_free};
+pub use temp::{temporaries, Scope, Temp, TempMemory, TempView};
 
 #[doc(hidden)]
 pub mod __private {

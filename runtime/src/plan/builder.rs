@@ -2,7 +2,7 @@
 
 use crate::program::{
     AccessMode, Collective, EventDecl, Location, Program, Statement, StatementKind, StaticAccess,
-    StreamDecl,
+    StreamDecl, TempDecl,
 };
 
 /// Builds a `&'static` [`Program`] without the `pipeline!` macro: for tests of executors
@@ -38,6 +38,8 @@ pub struct ProgramBuilder {
     file: String,
     streams: Vec<String>,
     events: Vec<String>,
+    /// Temporaries: name and element type.
+    temps: Vec<(String, String)>,
     statements: Vec<Pending>,
 }
 
@@ -58,6 +60,8 @@ enum PendingKind {
     Record(usize),
     Wait(usize),
     WaitStream(usize),
+    Alloc(usize),
+    Free(usize),
     While(String, usize),
     If(String, usize, usize),
     /// A collective's participant: the collective, the first participant's id, the count,
@@ -73,6 +77,7 @@ impl ProgramBuilder {
             file: format!("<{name}>"),
             streams: Vec::new(),
             events: Vec::new(),
+            temps: Vec::new(),
             statements: Vec::new(),
         }
     }
@@ -93,6 +98,40 @@ impl ProgramBuilder {
     pub fn event(&mut self, name: &str) -> usize {
         self.events.push(name.to_owned());
         self.events.len() - 1
+    }
+
+    /// Declares a temporary `temp NAME: ELEM[…];` and returns its index. It is a buffer named
+    /// `name` for the statements' accesses; [`alloc`](Self::alloc) and [`free`](Self::free)
+    /// place its allocation and release.
+    pub fn temp(&mut self, name: &str, elem: &str) -> usize {
+        self.temps.push((name.to_owned(), elem.to_owned()));
+        self.temps.len() - 1
+    }
+
+    /// The allocation of temporary `temp` on `stream` (a write of all of it).
+    pub fn alloc(&mut self, stream: usize, temp: usize) -> usize {
+        let name = self.temp_name(temp);
+        self.push(
+            stream,
+            PendingKind::Alloc(temp),
+            vec![(name, AccessMode::Write)],
+        )
+    }
+
+    /// The release of temporary `temp` on `stream` (a write of all of it).
+    pub fn free(&mut self, stream: usize, temp: usize) -> usize {
+        let name = self.temp_name(temp);
+        self.push(
+            stream,
+            PendingKind::Free(temp),
+            vec![(name, AccessMode::Write)],
+        )
+    }
+
+    fn temp_name(&self, temp: usize) -> String {
+        self.temps
+            .get(temp)
+            .map_or_else(|| format!("?temp{temp}"), |(name, _)| name.clone())
     }
 
     /// `launch KERNEL(ARGS)` on `stream`, touching the named buffers.
@@ -233,6 +272,8 @@ impl ProgramBuilder {
                     &PendingKind::Record(event) => StatementKind::Record { event },
                     &PendingKind::Wait(event) => StatementKind::Wait { event },
                     &PendingKind::WaitStream(stream) => StatementKind::WaitStream { stream },
+                    &PendingKind::Alloc(temp) => StatementKind::Alloc { temp },
+                    &PendingKind::Free(temp) => StatementKind::Free { temp },
                     &PendingKind::While(_, end) => StatementKind::While { end },
                     &PendingKind::If(_, otherwise, end) => StatementKind::If { otherwise, end },
                     &PendingKind::Collective(op, first, count, _) => {
@@ -258,6 +299,16 @@ impl ProgramBuilder {
             streams: Box::leak(streams.into_boxed_slice()),
             events: Box::leak(events.into_boxed_slice()),
             statements: Box::leak(statements.into_boxed_slice()),
+            temps: Box::leak(
+                self.temps
+                    .iter()
+                    .map(|(name, elem)| TempDecl {
+                        name: leak(name),
+                        elem: leak(elem),
+                        location: at(0),
+                    })
+                    .collect(),
+            ),
             location: at(0),
         }))
     }
@@ -298,6 +349,8 @@ impl ProgramBuilder {
             &PendingKind::Record(e) => format!("record {}", name(&self.events, e)),
             &PendingKind::Wait(e) => format!("wait {}", name(&self.events, e)),
             &PendingKind::WaitStream(s) => format!("wait_stream {}", name(&self.streams, s)),
+            &PendingKind::Alloc(t) => format!("alloc {}", self.temp_name(t)),
+            &PendingKind::Free(t) => format!("free {}", self.temp_name(t)),
             PendingKind::While(flag, _) => format!("while {flag}"),
             PendingKind::If(flag, _, _) => format!("if {flag}"),
             PendingKind::Collective(op, _, _, buffer) => {

@@ -50,11 +50,13 @@ pub(crate) mod dot;
 mod planner;
 mod race;
 mod reach;
+mod temps;
 
 pub use crate::error::{Race, RaceSide};
 pub use builder::ProgramBuilder;
 pub use planner::Planner;
 pub use reach::Reach;
+pub use temps::PlanTemp;
 
 /// One operation (a node of the model): one issue of a launch, copy, fill or host statement.
 #[derive(Debug, Clone)]
@@ -198,6 +200,8 @@ pub struct Plan {
     /// Every statement issued, in issue order, with the operations it made: what a checked run
     /// must issue again (`exec::expect`).
     pub(crate) log: Vec<Logged>,
+    /// The temporaries, in allocation order.
+    pub(crate) temps: Vec<PlanTemp>,
 }
 
 /// One statement as the plan saw it issued: the operations it made (none for records and
@@ -254,7 +258,45 @@ impl Plan {
         let _traced = crate::trace::pipeline(pipeline.program(), crate::trace::Mode::Plan);
         let mut planner = Planner::new(pipeline.program());
         pipeline.issue(&mut planner)?;
+        if let Some(alloc) = planner.unfreed_temp() {
+            return Err(Error::InvalidArgument(
+                "the pipeline allocated a temporary here and never freed it; each `Alloc` \
+                 statement needs its `Free` statement after the temporary's last use"
+                    .into(),
+            )
+            .in_statement(alloc));
+        }
         Ok(planner.finish())
+    }
+
+    /// The temporaries the pipeline allocated (`temp NAME: T[LEN];`), in allocation order:
+    /// each one's size and its allocation and release operations.
+    ///
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>, n: usize) {
+    ///     stream s;
+    ///     temp h: f32[n];
+    ///     s: copy h <- x;
+    ///     s: copy x <- h;
+    /// } }
+    /// let mut x = DeviceBuffer::for_planning(256)?;
+    /// let plan = Plan::build(&P::new(&mut x, 256))?;
+    /// assert_eq!(plan.temporaries()[0].bytes, 1024);
+    /// assert_eq!(plan.temp_peak_bytes(), 1024);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
+    pub fn temporaries(&self) -> &[PlanTemp] {
+        &self.temps
+    }
+
+    /// The most bytes of temporaries a run holds at once: the heaviest set of temporaries no
+    /// two of which are ordered (one released before the other is allocated), which is what
+    /// a captured graph's memory must hold at its high-water mark (before the allocator's
+    /// rounding). Computed from the plan alone, without a GPU.
+    pub fn temp_peak_bytes(&self) -> usize {
+        temps::peak_bytes(&self.temps, self.graph_reach())
     }
 
     pub(crate) fn new(
@@ -282,6 +324,7 @@ impl Plan {
             graph_reach: None,
             bodies: Vec::new(),
             log: Vec::new(),
+            temps: Vec::new(),
         }
     }
 

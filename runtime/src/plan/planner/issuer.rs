@@ -7,11 +7,11 @@ use crate::error::{Error, Result};
 use crate::ffi::memory::{MemoryMut, MemoryRef};
 use crate::ffi::KernelArg;
 use crate::issue::{Body, CollectivePart, Issuer};
-use crate::memory::DeviceFlag;
+use crate::memory::{DeviceFlag, Scope, TempMemory};
 use crate::module::Kernel;
-use crate::operand::{BufferAccess, FillPattern, HostFn, LaunchConfig, ReduceOp};
-use crate::plan::Via;
-use crate::program::{Collective, Statement, StatementKind};
+use crate::operand::{BufferAccess, DeviceRange, FillPattern, HostFn, LaunchConfig, ReduceOp};
+use crate::plan::{PlanTemp, Via};
+use crate::program::{AccessMode, Collective, Statement, StatementKind};
 use crate::trace;
 
 use super::{merge, Frontier, Planner};
@@ -70,6 +70,35 @@ impl Planner {
             ))
             .in_statement(stmt))
         }
+    }
+}
+
+impl Planner {
+    /// The temporary an `Alloc` or `Free` statement names; refused inside a device block's
+    /// body, where CUDA allows no memory node.
+    fn temp_statement(&self, stmt: &'static Statement, expected: &str) -> Result<usize> {
+        let Some(temp) = stmt.kind.temp() else {
+            return self.check(stmt, expected, false).map(drop).map(|()| 0);
+        };
+        if self.scope.is_some() {
+            return Err(Error::InvalidArgument(
+                "a temporary is allocated or freed inside a device block's body; CUDA allows \
+                 no memory node in a conditional body: allocate it before the block and free \
+                 it after"
+                    .into(),
+            )
+            .in_statement(stmt));
+        }
+        if temp >= self.program.temps.len() {
+            return Err(Error::InvalidArgument(format!(
+                "temporary index {temp} is out of range: pipeline `{}` declares {} \
+                 temporar(ies)",
+                self.program.name,
+                self.program.temps.len()
+            ))
+            .in_statement(stmt));
+        }
+        Ok(temp)
     }
 }
 
@@ -289,6 +318,86 @@ impl Issuer for Planner {
             }
         }
         self.logged(stmt, made);
+        Ok(())
+    }
+
+    /// An operation writing the temporary's whole memory (a plan-only address range of its
+    /// own): what follows the allocation on other streams must be ordered after it.
+    fn alloc<'s>(
+        &mut self,
+        stmt: &'static Statement,
+        scope: Scope<'s>,
+        bytes: usize,
+    ) -> Result<TempMemory<'s>> {
+        let _traced = trace::statement(|| Some(self.program), stmt);
+        let temp = self.temp_statement(stmt, "alloc")?;
+        let stream = self.check(stmt, "alloc", true)?;
+        let span = u64::try_from(bytes)
+            .ok()
+            .and_then(|b| b.max(1).checked_next_multiple_of(256));
+        let (Some(ptr), Some(next)) = (
+            Some(self.next_temp),
+            span.and_then(|s| self.next_temp.checked_add(s)),
+        ) else {
+            return Err(Error::InvalidArgument(format!(
+                "a temporary of {bytes} bytes does not fit the plan's address space"
+            ))
+            .in_statement(stmt));
+        };
+        self.next_temp = next;
+        let range = DeviceRange {
+            device: DeviceRange::PLANNING,
+            ptr,
+            bytes,
+        };
+        let first = self.ops.len();
+        self.operation(
+            stmt,
+            stream,
+            vec![BufferAccess {
+                range,
+                mode: AccessMode::Write,
+            }],
+            None,
+        );
+        self.temps.push(PlanTemp {
+            temp,
+            bytes,
+            alloc: first,
+            free: None,
+        });
+        self.logged(stmt, first);
+        Ok(TempMemory::new(scope, temp, range))
+    }
+
+    /// An operation writing the temporary's whole memory: every use on every stream must be
+    /// ordered before it.
+    fn free(&mut self, stmt: &'static Statement, memory: TempMemory<'_>) -> Result<()> {
+        let _traced = trace::statement(|| Some(self.program), stmt);
+        let temp = self.temp_statement(stmt, "free")?;
+        let stream = self.check(stmt, "free", true)?;
+        let range = memory.range();
+        let first = self.ops.len();
+        let Some(live) = self.temps.iter_mut().rev().find(|t| {
+            t.temp == temp && t.free.is_none() && self.ops[t.alloc].accesses[0].range == range
+        }) else {
+            return Err(Error::InvalidArgument(format!(
+                "the memory freed is not temporary {temp} as the plan allocated it; free a \
+                 temporary with the memory its own allocation returned"
+            ))
+            .in_statement(stmt));
+        };
+        live.free = Some(first);
+        self.operation(
+            stmt,
+            stream,
+            vec![BufferAccess {
+                range,
+                mode: AccessMode::Write,
+            }],
+            None,
+        );
+        self.logged(stmt, first);
         Ok(())
     }
 

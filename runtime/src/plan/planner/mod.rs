@@ -10,7 +10,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::operand::{BufferAccess, LaunchConfig};
 use crate::program::{Program, Statement, StatementKind};
 
-use super::{Logged, Plan, PlanBody, PlanOp, Via};
+use super::{Logged, Plan, PlanBody, PlanOp, PlanTemp, Via};
+
+/// Where a plan's temporaries get their addresses: plan-only ranges far above real
+/// allocations and apart from `DeviceBuffer::for_planning`'s, one per allocation (a plan never
+/// reuses one).
+const TEMP_BASE: u64 = 1 << 56;
 
 mod blocks;
 mod issuer;
@@ -47,6 +52,10 @@ pub struct Planner {
     sync: BTreeSet<(usize, usize)>,
     /// The statements issued so far, with their operations ([`Plan`]'s `log`).
     log: Vec<Logged>,
+    /// The temporaries allocated so far, in allocation order.
+    temps: Vec<PlanTemp>,
+    /// Where the next temporary's plan-only address range starts.
+    next_temp: u64,
 }
 
 impl Planner {
@@ -64,6 +73,8 @@ impl Planner {
             last_block: None,
             sync: BTreeSet::new(),
             log: Vec::new(),
+            temps: Vec::new(),
+            next_temp: TEMP_BASE,
         }
     }
 
@@ -108,8 +119,17 @@ impl Planner {
         let mut plan = Plan::new(self.program, self.ops, self.edges, joined);
         plan.bodies = self.bodies;
         plan.log = self.log;
+        plan.temps = self.temps;
         plan.synchronise(self.sync);
         plan
+    }
+
+    /// The temporary allocated by the plan so far that was never freed, if any.
+    pub(crate) fn unfreed_temp(&self) -> Option<&'static Statement> {
+        self.temps
+            .iter()
+            .find(|t| t.free.is_none())
+            .map(|t| self.ops[t.alloc].statement)
     }
 
     /// Logs `stmt` as issued, with the operations made since `first`.

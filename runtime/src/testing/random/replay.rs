@@ -414,6 +414,21 @@ impl<I: Issuer + ?Sized> Issuer for Forward<'_, I> {
     fn wait_stream(&mut self, stmt: &'static Statement) -> Result<()> {
         self.0.wait_stream(stmt)
     }
+    fn alloc<'s>(
+        &mut self,
+        stmt: &'static Statement,
+        scope: crate::memory::Scope<'s>,
+        bytes: usize,
+    ) -> Result<crate::memory::TempMemory<'s>> {
+        self.0.alloc(stmt, scope, bytes)
+    }
+    fn free(
+        &mut self,
+        stmt: &'static Statement,
+        memory: crate::memory::TempMemory<'_>,
+    ) -> Result<()> {
+        self.0.free(stmt, memory)
+    }
     fn while_loop(
         &mut self,
         stmt: &'static Statement,

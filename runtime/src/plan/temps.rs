@@ -1,0 +1,62 @@
+//! The temporaries of a plan: each one's allocation and release, and the most memory a run
+//! holds for them at once.
+//!
+//! Two temporaries can share memory only when one is released before the other is allocated
+//! in the happens-before order (the driver reuses a graph's memory on exactly that
+//! condition, and a stream-ordered pool on the same one). So the bytes a run needs at most
+//! are the heaviest set of temporaries no two of which are so ordered: a maximum-weight
+//! antichain of the order "released before allocated", which by Dilworth's theorem is the
+//! total weight minus a maximum flow through the order's bipartite graph (each temporary a
+//! source side and a sink side of capacity its size, an edge of unbounded capacity from `a`'s
+//! source side to `b`'s sink side when `a` is released before `b` is allocated).
+
+use petgraph::algo::dinics;
+use petgraph::graph::DiGraph;
+
+use super::Reach;
+
+/// One temporary of a plan: its allocation and release operations and its size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlanTemp {
+    /// Which temporary of the program (an index into `Program::temps`).
+    pub temp: usize,
+    /// Its size in bytes.
+    pub bytes: usize,
+    /// The operation that allocates it.
+    pub alloc: usize,
+    /// The operation that releases it; `None` when the pipeline never did.
+    pub free: Option<usize>,
+}
+
+/// The most bytes of `temps` allocated at once on any execution that follows `reach`.
+pub(crate) fn peak_bytes(temps: &[PlanTemp], reach: &Reach) -> usize {
+    let before = |a: &PlanTemp, b: &PlanTemp| a.free.is_some_and(|f| reach.reaches(f, b.alloc));
+    let total: u64 = temps.iter().map(|t| t.bytes as u64).sum();
+    let ordered = temps.iter().enumerate().any(|(i, a)| {
+        temps
+            .iter()
+            .enumerate()
+            .any(|(j, b)| i != j && before(a, b))
+    });
+    if !ordered {
+        return total as usize;
+    }
+    let mut g: DiGraph<(), u64> = DiGraph::new();
+    let source = g.add_node(());
+    let sink = g.add_node(());
+    let out: Vec<_> = temps.iter().map(|_| g.add_node(())).collect();
+    let inn: Vec<_> = temps.iter().map(|_| g.add_node(())).collect();
+    for (i, t) in temps.iter().enumerate() {
+        g.add_edge(source, out[i], t.bytes as u64);
+        g.add_edge(inn[i], sink, t.bytes as u64);
+    }
+    for (i, a) in temps.iter().enumerate() {
+        for (j, b) in temps.iter().enumerate() {
+            if i != j && before(a, b) {
+                g.add_edge(out[i], inn[j], total);
+            }
+        }
+    }
+    let (flow, _) = dinics(&g, source, sink);
+    (total - flow) as usize
+}
