@@ -25,7 +25,7 @@ typedef int CUresult;
 #ifndef ARENA
 #define ARENA (1 << 20)
 #endif
-typedef struct node { int idx; int type; void* func; int ndeps; struct node* deps[MAXDEP]; } node;
+typedef struct node { int idx; int type; void* func; uint64_t ptr; int ndeps; struct node* deps[MAXDEP]; } node;
 typedef struct graph { int n, cap; node** nodes; } graph;
 typedef struct capture { graph* g; int ended; int invalid; } capture;
 typedef struct stream { capture* c; int ndeps; node* deps[MAXDEP]; } stream;
@@ -113,9 +113,20 @@ CUresult cuLaunchKernel(void* f,unsigned a,unsigned b,unsigned c,unsigned d,unsi
 CUresult cuLaunchHostFunc(stream* s,void* fn,void* d){node* n=add_node(s); if(n)n->type=3; return OK;}
 static uint64_t nextptr=0x10000000;
 CUresult cuMemAlloc_v2(uint64_t* p,size_t b){*p=nextptr;nextptr+=(b+4095)&~4095ull;return OK;}
-CUresult cuMemAllocAsync(uint64_t* p,size_t b,stream* s){if(active(s)){node* n=add_node(s); if(n)n->type=10;} return cuMemAlloc_v2(p,b);}
+// Stream-ordered allocation: in a capture, a memory-allocation (10) or memory-free (11) node
+// that remembers its address (a temporary's nodes, verified by address).
+CUresult cuMemAllocAsync(uint64_t* p,size_t b,stream* s){cuMemAlloc_v2(p,b); if(active(s)){node* n=add_node(s); if(n){n->type=10;n->ptr=*p;}} return OK;}
 CUresult cuMemFree_v2(uint64_t p){return OK;}
-CUresult cuMemFreeAsync(uint64_t p,stream* s){return OK;}
+CUresult cuMemFreeAsync(uint64_t p,stream* s){if(active(s)){node* n=add_node(s); if(n){n->type=11;n->ptr=p;}} return OK;}
+// CUDA_MEM_ALLOC_NODE_PARAMS (CUDA 12.6+): `dptr` at offset 112.
+CUresult cuGraphMemAllocNodeGetParams(node* nd,char* p){*(uint64_t*)(p+112)=nd->ptr;return OK;}
+CUresult cuGraphMemFreeNodeGetParams(node* nd,uint64_t* p){*p=nd->ptr;return OK;}
+static int poolobj;
+CUresult cuDeviceGetDefaultMemPool(void** pool,int d){*pool=&poolobj;return OK;}
+CUresult cuMemPoolSetAttribute(void* pool,int a,void* v){return OK;}
+CUresult cuDeviceGetGraphMemAttribute(int d,int a,uint64_t* v){*v=0;return OK;}
+CUresult cuDeviceSetGraphMemAttribute(int d,int a,uint64_t* v){return OK;}
+CUresult cuDeviceGraphMemTrim(int d){return OK;}
 CUresult cuMemHostAlloc(void** p,size_t b,unsigned f){*p=malloc(b?b:1);return OK;}
 CUresult cuMemFreeHost(void* p){free(p);return OK;}
 CUresult cuMemGetInfo_v2(size_t* f,size_t* t){*f=1ull<<35;*t=1ull<<36;return OK;}
