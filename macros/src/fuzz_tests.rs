@@ -92,6 +92,8 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/runtime_stream.rs"),
     source!("tests/soundness.rs"),
     source!("tests/soundness_edges.rs"),
+    source!("tests/temporaries.rs"),
+    source!("tests/temporaries_macro.rs"),
     source!("tests/ui.rs"),
     source!("tests/ui_pass.rs"),
     source!("tests/ui/block_else_if.rs"),

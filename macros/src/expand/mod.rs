@@ -121,7 +121,7 @@ pub fn expand(program: &Program) -> TokenStream {
     };
     // A duplicate parameter is already reported; generating it twice would only add noise.
     let mut params: Vec<&Param> = Vec::new();
-    for p in &program.params {
+    for p in program.params.iter().filter(|p| p.temp.is_none()) {
         if !params.iter().any(|q| q.name == p.name) {
             params.push(p);
         }
@@ -185,6 +185,18 @@ pub fn expand(program: &Program) -> TokenStream {
         }
     };
     let body = nodes(program, &program.body);
+    // With temporaries, the statements run in a scope whose lifetime brands them, so that
+    // none outlives the issue (see the runtime's `temporaries`).
+    let body = if program.temps.is_empty() {
+        quote!(#body ::core::result::Result::Ok(()))
+    } else {
+        quote! {
+            ::streamgraph::__private::temporaries(__issuer, |__issuer, __scope| {
+                #body
+                ::core::result::Result::<(), ::streamgraph::__private::Error>::Ok(())
+            })
+        }
+    };
 
     quote! {
         #(#attrs)*
@@ -226,7 +238,6 @@ pub fn expand(program: &Program) -> TokenStream {
             ) -> ::core::result::Result<(), ::streamgraph::__private::Error> {
                 #bindings
                 #body
-                ::core::result::Result::Ok(())
             }
         }
     }

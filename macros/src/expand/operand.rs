@@ -103,14 +103,21 @@ pub(super) fn device_memory(program: &Program, b: &BufferExpr) -> TokenStream {
 /// needs the parameter's memory to be writable through that borrow (the runtime's
 /// `DeviceMemoryMut`, `CopyTarget`), which a shared borrow under the `&mut` is not; the macro
 /// reports the cases it sees itself and generates no write for them ([`write_rejected`]).
-pub(super) fn place(b: &BufferExpr) -> TokenStream {
+pub(super) fn place(program: &Program, b: &BufferExpr) -> TokenStream {
     let span = b.expr.span();
     let Some(form) = write_form(&b.expr) else {
         // Reported; the statement is not generated.
         return quote_spanned!(span=> ::core::unreachable!());
     };
     let root = &b.root;
-    let binding = quote_spanned!(root.span()=> &self.#root);
+    let binding = match program.temp_named(root) {
+        // A temporary: its exclusive borrow (see `statement::temp_alloc`).
+        Some(t) => {
+            let exclusive = super::statement::temp_exclusive(&program.temps[t].name);
+            quote!(&#exclusive)
+        }
+        None => quote_spanned!(root.span()=> &self.#root),
+    };
     let mut tokens = quote_spanned!(span=> ::streamgraph::__private::place);
     tokens.extend([TokenTree::Group(group(binding, root.span()))]);
     for index in form.indices {

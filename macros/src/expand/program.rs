@@ -41,6 +41,8 @@ pub(super) fn program_const(program: &Program) -> TokenStream {
             Kind::Record { event, .. } => quote!(Record { event: #event }),
             Kind::Wait { event, .. } => quote!(Wait { event: #event }),
             Kind::WaitStream { stream, .. } => quote!(WaitStream { stream: #stream }),
+            Kind::Alloc { temp } => quote!(Alloc { temp: #temp }),
+            Kind::Free { temp } => quote!(Free { temp: #temp }),
             Kind::Block {
                 looping: true, end, ..
             } => quote!(While { end: #end }),
@@ -88,8 +90,12 @@ pub(super) fn program_const(program: &Program) -> TokenStream {
             location: #loc,
         })
     });
-    // Declared temporaries come with the macro's support for them.
-    let temps: Vec<TokenStream> = Vec::new();
+    let temps = program.temps.iter().map(|t| {
+        let n = t.name.to_string();
+        let elem = crate::text::text_of(&t.ty);
+        let loc = location(t.name.span());
+        quote!(::streamgraph::__private::TempDecl { name: #n, elem: #elem, location: #loc })
+    });
     let loc = location(program.pipeline_span);
     quote!(::streamgraph::__private::Program {
         name: #name,

@@ -11,6 +11,7 @@ mod errors;
 mod operand;
 mod param;
 mod statement;
+mod temps;
 #[cfg(test)]
 mod tests;
 
@@ -42,6 +43,17 @@ pub struct Program {
     pub body: Vec<Node>,
     /// Every collective as written, in source order.
     pub collectives: Vec<Collective>,
+    /// The temporaries, in declaration order (each also a [`Param`] with `temp` set).
+    pub temps: Vec<Temp>,
+}
+
+/// `temp NAME: TYPE[LEN];`.
+pub struct Temp {
+    pub name: Ident,
+    /// The element type.
+    pub ty: Type,
+    /// The number of elements, an expression over the parameters.
+    pub len: Expr,
 }
 
 /// `stream NAME(...)`.
@@ -117,6 +129,7 @@ impl Program {
                         name: p.name,
                         ty: p.ty,
                         kind,
+                        temp: None,
                     }
                 })
                 .collect(),
@@ -125,6 +138,7 @@ impl Program {
             statements: Vec::new(),
             body: Vec::new(),
             collectives: Vec::new(),
+            temps: Vec::new(),
         };
         let mut stmts = Vec::new();
         for item in input.items {
@@ -155,6 +169,7 @@ impl Program {
                     program.streams.push(stream);
                 }
                 Item::Event(e) => program.declare_event(e, errors),
+                Item::Temp(t) => program.declare_temp(t),
                 Item::Stmt(s) => stmts.push(s),
             }
         }
@@ -162,6 +177,7 @@ impl Program {
             .into_iter()
             .map(|s| program.resolve_stmt(s, errors))
             .collect();
+        program.place_temps(errors);
         program
     }
 

@@ -6,11 +6,14 @@
 
 use syn::{Ident, Type};
 
-/// A pipeline parameter.
+/// A pipeline parameter, or a temporary (`temp h: f32[n];`), which statements name as they
+/// name a `&mut` parameter.
 pub struct Param {
     pub name: Ident,
     pub ty: Type,
     pub kind: ParamKind,
+    /// For a temporary: its index in [`super::Program::temps`].
+    pub temp: Option<usize>,
 }
 
 /// How a parameter is passed, from its declared type.

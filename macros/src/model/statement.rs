@@ -89,6 +89,15 @@ pub enum Kind {
         otherwise: usize,
         end: usize,
     },
+    /// The allocation of temporary `temp` (an index into [`Program::temps`]), placed by the
+    /// model before the temporary's first use.
+    Alloc {
+        temp: usize,
+    },
+    /// The release of temporary `temp`, placed by the model after every use of it.
+    Free {
+        temp: usize,
+    },
     /// Participant `id - first` of a collective of `count` participants (statements
     /// `first .. first + count`, consecutive, one per stream). Only the first is in the
     /// program's body ([`Node::Stmt`]); it issues them all.

@@ -1,8 +1,9 @@
-//! Stream and event declarations: `stream NAME(OPTIONS);`, `event NAME;`, `event NAME[N];`.
+//! Stream, event and temporary declarations: `stream NAME(OPTIONS);`, `event NAME;`,
+//! `event NAME[N];`, `temp NAME: TYPE[LEN];`.
 
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
-use syn::{bracketed, parenthesized, Expr, Ident, LitInt, Token};
+use syn::{bracketed, parenthesized, Expr, Ident, LitInt, Token, Type};
 
 use super::kw;
 
@@ -25,6 +26,41 @@ pub enum StreamOpt {
 pub struct EventItem {
     pub name: Ident,
     pub len: Option<LitInt>,
+}
+
+/// `temp NAME: TYPE[LEN];`: device memory of `LEN` elements of `TYPE` that lives from before
+/// its first use to after its last use in each run (`LEN` an expression over the parameters).
+#[derive(Debug)]
+pub struct TempItem {
+    pub temp_token: kw::temp,
+    pub name: Ident,
+    pub ty: Type,
+    pub len: Expr,
+}
+
+impl Parse for TempItem {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let temp_token = input.parse()?;
+        let name = input.parse()?;
+        input.parse::<Token![:]>()?;
+        let ty = input.parse()?;
+        if !input.peek(syn::token::Bracket) {
+            return Err(input.error(
+                "expected `[LEN]` after the element type: a temporary is declared \
+                 `temp NAME: TYPE[LEN];`, e.g. `temp h: f32[rows * cols];`",
+            ));
+        }
+        let content;
+        bracketed!(content in input);
+        let len = content.parse()?;
+        input.parse::<Token![;]>()?;
+        Ok(TempItem {
+            temp_token,
+            name,
+            ty,
+            len,
+        })
+    }
 }
 
 impl Parse for StreamItem {

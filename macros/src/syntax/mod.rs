@@ -54,7 +54,7 @@ use syn::{braced, Attribute, Generics, Ident, Token, Visibility};
 
 pub use block::{BlockKeyword, BlockStmt};
 pub use collective::CollectiveStmt;
-pub use declaration::{EventItem, StreamItem, StreamOpt};
+pub use declaration::{EventItem, StreamItem, StreamOpt, TempItem};
 pub use header::{Header, Param};
 pub use op::Op;
 #[cfg(test)]
@@ -69,6 +69,7 @@ pub mod kw {
     syn::custom_keyword!(pipeline);
     syn::custom_keyword!(stream);
     syn::custom_keyword!(event);
+    syn::custom_keyword!(temp);
     syn::custom_keyword!(priority);
     syn::custom_keyword!(device);
     syn::custom_keyword!(launch);
@@ -99,6 +100,7 @@ pub struct Input {
 pub enum Item {
     Stream(StreamItem),
     Event(EventItem),
+    Temp(TempItem),
     Stmt(Stmt),
 }
 
@@ -163,7 +165,8 @@ fn at_statement_start(input: ParseStream<'_>) -> bool {
     input.is_empty()
         || input.peek(Token![for])
         || input.peek(Token![if])
-        || ((input.peek(kw::stream) || input.peek(kw::event)) && input.peek2(Ident))
+        || ((input.peek(kw::stream) || input.peek(kw::event) || input.peek(kw::temp))
+            && input.peek2(Ident))
         || (input.peek(Ident) && input.peek2(Token![:]) && !input.peek2(Token![::]))
         || at_collective(input)
 }
@@ -175,6 +178,8 @@ fn parse_item(input: ParseStream<'_>, errors: &mut Vec<syn::Error>) -> syn::Resu
         input.parse().map(Item::Stream)
     } else if input.peek(kw::event) && !input.peek2(Token![:]) {
         input.parse().map(Item::Event)
+    } else if input.peek(kw::temp) && input.peek2(Ident) {
+        input.parse().map(Item::Temp)
     } else {
         let lookahead = input.lookahead1();
         if lookahead.peek(Token![for])

@@ -124,6 +124,17 @@ pub(super) fn parse_stmt(
         parse_if(input, depth, errors).map(Stmt::If)
     } else if at_collective(input) {
         input.parse().map(|c| Stmt::Collective(Box::new(c)))
+    } else if input.peek(super::kw::temp) && input.peek2(Ident) {
+        let item: super::TempItem = input.parse()?;
+        Err(syn::Error::new_spanned(
+            item.temp_token,
+            format!(
+                "temporary `{}` is declared inside a block: declare temporaries at the top \
+                 level of the pipeline body, next to `stream` and `event` (each one is \
+                 allocated before its first use and freed after its last, wherever those are)",
+                item.name
+            ),
+        ))
     } else if lookahead.peek(Ident) {
         misplaced_statement(input)?;
         let stream: Ident = input.parse()?;
