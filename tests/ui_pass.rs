@@ -22,6 +22,8 @@ pub mod pass_event_arrays;
 pub mod pass_indexed_maybe_race;
 #[path = "ui/pass_race_check_incomplete.rs"]
 pub mod pass_race_check_incomplete;
+#[path = "ui/pass_temporaries.rs"]
+pub mod pass_temporaries;
 #[path = "ui/pass_uncertain_races.rs"]
 pub mod pass_uncertain_races;
 #[path = "ui/pass_write_parts.rs"]
@@ -80,4 +82,9 @@ fn uncertain_races() {
 #[test]
 fn write_parts() {
     pass_write_parts::main().expect("the case's program succeeds");
+}
+
+#[test]
+fn temporaries() {
+    pass_temporaries::main().expect("the case's program succeeds");
 }

@@ -66,6 +66,15 @@ impl Program {
         let tops = top_of_statements(self);
         let mut slots: Vec<Vec<Pending>> = vec![Vec::new(); self.body.len() + 1];
         for (t, temp) in self.temps.iter().enumerate() {
+            // A temporary named as a parameter or an earlier temporary is reported as such
+            // (`validate::names`); its uses are the other one's.
+            let clash = self
+                .params
+                .iter()
+                .any(|p| p.name == temp.name && p.temp.is_none_or(|o| o < t));
+            if clash {
+                continue;
+            }
             let uses: Vec<usize> = self
                 .statements
                 .iter()

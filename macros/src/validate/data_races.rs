@@ -445,6 +445,10 @@ fn report_race(
     race: &race::Race,
     errors: &mut Errors,
 ) {
+    if let Some(error) = temp_race(program, first, second, buffer) {
+        errors.push(error);
+        return;
+    }
     let verb = |w: bool| if w { "writes" } else { "reads" };
     let (l1, c1) = line_column(first.first);
     let (l2, c2) = line_column(second.first);
@@ -485,4 +489,52 @@ fn report_race(
         ),
     ));
     errors.push(error);
+}
+
+/// The data race of a use of a temporary with its allocation or release (statements the model
+/// placed), worded as such: on the use, with what orders it.
+fn temp_race(
+    program: &Program,
+    first: &Statement,
+    second: &Statement,
+    buffer: &BufferName<'_>,
+) -> Option<syn::Error> {
+    let placed = |s: &Statement| matches!(s.kind, Kind::Alloc { .. } | Kind::Free { .. });
+    let (placed, usage) = match (placed(first), placed(second)) {
+        (true, false) => (first, second),
+        (false, true) => (second, first),
+        _ => return None,
+    };
+    let (line, column) = line_column(usage.first);
+    let at = &program.streams[placed.stream].name;
+    let on = &program.streams[usage.stream].name;
+    let message = match placed.kind {
+        Kind::Alloc { .. } => format!(
+            "`{}` (at {line}:{column}) uses temporary `{buffer}` on stream `{on}`, but nothing \
+             orders it after `{buffer}` is allocated on stream `{at}` (before its first use): \
+             add `{on}: wait_stream {at};` before this statement (or a `record`/`wait` pair), \
+             or use `{buffer}` on `{on}` first",
+            usage.text
+        ),
+        _ => format!(
+            "`{}` (at {line}:{column}) uses temporary `{buffer}` on stream `{on}`, but nothing \
+             orders it before `{buffer}` is freed on stream `{at}` (after its last use): add \
+             `{at}: wait_stream {on};` after this statement",
+            usage.text
+        ),
+    };
+    let mut error = syn::Error::new_spanned(usage.tokens(), message);
+    error.combine(syn::Error::new_spanned(
+        placed.tokens(),
+        format!(
+            "temporary `{buffer}`, {} on stream `{at}` by `{}`",
+            if matches!(placed.kind, Kind::Alloc { .. }) {
+                "allocated"
+            } else {
+                "freed"
+            },
+            placed.text
+        ),
+    ));
+    Some(error)
 }

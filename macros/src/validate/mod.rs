@@ -12,6 +12,7 @@ mod collectives;
 mod data_races;
 mod names;
 pub mod race;
+mod temps;
 #[cfg(test)]
 mod tests;
 mod waits;
@@ -34,6 +35,7 @@ pub fn validate(program: &Program, errors: &mut Errors) {
     writes::writes_go_through_mut_parameters(program, errors);
     blocks::bodies_hold_only_device_work(program, errors);
     blocks::block_events_stay_in_their_body(program, errors);
+    temps::temps_are_written_before_read(program, errors);
     // A malformed collective is resolved as far as it goes (its root, its reduction): its
     // races wait for the fix, as those of a statement with an unknown name do.
     if collectives_well_formed {

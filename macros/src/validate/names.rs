@@ -43,5 +43,38 @@ pub(super) fn unique_names(program: &Program, errors: &mut Errors) {
             .map(|e| &e.name),
         errors,
     );
-    check("parameter", program.params.iter().map(|p| &p.name), errors);
+    check(
+        "parameter",
+        program
+            .params
+            .iter()
+            .filter(|p| p.temp.is_none())
+            .map(|p| &p.name),
+        errors,
+    );
+    // A temporary is named as a parameter is: its name is neither a parameter's nor another
+    // temporary's.
+    let mut seen: Vec<&Ident> = Vec::new();
+    for t in &program.temps {
+        if program
+            .params
+            .iter()
+            .any(|p| p.temp.is_none() && p.name == t.name)
+        {
+            errors.spanned(
+                &t.name,
+                format!(
+                    "temporary `{}` has the name of a parameter of the pipeline: statements \
+                     name both alike; rename one",
+                    t.name
+                ),
+            );
+        } else if seen.contains(&&t.name) {
+            errors.spanned(
+                &t.name,
+                format!("temporary `{}` is declared twice; rename one", t.name),
+            );
+        }
+        seen.push(&t.name);
+    }
 }

@@ -1,0 +1,11 @@
+use streamgraph::DeviceBuffer;
+
+streamgraph::pipeline! {
+    pipeline P(y: &mut DeviceBuffer<f32>) {
+        stream main;
+        temp h: f32;
+        main: fill y = 0.0f32;
+    }
+}
+
+fn main() {}
