@@ -4,7 +4,11 @@
 //!
 //! The batch is split in two halves of 32 rows: `main` runs the first half's four operations,
 //! `side` the second's, so the two halves overlap on the GPU. Each stream has its own `Gemm`
-//! (an op's workspace serves one call at a time); both read the same weights.
+//! (an op's workspace serves one call at a time); both read the same weights. The hidden
+//! activations are temporaries, one per half (`temp h0`, `temp h1`): allocated on each
+//! half's stream before its first GEMM and freed after its second, from the device's memory
+//! pool when run eagerly and as graph memory nodes when captured — the pipeline's caller
+//! allocates only its input and output.
 //!
 //! The step runs eagerly, is captured into a CUDA graph (verified against its plan) and
 //! replayed 1,000 times. The result is compared with a CPU reference (f64 sums, a tolerance of
@@ -63,7 +67,6 @@ pipeline! {
     /// a GPU).
     pipeline MlpStep<'o, G>(
         x: &DeviceBuffer<f32>,
-        h: &mut DeviceBuffer<f32>,
         y: &mut DeviceBuffer<f32>,
         w1: &DeviceBuffer<f32>,
         b1: &DeviceBuffer<f32>,
@@ -77,14 +80,16 @@ pipeline! {
     ) where G: for<'a> StreamOp<Operands<'a> = (Out<'a, f32>, In<'a, f32>, In<'a, f32>)> {
         stream main;
         stream side;
-        main: call gemm_main(&mut h.slice_mut(rows(0, half)), &x.slice(rows(0, half)), &w1);
-        main: launch bias_act<<<blocks(half as u32 * width), 256>>>(&mut h.slice_mut(rows(0, half)), &b1, half as u32 * width, width, 1u32);
-        main: call gemm_main(&mut y.slice_mut(rows(0, half)), &h.slice(rows(0, half)), &w2);
+        temp h0: f32[half * width as usize];
+        temp h1: f32[half * width as usize];
+        main: call gemm_main(&mut h0, &x.slice(rows(0, half)), &w1);
+        main: launch bias_act<<<blocks(half as u32 * width), 256>>>(&mut h0, &b1, half as u32 * width, width, 1u32);
+        main: call gemm_main(&mut y.slice_mut(rows(0, half)), &h0, &w2);
         main: launch bias_act<<<blocks(half as u32 * width), 256>>>(&mut y.slice_mut(rows(0, half)), &b2, half as u32 * width, width, 0u32);
 
-        side: call gemm_side(&mut h.slice_mut(rows(half, 2 * half)), &x.slice(rows(half, 2 * half)), &w1);
-        side: launch bias_act<<<blocks(half as u32 * width), 256>>>(&mut h.slice_mut(rows(half, 2 * half)), &b1, half as u32 * width, width, 1u32);
-        side: call gemm_side(&mut y.slice_mut(rows(half, 2 * half)), &h.slice(rows(half, 2 * half)), &w2);
+        side: call gemm_side(&mut h1, &x.slice(rows(half, 2 * half)), &w1);
+        side: launch bias_act<<<blocks(half as u32 * width), 256>>>(&mut h1, &b1, half as u32 * width, width, 1u32);
+        side: call gemm_side(&mut y.slice_mut(rows(half, 2 * half)), &h1, &w2);
         side: launch bias_act<<<blocks(half as u32 * width), 256>>>(&mut y.slice_mut(rows(half, 2 * half)), &b2, half as u32 * width, width, 0u32);
     }
 }
@@ -118,12 +123,11 @@ fn main() -> ExitCode {
 /// The step's plan on plan-only buffers, kernel and GEMMs (no GPU needed).
 fn plan() -> Result<Plan, Error> {
     let d = |n| DeviceBuffer::<f32>::for_planning(n);
-    let (x, mut h, mut y) = (d(BATCH * WIDTH)?, d(BATCH * WIDTH)?, d(BATCH * WIDTH)?);
+    let (x, mut y) = (d(BATCH * WIDTH)?, d(BATCH * WIDTH)?);
     let (w1, b1, w2, b2) = (d(WIDTH * WIDTH)?, d(WIDTH)?, d(WIDTH * WIDTH)?, d(WIDTH)?);
     let k = Kernel::for_planning("bias_act");
     let plan = Plan::build(&MlpStep::new(
         &x,
-        &mut h,
         &mut y,
         &w1,
         &b1,
@@ -236,21 +240,23 @@ fn run() -> Result<(), Error> {
         up(&host_w2)?,
         up(&host_b2)?,
     );
-    let mut h = DeviceBuffer::<f32>::zeros(&device, BATCH * WIDTH)?;
     let mut y = DeviceBuffer::<f32>::zeros(&device, BATCH * WIDTH)?;
     let width = WIDTH as u32;
 
     // Eagerly: one step, checked against the CPU, then timed.
     let mut eager = Eager::new(&origin);
-    let mut step = |h: &mut DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| {
+    // The pool keeps the temporaries' memory between steps instead of returning it to the
+    // driver at each synchronization.
+    device.set_temp_release_threshold(u64::MAX)?;
+    let mut step = |y: &mut DeviceBuffer<f32>| {
         let step = MlpStep::new(
-            &x, h, y, &w1, &b1, &w2, &b2, &gemm_main, &gemm_side, &bias_act, HALF, width,
+            &x, y, &w1, &b1, &w2, &b2, &gemm_main, &gemm_side, &bias_act, HALF, width,
         );
         eager.run(&step)
     };
-    step(&mut h, &mut y)?;
+    step(&mut y)?;
     let eager_y = y.to_vec_on(&origin)?;
-    let eager_us = time_steps(&origin, EAGER_STEPS, || step(&mut h, &mut y))?;
+    let eager_us = time_steps(&origin, EAGER_STEPS, || step(&mut y))?;
 
     let x64: Vec<f64> = host_x.iter().map(|&v| f64::from(v)).collect();
     let (href, herr) = layer(&x64, &vec![0.0; x64.len()], &host_w1, &host_b1, true);
@@ -276,7 +282,6 @@ fn run() -> Result<(), Error> {
     let mut replay_y = DeviceBuffer::<f32>::zeros(&device, BATCH * WIDTH)?;
     let graph = Capture::new(&origin).check(false).capture(MlpStep::new(
         &x,
-        &mut h,
         &mut replay_y,
         &w1,
         &b1,
@@ -298,6 +303,7 @@ fn run() -> Result<(), Error> {
     end.synchronize()?;
     let back_to_back_us = start.elapsed_time(&end)? * 1e3 / REPLAYS as f32;
     origin.synchronize()?;
+    let memory = exec.graph_memory()?;
     let replayed = exec.pipeline().y.to_vec_on(&origin)?;
     drop(exec);
 
@@ -315,5 +321,11 @@ fn run() -> Result<(), Error> {
     println!("  eager : {eager_us:8.2}  (median of {EAGER_STEPS})");
     println!("  replay: {replay_us:8.2}  (median of {REPLAYS})");
     println!("  {REPLAYS} replays back to back: {back_to_back_us:.2} per step");
+    println!(
+        "temporaries: {} KiB at most at once (the plan), {} KiB graph memory used on the device \
+         (reserved in 32 MiB granules)",
+        plan()?.temp_peak_bytes() / 1024,
+        memory.used_high / 1024
+    );
     Ok(())
 }
