@@ -88,6 +88,17 @@ mod validate;
 /// `slots[c % 2]` followed by `record loaded[c % 2]`, and `wait loaded[c % 2]` before the
 /// work on it.
 ///
+/// `temp NAME: TYPE[LEN];` declares a temporary: `LEN` elements of `TYPE` (`LEN` a `usize`
+/// expression over the parameters), named by statements as a `&mut DeviceBuffer<TYPE>`
+/// parameter is, and allocated by no caller. The macro adds an `alloc NAME` statement before
+/// the top-level item holding its first use (on that use's stream; a device block's stream for
+/// a use in its body) and a `free NAME` statement after the item holding its last use, on the
+/// first stream whose frontier covers every use of it on every path (tried at each later
+/// top-level boundary: the last use's stream first, then the others that used it, then the
+/// rest), or at the end on the origin after a `wait_stream` of each stream not covered. Both
+/// write the whole temporary for the race check. Allocations and frees never go inside a host
+/// `for`/`if` or a device block's body (README "Temporaries").
+///
 /// Collectives name no single stream: `all_reduce(COMM, OP) { S0: &mut X0, S1: &mut X1 };`,
 /// `all_gather(COMM) { S0: &A0 => &mut G0, … };`, `reduce_scatter(COMM, OP) { S0: &G0 => &mut
 /// A0, … };`, `broadcast(COMM, root = S0) { S0: &mut X0, … };`, where `COMM` is a
@@ -110,7 +121,12 @@ mod validate;
 ///
 /// # Compile-time checks
 ///
-/// Unknown names (with the closest declared name as a suggestion) and duplicate names; waits
+/// Unknown names (with the closest declared name as a suggestion) and duplicate names
+/// (a temporary's among the parameters'); temporaries declared inside a block, never used, or
+/// read by a statement before any earlier statement writes them (a warning,
+/// `temporary_may_be_read_before_written`, when every earlier write is inside a `for`, `if` or
+/// device block that may skip it), and uses of a temporary on a stream that nothing orders
+/// after its allocation; waits
 /// on events no earlier statement records; `wait_stream` on the stream itself; malformed launch
 /// configurations; statements without their `STREAM:`, written as method calls
 /// (`side.wait_event(ready)`) or declaring a nested pipeline; collectives with an unknown
