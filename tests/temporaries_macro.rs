@@ -3,7 +3,12 @@
 // Tests fail loudly on purpose: an unwrap names the failing call.
 #![allow(clippy::unwrap_used)]
 
-use streamgraph::{pipeline, DeviceBuffer, Kernel, Plan, StatementKind};
+mod common;
+
+use common::Kernels;
+use streamgraph::{
+    capture, pipeline, DeviceBuffer, DeviceFlag, Eager, Kernel, Plan, StatementKind,
+};
 
 pipeline! {
     /// `h = x`, `y = h` on one stream.
@@ -102,4 +107,101 @@ fn a_temporary_used_on_two_streams_is_freed_after_both_uses() {
     let k = Kernel::for_planning("k");
     let plan = Plan::build(&TwoStreams::new(&x, &mut y, &mut z, &k, 32)).unwrap();
     plan.check_races().unwrap();
+}
+
+pipeline! {
+    /// Two temporaries over two streams and a device branch: `a = x + k` on `main`, `b = a + 1`
+    /// on `side` into `z`, then (when `go`) `a += 100` into `y`.
+    pipeline Spread(x: &DeviceBuffer<u32>, y: &mut DeviceBuffer<u32>, z: &mut DeviceBuffer<u32>,
+                    go: &mut DeviceFlag, copy: &Kernel, add: &Kernel, n: u32, k: u32) {
+        stream main;
+        stream side;
+        event e;
+        temp a: u32[n as usize];
+        temp b: u32[n as usize];
+        main: launch copy<<<n.div_ceil(256), 256>>>(&mut a, &x, n);
+        main: launch add<<<n.div_ceil(256), 256>>>(&mut a, k, n);
+        main: record e;
+        side: wait e;
+        side: launch copy<<<n.div_ceil(256), 256>>>(&mut b, &a, n);
+        side: launch add<<<n.div_ceil(256), 256>>>(&mut b, 1u32, n);
+        side: launch copy<<<n.div_ceil(256), 256>>>(&mut z, &b, n);
+        main: launch copy<<<n.div_ceil(256), 256>>>(&mut y, &a, n);
+        main: wait_stream side;
+        main: fill go = 1u32;
+        main: if go {
+            main: launch add<<<n.div_ceil(256), 256>>>(&mut a, 100u32, n);
+            main: launch copy<<<n.div_ceil(256), 256>>>(&mut y, &a, n);
+        }
+    }
+}
+
+#[test]
+fn temporaries_over_two_streams_and_a_device_branch_are_placed_outside_it() {
+    let t = texts(Spread::PROGRAM);
+    let pos = |s: &str| t.iter().position(|x| *x == s).unwrap();
+    assert_eq!(pos("main: alloc a"), 0, "{t:?}");
+    assert!(pos("side: alloc b") > pos("side: wait e"), "{t:?}");
+    assert_eq!(
+        pos("side: free b"),
+        pos("side: launch copy<<<n.div_ceil(256), 256>>>(&mut z, &b, n)") + 1,
+        "{t:?}"
+    );
+    assert_eq!(t.last().copied(), Some("main: free a"), "{t:?}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn temporaries_run_eagerly_and_replayed_give_the_cpu_values_values() {
+    let k = Kernels::new();
+    let stream = streamgraph::Stream::new(&k.device, 0).unwrap();
+    k.device.set_temp_release_threshold(u64::MAX).unwrap();
+    let n = 10_000u32;
+    let host: Vec<u32> = (0..n).collect();
+    let x = DeviceBuffer::from_host(&k.device, &host).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeros(&k.device, n as usize).unwrap();
+    let mut z = DeviceBuffer::<u32>::zeros(&k.device, n as usize).unwrap();
+    let mut go = DeviceFlag::new(&k.device, 0).unwrap();
+    let want = |add: u32| -> (Vec<u32>, Vec<u32>) {
+        (
+            host.iter().map(|v| v + add + 100).collect(),
+            host.iter().map(|v| v + add + 1).collect(),
+        )
+    };
+    let mut eager = Eager::new(&stream);
+    eager.check(true);
+    for add in [5u32, 7] {
+        eager
+            .run(&Spread::new(
+                &x, &mut y, &mut z, &mut go, &k.copy, &k.add, n, add,
+            ))
+            .unwrap();
+        let (wy, wz) = want(add);
+        assert_eq!(y.to_vec_on(&stream).unwrap(), wy);
+        assert_eq!(z.to_vec_on(&stream).unwrap(), wz);
+    }
+
+    let graph = capture(
+        &stream,
+        Spread::new(&x, &mut y, &mut z, &mut go, &k.copy, &k.add, n, 9),
+    )
+    .unwrap();
+    graph.verify().unwrap();
+    let mut exec = graph.instantiate().unwrap();
+    assert_eq!(exec.temp_bytes(), 2 * 4 * n as usize);
+    exec.replay(&stream, 3).unwrap();
+    let (wy, wz) = want(9);
+    assert_eq!(exec.pipeline().y.to_vec_on(&stream).unwrap(), wy);
+    assert_eq!(exec.pipeline().z.to_vec_on(&stream).unwrap(), wz);
+    // A new scalar: set in the kernel node, the memory nodes as captured.
+    exec.update_args_with(|p| p.k = 11).unwrap();
+    exec.launch(&stream).unwrap();
+    let (wy, wz) = want(11);
+    assert_eq!(exec.pipeline().y.to_vec_on(&stream).unwrap(), wy);
+    assert_eq!(exec.pipeline().z.to_vec_on(&stream).unwrap(), wz);
+    assert_eq!(exec.stats().reinstantiations, 0);
+    assert!(exec.stats().nodes_set >= 1, "{:?}", exec.stats());
+    exec.verify().unwrap();
+    let plan = Plan::build(exec.pipeline()).unwrap();
+    assert_eq!(plan.temp_peak_bytes(), 2 * 4 * n as usize);
 }
