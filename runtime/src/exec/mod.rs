@@ -11,6 +11,7 @@ pub mod eager;
 pub(crate) mod expect;
 pub(crate) mod frame;
 pub(crate) mod record;
+mod temps;
 
 /// Whether executors check by default: [`crate::Eager`] builds each pipeline's plan and refuses
 /// races before a run, [`crate::Capture`] also compares each captured graph with the plan.

@@ -17,7 +17,7 @@ use crate::call::{check_devices, BoundCall, CallAccess, CallStream};
 use crate::comm::Communicator;
 use crate::error::{CaptureFault, Error, Result};
 use crate::exec::expect::Expected;
-use crate::exec::frame::{stream_of, Frame, LiveTemp};
+use crate::exec::frame::{stream_of, Frame};
 use crate::ffi::conditional::CondKind;
 use crate::ffi::memory::{MemoryMut, MemoryRef};
 use crate::ffi::KernelArg;
@@ -198,7 +198,7 @@ impl<R: Recorder> Issue<'_, R> {
     /// The observability hook of one statement (nothing without the `tracing` and `nvtx`
     /// features): a span and a range that end when the returned scope is dropped.
     #[inline(always)]
-    fn traced(&self, stmt: &'static Statement) -> trace::Scope {
+    pub(super) fn traced(&self, stmt: &'static Statement) -> trace::Scope {
         trace::statement(|| self.frame.program(), stmt)
     }
 
@@ -215,33 +215,6 @@ impl<R: Recorder> Issue<'_, R> {
                 };
                 expect.statement(stmt, parts)
             }
-        }
-    }
-
-    /// The temporary an `Alloc` or `Free` statement names, checked against the program; refused
-    /// inside a device block's body (CUDA allows no memory node in a conditional body, and a
-    /// run is held to what a capture can do).
-    fn temp_statement(&self, stmt: &'static Statement) -> Result<usize> {
-        let temp = stmt.kind.temp();
-        let declared = self.frame.program().map_or(0, |p| p.temps.len());
-        match temp {
-            Some(t) if t < declared && !self.frame.in_body() => Ok(t),
-            Some(_) if self.frame.in_body() => Err(Error::InvalidArgument(
-                "a temporary is allocated or freed inside a device block's body; CUDA allows \
-                 no memory node in a conditional body: allocate it before the block and free \
-                 it after"
-                    .into(),
-            )
-            .in_statement(stmt)),
-            Some(t) => Err(Error::InvalidArgument(format!(
-                "temporary {t} is not declared: the pipeline declares {declared}"
-            ))
-            .in_statement(stmt)),
-            None => Err(Error::InvalidArgument(format!(
-                "the statement was issued as a temporary's allocation or release but is a {:?}",
-                stmt.kind
-            ))
-            .in_statement(stmt)),
         }
     }
 
@@ -614,65 +587,11 @@ impl<R: Recorder> Issuer for Issue<'_, R> {
         scope: Scope<'s>,
         bytes: usize,
     ) -> Result<TempMemory<'s>, Error> {
-        let _traced = self.traced(stmt);
-        let temp = self.temp_statement(stmt)?;
-        let frame = &mut *self.frame;
-        frame.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
-        let stream = stream_of(&frame.origin, &frame.res.sides, stmt.stream)
-            .map_err(|e| e.in_statement(stmt))?;
-        let cudarc = stream.as_cudarc();
-        let ptr = crate::ffi::temp::alloc_async(cudarc.context(), cudarc.cu_stream(), bytes)
-            .map_err(|e| Error::driver("cuMemAllocAsync", e).in_statement(stmt))?;
-        let range = DeviceRange {
-            device: stream.device().ordinal(),
-            ptr,
-            bytes,
-        };
-        frame.temps.push(LiveTemp {
-            temp,
-            range,
-            alloc: stmt,
-        });
-        // Checked after the allocation, which the run's end frees should this fail: the plan
-        // names the memory by its own address, which the check maps to this one.
-        if let Some(expect) = self.expect.as_deref_mut() {
-            expect.alloc(stmt, range)?;
-        }
-        self.rec
-            .issued(stmt, stream, Issued::Alloc(range))
-            .map_err(|e| e.in_statement(stmt))?;
-        Ok(TempMemory::new(scope, temp, range))
+        self.alloc_temp(stmt, scope, bytes)
     }
 
     fn free(&mut self, stmt: &'static Statement, memory: TempMemory<'_>) -> Result<(), Error> {
-        let _traced = self.traced(stmt);
-        let temp = self.temp_statement(stmt)?;
-        let range = memory.range();
-        let frame = &mut *self.frame;
-        let Some(live) = frame
-            .temps
-            .iter()
-            .position(|t| t.temp == temp && t.range == range)
-        else {
-            return Err(Error::InvalidArgument(format!(
-                "the memory freed is not temporary {temp} as this run allocated it; free a \
-                 temporary with the memory its own allocation returned"
-            ))
-            .in_statement(stmt));
-        };
-        if let Some(expect) = self.expect.as_deref_mut() {
-            expect.free(stmt, range)?;
-        }
-        frame.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
-        let stream = stream_of(&frame.origin, &frame.res.sides, stmt.stream)
-            .map_err(|e| e.in_statement(stmt))?;
-        let cudarc = stream.as_cudarc();
-        crate::ffi::temp::free_async(cudarc.context(), cudarc.cu_stream(), range.ptr)
-            .map_err(|e| Error::driver("cuMemFreeAsync", e).in_statement(stmt))?;
-        frame.temps.swap_remove(live);
-        self.rec
-            .issued(stmt, stream, Issued::Free(range))
-            .map_err(|e| e.in_statement(stmt))
+        self.free_temp(stmt, memory)
     }
 
     #[inline(always)]

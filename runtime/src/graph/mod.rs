@@ -70,6 +70,7 @@ mod exec;
 mod pending;
 mod recorded;
 mod recorder;
+mod temps;
 mod verify;
 
 pub use crate::ffi::graph::GraphHandle;
@@ -116,28 +117,6 @@ struct Derived {
 }
 
 impl GraphCore {
-    /// The bytes of the temporaries the graph's memory-allocation nodes allocate, summed.
-    pub(crate) fn temp_bytes(&self) -> usize {
-        self.recorded
-            .ops
-            .iter()
-            .filter(|op| {
-                matches!(
-                    op.statement.kind,
-                    crate::program::StatementKind::Alloc { .. }
-                )
-            })
-            .filter_map(|op| {
-                let (start, len) = op.values;
-                self.recorded
-                    .values
-                    .get(start as usize..(start as usize).saturating_add(len as usize))
-                    .and_then(recorded::decode_range)
-            })
-            .map(|r| r.bytes)
-            .sum()
-    }
-
     /// The graph `raw` of a capture of `program` on `origin`, which recorded `recorded`.
     fn new(
         raw: OwnedGraph,

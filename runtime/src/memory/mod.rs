@@ -71,7 +71,7 @@ pub use cudarc_view::{CudarcView, CudarcViewMut};
 pub use device::{DeviceBuffer, DeviceView, DeviceViewMut};
 pub use flag::DeviceFlag;
 pub use pinned::{PinnedBuffer, PinnedMut, PinnedRef, PinnedView, PinnedViewMut};
-pub(crate) use temp::{alloc as temp_alloc, free as temp_free};
+pub(crate) use temp::temp_bytes;
 pub use temp::{temporaries, Scope, Temp, TempMemory, TempView};
 
 #[doc(hidden)]

@@ -24,7 +24,6 @@ use std::ops::RangeBounds;
 use super::{bytes_of, sub_range, CopySource, CopyTarget, DeviceMemory, DeviceMemoryMut, Pod};
 use crate::error::{Error, Result};
 use crate::ffi::memory::{Holder, MemoryRef};
-use crate::issue::Issuer;
 use crate::operand::DeviceRange;
 use crate::program::{Statement, StatementKind};
 
@@ -221,57 +220,52 @@ unsafe impl<T: Pod> CopySource<T> for TempView<'_, T> {
     }
 }
 
-/// The `alloc` statement of a temporary of `len` `T`s: the issuer allocates it on
-/// `stmt.stream`.
-pub(crate) fn alloc<'s, I, T>(
-    issuer: &mut I,
-    scope: Scope<'s>,
-    stmt: &'static Statement,
-    len: usize,
-) -> Result<Temp<'s, T>>
-where
-    I: Issuer + ?Sized,
-    T: Pod,
-{
-    let StatementKind::Alloc { temp } = stmt.kind else {
-        return Err(Error::InvalidArgument(format!(
-            "a temporary is allocated by an `Alloc` statement, not a {:?}",
-            stmt.kind
-        ))
-        .in_statement(stmt));
-    };
-    let bytes = bytes_of::<T>(len).map_err(|e| e.in_statement(stmt))?;
-    let memory = issuer.alloc(stmt, scope, bytes)?;
-    if memory.temp != temp || memory.range.bytes != bytes {
-        return Err(Error::InvalidArgument(format!(
-            "the issuer handed out {} bytes of temporary {} for {bytes} bytes of temporary \
-             {temp}; an issuer returns the memory its inner issuer allocated for the statement",
-            memory.range.bytes, memory.temp
-        ))
-        .in_statement(stmt));
-    }
-    Ok(Temp {
-        memory,
-        len,
-        _elem: PhantomData,
-    })
+/// The bytes of a temporary of `len` `T`s, for its `Alloc` statement `stmt`.
+pub(crate) fn temp_bytes<T>(stmt: &'static Statement, len: usize) -> Result<usize> {
+    bytes_of::<T>(len).map_err(|e| e.in_statement(stmt))
 }
 
-/// The `free` statement of `temp`: the issuer releases it on `stmt.stream`.
-pub(crate) fn free<I, T>(issuer: &mut I, stmt: &'static Statement, temp: Temp<'_, T>) -> Result<()>
-where
-    I: Issuer + ?Sized,
-{
-    if stmt.kind
-        != (StatementKind::Free {
-            temp: temp.memory.temp,
+impl<'s, T> Temp<'s, T> {
+    /// Temporary `temp` of `len` `T`s in `memory`, which its `Alloc` statement `stmt` got from
+    /// the issuer: refused unless the memory is that temporary's, of that size (an issuer
+    /// that wraps another hands out the memory its inner issuer allocated for the statement).
+    pub(crate) fn new(
+        stmt: &'static Statement,
+        temp: usize,
+        memory: TempMemory<'s>,
+        len: usize,
+    ) -> Result<Temp<'s, T>> {
+        let bytes = temp_bytes::<T>(stmt, len)?;
+        if memory.temp != temp || memory.range.bytes != bytes {
+            return Err(Error::InvalidArgument(format!(
+                "the issuer handed out {} bytes of temporary {} for {bytes} bytes of temporary \
+                 {temp}; an issuer returns the memory its inner issuer allocated for the \
+                 statement",
+                memory.range.bytes, memory.temp
+            ))
+            .in_statement(stmt));
+        }
+        Ok(Temp {
+            memory,
+            len,
+            _elem: PhantomData,
         })
-    {
-        return Err(Error::InvalidArgument(format!(
-            "temporary {} is released by its own `Free` statement, not a {:?}",
-            temp.memory.temp, stmt.kind
-        ))
-        .in_statement(stmt));
     }
-    issuer.free(stmt, temp.memory)
+
+    /// The memory, for the temporary's `Free` statement `stmt` (refused for another
+    /// statement).
+    pub(crate) fn release(self, stmt: &'static Statement) -> Result<TempMemory<'s>> {
+        if stmt.kind
+            != (StatementKind::Free {
+                temp: self.memory.temp,
+            })
+        {
+            return Err(Error::InvalidArgument(format!(
+                "temporary {} is released by its own `Free` statement, not a {:?}",
+                self.memory.temp, stmt.kind
+            ))
+            .in_statement(stmt));
+        }
+        Ok(self.memory)
+    }
 }

@@ -45,6 +45,9 @@ use crate::issue::Pipeline;
 use crate::operand::{BufferAccess, LaunchConfig};
 use crate::program::{Program, Statement};
 
+use adjacency::Adjacency;
+
+mod adjacency;
 mod builder;
 pub(crate) mod dot;
 mod planner;
@@ -213,37 +216,6 @@ pub(crate) struct Logged {
     pub(crate) ops: std::ops::Range<usize>,
 }
 
-/// Neighbour lists of every operation in one array: operation `i`'s are
-/// `targets[starts[i]..starts[i + 1]]`, in increasing order.
-#[derive(Debug)]
-struct Adjacency {
-    starts: Vec<usize>,
-    targets: Vec<usize>,
-}
-
-impl Adjacency {
-    /// The lists of `n` operations from `(operation, neighbour)` pairs sorted by both.
-    fn new(n: usize, pairs: impl Iterator<Item = (usize, usize)>) -> Adjacency {
-        let mut starts = vec![0; n + 1];
-        let mut targets = Vec::new();
-        for (a, b) in pairs {
-            starts[a + 1] += 1;
-            targets.push(b);
-        }
-        for i in 0..n {
-            starts[i + 1] += starts[i];
-        }
-        Adjacency { starts, targets }
-    }
-
-    fn of(&self, op: usize) -> &[usize] {
-        match (self.starts.get(op), self.starts.get(op + 1)) {
-            (Some(&from), Some(&to)) => &self.targets[from..to],
-            _ => &[],
-        }
-    }
-}
-
 impl Plan {
     /// Builds the model of `pipeline` by issuing it through the GPU-free [`Planner`].
     /// # Examples
@@ -258,45 +230,7 @@ impl Plan {
         let _traced = crate::trace::pipeline(pipeline.program(), crate::trace::Mode::Plan);
         let mut planner = Planner::new(pipeline.program());
         pipeline.issue(&mut planner)?;
-        if let Some(alloc) = planner.unfreed_temp() {
-            return Err(Error::InvalidArgument(
-                "the pipeline allocated a temporary here and never freed it; each `Alloc` \
-                 statement needs its `Free` statement after the temporary's last use"
-                    .into(),
-            )
-            .in_statement(alloc));
-        }
-        Ok(planner.finish())
-    }
-
-    /// The temporaries the pipeline allocated (`temp NAME: T[LEN];`), in allocation order:
-    /// each one's size and its allocation and release operations.
-    ///
-    /// # Examples
-    /// ```
-    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
-    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>, n: usize) {
-    ///     stream s;
-    ///     temp h: f32[n];
-    ///     s: copy h <- x;
-    ///     s: copy x <- h;
-    /// } }
-    /// let mut x = DeviceBuffer::for_planning(256)?;
-    /// let plan = Plan::build(&P::new(&mut x, 256))?;
-    /// assert_eq!(plan.temporaries()[0].bytes, 1024);
-    /// assert_eq!(plan.temp_peak_bytes(), 1024);
-    /// # Ok::<(), streamgraph::Error>(())
-    /// ```
-    pub fn temporaries(&self) -> &[PlanTemp] {
-        &self.temps
-    }
-
-    /// The most bytes of temporaries a run holds at once: the heaviest set of temporaries no
-    /// two of which are ordered (one released before the other is allocated), which is what
-    /// a captured graph's memory must hold at its high-water mark (before the allocator's
-    /// rounding). Computed from the plan alone, without a GPU.
-    pub fn temp_peak_bytes(&self) -> usize {
-        temps::peak_bytes(&self.temps, self.graph_reach())
+        planner.finish_checked()
     }
 
     pub(crate) fn new(

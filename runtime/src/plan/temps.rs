@@ -13,7 +13,7 @@
 use petgraph::algo::dinics;
 use petgraph::graph::DiGraph;
 
-use super::Reach;
+use super::{Plan, Reach};
 
 /// One temporary of a plan: its allocation and release operations and its size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,4 +59,36 @@ pub(crate) fn peak_bytes(temps: &[PlanTemp], reach: &Reach) -> usize {
     }
     let (flow, _) = dinics(&g, source, sink);
     (total - flow) as usize
+}
+
+impl Plan {
+    /// The temporaries the pipeline allocated (`temp NAME: T[LEN];`), in allocation order:
+    /// each one's size and its allocation and release operations.
+    ///
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
+    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>, n: usize) {
+    ///     stream s;
+    ///     temp h: f32[n];
+    ///     s: copy h <- x;
+    ///     s: copy x <- h;
+    /// } }
+    /// let mut x = DeviceBuffer::for_planning(256)?;
+    /// let plan = Plan::build(&P::new(&mut x, 256))?;
+    /// assert_eq!(plan.temporaries()[0].bytes, 1024);
+    /// assert_eq!(plan.temp_peak_bytes(), 1024);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
+    pub fn temporaries(&self) -> &[PlanTemp] {
+        &self.temps
+    }
+
+    /// The most bytes of temporaries a run holds at once: the heaviest set of temporaries no
+    /// two of which are ordered (one released before the other is allocated), which is what
+    /// a captured graph's memory must hold at its high-water mark (before the allocator's
+    /// rounding). Computed from the plan alone, without a GPU.
+    pub fn temp_peak_bytes(&self) -> usize {
+        peak_bytes(&self.temps, self.graph_reach())
+    }
 }

@@ -124,12 +124,18 @@ impl Planner {
         plan
     }
 
-    /// The temporary allocated by the plan so far that was never freed, if any.
-    pub(crate) fn unfreed_temp(&self) -> Option<&'static Statement> {
-        self.temps
-            .iter()
-            .find(|t| t.free.is_none())
-            .map(|t| self.ops[t.alloc].statement)
+    /// [`Planner::finish`], refused when the pipeline left a temporary allocated.
+    pub(crate) fn finish_checked(self) -> crate::error::Result<Plan> {
+        let unfreed = self.temps.iter().find(|t| t.free.is_none());
+        if let Some(t) = unfreed {
+            return Err(crate::error::Error::InvalidArgument(
+                "the pipeline allocated a temporary here and never freed it; each `Alloc` \
+                 statement needs its `Free` statement after the temporary's last use"
+                    .into(),
+            )
+            .in_statement(self.ops[t.alloc].statement));
+        }
+        Ok(self.finish())
     }
 
     /// Logs `stmt` as issued, with the operations made since `first`.

@@ -1,0 +1,46 @@
+//! What a graph's temporaries take: the bytes its memory-allocation nodes allocate, and the
+//! device's graph memory.
+
+use super::exec::GraphExec;
+use super::{recorded, GraphCore};
+use crate::error::Result;
+
+impl GraphCore {
+    /// The bytes of the temporaries the graph's memory-allocation nodes allocate, summed.
+    pub(crate) fn temp_bytes(&self) -> usize {
+        self.recorded
+            .ops
+            .iter()
+            .filter(|op| {
+                matches!(
+                    op.statement.kind,
+                    crate::program::StatementKind::Alloc { .. }
+                )
+            })
+            .filter_map(|op| {
+                let (start, len) = op.values;
+                self.recorded
+                    .values
+                    .get(start as usize..(start as usize).saturating_add(len as usize))
+                    .and_then(recorded::decode_range)
+            })
+            .map(|r| r.bytes)
+            .sum()
+    }
+}
+
+impl<P> GraphExec<P> {
+    /// The bytes of the pipeline's temporaries this graph allocates in each launch, as
+    /// captured (its memory-allocation nodes), summed; what the graph holds at once is
+    /// [`Plan::temp_peak_bytes`](crate::Plan::temp_peak_bytes) of its pipeline.
+    pub fn temp_bytes(&self) -> usize {
+        self.latest.as_ref().unwrap_or(&self.base).temp_bytes()
+    }
+
+    /// The graph memory of the device this graph runs on ([`Device::graph_memory`]): what all
+    /// graphs with temporaries use and reserve there, now and at most. Graphs share that
+    /// memory when they do not run at once, so it is a device's count, not this graph's.
+    pub fn graph_memory(&self) -> Result<crate::device::GraphMemory> {
+        self.base.origin.device().graph_memory()
+    }
+}
