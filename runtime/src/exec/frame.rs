@@ -207,19 +207,6 @@ impl Frame {
         self.depth > 0
     }
 
-    /// Frees the temporaries a run left allocated (its pipeline stopped between a
-    /// temporary's allocation and release, or never released it) on the origin, after the
-    /// join; returns the statement that allocated the first of them.
-    pub(super) fn free_leftover_temps(&mut self) -> Option<&'static crate::program::Statement> {
-        let first = self.temps.first().map(|t| t.alloc);
-        let stream = self.origin.as_cudarc();
-        for t in self.temps.drain(..) {
-            // Best effort on a path that already failed or is reported as failing.
-            let _ = crate::ffi::temp::free_async(stream.context(), stream.cu_stream(), t.range.ptr);
-        }
-        first
-    }
-
     /// Records the fork point on the origin (a multi-stream run's first command).
     pub(super) fn fork(&mut self) -> Result<()> {
         match &self.res.fork {

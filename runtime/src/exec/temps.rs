@@ -4,7 +4,7 @@
 //! (`Frame::free_leftover_temps`).
 
 use crate::error::{Error, Result};
-use crate::exec::frame::{stream_of, LiveTemp};
+use crate::exec::frame::{stream_of, Frame, LiveTemp};
 use crate::exec::record::{Issue, Issued, Recorder};
 use crate::memory::{Scope, TempMemory};
 use crate::operand::DeviceRange;
@@ -107,5 +107,30 @@ impl<R: Recorder> Issue<'_, R> {
             ))
             .in_statement(stmt)),
         }
+    }
+}
+
+impl Frame {
+    /// Frees the temporaries a run left allocated (its pipeline stopped between a
+    /// temporary's allocation and release, or never released it) on the origin, after the
+    /// join; returns the statement that allocated the first of them.
+    #[inline]
+    pub(super) fn free_leftover_temps(&mut self) -> Option<&'static crate::program::Statement> {
+        if self.temps.is_empty() {
+            return None;
+        }
+        self.free_temps_left()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn free_temps_left(&mut self) -> Option<&'static crate::program::Statement> {
+        let first = self.temps.first().map(|t| t.alloc);
+        let stream = self.origin.as_cudarc();
+        for t in self.temps.drain(..) {
+            // Best effort on a path that already failed or is reported as failing.
+            let _ = crate::ffi::temp::free_async(stream.context(), stream.cu_stream(), t.range.ptr);
+        }
+        first
     }
 }

@@ -327,7 +327,9 @@ impl Capture {
         let program = pipeline.program();
         // A checked capture captures exactly what its plan saw issued (`Expected`).
         self.eager.expect = None;
-        let expect = if self.verify {
+        // A pipeline with temporaries is always checked: a use outside a temporary's live
+        // range, which only the plan rules out for every issuer, would touch freed memory.
+        let expect = if self.verify || !program.temps.is_empty() {
             let plan = Plan::build(pipeline)?;
             plan.check_races()?;
             Some(Box::new(Expected::new(Box::new(plan))))

@@ -37,7 +37,7 @@ impl<P> GraphExec<P> {
         self.latest.as_ref().unwrap_or(&self.base).temp_bytes()
     }
 
-    /// The graph memory of the device this graph runs on ([`Device::graph_memory`]): what all
+    /// The graph memory of the device this graph runs on ([`Device::graph_memory`](crate::Device::graph_memory)): what all
     /// graphs with temporaries use and reserve there, now and at most. Graphs share that
     /// memory when they do not run at once, so it is a device's count, not this graph's.
     pub fn graph_memory(&self) -> Result<crate::device::GraphMemory> {

@@ -244,7 +244,7 @@ pub trait Issuer {
         .in_statement(stmt))
     }
 
-    /// The `Alloc` statement of a temporary ([`StatementKind::Alloc`]): `bytes` of device
+    /// The `Alloc` statement of a temporary ([`StatementKind::Alloc`](crate::StatementKind::Alloc)): `bytes` of device
     /// memory on `stmt.stream`, after the stream's earlier work, live until [`Issuer::free`]
     /// takes it back. Only the runtime's issuers make a [`TempMemory`]; an issuer that wraps
     /// one forwards the call. The default refuses the statement.
@@ -263,7 +263,7 @@ pub trait Issuer {
         .in_statement(stmt))
     }
 
-    /// The `Free` statement of a temporary ([`StatementKind::Free`]): releases `memory` on
+    /// The `Free` statement of a temporary ([`StatementKind::Free`](crate::StatementKind::Free)): releases `memory` on
     /// `stmt.stream`, after the stream's earlier work. The default refuses the statement.
     fn free(&mut self, stmt: &'static Statement, memory: TempMemory<'_>) -> Result<(), Error> {
         let _ = memory;

@@ -57,8 +57,8 @@ where
     )
 }
 
-/// The memory of one temporary, as an issuer hands it out ([`Issuer::alloc`]) and takes it
-/// back ([`Issuer::free`]). Made only by the runtime's issuers; branded with its [`Scope`].
+/// The memory of one temporary, as an issuer hands it out ([`Issuer::alloc`](crate::Issuer::alloc)) and takes it
+/// back ([`Issuer::free`](crate::Issuer::free)). Made only by the runtime's issuers; branded with its [`Scope`].
 pub struct TempMemory<'s> {
     range: DeviceRange,
     temp: usize,
