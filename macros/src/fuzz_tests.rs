@@ -41,6 +41,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("benches/harness/gpu.rs"),
     source!("benches/harness/kernels.rs"),
     source!("benches/harness/launch_probe.rs"),
+    source!("benches/harness/many_shapes.rs"),
     source!("benches/harness/mlp.rs"),
     source!("benches/harness/overlap.rs"),
     source!("benches/harness/raw.rs"),
@@ -83,6 +84,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/plan_props.rs"),
     source!("tests/plan_races.rs"),
     source!("tests/plan_random.rs"),
+    source!("tests/plan_random_temps.rs"),
     source!("tests/random_calls.rs"),
     source!("tests/runtime_cpu.rs"),
     source!("tests/runtime_eager.rs"),
@@ -94,6 +96,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/soundness_edges.rs"),
     source!("tests/temporaries.rs"),
     source!("tests/temporaries_macro.rs"),
+    source!("tests/temporaries_placement.rs"),
     source!("tests/ui.rs"),
     source!("tests/ui_pass.rs"),
     source!("tests/ui/block_else_if.rs"),
@@ -236,6 +239,7 @@ const LARGEST_EVERY: usize = 5000;
 const KEYWORDS: &[&str] = &[
     "stream",
     "event",
+    "temp",
     "launch",
     "copy",
     "fill",
@@ -688,6 +692,8 @@ struct Size {
     streams: usize,
     events: usize,
     buffers: usize,
+    /// Temporaries (`temp tK: f32[n as usize];`), named by statements as buffers are.
+    temps: usize,
     depth: usize,
 }
 
@@ -697,20 +703,27 @@ impl Size {
         streams: 500,
         events: 100,
         buffers: 32,
+        temps: 8,
         depth: 3,
     };
 
     fn random(rng: &mut Rng) -> Size {
-        let (statements, streams, events, buffers) = match rng.below(1000) {
-            0..=949 => (40, 6, 6, 6),
-            950..=996 => (200, 64, 32, 16),
-            _ => (3000, 500, 100, 32),
+        let (statements, streams, events, buffers, temps) = match rng.below(1000) {
+            0..=949 => (40, 6, 6, 6, 3),
+            950..=996 => (200, 64, 32, 16, 6),
+            _ => (3000, 500, 100, 32, 8),
         };
         Size {
             statements: rng.below(statements + 1),
             streams: rng.between(1, streams),
             events: rng.below(events + 1),
             buffers: rng.between(1, buffers),
+            // Half the pipelines have none: their generated code must not change.
+            temps: if rng.one_in(2) {
+                0
+            } else {
+                rng.below(temps + 1)
+            },
             depth: rng.below(5),
         }
     }
@@ -722,6 +735,7 @@ struct Shape {
     statements: usize,
     streams: usize,
     events: usize,
+    temps: usize,
     depth: usize,
 }
 
@@ -745,6 +759,7 @@ fn generate(rng: &mut Rng, size: Size) -> (String, Shape) {
         shape: Shape {
             streams: size.streams,
             events: size.events,
+            temps: size.temps,
             ..Shape::default()
         },
     };
@@ -762,6 +777,9 @@ fn generate(rng: &mut Rng, size: Size) -> (String, Shape) {
     }
     for e in 0..size.events {
         g.out.push_str(&format!("event e{e};\n"));
+    }
+    for t in 0..size.temps {
+        g.temp(t);
     }
     while g.left > 0 {
         g.statement(0);
@@ -805,6 +823,19 @@ impl Gen<'_> {
         }
     }
 
+    /// `temp tT: …;`, now and then with a length of the wrong type, a name that clashes or
+    /// no length.
+    fn temp(&mut self, t: usize) {
+        let decl = match self.rng.below(200) {
+            0 => format!("temp t{t}: f32[n];\n"),
+            1 => format!("temp b0: f32[n as usize];\ntemp t{t}: f32[4];\n"),
+            2 => format!("temp t{t}: f32;\n"),
+            3..=19 => format!("temp t{t}: u32[2 * n as usize + 1];\n"),
+            _ => format!("temp t{t}: f32[n as usize];\n"),
+        };
+        self.out.push_str(&decl);
+    }
+
     fn stream(&mut self) -> String {
         if self.rng.one_in(300) {
             "nowhere".to_owned()
@@ -822,6 +853,13 @@ impl Gen<'_> {
     }
 
     fn buffer(&mut self) -> String {
+        if self.size.temps > 0 && self.rng.one_in(4) {
+            let t = self.rng.below(self.size.temps);
+            return match self.rng.below(4) {
+                0 => format!("t{t}.slice(0..1)"),
+                _ => format!("t{t}"),
+            };
+        }
         let b = self.rng.below(self.size.buffers);
         match self.rng.below(100) {
             0..=69 => format!("b{b}"),
@@ -863,6 +901,10 @@ impl Gen<'_> {
             }
             6..=11 if nested => {
                 self.if_chain(depth);
+            }
+            // Misplaced: temporaries are top-level items.
+            12 if depth > 0 && self.rng.one_in(20) => {
+                self.out.push_str("temp inner: f32[4];\n");
             }
             _ => self.op(),
         }
@@ -968,8 +1010,8 @@ impl fmt::Display for Origin {
             Origin::Generated { shape, mutations } => {
                 write!(
                     f,
-                    "generated: {} statements, {} streams, {} events, depth {}",
-                    shape.statements, shape.streams, shape.events, shape.depth
+                    "generated: {} statements, {} streams, {} events, {} temps, depth {}",
+                    shape.statements, shape.streams, shape.events, shape.temps, shape.depth
                 )?;
                 if *mutations > 0 {
                     write!(f, ", then {mutations} mutations")?;

@@ -93,10 +93,12 @@ mod validate;
 /// parameter is, and allocated by no caller. The macro adds an `alloc NAME` statement before
 /// the top-level item holding its first use (on that use's stream; a device block's stream for
 /// a use in its body) and a `free NAME` statement after the item holding its last use, on the
-/// first stream whose frontier covers every use of it on every path (tried at each later
-/// top-level boundary: the last use's stream first, then the others that used it, then the
-/// rest), or at the end on the origin after a `wait_stream` of each stream not covered. Both
-/// write the whole temporary for the race check. Allocations and frees never go inside a host
+/// first stream whose frontier covers its allocation and every use of it on every path (a
+/// `for` may run no iteration, an `if` may not be taken), tried at each later top-level
+/// boundary (the last use's stream first, then the others that used it, then the rest), or
+/// at the end on the origin after a `wait_stream` of each stream not covered. Allocations and
+/// frees at one boundary come frees first, each in declaration order. Both write the whole
+/// temporary for the race check. Allocations and frees never go inside a host
 /// `for`/`if` or a device block's body (README "Temporaries").
 ///
 /// Collectives name no single stream: `all_reduce(COMM, OP) { S0: &mut X0, S1: &mut X1 };`,

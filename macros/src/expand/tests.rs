@@ -276,3 +276,60 @@ fn parse_errors_become_compile_errors() {
     let out = expand_str(quote!(pipeline P { }));
     assert!(out.contains("compile_error"), "{out}");
 }
+
+#[test]
+fn temporaries_are_issued_in_a_scope_that_pipelines_without_them_do_not_get() {
+    let out = expand_str(quote! {
+        pipeline P(x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>, k: &K, n: usize) {
+            stream main;
+            temp h: f32[2 * n];
+            main: copy h <- x;
+            main: launch k<<<1, 1>>>(&mut h, &h.slice(0..n));
+            main: copy y <- h;
+        }
+    });
+    assert!(!out.contains("compile_error"), "{out}");
+    assert!(
+        out.contains(
+            ":: streamgraph :: __private :: temporaries (__issuer , | __issuer , __scope |"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(":: streamgraph :: __private :: temp_alloc :: < _ , f32 > (__issuer , __scope , __stmt , { let __len : usize = 2 * n ; __len })"),
+        "{out}"
+    );
+    assert!(out.contains("let h = & * __sg_temp_h_mut ;"), "{out}");
+    // Writes go through the exclusive borrow, as a `&mut` parameter's through `&self.x`.
+    assert!(
+        out.contains(":: streamgraph :: __private :: place (& __sg_temp_h_mut)"),
+        "{out}"
+    );
+    assert!(
+        out.contains(":: streamgraph :: __private :: temp_free (__issuer , __stmt , __sg_temp_h)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("TempDecl { name : \"h\" , elem : \"f32\""),
+        "{out}"
+    );
+    assert!(
+        out.contains("StatementKind :: Alloc { temp : 0usize }"),
+        "{out}"
+    );
+    assert!(
+        out.contains("StatementKind :: Free { temp : 0usize }"),
+        "{out}"
+    );
+    // No field, no constructor parameter: the pipeline owns it.
+    assert!(!out.contains("pub h"), "{out}");
+
+    let out = expand_str(quote! {
+        pipeline P(y: &mut DeviceBuffer<f32>) {
+            stream main;
+            main: fill y = 0.0f32;
+        }
+    });
+    assert!(!out.contains("temporaries"), "{out}");
+    assert!(out.contains("temps : & []"), "{out}");
+}

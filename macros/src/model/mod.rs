@@ -13,6 +13,8 @@ mod param;
 mod statement;
 mod temps;
 #[cfg(test)]
+mod temps_tests;
+#[cfg(test)]
 mod tests;
 
 use proc_macro2::Span;

@@ -9,13 +9,14 @@
 //! - **Alloc** before the top-level item that holds the first use (in source order), on the
 //!   stream of that use (for a use inside a device block, the stream of the outermost block).
 //! - **Free** at the first top-level boundary after the item that holds the last use where
-//!   some stream's frontier covers every use on every execution: each use's latest issue is
-//!   ordered before that stream's next command, through the stream's own order, `wait`s of
-//!   events recorded after it, or `wait_stream`s. The stream of the last use is tried first,
-//!   then the other streams that used it, then the rest. When no boundary has one, the free
-//!   goes at the end of the program on the origin, after a `wait_stream` of each stream whose
-//!   uses are not covered there (the run joins those streams into the origin at its end
-//!   anyway).
+//!   some stream's frontier covers the allocation and every use on every execution: each
+//!   one's latest issue is ordered before that stream's next command, through the stream's
+//!   own order, `wait`s of events recorded after it, or `wait_stream`s (the allocation counts
+//!   because the items holding the uses may not run: a `for` of no iteration, an `if` not
+//!   taken). The stream of the last use is tried first, then the other streams that used it,
+//!   then the rest. When no boundary has one, the free goes at the end of the program on the
+//!   origin, after a `wait_stream` of each stream whose uses (or allocation) are not covered
+//!   there (the run joins those streams into the origin at its end anyway).
 //!
 //! Allocations and frees at one boundary come frees first (their memory can serve the
 //! allocations), each in declaration order. Both statements write the whole temporary in the
@@ -25,7 +26,8 @@
 use std::collections::BTreeSet;
 
 use quote::ToTokens;
-use syn::Ident;
+use syn::visit_mut::VisitMut;
+use syn::{Expr, Ident, Lit};
 
 use super::{Access, Errors, Kind, Mode, Node, Param, ParamKind, Program, Statement, Temp};
 use crate::syntax;
@@ -97,7 +99,8 @@ impl Program {
                 continue;
             };
             let alloc_stream = self.site_of(first).1;
-            let (free_at, free_stream, joins) = self.free_point(&temp.name, last, last_top);
+            let (free_at, free_stream, joins) =
+                self.free_point(&temp.name, (first_top, alloc_stream), (last, last_top));
             // Frees first at a boundary, then allocations: `push` below keeps that order.
             slots[first_top].push(Pending::Alloc {
                 temp: t,
@@ -134,10 +137,19 @@ impl Program {
         }
     }
 
-    /// Where `temp`, last used by statement `last` in top-level item `last_top`, is freed:
-    /// the slot (before item `k`, or the end), the stream, and the streams the origin must
-    /// `wait_stream` for first.
-    fn free_point(&self, temp: &Ident, last: usize, last_top: usize) -> (usize, usize, Vec<usize>) {
+    /// Where `temp`, allocated on stream `alloc_stream` before top-level item `first_top` and
+    /// last used by statement `last` in top-level item `last_top`, is freed: the slot (before
+    /// item `k`, or the end), the stream, and the streams the origin must `wait_stream` for
+    /// first.
+    ///
+    /// The allocation is a site like the uses: where the items holding the uses may not run
+    /// (a `for` of no iteration, an `if` not taken), only it orders the free.
+    fn free_point(
+        &self,
+        temp: &Ident,
+        (first_top, alloc_stream): (usize, usize),
+        (last, last_top): (usize, usize),
+    ) -> (usize, usize, Vec<usize>) {
         let streams = self.streams.len().max(1);
         let mut sites: Vec<(usize, usize)> = self
             .statements
@@ -147,6 +159,7 @@ impl Program {
             .collect();
         sites.sort_unstable();
         sites.dedup();
+        sites.push((ALLOC_SITE, alloc_stream));
         let mut order = vec![self.site_of(last).1];
         for &(_, s) in &sites {
             if !order.contains(&s) {
@@ -165,6 +178,9 @@ impl Program {
         };
         let mut state = flow.start();
         for (k, node) in self.body.iter().enumerate() {
+            if k == first_top {
+                flow.issue(&mut state, ALLOC_SITE);
+            }
             flow.node(node, &mut state);
             if k < last_top {
                 continue;
@@ -306,6 +322,9 @@ impl Program {
     }
 }
 
+/// The site of a temporary's allocation in [`Coverage`] (uses are statement ids).
+const ALLOC_SITE: usize = usize::MAX;
+
 /// A statement the placement adds.
 #[derive(Debug, Clone, Copy)]
 enum Pending {
@@ -378,14 +397,17 @@ fn renumber(node: Node, map: &[usize]) -> Node {
         Node::For {
             for_token,
             pat,
-            expr,
+            mut expr,
             body,
-        } => Node::For {
-            for_token,
-            pat,
-            expr,
-            body: all(body),
-        },
+        } => {
+            StatementIds(map).visit_expr_mut(&mut expr);
+            Node::For {
+                for_token,
+                pat,
+                expr,
+                body: all(body),
+            }
+        }
         Node::If {
             if_token,
             cond,
@@ -409,10 +431,48 @@ fn renumber(node: Node, map: &[usize]) -> Node {
     }
 }
 
+/// Maps the statement ids that resolution wrote into expressions through its `.0`: an event
+/// picked at run time is checked in the `for` over it, whose error names its first
+/// alternative as `Self::PROGRAM.statements[ID]` (`resolve_event_pick`).
+struct StatementIds<'m>(&'m [usize]);
+
+impl VisitMut for StatementIds<'_> {
+    fn visit_expr_index_mut(&mut self, e: &mut syn::ExprIndex) {
+        syn::visit_mut::visit_expr_index_mut(self, e);
+        if !names_statements(&e.expr) {
+            return;
+        }
+        if let Expr::Lit(syn::ExprLit {
+            lit: Lit::Int(id), ..
+        }) = &mut *e.index
+            && let Ok(old) = id.base10_parse::<usize>()
+            && let Some(&new) = self.0.get(old)
+        {
+            *id = syn::LitInt::new(&format!("{new}usize"), id.span());
+        }
+    }
+}
+
+/// Whether `e` is `Self::PROGRAM.statements`.
+fn names_statements(e: &Expr) -> bool {
+    let Expr::Field(field) = e else {
+        return false;
+    };
+    let Expr::Path(base) = &*field.base else {
+        return false;
+    };
+    matches!(&field.member, syn::Member::Named(m) if m == "statements")
+        && base.qself.is_none()
+        && base.path.segments.len() == 2
+        && base.path.segments[0].ident == "Self"
+        && base.path.segments[1].ident == "PROGRAM"
+}
+
 /// Which uses of a temporary each stream and event may not cover: for every target (streams,
 /// then events), the use sites whose latest issue is possibly not ordered before the
 /// target's next command (a may-analysis over every path of host `for`/`if`). A site is a
-/// statement that uses the temporary, or the outermost device block holding one.
+/// statement that uses the temporary, the outermost device block holding one, or the
+/// temporary's allocation ([`ALLOC_SITE`]).
 struct Coverage<'p> {
     program: &'p Program,
     /// `(site id, stream)`.
@@ -493,7 +553,7 @@ impl Coverage<'_> {
         }
     }
 
-    /// Statement `i` issues: a site becomes uncovered everywhere but on its own stream.
+    /// Site `i` issues: it becomes uncovered everywhere but on its own stream.
     fn issue(&self, state: &mut State, i: usize) {
         let Some(&(site, stream)) = self.sites.iter().find(|(id, _)| *id == i) else {
             return;

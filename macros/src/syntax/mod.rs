@@ -5,7 +5,8 @@
 //!              "{" Item* "}"
 //! Param     := Ident ":" Type
 //! Item      := "stream" Ident ("(" StreamOpt,* ")")? ";"
-//!            | "event" Ident ";"
+//!            | "event" Ident ("[" LitInt "]")? ";"
+//!            | "temp" Ident ":" Type "[" Expr "]" ";"
 //!            | Stmt
 //! StreamOpt := "priority" "=" Expr | "device" "=" Expr
 //! Stmt      := Ident ":" Op ";"
@@ -21,6 +22,10 @@
 //!            | "wait" Ident
 //!            | "wait_stream" Ident
 //! ```
+//!
+//! `stream`, `event` and `temp` are contextual keywords: `NAME: …` is always a statement, so a
+//! stream may be named `temp` (`temp: launch …;`). A `temp` declaration belongs at the top
+//! level of the body; one inside a `for`, an `if` or a device block is reported and skipped.
 //!
 //! `STREAM: while FLAG { … }` and `STREAM: if FLAG { … } else { … }` are device blocks: loops
 //! and branches that run on the device (CUDA conditional nodes when captured), deciding on a
@@ -160,7 +165,7 @@ fn recover(input: ParseStream<'_>) {
 }
 
 /// Whether the input starts like a statement or declaration: the end of the block, `for`,
-/// `if`, `stream NAME`, `event NAME` or `NAME:`.
+/// `if`, `stream NAME`, `event NAME`, `temp NAME` or `NAME:`.
 fn at_statement_start(input: ParseStream<'_>) -> bool {
     input.is_empty()
         || input.peek(Token![for])
@@ -187,6 +192,7 @@ fn parse_item(input: ParseStream<'_>, errors: &mut Vec<syn::Error>) -> syn::Resu
             || lookahead.peek(Ident)
             || lookahead.peek(kw::stream)
             || lookahead.peek(kw::event)
+            || lookahead.peek(kw::temp)
         {
             parse_stmt(input, 0, errors).map(Item::Stmt)
         } else {

@@ -195,3 +195,45 @@ fn misplaced_statements_get_their_own_messages() {
         assert!(err.contains(expected), "{body}: {err}");
     }
 }
+
+#[test]
+fn temporaries_are_top_level_items_and_temp_stays_a_name() {
+    let input: Input = parse_quote! {
+        pipeline P(x: &mut DeviceBuffer<f32>, n: usize) {
+            stream main;
+            stream temp;
+            temp h: f32[2 * n];
+            temp temp: [u8; 4][n];
+            temp: fill h = 0.0f32;
+            main: wait_stream temp;
+        }
+    };
+    assert_eq!(input.items.len(), 6);
+    let Item::Temp(h) = &input.items[2] else { panic!("expected a temporary") };
+    assert_eq!(h.name, "h");
+    assert_eq!(crate::text::text_of(&h.ty), "f32");
+    assert_eq!(crate::text::text_of(&h.len), "2 * n");
+    let Item::Temp(t) = &input.items[3] else { panic!("expected a temporary") };
+    assert_eq!(t.name, "temp");
+    assert_eq!(crate::text::text_of(&t.ty), "[u8; 4]");
+    assert!(matches!(&input.items[4], Item::Stmt(Stmt::Op(s)) if s.stream == "temp"));
+
+    let errors = parse_errors(quote::quote! {
+        temp a: f32;
+        for i in 0..2 {
+            temp b: f32[4];
+            main: fill x = 0.0f32;
+        }
+        main: if go { temp c: f32[4]; }
+        main: fill x = 1.0f32;
+    });
+    let expected = [
+        "expected `[LEN]` after the element type: a temporary is declared `temp NAME: TYPE[LEN];`",
+        "temporary `b` is declared inside a block: declare temporaries at the top level",
+        "temporary `c` is declared inside a block",
+    ];
+    assert_eq!(errors.len(), expected.len(), "{errors:#?}");
+    for (error, expected) in errors.iter().zip(expected) {
+        assert!(error.starts_with(expected), "{error:?} is not {expected:?}");
+    }
+}

@@ -14,6 +14,8 @@ mod names;
 pub mod race;
 mod temps;
 #[cfg(test)]
+mod temps_tests;
+#[cfg(test)]
 mod tests;
 mod waits;
 mod writes;
