@@ -8,6 +8,12 @@
 //! capture also proves that the node map read back once at its end (creation order) equals the
 //! driver's report after every operation (`Capture::cross_check_nodes`).
 //!
+//! Programs hold up to three temporaries (`RandomOptions::temps`) of 1 to 32 elements, used in
+//! place of buffers by launches, fills and copies (to and from buffers, pinned buffers and
+//! each other) on the streams the program orders after their allocation and before their
+//! release: run eagerly from the stream-ordered pool, captured as graph memory nodes that
+//! `verify` checks; what passes through them reaches the buffers and observations compared.
+//!
 //! Each launch `i` reads the slots of every launch that happens before it, spins, then writes
 //! `slots[i] = hash(i, those slots)`; a launch that writes its buffer fills it with values
 //! derived from that hash, one that reads it writes a hash of what it read to `obs[i]`. A
@@ -33,8 +39,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use random_support::{launch_ancestors, ops, Model, Outcome, Words};
-use streamgraph::__private::{arg_place, arg_write, copy_with, fill, place};
-use streamgraph::testing::{Call, RandomMemory, RandomOptions, RandomProgram};
+use streamgraph::__private::{arg_write, copy_with, fill, place};
+use streamgraph::testing::{self, Call, RandomMemory, RandomOptions, RandomProgram};
 use streamgraph::{
     AccessMode, Capture, CopySource, Device, DeviceBuffer, Eager, Error, Issuer, Kernel, KernelArg,
     Module, PinnedBuffer, Pipeline, Plan, Program, ProgramBuilder, Stream, StreamOptions,
@@ -106,12 +112,11 @@ impl Pipeline for RandomPipe<'_> {
 
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
         let config = RandomProgram::launch_config();
-        let len = self.random.buffer_len() as u32;
         self.random
-            .replay_with(issuer, &self.memory, |issuer, call| {
+            .replay_with(issuer, &self.memory, |issuer, call, operands| {
                 let Call::Launch {
                     statement,
-                    buffer,
+                    memory,
                     mode,
                     value,
                     ..
@@ -119,13 +124,10 @@ impl Pipeline for RandomPipe<'_> {
                 else {
                     return Ok(());
                 };
-                let (arg, write) = match mode {
-                    AccessMode::Read => (KernelArg::read(&self.memory.buffers[buffer]), 0u32),
-                    AccessMode::Write => {
-                        let place = place(&self.memory.buffers).index(buffer);
-                        (arg_place(place)?, 1u32)
-                    }
-                };
+                // A device buffer or a temporary, of its own length.
+                let len = operands.len(memory)? as u32;
+                let arg = operands.arg(memory, mode)?;
+                let write = u32::from(mode == AccessMode::Write);
                 issuer.launch(
                     statement,
                     self.kernel,
@@ -389,11 +391,14 @@ impl Run {
     }
 }
 
+/// Up to 6 streams, 4 events and 64 statements of every kind, and up to 3 temporaries of 1 to
+/// 32 elements (the buffers have 16) used in place of buffers.
 fn options() -> RandomOptions {
     RandomOptions {
         streams: (1, 6),
         events: (0, 4),
         max_statements: 64,
+        temps: (0, 3),
         ..RandomOptions::default()
     }
 }
@@ -413,6 +418,7 @@ fn random_programs_capture_exactly_their_plan_and_replay_like_eager_runs() {
     let started = Instant::now();
     let (mut programs, mut ops_total, mut edges, mut hosts) = (0, 0, 0, 0);
     let (mut compared, mut words, mut racy_programs) = (0, 0, 0);
+    let (mut temps, mut temp_reads) = (0, 0);
     for seed in 0..2000u64 {
         let random = RandomProgram::with_options(seed, options.clone());
         let plan = random.plan().unwrap();
@@ -479,15 +485,72 @@ fn random_programs_capture_exactly_their_plan_and_replay_like_eager_runs() {
         compared += model.clean_words.iter().filter(|&&c| c).count();
         words += model.clean_words.len();
         racy_programs += usize::from(model.clean_words.iter().any(|&c| !c));
+        temps += random.temps().len();
+        temp_reads += ops(&random)
+            .iter()
+            .enumerate()
+            .filter(|&(op, c)| {
+                model.clean_obs[op]
+                    && matches!(
+                        c,
+                        Call::Launch {
+                            memory: testing::Memory::Temp(_),
+                            mode: AccessMode::Read,
+                            ..
+                        }
+                    )
+            })
+            .count();
     }
     let took = started.elapsed();
     println!(
-        "{programs} random programs, {ops_total} operations ({hosts} host functions), {edges} edges: captured graphs equal their plans and replays equal eager runs; {compared} of {words} final words compared ({racy_programs} programs with racy words left out) ({took:.1?})"
+        "{programs} random programs, {ops_total} operations ({hosts} host functions), {edges} edges: captured graphs equal their plans and replays equal eager runs; {compared} of {words} final words compared ({racy_programs} programs with racy words left out); {temps} temporaries, {temp_reads} reads of them compared ({took:.1?})"
+    );
+    assert!(
+        temps > 2000 && temp_reads > 500,
+        "{temps} temporaries, {temp_reads} reads"
     );
     assert!(
         took.as_secs() < 300,
         "the property test took {took:?}; keep it near a minute or two"
     );
+}
+
+/// The programs of the GPU suite that hold temporaries, captured and verified against their
+/// plans (the temporaries' memory-allocation and memory-free nodes by address, every edge into
+/// and out of them), each capture's node map cross-checked, without running them: it needs a
+/// CUDA driver but runs no work, so the stand-in driver of `benches/stub-driver` runs it
+/// without a GPU (see `.ci/stand-in-tests`).
+#[test]
+#[ignore = "needs a CUDA driver (a GPU, or the stand-in driver of benches/stub-driver)"]
+fn random_programs_with_temporaries_capture_as_planned() {
+    let options = options();
+    let (rig, mut memory) = Rig::new(&options);
+    let mut capture = Capture::new(&rig.origin)
+        .check(false)
+        .cross_check_nodes(true);
+    let (mut programs, mut temps) = (0, 0);
+    for seed in 0..2000u64 {
+        let random = RandomProgram::with_options(seed, options.clone());
+        if random.temps().is_empty() {
+            continue;
+        }
+        let plan = random.plan().unwrap();
+        let model = Model::new(&random, &plan);
+        let (run, mut outputs) = Run::new(&rig, &model);
+        let pipe = run.pipe(&rig, &mut memory, &mut outputs, &random, 0);
+        let graph = capture
+            .capture(pipe)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let report = graph
+            .verify()
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        assert_eq!(report.operations, plan.len(), "seed {seed}");
+        programs += 1;
+        temps += random.temps().len();
+    }
+    println!("{programs} programs with {temps} temporaries captured as planned");
+    assert!(programs > 1000, "{programs}");
 }
 
 /// The values catch what `verify` catches: a program run with one ordering call left out
@@ -497,7 +560,11 @@ fn random_programs_capture_exactly_their_plan_and_replay_like_eager_runs() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn dropped_orderings_show_in_the_values() {
-    let options = options();
+    // Without temporaries: a dropped ordering could move a use of one outside its live range.
+    let options = RandomOptions {
+        temps: (0, 0),
+        ..options()
+    };
     let (rig, mut memory) = Rig::new(&options);
     let mut eager = Eager::new(&rig.origin);
     eager.check(false);

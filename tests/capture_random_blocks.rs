@@ -1,6 +1,7 @@
 //! Random programs with device `while`/`if` blocks (`RandomOptions::device_blocks`): their plans
 //! nest a plan per body; on the GPU each runs eagerly and captured (outer and body graphs
-//! verified against the plans) and three replays add exactly what the eager run added. Also
+//! verified against the plans) and three replays add exactly what the eager run added, with
+//! temporaries (`RandomOptions::temps`) used in bodies and outside in part of the suite. Also
 //! three block programs written out statement by statement (`random_support/script.rs`) whose
 //! correct graphs `verify()` once rejected, and a capture-and-verify run of block programs that
 //! needs a driver but no GPU work: it passes against the stand-in driver of
@@ -21,7 +22,9 @@ use streamgraph::{
     Capture, DeviceBuffer, DeviceFlag, Error, Kernel, Module, Pipeline, Plan, StatementKind, Stream,
 };
 
-use streamgraph::testing::{verify_body_edges, Call, RandomMemory, RandomOptions, RandomProgram};
+use streamgraph::testing::{
+    verify_body_edges, Call, Memory, RandomMemory, RandomOptions, RandomProgram,
+};
 use streamgraph::{Issuer, StreamOptions};
 
 /// Random programs with device blocks and only launches and ordering statements, so that an
@@ -54,6 +57,17 @@ fn body_options() -> RandomOptions {
         max_statements: 64,
         body_orderings: true,
         ..block_options()
+    }
+}
+
+/// [`body_options`] with up to three temporaries of 4 to 8 elements (the accumulating kernel
+/// adds to the first 4), allocated and released at the top level and used by launches in
+/// device blocks' bodies and outside: the buffers must still hold exactly the sums.
+fn temp_body_options() -> RandomOptions {
+    RandomOptions {
+        temps: (1, 3),
+        temp_len: (4, 8),
+        ..body_options()
     }
 }
 
@@ -679,7 +693,12 @@ fn expected_sums(r: &RandomProgram, range: std::ops::Range<usize>, out: &mut [u6
     let mut i = range.start;
     while i < range.end {
         match &r.calls[i] {
-            Call::Launch { buffer, value, .. } => out[*buffer] += u64::from(*value) + 1,
+            // A launch on a temporary adds to the temporary, which is not read back.
+            Call::Launch {
+                memory: Memory::Buffer(b),
+                value,
+                ..
+            } => out[*b] += u64::from(*value) + 1,
             Call::Block {
                 flag,
                 limit,
@@ -797,7 +816,8 @@ fn run_program(
 /// `STREAMGRAPH_TEST_PROGRAMS` (default [`PROGRAMS`]) random block programs of [`body_options`] (from seed
 /// `STREAMGRAPH_TEST_FIRST_SEED`, default 0, on), each run eagerly, captured, verified (the
 /// outer graph and every body graph) and replayed three times; then the first 300 programs of
-/// [`block_options`], the suite as it was before bodies were made to exercise their joins.
+/// [`block_options`], the suite as it was before bodies were made to exercise their joins; then
+/// the first 300 of [`temp_body_options`], with temporaries.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn random_device_blocks_run_eagerly_as_captured() {
@@ -817,6 +837,7 @@ fn random_device_blocks_run_eagerly_as_captured() {
     for (options, count) in [
         (body_options(), programs),
         (block_options(), programs.min(300)),
+        (temp_body_options(), programs.min(300)),
     ] {
         let mut programs = 0;
         let mut blocks = 0;
@@ -878,7 +899,8 @@ fn one_program_replays_many_times() {
 /// Captures block programs and verifies their graphs (the outer graph and every body graph)
 /// against their plans, without running them: the three scripts above, and
 /// `STREAMGRAPH_TEST_PROGRAMS` (default [`PROGRAMS`]) random block programs of
-/// [`body_options`] with fills, copies and `call` statements too. It needs a CUDA driver but runs no work, so the
+/// [`temp_body_options`] with fills, copies and `call` statements too (temporaries' memory
+/// nodes among the nodes verified). It needs a CUDA driver but runs no work, so the
 /// stand-in driver of `benches/stub-driver` (which models captures, conditional nodes and
 /// body captures) runs it without a GPU, as `.ci/run` does:
 ///
@@ -920,11 +942,32 @@ fn block_programs_capture_as_planned() {
         fills: true,
         copies: true,
         calls: true,
-        ..body_options()
+        ..temp_body_options()
     };
     let (mut programs, mut calls, mut calls_in_bodies) = (0, 0, 0);
+    let (mut temps, mut temps_in_bodies) = (0, 0);
     for r in programs_with_blocks(options, 0, count) {
         programs += 1;
+        temps += r.temps().len();
+        temps_in_bodies += r
+            .calls
+            .iter()
+            .filter_map(|c| match *c {
+                Call::Block {
+                    ref then,
+                    ref otherwise,
+                    ..
+                } => Some(then.start.min(otherwise.start)..then.end.max(otherwise.end)),
+                _ => None,
+            })
+            .filter(|body| {
+                r.calls[body.clone()].iter().any(|c| {
+                    c.touches()
+                        .iter()
+                        .any(|(m, _)| matches!(m, Memory::Temp(_)))
+                })
+            })
+            .count();
         for (i, s) in r.program.statements.iter().enumerate() {
             if matches!(s.kind, StatementKind::Call { .. }) {
                 calls += 1;
@@ -962,6 +1005,11 @@ fn block_programs_capture_as_planned() {
     assert!(
         calls >= count && calls_in_bodies > 0,
         "{calls} calls, {calls_in_bodies} in bodies"
+    );
+    // Temporaries' memory nodes are among the nodes verified, their memory used in bodies.
+    assert!(
+        temps >= count && temps_in_bodies * 10 >= count,
+        "{temps} temporaries, {temps_in_bodies} bodies using one"
     );
     assert!(
         failed.is_empty(),

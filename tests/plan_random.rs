@@ -6,10 +6,12 @@ mod random_support;
 
 use std::collections::BTreeMap;
 
-use random_support::{launch_ancestors, ops, simulate, Model, Words};
-use streamgraph::testing::{Block, Call, Place, RandomMemory, RandomOptions, RandomProgram};
+use random_support::{launch_ancestors, ops, random_order, simulate, Model, Words};
+use streamgraph::testing::{
+    Block, Call, Memory, Place, RandomMemory, RandomOptions, RandomProgram,
+};
+use streamgraph::StatementKind;
 use streamgraph::{AccessMode, DeviceBuffer, DeviceRange, Kernel, PinnedBuffer, Planner};
-use streamgraph::{Plan, StatementKind};
 
 /// A call, described without its statement's identity (so that two programs compare).
 fn describe(c: &Call) -> String {
@@ -18,18 +20,18 @@ fn describe(c: &Call) -> String {
     match *c {
         Call::Launch {
             kernel,
-            buffer,
+            memory,
             mode,
             value,
             ..
-        } => format!("{stream}: {text} k{kernel} b{buffer} {mode:?} {value}"),
+        } => format!("{stream}: {text} k{kernel} {memory:?} {mode:?} {value}"),
         Call::Fill {
-            buffer,
+            memory,
             start,
             end,
             value,
             ..
-        } => format!("{stream}: {text} b{buffer}[{start}..{end}] {value}"),
+        } => format!("{stream}: {text} {memory:?}[{start}..{end}] {value}"),
         Call::Copy {
             dst, src, value, ..
         } => format!("{stream}: {text} {dst:?} <- {src:?} {value}"),
@@ -195,14 +197,15 @@ fn kind_of(r: &RandomProgram, id: usize) -> &'static str {
             }
         }
         (StatementKind::Fill, _) => "fill (unissued)",
-        (StatementKind::Copy, Some(&Call::Copy { dst, src, .. })) => match (dst.pinned, src.pinned)
-        {
-            (true, _) => "copy device->pinned",
-            (_, true) => "copy pinned->device",
-            _ if dst.buffer == src.buffer => "copy device->device (same buffer)",
-            _ if dst.len() == r.buffer_len() => "copy device->device (whole)",
-            _ => "copy device->device (parts)",
-        },
+        (StatementKind::Copy, Some(&Call::Copy { dst, src, .. })) => {
+            match (dst.is_pinned(), src.is_pinned()) {
+                (true, _) => "copy device->pinned",
+                (_, true) => "copy pinned->device",
+                _ if dst.memory == src.memory => "copy device->device (same buffer)",
+                _ if dst.len() == r.buffer_len() => "copy device->device (whole)",
+                _ => "copy device->device (parts)",
+            }
+        }
         (StatementKind::Copy, _) => "copy (unissued)",
         (StatementKind::Host, _) => "host",
         (StatementKind::Call { .. }, _) => "call",
@@ -221,19 +224,23 @@ fn check_places(r: &RandomProgram, dst: Place, src: Place) {
     assert_eq!(dst.len(), src.len(), "seed {seed}");
     assert!(!dst.is_empty(), "seed {seed}");
     for p in [dst, src] {
-        if p.pinned {
-            assert!(p.buffer < r.pinned(), "seed {seed}");
-            assert_eq!(p.range(), 0..r.pinned_len(), "seed {seed}");
-        } else {
-            assert!(p.buffer < r.buffers(), "seed {seed}");
-            assert!(p.end <= r.buffer_len(), "seed {seed}");
+        match p.memory {
+            Memory::Pinned(h) => {
+                assert!(h < r.pinned(), "seed {seed}");
+                assert_eq!(p.range(), 0..r.pinned_len(), "seed {seed}");
+            }
+            Memory::Buffer(b) => {
+                assert!(b < r.buffers(), "seed {seed}");
+                assert!(p.end <= r.buffer_len(), "seed {seed}");
+            }
+            Memory::Temp(t) => panic!("seed {seed}: temporary {t} without temporaries"),
         }
     }
     assert!(
-        !(dst.pinned && src.pinned),
+        !(dst.is_pinned() && src.is_pinned()),
         "seed {seed}: no host-to-host copies"
     );
-    if dst.pinned == src.pinned && dst.buffer == src.buffer {
+    if dst.memory == src.memory {
         assert!(
             dst.end <= src.start || src.end <= dst.start,
             "seed {seed}: a copy within one buffer overlaps itself: {dst:?} <- {src:?}"
@@ -301,13 +308,29 @@ fn two_thousand_programs_plan_and_use_every_feature() {
         for c in &r.calls {
             match *c {
                 Call::Fill {
-                    buffer, start, end, ..
+                    memory: Memory::Buffer(buffer),
+                    start,
+                    end,
+                    ..
                 } => {
                     assert!(buffer < r.buffers() && start < end && end <= r.buffer_len())
                 }
                 Call::Copy { dst, src, .. } => check_places(&r, dst, src),
-                Call::Launch { buffer, kernel, .. } => {
+                Call::Launch {
+                    memory: Memory::Buffer(buffer),
+                    kernel,
+                    ..
+                } => {
                     assert!(buffer < r.buffers() && kernel < r.kernels())
+                }
+                Call::Fill { .. }
+                | Call::Launch { .. }
+                | Call::Alloc { .. }
+                | Call::Free { .. } => {
+                    panic!(
+                        "seed {seed}: a temporary without temporaries: {}",
+                        describe(c)
+                    )
                 }
                 _ => {}
             }
@@ -408,6 +431,8 @@ fn options_are_respected() {
         ..RandomOptions::default()
     };
     let mut fills = 0;
+    // The two device (and two pinned) buffers, no temporary.
+    let two = |m: Memory| matches!(m, Memory::Buffer(i) | Memory::Pinned(i) if i < 2);
     for seed in 0..200 {
         let r = RandomProgram::with_options(seed, options.clone());
         assert_eq!(r.program.streams.len(), 3);
@@ -431,12 +456,12 @@ fn options_are_respected() {
                     let StatementKind::Wait { event } = s.kind else { panic!() };
                     assert!(recorded[event], "wait before any record in seed {seed}");
                 }
-                Call::Launch { kernel, buffer, .. } => assert!(kernel < 3 && buffer < 2),
-                Call::Fill { buffer, .. } => {
-                    assert!(buffer < 2);
+                Call::Launch { kernel, memory, .. } => assert!(kernel < 3 && two(memory)),
+                Call::Fill { memory, .. } => {
+                    assert!(two(memory));
                     fills += 1;
                 }
-                Call::Copy { dst, src, .. } => assert!(dst.buffer < 2 && src.buffer < 2),
+                Call::Copy { dst, src, .. } => assert!(two(dst.memory) && two(src.memory)),
                 _ => {}
             }
         }
@@ -487,19 +512,19 @@ fn every_feature_can_be_turned_off() {
     }
     for r in one_off(|o| o.copies = false) {
         assert!(r.calls.iter().all(|c| match c {
-            Call::Copy { dst, src, .. } => dst.pinned || src.pinned,
+            Call::Copy { dst, src, .. } => dst.is_pinned() || src.is_pinned(),
             _ => true,
         }));
     }
     for r in one_off(|o| o.host_copies = false) {
         assert!(r.calls.iter().all(|c| match c {
-            Call::Copy { dst, src, .. } => !dst.pinned && !src.pinned,
+            Call::Copy { dst, src, .. } => !dst.is_pinned() && !src.is_pinned(),
             _ => true,
         }));
     }
     for r in one_off(|o| o.pinned = 0) {
         assert!(r.calls.iter().all(|c| match c {
-            Call::Copy { dst, src, .. } => !dst.pinned && !src.pinned,
+            Call::Copy { dst, src, .. } => !dst.is_pinned() && !src.is_pinned(),
             _ => true,
         }));
     }
@@ -510,7 +535,7 @@ fn every_feature_can_be_turned_off() {
         let whole = r.buffer_len();
         assert!(r.calls.iter().all(|c| match *c {
             Call::Fill { start, end, .. } => (start, end) == (0, whole),
-            Call::Copy { dst, src, .. } if !dst.pinned && !src.pinned =>
+            Call::Copy { dst, src, .. } if !dst.is_pinned() && !src.is_pinned() =>
                 dst.range() == (0..whole) && src.range() == (0..whole),
             Call::Copy { dst, src, .. } => dst.start == 0 && src.start == 0,
             _ => true,
@@ -627,7 +652,10 @@ fn replays_issue_what_the_calls_say() {
             let accesses = &plan.ops()[op].accesses;
             match *call {
                 Call::Fill {
-                    buffer, start, end, ..
+                    memory: Memory::Buffer(buffer),
+                    start,
+                    end,
+                    ..
                 } => {
                     let (ptr, dev) = device(buffer, start);
                     assert_eq!(
@@ -642,10 +670,12 @@ fn replays_issue_what_the_calls_say() {
                 Call::Copy { dst, src, .. } => {
                     for (a, p) in accesses.iter().zip([dst, src]) {
                         assert_eq!(a.range.bytes, 4 * p.len());
-                        if p.pinned {
-                            assert_eq!(a.range.device, DeviceRange::HOST);
-                        } else {
-                            assert_eq!((a.range.ptr, a.range.device), device(p.buffer, p.start));
+                        match p.memory {
+                            Memory::Pinned(_) => assert_eq!(a.range.device, DeviceRange::HOST),
+                            Memory::Buffer(b) => {
+                                assert_eq!((a.range.ptr, a.range.device), device(b, p.start))
+                            }
+                            Memory::Temp(_) => unreachable!("no temporaries"),
                         }
                     }
                 }
@@ -653,34 +683,6 @@ fn replays_issue_what_the_calls_say() {
             }
         }
     }
-}
-
-/// A random topological order of the plan (Kahn's algorithm with a seeded choice).
-fn random_order(plan: &Plan, seed: u64) -> Vec<usize> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = move |n: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % n as u64) as usize
-    };
-    let mut indegree: Vec<usize> = (0..plan.len())
-        .map(|op| plan.predecessors(op).len())
-        .collect();
-    let mut ready: Vec<usize> = (0..plan.len()).filter(|&op| indegree[op] == 0).collect();
-    let mut order = Vec::with_capacity(plan.len());
-    while !ready.is_empty() {
-        let op = ready.swap_remove(next(ready.len()));
-        order.push(op);
-        for &s in plan.successors(op) {
-            indegree[s] -= 1;
-            if indegree[s] == 0 {
-                ready.push(s);
-            }
-        }
-    }
-    assert_eq!(order.len(), plan.len());
-    order
 }
 
 /// The GPU test compares only what no race decides. Every order the plan allows must leave

@@ -1,6 +1,6 @@
-//! Shared by `plan_random` and `capture_random`: what a random program computes when its
-//! launches run the `node` kernel of `capture_random`, and which of those values no race can
-//! change.
+//! Shared by `plan_random`, `plan_random_temps` and `capture_random`: what a random program
+//! computes when its launches run the `node` kernel of `capture_random`, and which of those
+//! values no race can change.
 //!
 //! Random programs race: two operations on different streams may touch the same words with
 //! nothing ordering them. [`Model::new`] decides, word by word, which values every execution
@@ -17,11 +17,17 @@
 //!   wrote a clean value; a reading launch's observation is clean when all the words it read
 //!   were.
 //!
+//! Temporaries' words come after the buffers' (they are not read back: [`Words::observable`]
+//! counts the words that are); their contents are undefined ("poison") from their allocation
+//! on and again after their release, and [`simulate`] panics when an operation reads poison
+//! (the generator promises that every read of a temporary follows a write of it). Their
+//! allocation and release write every word, so a use unordered with either is a race.
+//!
 //! Clean values are those of issue order (a linearisation of happens-before), which
 //! [`simulate`] computes; `plan_random` checks the analysis against random topological orders.
 #![allow(dead_code)]
 
-use streamgraph::testing::{Call, RandomProgram};
+use streamgraph::testing::{Call, Memory, RandomProgram};
 use streamgraph::{AccessMode, Plan};
 
 /// The hash the `node` kernel uses.
@@ -43,14 +49,20 @@ pub fn initial_pinned(p: usize, j: usize) -> u32 {
     mix(0x7070 + p as u32, j as u32)
 }
 
-/// Memory words: device buffers first, then pinned buffers.
-#[derive(Debug, Clone, Copy)]
+/// Memory words: device buffers first, then pinned buffers, then temporaries.
+#[derive(Debug, Clone)]
 pub struct Words {
     pub buffers: usize,
     pub buffer_len: usize,
     pub pinned: usize,
     pub pinned_len: usize,
+    /// Each temporary's length.
+    pub temps: Vec<usize>,
 }
+
+/// What a temporary's words hold where the model knows nothing (any value the kernel might
+/// read there is not compared: reading it is a failure of the generator).
+pub const POISON: u32 = 0xdead_beef;
 
 impl Words {
     pub fn of(random: &RandomProgram) -> Words {
@@ -59,11 +71,17 @@ impl Words {
             buffer_len: random.buffer_len(),
             pinned: random.pinned(),
             pinned_len: random.pinned_len(),
+            temps: random.temps().to_vec(),
         }
     }
 
-    pub fn count(&self) -> usize {
+    /// The words read back after a run: the device and pinned buffers'.
+    pub fn observable(&self) -> usize {
         self.buffers * self.buffer_len + self.pinned * self.pinned_len
+    }
+
+    pub fn count(&self) -> usize {
+        self.observable() + self.temps.iter().sum::<usize>()
     }
 
     pub fn device(&self, b: usize, j: usize) -> usize {
@@ -74,12 +92,27 @@ impl Words {
         self.buffers * self.buffer_len + p * self.pinned_len + j
     }
 
-    pub fn place(&self, pinned: bool, buffer: usize, j: usize) -> usize {
-        if pinned {
-            self.pinned(buffer, j)
-        } else {
-            self.device(buffer, j)
+    pub fn temp(&self, t: usize, j: usize) -> usize {
+        self.observable() + self.temps[..t].iter().sum::<usize>() + j
+    }
+
+    /// Word `j` of `memory`.
+    pub fn word(&self, memory: Memory, j: usize) -> usize {
+        match memory {
+            Memory::Buffer(b) => self.device(b, j),
+            Memory::Pinned(p) => self.pinned(p, j),
+            Memory::Temp(t) => self.temp(t, j),
         }
+    }
+
+    /// The words of all of `memory`.
+    pub fn all(&self, memory: Memory) -> std::ops::Range<usize> {
+        let len = match memory {
+            Memory::Buffer(_) => self.buffer_len,
+            Memory::Pinned(_) => self.pinned_len,
+            Memory::Temp(t) => self.temps[t],
+        };
+        self.word(memory, 0)..self.word(memory, 0) + len
     }
 
     pub fn initial(&self) -> Vec<u32> {
@@ -90,12 +123,14 @@ impl Words {
         for p in 0..self.pinned {
             out.extend((0..self.pinned_len).map(|j| initial_pinned(p, j)));
         }
+        out.resize(self.count(), POISON);
         out
     }
 }
 
 /// The words an operation reads and writes: `(written, read from)` pairs for copies,
-/// `(written, None)` for launches and fills that write, and the words a reading launch reads.
+/// `(written, None)` for launches and fills that write and for the allocation and release
+/// of a temporary, and the words a reading launch reads.
 pub struct Access {
     pub writes: Vec<(usize, Option<usize>)>,
     pub reads: Vec<usize>,
@@ -107,26 +142,29 @@ pub fn access(words: &Words, call: &Call) -> Access {
         reads: Vec::new(),
     };
     match *call {
-        Call::Launch { buffer, mode, .. } => {
-            let all = (0..words.buffer_len).map(|j| words.device(buffer, j));
+        Call::Launch { memory, mode, .. } => {
+            let all = words.all(memory);
             match mode {
                 AccessMode::Write => a.writes.extend(all.map(|w| (w, None))),
                 AccessMode::Read => a.reads.extend(all),
             }
         }
         Call::Fill {
-            buffer, start, end, ..
+            memory, start, end, ..
         } => a
             .writes
-            .extend((start..end).map(|j| (words.device(buffer, j), None))),
+            .extend((start..end).map(|j| (words.word(memory, j), None))),
         Call::Copy { dst, src, .. } => {
             for k in 0..dst.len() {
-                let d = words.place(dst.pinned, dst.buffer, dst.start + k);
-                let s = words.place(src.pinned, src.buffer, src.start + k);
+                let d = words.word(dst.memory, dst.start + k);
+                let s = words.word(src.memory, src.start + k);
                 a.writes.push((d, Some(s)));
                 a.reads.push(s);
             }
         }
+        Call::Alloc { temp, .. } | Call::Free { temp, .. } => a
+            .writes
+            .extend(words.all(Memory::Temp(temp)).map(|w| (w, None))),
         _ => {}
     }
     a
@@ -170,15 +208,27 @@ pub fn simulate(
     ancestors: &[Vec<u32>],
     order: impl IntoIterator<Item = usize>,
 ) -> Outcome {
+    let mut all = words.initial();
+    // Which words hold a value the model knows (a temporary's do not until written).
+    let mut known: Vec<bool> = (0..words.count()).map(|w| w < words.observable()).collect();
     let mut out = Outcome {
-        words: words.initial(),
+        words: Vec::new(),
         slots: vec![0; ops.len()],
         obs: vec![0; ops.len()],
+    };
+    let read = |all: &[u32], known: &[bool], op: usize, w: usize| {
+        assert!(
+            known[w],
+            "operation {op} ({}) reads a word of a temporary not written since its allocation \
+             (word {w})",
+            ops[op].statement().text
+        );
+        all[w]
     };
     for op in order {
         match ops[op] {
             Call::Launch {
-                buffer,
+                memory,
                 mode,
                 value,
                 ..
@@ -189,44 +239,55 @@ pub fn simulate(
                 }
                 let slot = h | 1;
                 out.slots[op] = slot;
-                let range = words.device(buffer, 0)..words.device(buffer, 0) + words.buffer_len;
                 match mode {
                     AccessMode::Write => {
-                        for (j, w) in range.enumerate() {
-                            out.words[w] = mix(slot, j as u32);
+                        for (j, w) in words.all(memory).enumerate() {
+                            all[w] = mix(slot, j as u32);
+                            known[w] = true;
                         }
                     }
                     AccessMode::Read => {
                         let mut o = mix(slot, 0xabcd);
-                        for w in range {
-                            o = mix(o, out.words[w]);
+                        for w in words.all(memory) {
+                            o = mix(o, read(&all, &known, op, w));
                         }
                         out.obs[op] = o | 1;
                     }
                 }
             }
             Call::Fill {
-                buffer,
+                memory,
                 start,
                 end,
                 value,
                 ..
             } => {
                 for j in start..end {
-                    out.words[words.device(buffer, j)] = value;
+                    let w = words.word(memory, j);
+                    all[w] = value;
+                    known[w] = true;
                 }
             }
             Call::Copy { .. } => {
                 // Read everything first: the two sides never overlap, but stay exact anyway.
                 let a = access(words, &ops[op]);
-                let read: Vec<u32> = a.reads.iter().map(|&s| out.words[s]).collect();
-                for ((w, _), v) in a.writes.iter().zip(read) {
-                    out.words[*w] = v;
+                let values: Vec<u32> = a.reads.iter().map(|&s| read(&all, &known, op, s)).collect();
+                for ((w, _), v) in a.writes.iter().zip(values) {
+                    all[*w] = v;
+                    known[*w] = true;
+                }
+            }
+            Call::Alloc { temp, .. } | Call::Free { temp, .. } => {
+                for w in words.all(Memory::Temp(temp)) {
+                    all[w] = POISON;
+                    known[w] = false;
                 }
             }
             _ => {}
         }
     }
+    all.truncate(words.observable());
+    out.words = all;
     out
 }
 
@@ -251,6 +312,7 @@ impl Model {
         assert_eq!(ops.len(), plan.len(), "seed {}", random.seed);
         let ancestors = launch_ancestors(&ops, plan);
         let expected = simulate(&words, &ops, &ancestors, 0..ops.len());
+        assert_eq!(expected.words.len(), words.observable());
         let accesses: Vec<Access> = ops.iter().map(|c| access(&words, c)).collect();
         let mut writers: Vec<Vec<usize>> = vec![Vec::new(); words.count()];
         for (op, a) in accesses.iter().enumerate() {
@@ -299,7 +361,7 @@ impl Model {
                 clean_obs[x] = a.reads.iter().all(|&w| read_from(&wrote_clean, x, w));
             }
         }
-        let clean_words = (0..words.count())
+        let clean_words = (0..words.observable())
             .map(|w| {
                 let Some(&last) = writers[w].last() else {
                     return true;
@@ -348,7 +410,16 @@ impl Model {
 
     pub fn word_name(&self, w: usize) -> String {
         let device = self.words.buffers * self.words.buffer_len;
-        if w < device {
+        if w >= self.words.observable() {
+            let mut j = w - self.words.observable();
+            for (t, &len) in self.words.temps.iter().enumerate() {
+                if j < len {
+                    return format!("t{t}[{j}]");
+                }
+                j -= len;
+            }
+            format!("word {w}")
+        } else if w < device {
             format!(
                 "b{}[{}]",
                 w / self.words.buffer_len,
@@ -363,4 +434,32 @@ impl Model {
             )
         }
     }
+}
+
+/// A random topological order of the plan (Kahn's algorithm with a seeded choice).
+pub fn random_order(plan: &Plan, seed: u64) -> Vec<usize> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let mut indegree: Vec<usize> = (0..plan.len())
+        .map(|op| plan.predecessors(op).len())
+        .collect();
+    let mut ready: Vec<usize> = (0..plan.len()).filter(|&op| indegree[op] == 0).collect();
+    let mut order = Vec::with_capacity(plan.len());
+    while !ready.is_empty() {
+        let op = ready.swap_remove(next(ready.len()));
+        order.push(op);
+        for &s in plan.successors(op) {
+            indegree[s] -= 1;
+            if indegree[s] == 0 {
+                ready.push(s);
+            }
+        }
+    }
+    assert_eq!(order.len(), plan.len());
+    order
 }

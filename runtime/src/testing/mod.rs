@@ -54,6 +54,7 @@ mod tolerance;
 pub use crate::graph::{captured_dot, side_by_side_dot, verify_body_edges, verify_edges};
 pub use comparison::{compare, Compare, Report, Runner};
 pub use random::{
-    Block, Call, Place, RandomCallOp, RandomHostFn, RandomMemory, RandomOptions, RandomProgram,
+    Block, Call, Memory, Operands, Place, RandomCallOp, RandomHostFn, RandomMemory, RandomOptions,
+    RandomProgram,
 };
 pub use tolerance::{Compared, Tolerance};

@@ -74,6 +74,42 @@ impl Block {
         }
     }
 
+    /// The same block over statements `by` further on.
+    pub(super) fn shifted(&self, by: usize) -> Block {
+        let all = |blocks: &[Block]| blocks.iter().map(|b| b.shifted(by)).collect();
+        match self {
+            Block::Run(r) => Block::Run(r.start + by..r.end + by),
+            Block::For { times, body } => Block::For {
+                times: *times,
+                body: all(body),
+            },
+            Block::If { taken, body } => Block::If {
+                taken: *taken,
+                body: all(body),
+            },
+            Block::DeviceWhile {
+                header,
+                limit,
+                body,
+            } => Block::DeviceWhile {
+                header: header + by,
+                limit: *limit,
+                body: all(body),
+            },
+            Block::DeviceIf {
+                header,
+                taken,
+                then,
+                otherwise,
+            } => Block::DeviceIf {
+                header: header + by,
+                taken: *taken,
+                then: all(then),
+                otherwise: all(otherwise),
+            },
+        }
+    }
+
     /// Appends the statements this block issues, in issue order.
     pub(super) fn issue_order(&self, out: &mut Vec<usize>) {
         match self {

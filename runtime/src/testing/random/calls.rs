@@ -1,16 +1,51 @@
-//! The issue calls of a random program ([`Call`]) and the sides of its copies ([`Place`]).
+//! The issue calls of a random program ([`Call`]), the memory they name ([`Memory`]) and the
+//! sides of its copies ([`Place`]).
 
 use std::ops::Range;
 
 use crate::program::{AccessMode, Statement};
 
-/// One side of a copy: elements `start..end` of a device buffer, or a whole pinned buffer.
+/// Memory a call names, by index: a device buffer or a pinned buffer of the
+/// [`RandomMemory`](super::RandomMemory), or one of the program's temporaries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Memory {
+    /// [`RandomMemory::buffers`](super::RandomMemory::buffers)`[i]`, of
+    /// [`RandomProgram::buffer_len`](super::RandomProgram::buffer_len) elements.
+    Buffer(usize),
+    /// [`RandomMemory::pinned`](super::RandomMemory::pinned)`[i]`, of
+    /// [`RandomProgram::pinned_len`](super::RandomProgram::pinned_len) elements (a copy's side
+    /// only).
+    Pinned(usize),
+    /// Temporary `i` of the program, of [`RandomProgram::temps`](super::RandomProgram::temps)`[i]`
+    /// elements: allocated by its [`Call::Alloc`], released by its [`Call::Free`].
+    Temp(usize),
+}
+
+impl Memory {
+    /// Its name in the program's statements: `b0`, `h0`, `t0`.
+    pub fn name(self) -> String {
+        match self {
+            Memory::Buffer(i) => format!("b{i}"),
+            Memory::Pinned(i) => format!("h{i}"),
+            Memory::Temp(i) => format!("t{i}"),
+        }
+    }
+
+    /// The temporary it is, if one.
+    pub fn temp(self) -> Option<usize> {
+        match self {
+            Memory::Temp(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// One side of a copy: elements `start..end` of a device buffer or a temporary, or a whole
+/// pinned buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Place {
-    /// Whether `buffer` indexes the pinned buffers (always whole) rather than the device ones.
-    pub pinned: bool,
-    /// Index into [`RandomMemory::buffers`](super::RandomMemory::buffers) or [`RandomMemory::pinned`](super::RandomMemory::pinned).
-    pub buffer: usize,
+    /// The memory.
+    pub memory: Memory,
     /// The first element.
     pub start: usize,
     /// One past the last element.
@@ -32,6 +67,11 @@ impl Place {
     pub fn is_empty(&self) -> bool {
         self.end <= self.start
     }
+
+    /// Whether it is a pinned buffer.
+    pub fn is_pinned(&self) -> bool {
+        matches!(self.memory, Memory::Pinned(_))
+    }
 }
 
 /// One issue call of a [`RandomProgram`](super::RandomProgram), in issue order.
@@ -39,25 +79,26 @@ impl Place {
 /// Every operation carries `value`, its index in issue order: its node number in the plan.
 #[derive(Debug, Clone)]
 pub enum Call {
-    /// `launch kernels[kernel](buffers[buffer], value)` with the whole buffer read or written.
+    /// `launch kernels[kernel](memory, value)` with the whole of `memory` (a device buffer or a
+    /// temporary) read or written.
     Launch {
         /// The statement.
         statement: &'static Statement,
         /// Index into the kernels given to [`RandomProgram::replay`](super::RandomProgram::replay).
         kernel: usize,
-        /// Index into [`RandomMemory::buffers`](super::RandomMemory::buffers).
-        buffer: usize,
-        /// Whether the kernel reads or writes the buffer.
+        /// What the kernel reads or writes: a device buffer or a temporary.
+        memory: Memory,
+        /// Whether the kernel reads or writes it.
         mode: AccessMode,
         /// The second kernel argument: this operation's index in issue order.
         value: u32,
     },
-    /// `fill buffers[buffer][start..end] = value` (4-byte elements).
+    /// `fill memory[start..end] = value` (4-byte elements) of a device buffer or a temporary.
     Fill {
         /// The statement.
         statement: &'static Statement,
-        /// Index into [`RandomMemory::buffers`](super::RandomMemory::buffers).
-        buffer: usize,
+        /// A device buffer or a temporary.
+        memory: Memory,
         /// The first element filled.
         start: usize,
         /// One past the last element filled.
@@ -65,8 +106,9 @@ pub enum Call {
         /// The 32-bit pattern written: this operation's index in issue order.
         value: u32,
     },
-    /// `copy dst <- src`: device to device (different buffers, or disjoint ranges of one),
-    /// pinned to device or device to pinned; both sides have the same length.
+    /// `copy dst <- src`: device to device (different memory, or disjoint ranges of one),
+    /// pinned to device or device to pinned (device: a buffer or a temporary); both sides have
+    /// the same length.
     Copy {
         /// The statement.
         statement: &'static Statement,
@@ -84,18 +126,35 @@ pub enum Call {
         /// The host function's argument: this operation's index in issue order.
         value: u32,
     },
-    /// `call op(&mut buffers[dst], &buffers[src])`: through
-    /// [`RandomCallOp`](super::RandomCallOp) with `kernels[kernel]` in
-    /// [`RandomProgram::replay`](super::RandomProgram::replay).
+    /// `call op(&mut dst, &src)`: through [`RandomCallOp`](super::RandomCallOp) with
+    /// `kernels[kernel]` in [`RandomProgram::replay`](super::RandomProgram::replay).
     Call {
         /// The statement.
         statement: &'static Statement,
         /// Index into the kernels given to [`RandomProgram::replay`](super::RandomProgram::replay).
         kernel: usize,
-        /// The buffer written.
-        dst: usize,
-        /// The buffer read (another one).
-        src: usize,
+        /// What is written: a device buffer or a temporary.
+        dst: Memory,
+        /// What is declared read: another device buffer or temporary.
+        src: Memory,
+        /// This operation's index in issue order.
+        value: u32,
+    },
+    /// `alloc TEMP`: temporary `temp` is allocated (its contents undefined).
+    Alloc {
+        /// The statement.
+        statement: &'static Statement,
+        /// Which temporary.
+        temp: usize,
+        /// This operation's index in issue order.
+        value: u32,
+    },
+    /// `free TEMP`: temporary `temp` is released; no later call names it.
+    Free {
+        /// The statement.
+        statement: &'static Statement,
+        /// Which temporary.
+        temp: usize,
         /// This operation's index in issue order.
         value: u32,
     },
@@ -134,6 +193,8 @@ impl Call {
             | Call::Copy { statement, .. }
             | Call::Host { statement, .. }
             | Call::Call { statement, .. }
+            | Call::Alloc { statement, .. }
+            | Call::Free { statement, .. }
             | Call::Block { statement, .. } => statement,
             Call::Record(s) | Call::Wait(s) | Call::WaitStream(s) => s,
         }
@@ -147,8 +208,33 @@ impl Call {
             | Call::Copy { value, .. }
             | Call::Host { value, .. }
             | Call::Call { value, .. }
+            | Call::Alloc { value, .. }
+            | Call::Free { value, .. }
             | Call::Block { value, .. } => Some(value),
             Call::Record(_) | Call::Wait(_) | Call::WaitStream(_) => None,
+        }
+    }
+
+    /// The memory the call touches, each with whether it is written (a copy's destination
+    /// first); an allocation and a release write their temporary; a device block's bodies
+    /// are calls of their own.
+    pub fn touches(&self) -> Vec<(Memory, AccessMode)> {
+        match *self {
+            Call::Launch { memory, mode, .. } => vec![(memory, mode)],
+            Call::Fill { memory, .. } => vec![(memory, AccessMode::Write)],
+            Call::Copy { dst, src, .. } => {
+                vec![
+                    (dst.memory, AccessMode::Write),
+                    (src.memory, AccessMode::Read),
+                ]
+            }
+            Call::Call { dst, src, .. } => {
+                vec![(dst, AccessMode::Write), (src, AccessMode::Read)]
+            }
+            Call::Alloc { temp, .. } | Call::Free { temp, .. } => {
+                vec![(Memory::Temp(temp), AccessMode::Write)]
+            }
+            _ => Vec::new(),
         }
     }
 }

@@ -40,10 +40,17 @@
 //! # }
 //! ```
 //!
+//! With [`RandomOptions::temps`] it also declares temporaries, allocated and released at the
+//! top level and used in place of device buffers where the program orders the use after the
+//! allocation, before the release and without a race on the temporary (see
+//! [`RandomOptions::temps`]); a replay allocates them through the issuer
+//! ([`Issuer::alloc`](crate::issue::Issuer::alloc)) and names them in the calls that use them.
+//!
 //! One file per part: `options` (what may be generated), `program` (the [`RandomProgram`] and
 //! the memory it needs), `blocks` (its control structure), `calls` (its issue calls),
-//! `generate` (how a seed becomes a program, with the numbers of `rng`) and `replay` (its calls
-//! issued into an issuer, on a [`RandomMemory`]).
+//! `generate` (how a seed becomes a program, with the numbers of `rng`), `statements` (what
+//! each statement does), `temps` (where temporaries are allocated, used and released) and
+//! `replay` (its calls issued into an issuer, on a [`RandomMemory`]).
 
 mod blocks;
 mod call_op;
@@ -53,10 +60,12 @@ mod options;
 mod program;
 mod replay;
 mod rng;
+mod statements;
+mod temps;
 
 pub use blocks::Block;
 pub use call_op::RandomCallOp;
-pub use calls::{Call, Place};
+pub use calls::{Call, Memory, Place};
 pub use options::RandomOptions;
 pub use program::RandomProgram;
-pub use replay::{RandomHostFn, RandomMemory};
+pub use replay::{Operands, RandomHostFn, RandomMemory};

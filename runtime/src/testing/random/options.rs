@@ -58,12 +58,29 @@ pub struct RandomOptions {
     /// [`RandomCallOp`](super::RandomCallOp) (a memset and two launches). Off by default (a
     /// seed's program stays what it was).
     pub calls: bool,
+    /// Fewest and most temporaries (both inclusive; `(0, 0)`, the default: none, and a seed's
+    /// program stays what it was). Each is a `u32` temporary allocated at the top level before
+    /// a statement, on a random stream, and filled whole right there (whatever `fills` says),
+    /// so that nothing reads it unwritten; statements then use it in place of a device buffer
+    /// (launches, fills, copies and `call`s, in loops, `if`s and device blocks' bodies too)
+    /// only where the program orders the use after every earlier write of it (a write: after
+    /// every earlier use), so that temporaries never race; it is released after its last use
+    /// on a stream that follows every use, or on the origin after `wait_stream`s on the streams
+    /// that used it. The choices draw on numbers of their own: with temporaries, a seed's
+    /// program is the one without, some operands swapped for temporaries and the temporaries'
+    /// statements added.
+    pub temps: (usize, usize),
+    /// Fewest and most elements of a temporary (both inclusive, at least 1). Without
+    /// `sub_ranges` a temporary of another length than the buffers is copied to and from
+    /// temporaries of its own length only.
+    pub temp_len: (usize, usize),
 }
 
 impl Default for RandomOptions {
     /// 2–6 streams, 1–4 events, up to 64 statements over 4 device buffers of 16 elements,
     /// 2 pinned buffers of 4 elements and 1 kernel; every statement kind, sub-ranges, loops,
-    /// conditionals and waits on never-recorded events.
+    /// conditionals and waits on never-recorded events; no temporaries (1–32 elements when
+    /// turned on).
     fn default() -> Self {
         RandomOptions {
             streams: (2, 6),
@@ -85,6 +102,8 @@ impl Default for RandomOptions {
             device_blocks: false,
             body_orderings: false,
             calls: false,
+            temps: (0, 0),
+            temp_len: (1, 32),
         }
     }
 }

@@ -6,13 +6,13 @@ use crate::operand::{Dim3, LaunchConfig};
 use crate::program::{Program, Statement};
 
 use super::blocks::Block;
-use super::calls::Call;
+use super::calls::{Call, Memory};
 use super::options::RandomOptions;
 
 /// A seeded random program and the calls that issue it (a testing utility).
 ///
 /// Every launch passes two arguments, `(buffer, value)`: a pointer to one whole device buffer
-/// (read or written) and a `u32`, the operation's index in issue order, so a GPU test's kernel
+/// or temporary (read or written) and a `u32`, the operation's index in issue order, so a GPU test's kernel
 /// is `extern "C" __global__ void k(unsigned int* buf, unsigned int value)` (or any element
 /// type of the same size); [`RandomProgram::replay_with`] lets a test issue launches its own
 /// way. The same seed and options always give the same program.
@@ -35,6 +35,8 @@ pub struct RandomProgram {
     /// The value each device block's flag holds (by flag index): 1 for a `while` (its limit
     /// ends it), whether it is taken for an `if`.
     pub(super) flag_values: Vec<u32>,
+    /// Each temporary's length (elements), by temporary index.
+    pub(super) temp_lens: Vec<usize>,
 }
 
 /// The sizes a program was generated for, after clamping.
@@ -75,11 +77,29 @@ impl RandomProgram {
     pub const MAX_BUFFER_LEN: usize = 1 << 16;
     /// How deep `for`s and `if`s nest.
     pub const MAX_NESTING: usize = 2;
+    /// The most temporaries a random program declares.
+    pub const MAX_TEMPS: usize = 64;
 
     /// The values of the device blocks' flags, by flag index: what
     /// [`RandomMemory::flags`](super::RandomMemory::flags) must hold before each run.
     pub fn flags(&self) -> &[u32] {
         &self.flag_values
+    }
+
+    /// The length (elements) of each of the program's temporaries, by index
+    /// ([`Memory::Temp`](super::Memory::Temp)); empty without
+    /// [`RandomOptions::temps`](super::RandomOptions::temps).
+    pub fn temps(&self) -> &[usize] {
+        &self.temp_lens
+    }
+
+    /// How many elements `memory` holds.
+    pub fn len_of(&self, memory: Memory) -> usize {
+        match memory {
+            Memory::Buffer(_) => self.buffer_len(),
+            Memory::Pinned(_) => self.pinned_len(),
+            Memory::Temp(t) => self.temp_lens.get(t).copied().unwrap_or(0),
+        }
     }
 
     /// Sets `flags` (at least [`flags`](Self::flags)`.len()` of them) to their values.
@@ -93,7 +113,8 @@ impl RandomProgram {
         Ok(())
     }
 
-    /// The number of operations (launches, fills, copies, host functions and device blocks)
+    /// The number of operations (launches, fills, copies, host functions, `call`s, device
+    /// blocks, and temporaries' allocations and releases)
     /// the calls issue, not counting those inside device blocks' bodies: the plan's length.
     pub fn operation_count(&self) -> usize {
         let mut count = 0;

@@ -1,16 +1,19 @@
 //! Issuing a [`RandomProgram`]'s calls into an issuer, on the memory it is given
 //! ([`RandomMemory`]), and its plan.
 
+use std::cell::RefCell;
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
+use crate::call::In;
 use crate::error::{Error, Result};
 use crate::ffi::memory::{MemoryMut, MemoryRef};
 use crate::ffi::KernelArg;
 use crate::issue::{__private as issue, Body, Issuer};
 use crate::memory::{
-    __private as lowered, CopySource, DeviceBuffer, DeviceFlag, DeviceView, FillValue, PinnedBuffer,
+    __private as lowered, temporaries, CopySource, DeviceBuffer, DeviceFlag, FillValue,
+    PinnedBuffer, Scope, Temp,
 };
 use crate::module::Kernel;
 use crate::operand::{FillPattern, HostFn, LaunchConfig};
@@ -18,7 +21,7 @@ use crate::plan::{Plan, Planner};
 use crate::program::{AccessMode, Statement};
 
 use super::call_op::RandomCallOp;
-use super::calls::{Call, Place};
+use super::calls::{Call, Memory, Place};
 use super::program::{RandomProgram, Shape};
 
 /// What a host function of a random program runs: called with the operation's index.
@@ -66,9 +69,100 @@ impl<'a> RandomMemory<'a> {
     }
 }
 
-impl RandomMemory<'_> {
-    /// Issues `call` (a [`Call::Call`]) on this memory through `issuer`, as a
-    /// [`RandomCallOp`] launching `kernel` with `config`; any other call is left alone.
+impl fmt::Debug for RandomMemory<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RandomMemory")
+            .field("buffers", &self.buffers)
+            .field("pinned", &self.pinned)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The memory the calls of a replay name: the [`RandomMemory`] and the temporaries allocated
+/// so far. What [`RandomProgram::replay_with`] hands its closure for each launch and `call`.
+pub struct Operands<'a, 's> {
+    memory: &'a RandomMemory<'a>,
+    /// The live temporaries, by index: each borrowed exclusively, as a `&mut` parameter of a
+    /// pipeline is (written through a shared reference to the borrow, read through it too).
+    temps: Vec<Option<&'a mut Temp<'s, u32>>>,
+}
+
+impl fmt::Debug for Operands<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Operands")
+            .field("memory", &self.memory)
+            .field("temps", &self.temps)
+            .finish()
+    }
+}
+
+impl<'a, 's> Operands<'a, 's> {
+    fn new(memory: &'a RandomMemory<'a>, temps: &'a mut [Option<Temp<'s, u32>>]) -> Self {
+        Operands {
+            memory,
+            temps: temps.iter_mut().map(Option::as_mut).collect(),
+        }
+    }
+
+    /// The buffers, pinned buffers, host functions and flags of the replay.
+    pub fn memory(&self) -> &RandomMemory<'a> {
+        self.memory
+    }
+
+    /// Temporary `t`, borrowed exclusively; an error when it is not allocated now.
+    fn temp(&self, t: usize) -> Result<&&'a mut Temp<'s, u32>> {
+        self.temps
+            .get(t)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| Error::InvalidArgument(format!("temporary t{t} is not allocated here")))
+    }
+
+    fn buffer(&self, b: usize) -> Result<&DeviceBuffer<u32>> {
+        self.memory.buffers.get(b).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "the call names buffer {b} of {}",
+                self.memory.buffers.len()
+            ))
+        })
+    }
+
+    fn not_device(memory: Memory, what: &str) -> Error {
+        Error::InvalidArgument(format!("{} is no {what}", memory.name()))
+    }
+
+    /// The number of elements of `memory` (a temporary only while allocated).
+    pub fn len(&self, memory: Memory) -> Result<usize> {
+        Ok(match memory {
+            Memory::Buffer(b) => self.buffer(b)?.len(),
+            Memory::Pinned(p) => self
+                .memory
+                .pinned
+                .get(p)
+                .ok_or_else(|| Error::InvalidArgument(format!("no pinned buffer {p}")))?
+                .len(),
+            Memory::Temp(t) => self.temp(t)?.len(),
+        })
+    }
+
+    /// The kernel argument that passes all of `memory` (a device buffer or a temporary) to be
+    /// read or written.
+    pub fn arg(&self, memory: Memory, mode: AccessMode) -> Result<KernelArg<'_>> {
+        match (memory, mode) {
+            (Memory::Buffer(b), AccessMode::Read) => Ok(lowered::arg_read(self.buffer(b)?)),
+            (Memory::Buffer(b), AccessMode::Write) => {
+                self.buffer(b)?;
+                lowered::arg_place(lowered::place(&self.memory.buffers).index(b))
+            }
+            (Memory::Temp(t), AccessMode::Read) => Ok(lowered::arg_read(&**self.temp(t)?)),
+            (Memory::Temp(t), AccessMode::Write) => {
+                lowered::arg_place(lowered::place(self.temp(t)?))
+            }
+            (Memory::Pinned(_), _) => Err(Self::not_device(memory, "kernel argument")),
+        }
+    }
+
+    /// Issues `call` (a [`Call::Call`]) through `issuer`, as a [`RandomCallOp`] launching
+    /// `kernel` with `config`; any other call is left alone.
     pub fn issue_call<I: Issuer + ?Sized>(
         &self,
         issuer: &mut I,
@@ -87,27 +181,120 @@ impl RandomMemory<'_> {
             return Ok(());
         };
         let op = RandomCallOp::new(kernel, config, value);
-        let dst = issue::call_out(lowered::place(&self.buffers).index(dst))
-            .map_err(|e| e.in_statement(statement))?;
-        let src = issue::call_in(&self.buffers[src]);
+        let dst = match dst {
+            Memory::Buffer(b) => self
+                .buffer(b)
+                .and_then(|_| issue::call_out(lowered::place(&self.memory.buffers).index(b))),
+            Memory::Temp(t) => self
+                .temp(t)
+                .and_then(|temp| issue::call_out(lowered::place(temp))),
+            Memory::Pinned(_) => Err(Self::not_device(dst, "operand of a call")),
+        }
+        .map_err(|e| e.in_statement(statement))?;
+        let src: In<'_, u32> = match src {
+            Memory::Buffer(b) => self.buffer(b).map(issue::call_in),
+            Memory::Temp(t) => self.temp(t).map(|temp| issue::call_in(&**temp)),
+            Memory::Pinned(_) => Err(Self::not_device(src, "operand of a call")),
+        }
+        .map_err(|e| e.in_statement(statement))?;
         issue::call(issuer, statement, &op, (dst, src))
+    }
+
+    /// `fill memory[start..end] = value`.
+    fn fill(
+        &self,
+        issuer: &mut dyn Issuer,
+        statement: &'static Statement,
+        memory: Memory,
+        (start, end): (usize, usize),
+        value: u32,
+    ) -> Result<()> {
+        match memory {
+            Memory::Buffer(b) => {
+                self.buffer(b)?;
+                let place = lowered::place(&self.memory.buffers)
+                    .index(b)
+                    .slice(start..end);
+                issue::fill_with(issuer, statement, place, value, FillValue::pattern)
+            }
+            Memory::Temp(t) => {
+                let place = lowered::place(self.temp(t)?).slice(start..end);
+                issue::fill_with(issuer, statement, place, value, FillValue::pattern)
+            }
+            Memory::Pinned(_) => Err(Self::not_device(memory, "fill's destination")),
+        }
+    }
+
+    /// The destination of a copy, written through the replay's exclusive borrows.
+    fn target(&self, place: Place) -> Result<MemoryMut<'_>> {
+        match place.memory {
+            Memory::Pinned(p) => {
+                if p >= self.memory.pinned.len() {
+                    return Err(Error::InvalidArgument(format!(
+                        "the copy names pinned buffer {p} of {}",
+                        self.memory.pinned.len()
+                    )));
+                }
+                lowered::place(&self.memory.pinned)
+                    .index(p)
+                    .copy_target::<u32>()
+            }
+            Memory::Buffer(b) => {
+                self.buffer(b)?;
+                lowered::place(&self.memory.buffers)
+                    .index(b)
+                    .slice(place.range())
+                    .copy_target::<u32>()
+            }
+            Memory::Temp(t) => lowered::place(self.temp(t)?)
+                .slice(place.range())
+                .copy_target::<u32>(),
+        }
+    }
+
+    /// The source of a copy.
+    fn source(&self, place: Place) -> Result<MemoryRef<'_>> {
+        let whole = match place.memory {
+            Memory::Buffer(b) => CopySource::<u32>::copy_source(self.buffer(b)?),
+            Memory::Pinned(p) => {
+                let pinned = self.memory.pinned.get(p).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "the copy names pinned buffer {p} of {}",
+                        self.memory.pinned.len()
+                    ))
+                })?;
+                CopySource::<u32>::copy_source(pinned)
+            }
+            Memory::Temp(t) => CopySource::<u32>::copy_source(&**self.temp(t)?),
+        };
+        whole.elements(place.start, place.end).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "elements {}..{} of a copy source of {} do not lie in its memory",
+                place.start,
+                place.end,
+                place.memory.name()
+            ))
+        })
     }
 }
 
-impl fmt::Debug for RandomMemory<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RandomMemory")
-            .field("buffers", &self.buffers)
-            .field("pinned", &self.pinned)
-            .finish_non_exhaustive()
-    }
+/// What issues each launch and `call` of a replay.
+type Launch<'l> = dyn FnMut(&mut dyn Issuer, &Call, &Operands<'_, '_>) -> Result<()> + 'l;
+
+/// One replay in progress: the program, its memory, the temporaries allocated so far.
+struct Replay<'r, 's> {
+    program: &'r RandomProgram,
+    memory: &'r RandomMemory<'r>,
+    scope: Scope<'s>,
+    temps: Vec<Option<Temp<'s, u32>>>,
+    launch: &'r mut Launch<'r>,
 }
 
 impl RandomProgram {
     /// Issues every call into `issuer`, with `kernels[k]` for kernel `k` (at least
     /// [`kernels`](Self::kernels) of them) launched with `config` and the arguments
     /// `(buffer, value)`, and `memory` for buffers and host functions; fills write 4-byte
-    /// patterns.
+    /// patterns; temporaries are allocated and released through `issuer`.
     pub fn replay<I>(
         &self,
         issuer: &mut I,
@@ -122,41 +309,37 @@ impl RandomProgram {
         if kernels.len() < need {
             return Err(self.missing("kernel", kernels.len(), need));
         }
-        self.replay_with(issuer, memory, |issuer, call| {
-            if let Call::Call { kernel, .. } = *call {
-                return memory.issue_call(issuer, call, &kernels[kernel], config);
+        self.replay_with(issuer, memory, |issuer, call, operands| match *call {
+            Call::Call { kernel, .. } => {
+                operands.issue_call(issuer, call, &kernels[kernel], config)
             }
-            let Call::Launch {
+            Call::Launch {
                 statement,
                 kernel,
-                buffer,
+                memory,
                 mode,
                 value,
-            } = *call
-            else {
-                return Ok(());
-            };
-            let arg = match mode {
-                AccessMode::Read => lowered::arg_read(&memory.buffers[buffer]),
-                AccessMode::Write => {
-                    lowered::arg_place(lowered::place(&memory.buffers).index(buffer))
-                        .map_err(|e| e.in_statement(statement))?
-                }
-            };
-            issuer.launch(
-                statement,
-                &kernels[kernel],
-                config,
-                &[arg, lowered::arg_value(&value)],
-            )
+            } => {
+                let arg = operands
+                    .arg(memory, mode)
+                    .map_err(|e| e.in_statement(statement))?;
+                issuer.launch(
+                    statement,
+                    &kernels[kernel],
+                    config,
+                    &[arg, lowered::arg_value(&value)],
+                )
+            }
+            _ => Ok(()),
         })
     }
 
     /// Issues every call into `issuer` as [`replay`](Self::replay) does, except launches and
-    /// `call`s: `launch(issuer, call)` issues each [`Call::Launch`] and [`Call::Call`] (for
-    /// which [`RandomMemory::issue_call`] is at hand), as the test likes (its accesses
-    /// should be the call's buffer and mode, for the plan to match). Inside device blocks'
-    /// bodies the issuer is the one the block hands its body, hence `&mut dyn Issuer`.
+    /// `call`s: `launch(issuer, call, operands)` issues each [`Call::Launch`] and
+    /// [`Call::Call`] as the test likes, its memory (a device buffer or a temporary) at hand
+    /// in `operands` ([`Operands::arg`], [`Operands::issue_call`]); its accesses should be the
+    /// call's memory and mode, for the plan to match. Inside device blocks' bodies the issuer
+    /// is the one the block hands its body, hence `&mut dyn Issuer`.
     pub fn replay_with<I, L>(
         &self,
         issuer: &mut I,
@@ -165,98 +348,20 @@ impl RandomProgram {
     ) -> Result<()>
     where
         I: Issuer + ?Sized,
-        L: FnMut(&mut dyn Issuer, &Call) -> Result<()>,
+        L: FnMut(&mut dyn Issuer, &Call, &Operands<'_, '_>) -> Result<()>,
     {
         self.check_memory(memory)?;
         let mut forward = Forward(issuer);
-        self.replay_calls(&mut forward, 0..self.calls.len(), memory, &mut launch)
-    }
-
-    fn replay_calls(
-        &self,
-        issuer: &mut dyn Issuer,
-        range: Range<usize>,
-        memory: &RandomMemory<'_>,
-        launch: &mut dyn FnMut(&mut dyn Issuer, &Call) -> Result<()>,
-    ) -> Result<()> {
-        let mut i = range.start;
-        while i < range.end {
-            let call = &self.calls[i];
-            i += 1;
-            match *call {
-                Call::Launch { .. } | Call::Call { .. } => launch(issuer, call)?,
-                Call::Fill {
-                    statement,
-                    buffer,
-                    start,
-                    end,
-                    value,
-                } => {
-                    let place = lowered::place(&memory.buffers).index(buffer);
-                    issue::fill_with(
-                        issuer,
-                        statement,
-                        place.slice(start..end),
-                        value,
-                        FillValue::pattern,
-                    )
-                    .map_err(|e| e.in_statement(statement))?;
-                }
-                Call::Copy {
-                    statement,
-                    dst,
-                    src,
-                    ..
-                } => {
-                    let src = Side::new(memory, src).map_err(|e| e.in_statement(statement))?;
-                    let dst = target(memory, dst).map_err(|e| e.in_statement(statement))?;
-                    issuer.copy(statement, dst, src.source())?;
-                }
-                Call::Host { statement, value } => {
-                    let host = Arc::clone(&memory.host);
-                    issue::host(issuer, statement, move || host(value))?;
-                }
-                Call::Record(s) => issuer.record(s)?,
-                Call::Wait(s) => issuer.wait(s)?,
-                Call::WaitStream(s) => issuer.wait_stream(s)?,
-                Call::Block {
-                    statement,
-                    flag,
-                    limit,
-                    ref then,
-                    ref otherwise,
-                    ..
-                } => {
-                    let f = memory.flags.get(flag).ok_or_else(|| {
-                        self.missing("device flag", memory.flags.len(), flag + 1)
-                            .in_statement(statement)
-                    })?;
-                    let (then, otherwise) = (then.clone(), otherwise.clone());
-                    i = i.max(then.end).max(otherwise.end);
-                    let mut first = |inner: &mut dyn Issuer| {
-                        self.replay_calls(inner, then.clone(), memory, &mut *launch)
-                    };
-                    match limit {
-                        Some(_) => issuer.while_loop(statement, f, limit, &mut first)?,
-                        None => {
-                            // Both closures borrow `launch`; run them through one cell.
-                            let launch = std::cell::RefCell::new(&mut *launch);
-                            let mut a = |inner: &mut dyn Issuer| {
-                                let mut l = launch.borrow_mut();
-                                self.replay_calls(inner, then.clone(), memory, &mut **l)
-                            };
-                            let mut b = |inner: &mut dyn Issuer| {
-                                let mut l = launch.borrow_mut();
-                                self.replay_calls(inner, otherwise.clone(), memory, &mut **l)
-                            };
-                            let (a, b): (&mut Body<'_>, &mut Body<'_>) = (&mut a, &mut b);
-                            issuer.if_else(statement, f, a, b)?
-                        }
-                    }
-                }
-            }
-        }
-        Ok(())
+        temporaries(&mut forward, |issuer, scope| {
+            let mut replay = Replay {
+                program: self,
+                memory,
+                scope,
+                temps: (0..self.temp_lens.len()).map(|_| None).collect(),
+                launch: &mut launch,
+            };
+            replay.calls(issuer, 0..self.calls.len())
+        })
     }
 
     /// The program's plan, replayed with plan-only kernels and memory.
@@ -311,64 +416,99 @@ impl RandomProgram {
     }
 }
 
-/// The destination of a copy, written through the replay's exclusive borrow of its memory.
-fn target<'m>(memory: &'m RandomMemory<'_>, place: Place) -> Result<MemoryMut<'m>> {
-    let missing = |what: &str, len: usize| {
-        Error::InvalidArgument(format!("the copy names {what} {} of {len}", place.buffer))
-    };
-    if place.pinned {
-        if place.buffer >= memory.pinned.len() {
-            return Err(missing("pinned buffer", memory.pinned.len()));
+impl Replay<'_, '_> {
+    /// Issues the calls in `range` into `issuer`.
+    fn calls(&mut self, issuer: &mut dyn Issuer, range: Range<usize>) -> Result<()> {
+        let program = self.program;
+        let mut i = range.start;
+        while i < range.end {
+            let call = &program.calls[i];
+            i += 1;
+            match *call {
+                Call::Launch { .. } | Call::Call { .. } => {
+                    let operands = Operands::new(self.memory, &mut self.temps);
+                    (self.launch)(issuer, call, &operands)?
+                }
+                Call::Fill {
+                    statement,
+                    memory,
+                    start,
+                    end,
+                    value,
+                } => Operands::new(self.memory, &mut self.temps)
+                    .fill(issuer, statement, memory, (start, end), value)
+                    .map_err(|e| e.in_statement(statement))?,
+                Call::Copy {
+                    statement,
+                    dst,
+                    src,
+                    ..
+                } => {
+                    let operands = Operands::new(self.memory, &mut self.temps);
+                    let src = operands
+                        .source(src)
+                        .map_err(|e| e.in_statement(statement))?;
+                    let dst = operands
+                        .target(dst)
+                        .map_err(|e| e.in_statement(statement))?;
+                    issuer.copy(statement, dst, src)?;
+                }
+                Call::Host { statement, value } => {
+                    let host = Arc::clone(&self.memory.host);
+                    issue::host(issuer, statement, move || host(value))?;
+                }
+                Call::Alloc {
+                    statement, temp, ..
+                } => {
+                    let len = program.temp_lens.get(temp).copied().unwrap_or(0);
+                    let memory = issue::temp_alloc::<_, u32>(issuer, self.scope, statement, len)?;
+                    if let Some(slot) = self.temps.get_mut(temp) {
+                        *slot = Some(memory);
+                    }
+                }
+                Call::Free {
+                    statement, temp, ..
+                } => {
+                    let memory = self.temps.get_mut(temp).and_then(Option::take);
+                    let memory = memory.ok_or_else(|| {
+                        Error::InvalidArgument(format!("temporary t{temp} is not allocated here"))
+                            .in_statement(statement)
+                    })?;
+                    issue::temp_free(issuer, statement, memory)?;
+                }
+                Call::Record(s) => issuer.record(s)?,
+                Call::Wait(s) => issuer.wait(s)?,
+                Call::WaitStream(s) => issuer.wait_stream(s)?,
+                Call::Block {
+                    statement,
+                    flag,
+                    limit,
+                    ref then,
+                    ref otherwise,
+                    ..
+                } => {
+                    let f = self.memory.flags.get(flag).ok_or_else(|| {
+                        program
+                            .missing("device flag", self.memory.flags.len(), flag + 1)
+                            .in_statement(statement)
+                    })?;
+                    let (then, otherwise) = (then.clone(), otherwise.clone());
+                    i = i.max(then.end).max(otherwise.end);
+                    // Both bodies issue through this replay; run them through one cell.
+                    let this = RefCell::new(&mut *self);
+                    let mut a =
+                        |inner: &mut dyn Issuer| this.borrow_mut().calls(inner, then.clone());
+                    let mut b =
+                        |inner: &mut dyn Issuer| this.borrow_mut().calls(inner, otherwise.clone());
+                    let (a, b): (&mut Body<'_>, &mut Body<'_>) = (&mut a, &mut b);
+                    match limit {
+                        Some(_) => issuer.while_loop(statement, f, limit, a)?,
+                        None => issuer.if_else(statement, f, a, b)?,
+                    }
+                }
+            }
         }
-        return lowered::place(&memory.pinned)
-            .index(place.buffer)
-            .copy_target::<u32>();
-    }
-    if place.buffer >= memory.buffers.len() {
-        return Err(missing("buffer", memory.buffers.len()));
-    }
-    lowered::place(&memory.buffers)
-        .index(place.buffer)
-        .slice(place.range())
-        .copy_target::<u32>()
-}
-
-/// One side of a copy, borrowed from the replay's memory.
-enum Side<'m> {
-    Whole(&'m DeviceBuffer<u32>),
-    Part(DeviceView<'m, u32>),
-    Pinned(&'m PinnedBuffer<u32>),
-}
-
-impl<'m> Side<'m> {
-    fn new(memory: &'m RandomMemory<'_>, place: Place) -> Result<Side<'m>> {
-        let memory_for = |what: &str, len: usize| {
-            Error::InvalidArgument(format!("the copy names {what} {} of {len}", place.buffer))
-        };
-        if place.pinned {
-            let pinned = memory
-                .pinned
-                .get(place.buffer)
-                .ok_or_else(|| memory_for("pinned buffer", memory.pinned.len()))?;
-            return Ok(Side::Pinned(pinned));
-        }
-        let buf = memory
-            .buffers
-            .get(place.buffer)
-            .ok_or_else(|| memory_for("buffer", memory.buffers.len()))?;
-        if place.start == 0 && place.end == buf.len() {
-            Ok(Side::Whole(buf))
-        } else {
-            Ok(Side::Part(buf.try_slice(place.range())?))
-        }
-    }
-
-    fn source(&self) -> MemoryRef<'_> {
-        match self {
-            Side::Whole(b) => CopySource::<u32>::copy_source(*b),
-            Side::Part(v) => v.copy_source(),
-            Side::Pinned(p) => CopySource::<u32>::copy_source(*p),
-        }
+        Ok(())
     }
 }
 
