@@ -1,7 +1,9 @@
-//! streamgraph's benchmark harness: every workload (W1–W12, see `docs/BENCHMARKS.md`) through
+//! streamgraph's benchmark harness: every workload (W1–W13, see `docs/BENCHMARKS.md`) through
 //! hand-written driver calls (`raw`) and through streamgraph, in one process, alternating
 //! (W10, collectives, through streamgraph only; PyTorch's column comes from a peer; W11, an
-//! MLP step through cuBLAS; W12, a decode-like step of 200 short kernels replayed back to back),
+//! MLP step through cuBLAS; W12, a decode-like step of 200 short kernels replayed back to back;
+//! W13, the device memory of 32 graphs of one step at 32 batch sizes, through streamgraph with
+//! temporaries and with buffers per graph),
 //! after warm-up; p50 and p90 of device time (CUDA events) and host time (`Instant`).
 //!
 //! ```text
@@ -23,6 +25,8 @@ mod gpu;
 mod kernels;
 #[path = "harness/launch_probe.rs"]
 mod launch_probe;
+#[path = "harness/many_shapes.rs"]
+mod many_shapes;
 #[path = "harness/mlp.rs"]
 mod mlp;
 #[path = "harness/overlap.rs"]
@@ -158,11 +162,19 @@ fn main() -> ExitCode {
     }
     let mut rows = workloads::run_all(&gpu, &opts.sizes);
     rows.extend(report::derived(&rows));
-    print!("{}", report::table(&rows, SYSTEMS));
+    // W13's systems (`streamgraph-params`) get columns of their own after the usual ones.
+    let mut systems = SYSTEMS.to_vec();
+    for r in &rows {
+        if !systems.contains(&r.system.as_str()) {
+            systems.push(r.system.as_str());
+        }
+    }
+    print!("{}", report::table(&rows, &systems));
 
+    // Raw is every workload's baseline; W13 has none, so its own systems count there.
     let failed = rows
         .iter()
-        .filter(|r| r.system == "raw" && r.p50.is_none())
+        .filter(|r| (r.system == "raw" || r.workload == "W13") && r.p50.is_none())
         .count();
     let doc = json!({
         "schema": 1,
@@ -197,7 +209,7 @@ fn main() -> ExitCode {
     eprintln!("bench-harness: wrote {}", opts.json.display());
     if failed > 0 {
         eprintln!(
-            "bench-harness: {failed} raw measurements failed (see the notes under the table)"
+            "bench-harness: {failed} raw or W13 measurements failed (see the notes under the table)"
         );
         return ExitCode::FAILURE;
     }

@@ -11,7 +11,7 @@ import math
 import os
 import sys
 
-SYSTEMS = ["raw", "streamgraph", "torch", "cuda.core"]
+SYSTEMS = ["raw", "streamgraph", "streamgraph-params", "torch", "cuda.core"]
 
 
 def load(paths):
@@ -322,6 +322,27 @@ def goals(rows):
         lambda v: v >= 1)
     add("W12 steps/s / raw's", sg, ratio(mine, q.get("raw", "W12", "replay_loop", "steps_per_second")),
         "-", None)
+    # W13 (issue 26): the device memory 32 graphs of one step (one per batch size) hold after
+    # each was replayed once: streamgraph's temporaries at most PyTorch's graphs sharing one
+    # pool, and within 1.1x the plan's peak of the largest graph; buffers per graph for scale.
+    for r in rows:
+        if (r["system"], r["workload"], r["variant"], r["metric"]) != (sg, "W13", "memory", "after_replay"):
+            continue
+        p = r["params"]
+        label = f"b {p.get('batch_min')}..{p.get('batch_max')}"
+        after = r["p50"]
+        add(f"W13 bytes after replay / torch's, {label}", sg,
+            ratio(after, q.get("torch", "W13", "memory", "after_replay", **p)), "<= 1", lambda v: v <= 1)
+        add(f"W13 after replay / plan peak of largest, {label}", sg,
+            q.get(sg, "W13", "memory", "after_replay_per_plan_peak", **p), "<= 1.1", lambda v: v <= 1.1)
+        add(f"W13 after replay / buffers per graph's, {label}", sg,
+            ratio(after, q.get("streamgraph-params", "W13", "memory", "after_replay", **p)), "-", None)
+        add(f"W13 after instantiate / torch's, {label}", sg,
+            ratio(q.get(sg, "W13", "memory", "after_instantiate", **p),
+                  q.get("torch", "W13", "memory", "after_instantiate", **p)), "-", None)
+        add(f"W13 capture_all / torch's, {label}", sg,
+            ratio(q.get(sg, "W13", "capture_all", "host", **p), q.get("torch", "W13", "capture_all", "host", **p)),
+            "-", None)
     return out
 
 

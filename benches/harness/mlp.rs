@@ -90,7 +90,7 @@ pub const W11_METRICS: &[Metric] = &[
 ];
 
 // ---------------------------------------------------------------------------------------------
-// Data and the CPU reference, shared by both systems.
+// Data and the CPU reference, shared by both systems (and by W13, `many_shapes.rs`).
 
 /// Deterministic values in `[-scale, scale)`.
 fn values(n: usize, seed: u64, scale: f32) -> Vec<f32> {
@@ -108,14 +108,14 @@ fn values(n: usize, seed: u64, scale: f32) -> Vec<f32> {
 /// The host data of one network: input `[batch × width]`, per layer `W` `[width × width]`
 /// (row-major, uniform with the variance `2 / width` that keeps ReLU activations near 1) and
 /// `b` `[width]`.
-struct Data {
-    x: Vec<f32>,
-    ws: Vec<Vec<f32>>,
-    bs: Vec<Vec<f32>>,
+pub(crate) struct Data {
+    pub(crate) x: Vec<f32>,
+    pub(crate) ws: Vec<Vec<f32>>,
+    pub(crate) bs: Vec<Vec<f32>>,
 }
 
 impl Data {
-    fn new(p: &Mlp) -> Data {
+    pub(crate) fn new(p: &Mlp) -> Data {
         let scale = (6.0 / p.width as f32).sqrt();
         Data {
             x: values(p.batch * p.width, 1, 1.0),
@@ -133,7 +133,7 @@ impl Data {
     /// the sum of the terms' magnitudes (the `√n·u` rule for sums whose roundings are
     /// independent, with a margin of 4; the worst case, `n·u`, is 16 times looser at 4,096
     /// terms), plus the input's tolerances carried through `W`, added in quadrature.
-    fn check_row(&self, p: &Mlp, r: usize, got: &[f32]) -> Result<()> {
+    pub(crate) fn check_row(&self, p: &Mlp, r: usize, got: &[f32]) -> Result<()> {
         let w = p.width;
         let unit = 4.0 * (w as f64).sqrt() * f64::powi(2.0, -24);
         let mut a: Vec<f64> = self.x[r * w..(r + 1) * w]
@@ -168,7 +168,7 @@ impl Data {
             let off = (f64::from(got[c]) - a[c]).abs();
             if off.is_nan() || off > err[c] {
                 return Err(BenchError::Check(format!(
-                    "W11 row {r} column {c}: {}, the CPU says {} (tolerance {:e})",
+                    "row {r} column {c}: {}, the CPU says {} (tolerance {:e})",
                     got[c], a[c], err[c]
                 )));
             }
@@ -180,7 +180,11 @@ impl Data {
     fn check_output(&self, p: &Mlp, y: &[f32]) -> Result<()> {
         let w = p.width;
         for r in [0, p.batch - 1] {
-            self.check_row(p, r, &y[r * w..(r + 1) * w])?;
+            self.check_row(p, r, &y[r * w..(r + 1) * w])
+                .map_err(|e| match e {
+                    BenchError::Check(why) => BenchError::Check(format!("W11 {why}")),
+                    other => other,
+                })?;
         }
         Ok(())
     }

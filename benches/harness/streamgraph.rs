@@ -32,6 +32,7 @@ use crate::decode::Decode;
 use crate::diamond::Diamond4;
 use crate::gpu::{BenchError, Event, Gpu};
 use crate::kernels::{self, BLOCK, GRID};
+use crate::many_shapes::Shapes;
 use crate::mlp::Mlp;
 use crate::overlap::Overlap;
 use crate::runner::Case;
@@ -318,6 +319,21 @@ pub fn probe_launch(nodes: usize, rounds: usize) -> Result<Vec<f64>> {
     us.drain(..5);
     us.sort_by(f64::total_cmp);
     Ok(us)
+}
+
+/// W13 (`many_shapes.rs`): its two systems (temporaries, buffers per graph) with this
+/// process's device and `bias_act` kernel.
+pub fn w13(p: &Shapes) -> Vec<crate::runner::Setup<'static>> {
+    match shared() {
+        Ok(sg) => crate::many_shapes::setups(&sg.device, p, &sg.kernels.bias_act),
+        Err(e) => {
+            let why = e.to_string();
+            vec![
+                ("streamgraph", Err(e)),
+                ("streamgraph-params", Err(BenchError::Setup(why))),
+            ]
+        }
+    }
 }
 
 /// W12 (`decode.rs`): its pipeline with this process's device and `spin` kernel.

@@ -1,4 +1,4 @@
-//! The workloads (W1–W12): their sizes, what each measures, and the loop that runs every system
+//! The workloads (W1–W13): their sizes, what each measures, and the loop that runs every system
 //! on each of them.
 
 use serde_json::json;
@@ -6,6 +6,7 @@ use serde_json::json;
 use crate::collective::{self, AllReduce};
 use crate::decode::{self, Decode};
 use crate::gpu::Gpu;
+use crate::many_shapes::{self, Shapes};
 use crate::mlp::{self, Mlp};
 use crate::overlap::{self, Overlap};
 use crate::report::Row;
@@ -93,6 +94,9 @@ pub struct Sizes {
     pub w11: Vec<Mlp>,
     /// W12's decode-like step: 40 diamond layers of 2 µs kernels (200 a step).
     pub w12: Decode,
+    /// W13's many shapes: three layers of 1,024, one graph per batch of 8, 16, …, 256 (the
+    /// issue's), and of 256, 512, …, 8,192.
+    pub w13: Vec<Shapes>,
     /// Workloads to run (`W1` …); all when empty.
     pub only: Vec<String>,
 }
@@ -149,6 +153,16 @@ impl Sizes {
                 kernel_ns: 2_000,
                 steps: 10_000,
             },
+            // At 8 … 256 rows the largest graph's activations (2 MiB) fit in one 32 MiB
+            // granule of the driver's graph memory; at 256 … 8,192 they are two whole granules
+            // (2 × 32 MiB): docs/BENCHMARKS.md, W13.
+            w13: [8, 256]
+                .into_iter()
+                .map(|step| Shapes {
+                    width: 1_024,
+                    batches: (1..=32).map(|k| k * step).collect(),
+                })
+                .collect(),
             only: Vec::new(),
         }
     }
@@ -470,6 +484,19 @@ pub fn run_all(gpu: &Gpu, plan: &Sizes) -> Vec<Row> {
                 ("streamgraph", streamgraph::w12(gpu, &p)),
             ],
         );
+    }
+    if plan.wants("W13") {
+        for p in &plan.w13 {
+            let params = json!({
+                "layers": many_shapes::LAYERS,
+                "width": p.width,
+                "graphs": p.batches.len(),
+                "batch_min": p.batches.first(),
+                "batch_max": p.max_batch(),
+            });
+            let s = spec("W13", params, many_shapes::W13_METRICS, 1, reps);
+            step("W13", s, streamgraph::w13(p));
+        }
     }
     rows
 }

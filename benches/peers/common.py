@@ -37,10 +37,12 @@ SIZES = {
     "w12_layers": 40,
     "w12_kernel_ns": 2_000,
     "w12_steps": 10_000,
+    # W13: (width of the three layers, one graph per batch size), as `workloads::Sizes::full`.
+    "w13": [(1_024, [step * k for k in range(1, 33)]) for step in (8, 256)],
 }
 MIN_REPS = 30
 WARMUP = {"W1": 3, "W2": 5, "W3": 5, "W4": 5, "W5": 3, "W6": 1, "W7": 2, "W9": 2, "W10": 2, "W11": 3,
-          "W12": 1}
+          "W12": 1, "W13": 1}
 # Samples at most, for workloads whose samples take seconds (`decode::MAX_REPS`).
 MAX_REPS = {"W12": 10}
 
@@ -212,6 +214,10 @@ W11_METRICS = [("replay", "device_per_step", "us"), ("replay", "host_per_step", 
                ("capture+instantiate", "total", "us")]
 W12_METRICS = [("replay_loop", "steps_per_second", "1/s"), ("replay_loop", "host_per_step", "us"),
                ("replay_loop", "device_per_step", "us"), ("replay_loop", "wall_per_step", "us")]
+W13_METRICS = [("capture_all", "host", "ms"), ("memory", "after_instantiate", "MiB"),
+               ("memory", "after_replay", "MiB"), ("memory", "after_replay_per_plan_peak", "x"),
+               ("pool", "reserved_high", "MiB"), ("pool", "used_high", "MiB"),
+               ("plan", "peak_largest", "MiB"), ("plan", "peak_sum", "MiB"), ("ops", "memory", "MiB")]
 W8_METRICS = [("eager", "host_per_iteration", "us"), ("eager", "device_per_iteration", "us"),
               ("host_loop", "host_per_iteration", "us"), ("host_loop", "device_per_iteration", "us"),
               ("device_loop", "host_per_iteration", "us"), ("device_loop", "device_per_iteration", "us")]
@@ -233,6 +239,25 @@ def w12_params(sizes):
 def w12_metrics(steps, host_us, wall_us, device_us):
     """One W12 sample's metrics, in W12_METRICS's order."""
     return [steps / (wall_us * 1e-6), host_us / steps, device_us / steps, wall_us / steps]
+
+
+# W13's step: three layers (`many_shapes::LAYERS`), and the cuBLAS workspace of every system:
+# none (`many_shapes::WORKSPACE`). torch reads the variable once, at its first cuBLAS call.
+W13_LAYERS = 3
+W13_CUBLAS_WORKSPACE_CONFIG = ":0:0"
+
+
+def w13_params(width, batches):
+    """W13's parameters as the harness reports them (serde_json sorts the keys)."""
+    return {"batch_max": batches[-1], "batch_min": batches[0], "graphs": len(batches),
+            "layers": W13_LAYERS, "width": width}
+
+
+def w13_plan_bytes(width, batches):
+    """(largest, sum): the bytes of the two hidden activations of the largest batch's step,
+    and of every batch's summed: `Plan::temp_peak_bytes` of the harness's `StepTemps`."""
+    per_row = 2 * width * 4
+    return per_row * batches[-1], per_row * sum(batches)
 
 
 def idle_percent(replays, saturated_us, wall_us):
@@ -269,6 +294,7 @@ class CoreKernels:
             self.stamp = obj.get_kernel("stamp")
             self.spin = obj.get_kernel("spin")
             self.work = obj.get_kernel("work")
+            self.bias_act = obj.get_kernel("bias_act")
         except Exception as e:
             raise PeerError(f"NVRTC (through cuda.core.Program) could not build kernels.cu for {arch}: {e}") from e
         self.config = core.LaunchConfig(grid=1, block=1)

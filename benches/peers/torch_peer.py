@@ -7,7 +7,11 @@ Prints one JSON document (schema of bench-harness) on stdout; progress on stderr
 Exit status: 0 when every workload ran, 1 when any failed or nothing could be measured.
 """
 
+import json
+import os
+import subprocess
 import sys
+import tempfile
 
 import common as c
 
@@ -36,8 +40,157 @@ def diamond_issue(ts, cs, fork, joins, layers, launch):
         o.wait_event(j)
 
 
+def w13_child(col, args):
+    """W13 in a process of its own: it needs CUBLAS_WORKSPACE_CONFIG set before torch's first
+    cuBLAS call, which the other workloads make with torch's default workspace, and a fresh
+    caching allocator. Its rows join this process's."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "w13.json")
+        cmd = [sys.executable, os.path.abspath(__file__), "--only", "W13", "--json", path]
+        cmd += ["--quick"] if args.quick else ["--reps", str(args.reps)]
+        try:
+            rc = subprocess.run(cmd, stdout=subprocess.DEVNULL, check=False).returncode
+            with open(path, encoding="utf-8") as f:
+                rows = json.load(f)["rows"]
+        except (OSError, ValueError, KeyError) as e:
+            col.failures += 1
+            for width, batches in args.sizes["w13"]:
+                col.unsupported("W13", c.w13_params(width, batches), c.W13_METRICS,
+                                f"W13's own process gave no rows: {e}")
+            return
+    col.rows.extend(rows)
+    if rc != 0:
+        col.failures += 1
+
+
+def w13(torch, k, col, width, batches):
+    """W13: the harness's `many_shapes.rs` step (three layers: `torch.mm` through cuBLAS into
+    a new tensor, then the shared `bias_act` kernel in place; the last layer's product goes
+    into the first rows of a static `y` with `out=`) captured as one `torch.cuda.CUDAGraph`
+    per batch size into one pool (`torch.cuda.graph_pool_handle()`), largest batch first, as
+    vLLM does; static max-size `x` and `y`, each graph on its first `b` rows. Each sample is
+    one cycle: baseline (`mem_get_info`, after `empty_cache`), every capture (capture_end also
+    instantiates), memory in use over the baseline, every graph replayed once smallest first,
+    memory again, `memory_reserved` and `max_memory_allocated` over theirs; then the graphs
+    are deleted and the cache emptied."""
+    import numpy as np
+
+    torch.backends.cuda.matmul.allow_tf32 = False  # f32 GEMMs, as the harness's
+    bmax = batches[-1]
+    params = c.w13_params(width, batches)
+    mib = float(1 << 20)
+    peak_largest, peak_sum = c.w13_plan_bytes(width, batches)
+    gen = torch.Generator().manual_seed(13)
+    bound = (6.0 / width) ** 0.5
+    # W is [in x out], as the harness's (row-major x @ W).
+    ws = [((torch.rand(width, width, generator=gen) * 2 - 1) * bound).cuda() for _ in range(c.W13_LAYERS)]
+    bs = [((torch.rand(width, generator=gen) * 2 - 1) * 0.1).cuda() for _ in range(c.W13_LAYERS)]
+    x = (torch.rand(bmax, width, generator=gen) * 2 - 1).cuda()
+    y = torch.zeros(bmax, width, device="cuda")
+    s13 = torch.cuda.Stream()
+    cs13 = k.wrap(s13.cuda_stream)
+    configs = {b: k.core.LaunchConfig(grid=(b * width + 255) // 256, block=256) for b in batches}
+
+    def bias_act(t, bias, b, relu):
+        k.launch(cs13, configs[b], k.bias_act, int(t.data_ptr()), int(bias.data_ptr()),
+                 np.uint32(b * width), np.uint32(width), np.uint32(relu))
+
+    def step(b):
+        h = torch.mm(x[:b], ws[0])
+        bias_act(h, bs[0], b, 1)
+        h = torch.mm(h, ws[1])  # the first activation is freed here: two live at most
+        bias_act(h, bs[1], b, 1)
+        out = y[:b]
+        torch.mm(h, ws[2], out=out)
+        bias_act(out, bs[2], b, 0)
+
+    want = x.double()
+    for i in range(c.W13_LAYERS):
+        want = want @ ws[i].double() + bs[i].double()
+        if i + 1 < c.W13_LAYERS:
+            want = torch.relu(want)
+
+    def check(graphs):
+        for b in (batches[0], bmax):
+            y.fill_(float("nan"))
+            torch.cuda.synchronize()
+            with torch.cuda.stream(s13):
+                graphs[b].replay()
+            torch.cuda.synchronize()
+            err = (y[:b].double() - want[:b]).abs().max().item()
+            if not err <= 1e-3 * max(1.0, want[:b].abs().max().item()):
+                raise c.PeerError(f"W13: the graph of batch {b} is off the f64 reference by {err}")
+            if b < bmax and not torch.isnan(y[b]).all().item():
+                raise c.PeerError(f"W13: the graph of batch {b} wrote row {b}, past its batch")
+
+    def cycle(checked):
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        free, total = torch.cuda.mem_get_info()
+        base = total - free
+        base_reserved = torch.cuda.memory_reserved()
+        base_allocated = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        pool = torch.cuda.graph_pool_handle()
+        graphs = {}
+        t0 = c.now_ns()
+        for b in reversed(batches):
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.stream(s13):
+                g.capture_begin(pool=pool, capture_error_mode="thread_local")
+                try:
+                    step(b)
+                finally:
+                    g.capture_end()
+            graphs[b] = g
+        capture_ms = c.us_since(t0) / 1e3
+        del g
+
+        def over():
+            torch.cuda.synchronize()
+            free_now, total_now = torch.cuda.mem_get_info()
+            return total_now - free_now - base
+
+        after_instantiate = over()
+        with torch.cuda.stream(s13):
+            for b in batches:
+                graphs[b].replay()
+        after_replay = over()
+        reserved = torch.cuda.memory_reserved() - base_reserved
+        used_high = torch.cuda.max_memory_allocated() - base_allocated
+        if checked:
+            check(graphs)
+        del graphs
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        return [capture_ms, after_instantiate / mib, after_replay / mib, after_replay / peak_largest,
+                reserved / mib, used_high / mib, peak_largest / mib, peak_sum / mib, None]
+
+    try:
+        with torch.cuda.stream(s13):
+            for b in batches:
+                step(b)  # cuBLAS's handle and kernels load here, before any baseline
+        torch.cuda.synchronize()
+        cycle(True)
+    except Exception as e:  # reported in the rows, like a failed sample
+        col.failures += 1
+        col.unsupported("W13", params, c.W13_METRICS, f"{type(e).__name__}: {e}")
+        return
+    col.run("W13", params, c.W13_METRICS, lambda: cycle(False),
+            setup_note="torch's cuBLAS handle is made by the warm-up, before every baseline: "
+                       "not measured apart")
+    del x, y, ws, bs, want
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+
+
 def main():
     args = c.parse_args(__doc__)
+    # W13 alone: no cuBLAS workspace (as the harness's GEMM ops), set before torch loads
+    # cuBLAS; with other workloads W13 runs in a process of its own (`w13_child`).
+    w13_alone = args.only == ["W13"]
+    if w13_alone:
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = c.W13_CUBLAS_WORKSPACE_CONFIG
     try:
         import torch
     except ImportError as e:
@@ -491,6 +644,16 @@ def main():
                     setup_note="torch.cuda.CUDAGraph.capture_end instantiates: only the total is measurable")
             del g11
 
+    # W13 ----------------------------------------------------------------------------------
+    if col.wants("W13"):
+        if w13_alone:
+            for width, batches in sz["w13"]:
+                w13(torch, k, col, width, batches)
+        else:
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()  # this process holds still while the child measures
+            w13_child(col, args)
+
     torch.cuda.synchronize()
     col.finish({
         "source": "torch_peer.py",
@@ -500,6 +663,8 @@ def main():
         "kernel_compiler": f"cuda.core Program (NVRTC) {k.arch}",
         "reps": args.reps,
         "argv": sys.argv[1:],
+        "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
+        "w13_cublas_workspace_config": c.W13_CUBLAS_WORKSPACE_CONFIG if col.wants("W13") else None,
     })
 
 
