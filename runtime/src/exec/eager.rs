@@ -253,11 +253,16 @@ impl Eager {
         const WHAT: &str = "Eager::run";
         self.frame.origin.refuse_capturing(WHAT)?;
         self.expect = None;
-        // A pipeline with temporaries is always checked: a use outside a temporary's live
-        // range, which only the plan rules out for every issuer, would touch freed memory.
+        // A pipeline with temporaries is always checked for races on them: a use outside a
+        // temporary's live range, which only the plan rules out for every issuer, would touch
+        // freed memory.
         if self.check || !pipeline.program().temps.is_empty() {
             let plan = crate::plan::Plan::build(pipeline)?;
-            plan.check_races()?;
+            if self.check {
+                plan.check_races()?;
+            } else {
+                plan.check_temp_races()?;
+            }
             self.expect = Some(Box::new(Expected::new(Box::new(plan))));
         }
         self.prepare_for(pipeline)?;

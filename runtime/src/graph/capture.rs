@@ -327,11 +327,16 @@ impl Capture {
         let program = pipeline.program();
         // A checked capture captures exactly what its plan saw issued (`Expected`).
         self.eager.expect = None;
-        // A pipeline with temporaries is always checked: a use outside a temporary's live
-        // range, which only the plan rules out for every issuer, would touch freed memory.
+        // A pipeline with temporaries is always checked for races on them: a use outside a
+        // temporary's live range, which only the plan rules out for every issuer, would touch
+        // freed memory.
         let expect = if self.verify || !program.temps.is_empty() {
             let plan = Plan::build(pipeline)?;
-            plan.check_races()?;
+            if self.verify {
+                plan.check_races()?;
+            } else {
+                plan.check_temp_races()?;
+            }
             Some(Box::new(Expected::new(Box::new(plan))))
         } else {
             None

@@ -91,4 +91,30 @@ impl Plan {
     pub fn temp_peak_bytes(&self) -> usize {
         peak_bytes(&self.temps, self.graph_reach())
     }
+
+    /// [`Plan::check_races`] restricted to the races on a temporary's memory (its allocation
+    /// and release write all of it): what every run and capture of a pipeline with
+    /// temporaries checks, checks on or off, since such a race would touch freed memory.
+    pub fn check_temp_races(&self) -> Result<(), crate::error::Error> {
+        let temps: Vec<crate::operand::DeviceRange> = self
+            .temps
+            .iter()
+            .filter_map(|t| self.ops().get(t.alloc)?.accesses.first().map(|a| a.range))
+            .collect();
+        let on_temp = |r: &crate::operand::DeviceRange| {
+            temps.iter().any(|t| {
+                t.device == r.device && r.ptr >= t.ptr && r.ptr < t.ptr + t.bytes.max(1) as u64
+            })
+        };
+        let races: Vec<_> = self
+            .races()
+            .into_iter()
+            .filter(|r| on_temp(&r.first.access.range) || on_temp(&r.second.access.range))
+            .collect();
+        if races.is_empty() {
+            Ok(())
+        } else {
+            Err(crate::error::Error::Race(races))
+        }
+    }
 }
