@@ -100,6 +100,21 @@ pub unsafe trait StreamOp {
     fn name(&self) -> &str {
         std::any::type_name::<Self>()
     }
+
+    /// Whether the op's work is fixed by its operands, by what [`StreamOp::keep`] returns
+    /// and by the bytes this writes into `parameters` (what else decides it: a seed, say) —
+    /// as for every op of [`crate::ops`], whose shapes and scalars are set when they are made.
+    /// Then a graph that captured a call of the op still runs that call's work when a later
+    /// issue passes an op with the same kept value (the graph holds it, so no other op can have
+    /// it meanwhile), the same parameter bytes and operands of the same memory: an argument
+    /// update ([`GraphExec::update_args`](crate::GraphExec::update_args), a
+    /// [`GraphSet`](crate::GraphSet)'s later launches) leaves the call's nodes as they are
+    /// instead of capturing the pipeline again. `false` by default (and for ops that keep
+    /// nothing): every argument update of a pipeline with the call captures it again.
+    fn fixed_work(&self, parameters: &mut Vec<u8>) -> bool {
+        let _ = parameters;
+        false
+    }
 }
 
 /// A [`StreamOp`] whose work the body of a device `while`/`if` can hold: kernels, memsets
@@ -417,6 +432,8 @@ pub trait BoundCall: sealed::Sealed {
     fn keep(&self) -> Option<Arc<dyn Any + Send + Sync>>;
     /// The op's name, for messages.
     fn name(&self) -> &str;
+    /// See [`StreamOp::fixed_work`].
+    fn fixed_work(&self, parameters: &mut Vec<u8>) -> bool;
 }
 
 impl fmt::Debug for dyn BoundCall + '_ {
@@ -501,6 +518,9 @@ impl<O: StreamOp + ?Sized> BoundCall for Bound<'_, '_, '_, O> {
     }
     fn name(&self) -> &str {
         self.op.name()
+    }
+    fn fixed_work(&self, parameters: &mut Vec<u8>) -> bool {
+        self.op.fixed_work(parameters)
     }
 }
 

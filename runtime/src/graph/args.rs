@@ -334,12 +334,21 @@ impl Issuer for Updater<'_> {
 
     fn call(
         &mut self,
-        _stmt: &'static Statement,
-        _call: &mut dyn crate::call::BoundCall,
+        stmt: &'static Statement,
+        call: &mut dyn crate::call::BoundCall,
     ) -> Result<(), Error> {
+        let call: &dyn crate::call::BoundCall = call;
         // A library call's nodes are the library's (it may pick other kernels for other
-        // operands): a change reaches them only through a new capture.
-        Err(self.stop("the pipeline has a `call` statement, whose nodes `update_args` and `set_kernel_args` do not reach; `update_with` captures it again"))
+        // operands): kept only when the op and its operands are the captured ones.
+        let i = self.next_op(stmt)?;
+        self.scratch.clear();
+        if super::recorded::encode_call(call, call.keep().as_ref(), &mut self.scratch)
+            && self.state.values(i) == Some(&self.scratch[..])
+        {
+            Ok(())
+        } else {
+            Err(self.stop("a `call` changed (another op, other operands, or an op whose work `update_args` cannot compare): captured again"))
+        }
     }
 
     /// A temporary keeps the memory the graph's allocation node was captured with: the

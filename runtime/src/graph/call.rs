@@ -59,7 +59,7 @@ pub(super) fn capture_call(
     // after the op only its exit is asked and noted.
     let book = &mut issue.rec.book;
     book.call_starts_from(stream)?;
-    book.note_call(stmt, call.accesses(), call.keep())?;
+    book.note_call(stmt, call)?;
     let room = std::mem::take(&mut book.calls.modules);
     let on = CallStream::noting(stream, true, room);
     call.issue(&on)?;
@@ -188,21 +188,24 @@ impl NodeBook {
 
     /// Books the `call` about to be captured into the graph itself, which starts where
     /// [`NodeBook::call_starts_from`] noted: one operation, its nodes found when the capture
-    /// has ended ([`NodeBook::account_nodes`]). The graph keeps the operands' memory and
-    /// `owner`.
-    fn note_call(
-        &mut self,
-        stmt: &'static Statement,
-        accesses: &[CallAccess<'_>],
-        owner: Owner,
-    ) -> Result<()> {
+    /// has ended ([`NodeBook::account_nodes`]). The graph keeps the operands' memory and what
+    /// the op keeps; the call's signature ([`super::recorded::encode_call`]) is its values.
+    fn note_call(&mut self, stmt: &'static Statement, call: &dyn BoundCall) -> Result<()> {
         let occurrence = self.issued(stmt)?;
-        self.hold_call(accesses, owner);
+        let start = self.rec.values.len();
+        let owner = call.keep();
+        let values = if super::recorded::encode_call(call, owner.as_ref(), &mut self.rec.values) {
+            (start as u32, (self.rec.values.len() - start) as u32)
+        } else {
+            self.rec.values.truncate(start);
+            (start as u32, OPAQUE)
+        };
+        self.hold_call(call.accesses(), owner);
         self.rec.ops.push(CapturedOp {
             statement: stmt,
             occurrence,
             created: 0,
-            values: (self.rec.values.len() as u32, OPAQUE),
+            values,
             part: 0,
             shape: NO_SHAPE,
         });

@@ -200,6 +200,27 @@ pub(crate) fn encode(issued: &Issued<'_>, out: &mut Vec<u8>) -> bool {
     true
 }
 
+/// A `call`'s signature for argument updates: the identity of what the op keeps (held by the
+/// graph, so never another op's while the graph lives), the op's parameter bytes and its
+/// operands' memory and modes; `false` when the op's work may depend on more
+/// ([`crate::StreamOp::fixed_work`]).
+pub(crate) fn encode_call(
+    call: &dyn crate::call::BoundCall,
+    owner: Option<&std::sync::Arc<dyn std::any::Any + Send + Sync>>,
+    out: &mut Vec<u8>,
+) -> bool {
+    let Some(owner) = owner else {
+        return false;
+    };
+    let identity = std::sync::Arc::as_ptr(owner) as *const () as usize as u64;
+    out.extend_from_slice(&identity.to_le_bytes());
+    for access in call.accesses() {
+        memory_signature(access.memory.memory(), out);
+        out.push(u8::from(access.mode == crate::program::AccessMode::Write));
+    }
+    call.fixed_work(out)
+}
+
 /// The memory of a temporary's node as `recorded::encode` wrote it (kind, device, address,
 /// size).
 pub(crate) fn decode_range(values: &[u8]) -> Option<crate::operand::DeviceRange> {

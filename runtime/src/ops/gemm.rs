@@ -240,6 +240,11 @@ unsafe impl<T: GemmElem> StreamOp for Gemm<T> {
     fn scratch(&self) -> Option<MemoryRef<'_>> {
         self.planned.scratch()
     }
+
+    /// The shape and scalars are the op's from its making, with its own handle.
+    fn fixed_work(&self, _parameters: &mut Vec<u8>) -> bool {
+        true
+    }
 }
 
 /// The shape of a strided-batched GEMM: `count` GEMMs of one [`GemmConfig`], the `i`-th
@@ -356,6 +361,11 @@ unsafe impl<T: GemmElem> StreamOp for StridedBatchedGemm<T> {
     /// The workspace: two calls of one op that nothing orders share it, a race.
     fn scratch(&self) -> Option<MemoryRef<'_>> {
         self.planned.scratch()
+    }
+
+    /// The shape and scalars are the op's from its making, with its own handle.
+    fn fixed_work(&self, _parameters: &mut Vec<u8>) -> bool {
+        true
     }
 }
 

@@ -248,6 +248,11 @@ unsafe impl<T: MatmulElem> StreamOp for Matmul<T> {
     fn scratch(&self) -> Option<MemoryRef<'_>> {
         self.planned.scratch()
     }
+
+    /// The shape and scalars are the op's from its making, with its own handle.
+    fn fixed_work(&self, _parameters: &mut Vec<u8>) -> bool {
+        true
+    }
 }
 
 /// A cuBLASLt matmul with a bias added before its activation: `call mm(&mut c, &a, &b,
@@ -305,6 +310,11 @@ unsafe impl<T: MatmulElem> StreamOp for MatmulBias<T> {
     /// The workspace: two calls of one op that nothing orders share it, a race.
     fn scratch(&self) -> Option<MemoryRef<'_>> {
         self.planned.scratch()
+    }
+
+    /// The shape and scalars are the op's from its making, with its own handle.
+    fn fixed_work(&self, _parameters: &mut Vec<u8>) -> bool {
+        true
     }
 }
 

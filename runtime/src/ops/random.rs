@@ -249,6 +249,23 @@ unsafe impl<T: RandomElem> StreamOp for Random<T> {
         self.state.counter_ref()
     }
 
+    /// The offset is the device's (read by the captured kernel); seed, subsequence and
+    /// distribution are the host's, and a value moved into `with_subsequence` keeps the
+    /// state: they are the parameters.
+    fn fixed_work(&self, parameters: &mut Vec<u8>) -> bool {
+        parameters.extend_from_slice(&self.seed.to_le_bytes());
+        parameters.extend_from_slice(&self.subsequence.to_le_bytes());
+        let (kind, mean, stddev) = match self.dist {
+            PhiloxDist::Uniform => (0u8, 0.0, 0.0),
+            PhiloxDist::Normal { mean, stddev } => (1, mean, stddev),
+        };
+        parameters.push(kind);
+        parameters.push(u8::from(T::DOUBLE));
+        parameters.extend_from_slice(&mean.to_bits().to_le_bytes());
+        parameters.extend_from_slice(&stddev.to_bits().to_le_bytes());
+        true
+    }
+
     fn name(&self) -> &str {
         match (self.dist, T::DOUBLE) {
             (PhiloxDist::Uniform, false) => "Random<f32> (uniform)",
