@@ -44,8 +44,8 @@ pub use exec::frame::EagerStats;
 pub use ffi::memory::{MemoryMut, MemoryRef};
 pub use ffi::KernelArg;
 pub use graph::{
-    capture, Capture, CaptureMode, CaptureOutcome, Graph, GraphExec, GraphExecHandle, GraphHandle,
-    GraphStats, VerifyReport,
+    capture, Bucket, Buckets, Capture, CaptureMode, CaptureOutcome, Graph, GraphExec,
+    GraphExecHandle, GraphHandle, GraphSet, GraphStats, KeyStats, Prepare, Prepared, VerifyReport,
 };
 /// The `half` version of the `f16`/`bf16` elements of [`ops`].
 #[cfg(feature = "cublas")]

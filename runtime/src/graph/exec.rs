@@ -1,36 +1,13 @@
 //! The executable form of a captured graph: [`GraphExec`] launches, replays and updates it.
 
-use std::cell::{Cell, RefCell};
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-
-use super::args::{ArgState, Updater};
-use super::capture::{Capture, CaptureSettings};
-use super::{GraphCore, OpRef, VerifyReport};
-use crate::device::Device;
-use crate::error::{Error, Result, UpdateRejection};
-use crate::ffi::graph_exec::{GraphExecHandle, OwnedExec};
+use super::executable::{Executable, GraphStats};
+use super::{OpRef, VerifyReport};
+use crate::error::Result;
+use crate::ffi::graph_exec::GraphExecHandle;
 use crate::ffi::KernelArg;
 use crate::issue::Pipeline;
 use crate::module::Kernel;
-use crate::plan::Plan;
-use crate::program::{Statement, StatementKind};
 use crate::stream::Stream;
-
-/// Counts of what an executable graph did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct GraphStats {
-    /// Launches (`cuGraphLaunch`).
-    pub launches: u64,
-    /// Updates applied in place (`cuGraphExecUpdate`), without re-instantiation.
-    pub updates: u64,
-    /// Re-instantiations after an update was refused.
-    pub reinstantiations: u64,
-    /// [`GraphExec::update_args`] calls that changed nodes in place (without a capture).
-    pub args_updates: u64,
-    /// Launch nodes given new parameters in place, by [`GraphExec::set_kernel_args`] and
-    /// [`GraphExec::update_args`].
-    pub nodes_set: u64,
-}
 
 /// An instantiated graph, ready to launch on any stream of its device; owns the pipeline
 /// value (see [`Graph`](super::Graph)). `Send` when `P` is, never `Sync`.
@@ -76,29 +53,9 @@ pub struct GraphStats {
 /// ```
 #[derive(Debug)]
 pub struct GraphExec<P> {
-    pub(super) exec: OwnedExec,
-    /// What each launch node runs now (shape and argument values); made from the latest
-    /// graph on first use, so that updates which never set arguments do not pay for it.
-    pub(super) args: RefCell<Option<ArgState>>,
-    /// The graph the executable graph was instantiated from: its node handles address the
-    /// executable graph's nodes.
-    pub(super) base: GraphCore,
-    /// The graph of the latest update: the source of current kernel parameters.
-    pub(super) latest: Option<GraphCore>,
+    pub(super) run: Executable,
     pub(super) pipeline: P,
-    pub(super) recapture: Option<Capture>,
-    pub(super) settings: CaptureSettings,
-    pub(super) reinstantiate: bool,
-    pub(super) launches: Cell<u64>,
-    pub(super) updates: u64,
-    pub(super) reinstantiations: u64,
-    pub(super) args_updates: u64,
-    pub(super) nodes_set: Cell<u64>,
 }
-
-/// How many sets of memory [`GraphExec::update_args`] keeps beside the captured graph's before
-/// it captures anew instead (which lets go of what earlier arguments used).
-const MAX_EXTRA_KEEPS: usize = 64;
 
 impl<P> GraphExec<P> {
     /// Launches the graph on `stream` (any stream of the graph's device); returns once queued.
@@ -125,17 +82,7 @@ impl<P> GraphExec<P> {
     /// ```
     #[inline]
     pub fn launch(&self, stream: &Stream) -> Result<()> {
-        stream.refuse_capturing("GraphExec::launch")?;
-        if stream.ctx().cu_ctx() != self.exec.ctx().cu_ctx() {
-            return Err(Error::DeviceMismatch {
-                what: "launching a graph on a stream of another device",
-                left: Device::from_ctx(self.exec.ctx()).ordinal(),
-                right: stream.device().ordinal(),
-            });
-        }
-        self.exec.launch(stream.as_cudarc())?;
-        self.launches.set(self.launches.get() + 1);
-        Ok(())
+        self.run.launch(stream)
     }
 
     /// Launches the graph `times` times in a row on `stream`.
@@ -176,10 +123,7 @@ impl<P> GraphExec<P> {
     /// # Ok::<(), streamgraph::Error>(())
     /// ```
     pub fn upload(&self, stream: &Stream) -> Result<()> {
-        stream.refuse_capturing("GraphExec::upload")?;
-        self.exec
-            .upload(stream.as_cudarc())
-            .map_err(|e| Error::driver("cuGraphUpload", e))
+        self.run.upload(stream)
     }
 
     /// The pipeline the graph currently runs. Its pinned buffers can be read through it: a
@@ -241,13 +185,7 @@ impl<P> GraphExec<P> {
     /// # Ok::<(), streamgraph::Error>(())
     /// ```
     pub fn stats(&self) -> GraphStats {
-        GraphStats {
-            launches: self.launches.get(),
-            updates: self.updates,
-            reinstantiations: self.reinstantiations,
-            args_updates: self.args_updates,
-            nodes_set: self.nodes_set.get(),
-        }
+        self.run.stats()
     }
 
     /// The option of [`GraphExec::update`] and [`GraphExec::update_with`]: whether they
@@ -270,7 +208,7 @@ impl<P> GraphExec<P> {
     /// # Ok::<(), streamgraph::Error>(())
     /// ```
     pub fn reinstantiate_on_topology_change(&mut self, on: bool) -> &mut Self {
-        self.reinstantiate = on;
+        self.run.reinstantiate = on;
         self
     }
 
@@ -315,92 +253,7 @@ impl<P> GraphExec<P> {
         kernel: &Kernel,
         args: &[KernelArg<'_>],
     ) -> Result<()> {
-        let stmt = op.statement;
-        if !matches!(stmt.kind, StatementKind::Launch { .. }) {
-            return Err(not_a_launch(stmt));
-        }
-        let index = self.base.op_index(op)?;
-        let Some(func) = kernel.loaded() else {
-            return Err(Error::PlanningOnly { what: "kernel" });
-        };
-        let source = self.latest.as_ref().unwrap_or(&self.base);
-        let mut state = self.args.borrow_mut();
-        let state = ArgState::in_cell(&mut state, source, &self.base)?;
-        // The node's parameters as captured (the latest update's, which may have changed the
-        // configuration): no driver query on this path.
-        let Some(slot) = state.slot(index) else {
-            return Err(not_a_launch(stmt));
-        };
-        let Some(shape) = slot.shape else {
-            return Err(not_a_launch(stmt));
-        };
-        if func.handle() != shape.func {
-            return Err(other_kernel(stmt, kernel));
-        }
-        if args.len() != shape.args {
-            return Err(other_arity(stmt, shape.args, args.len()));
-        }
-        for access in args.iter().filter_map(|a| a.access()) {
-            if !source.covers(&access.range) {
-                return Err(foreign_memory(stmt));
-            }
-        }
-        let Some(node) = slot.node else {
-            return Err(Error::InvalidArgument(format!(
-                "launch `{}` at {} has no graph node",
-                stmt.text, stmt.location
-            )));
-        };
-        // The values the node runs are the caller's now, not the pipeline's.
-        slot.forget();
-        self.exec
-            .set_kernel_args(node, func, &shape.config, args)
-            .map_err(|e| Error::driver("cuGraphExecKernelNodeSetParams", e))?;
-        self.nodes_set.set(self.nodes_set.get() + 1);
-        Ok(())
-    }
-
-    /// Applies a newly captured graph: in place, or by re-instantiation when allowed.
-    fn apply(&mut self, core: GraphCore, reinstantiate: bool) -> Result<()> {
-        // A new capture's temporaries live at addresses of its own memory nodes, which the
-        // executable graph's memory nodes cannot take: never applied in place.
-        let info = if core.program.temps.is_empty() {
-            self.exec.update(&core.raw)?
-        } else {
-            crate::ffi::graph_exec::UpdateInfo {
-                rejection: Some(UpdateRejection::MemoryNodes),
-                error_node: None,
-                error_from_node: None,
-            }
-        };
-        match info.rejection {
-            None => {
-                *self.args.get_mut() = None;
-                self.latest = Some(core);
-                self.updates += 1;
-                Ok(())
-            }
-            Some(reason) => {
-                let statement = [info.error_node, info.error_from_node]
-                    .into_iter()
-                    .flatten()
-                    .find_map(|n| core.statement_of(n).or_else(|| self.base.statement_of(n)));
-                if !reinstantiate {
-                    return Err(Error::UpdateRejected { reason, statement });
-                }
-                let exec = core
-                    .raw
-                    .instantiate()
-                    .map_err(|e| Error::driver("cuGraphInstantiateWithFlags", e))?;
-                // The previous executable graph waits for its launches as it drops.
-                self.exec = exec;
-                *self.args.get_mut() = None;
-                self.latest = None;
-                self.base = core;
-                self.reinstantiations += 1;
-                Ok(())
-            }
-        }
+        self.run.set_kernel_args(op, kernel, args)
     }
 }
 
@@ -423,14 +276,7 @@ impl<P: Pipeline> GraphExec<P> {
     /// # Ok::<(), streamgraph::Error>(())
     /// ```
     pub fn as_raw(&self) -> GraphExecHandle {
-        self.exec.as_raw()
-    }
-
-    fn recaptured(&mut self, pipeline: &P) -> Result<GraphCore> {
-        GraphCore::capture(
-            recapturer(&mut self.recapture, &self.base.origin, self.settings),
-            pipeline,
-        )
+        self.run.exec.as_raw()
     }
 
     /// Captures `pipeline` (new arguments, new buffers) into a fresh graph and applies it to
@@ -462,8 +308,7 @@ impl<P: Pipeline> GraphExec<P> {
     /// # Ok::<(), streamgraph::Error>(())
     /// ```
     pub fn update(&mut self, pipeline: P) -> Result<P> {
-        let core = self.recaptured(&pipeline)?;
-        self.apply(core, self.reinstantiate)?;
+        self.run.update_to(&pipeline)?;
         Ok(std::mem::replace(&mut self.pipeline, pipeline))
     }
 
@@ -487,11 +332,7 @@ impl<P: Pipeline> GraphExec<P> {
     /// ```
     pub fn update_with(&mut self, f: impl FnOnce(&mut P)) -> Result<()> {
         f(&mut self.pipeline);
-        let core = GraphCore::capture(
-            recapturer(&mut self.recapture, &self.base.origin, self.settings),
-            &self.pipeline,
-        )?;
-        self.apply(core, self.reinstantiate)
+        self.run.update_to(&self.pipeline)
     }
 
     /// Like [`GraphExec::update`], but only the nodes whose values changed are touched: walks
@@ -539,14 +380,8 @@ impl<P: Pipeline> GraphExec<P> {
     /// # Ok::<(), streamgraph::Error>(())
     /// ```
     pub fn update_args(&mut self, pipeline: P) -> Result<P> {
-        let previous = std::mem::replace(&mut self.pipeline, pipeline);
-        match self.apply_args() {
-            Ok(()) => Ok(previous),
-            Err(e) => {
-                self.pipeline = previous;
-                Err(e)
-            }
-        }
+        self.run.apply_args(&pipeline)?;
+        Ok(std::mem::replace(&mut self.pipeline, pipeline))
     }
 
     /// [`GraphExec::update_args`] for a pipeline changed in place with `f` (e.g. new scalar
@@ -573,44 +408,7 @@ impl<P: Pipeline> GraphExec<P> {
     /// ```
     pub fn update_args_with(&mut self, f: impl FnOnce(&mut P)) -> Result<()> {
         f(&mut self.pipeline);
-        self.apply_args()
-    }
-
-    /// Brings the executable graph to `self.pipeline`'s values (see `update_args`).
-    fn apply_args(&mut self) -> Result<()> {
-        let (recapture, keep, set) = {
-            let core = self.latest.as_ref().unwrap_or(&self.base);
-            let state = ArgState::in_cell(self.args.get_mut(), core, &self.base)?;
-            let mut updater = Updater::new(core, &self.exec, state);
-            let pipeline = &self.pipeline;
-            match catch_unwind(AssertUnwindSafe(|| pipeline.issue(&mut updater))) {
-                Ok(walked) => (updater.needs_capture(walked), updater.keep, updater.set),
-                Err(panic) => {
-                    // Nodes set before the panic run the new arguments from the next launch
-                    // on: their memory must stay allocated however the panic is handled.
-                    let keep = updater.keep;
-                    self.exec.hold_more(keep);
-                    resume_unwind(panic)
-                }
-            }
-        };
-        // Hold what the new parameters touch before anything can launch them, even after an
-        // error (a node may have been changed).
-        let held = self.exec.hold_more(keep);
-        self.nodes_set.set(self.nodes_set.get() + set);
-        if recapture? || !held || self.exec.extra_keeps() > MAX_EXTRA_KEEPS {
-            // Capture anew (which also lets go of what earlier argument updates held, once
-            // the launches before it finish).
-            let core = GraphCore::capture(
-                recapturer(&mut self.recapture, &self.base.origin, self.settings),
-                &self.pipeline,
-            )?;
-            return self.apply(core, self.reinstantiate);
-        }
-        if set > 0 {
-            self.args_updates += 1;
-        }
-        Ok(())
+        self.run.apply_args(&self.pipeline)
     }
 
     /// [`Graph::verify`](super::Graph::verify) for the graph this executable graph now runs:
@@ -630,69 +428,6 @@ impl<P: Pipeline> GraphExec<P> {
     /// # Ok::<(), streamgraph::Error>(())
     /// ```
     pub fn verify(&self) -> Result<VerifyReport> {
-        let plan = Plan::build(&self.pipeline)?;
-        self.latest
-            .as_ref()
-            .unwrap_or(&self.base)
-            .verify_against(&plan)
+        self.run.verify(&self.pipeline)
     }
-}
-
-/// The capture issuer for updates, made on first use with the original capture's settings.
-fn recapturer<'c>(
-    slot: &'c mut Option<Capture>,
-    origin: &Stream,
-    settings: CaptureSettings,
-) -> &'c mut Capture {
-    slot.get_or_insert_with(|| {
-        Capture::new(origin)
-            .mode(settings.mode)
-            .check(settings.verify)
-    })
-}
-
-/// `stmt` is no launch, so it takes no kernel arguments.
-#[cold]
-fn not_a_launch(stmt: &Statement) -> Error {
-    let why = match stmt.kind {
-        crate::program::StatementKind::Call { .. } => {
-            "a `call`'s nodes are its op's (a library may pick other kernels for other \
-             operands): change the op or its operands in the pipeline and `update_with`, which \
-             captures it again"
-        }
-        _ => "only launches take kernel arguments",
-    };
-    Error::InvalidArgument(format!(
-        "statement `{}` at {} is not a launch; {why}",
-        stmt.text, stmt.location
-    ))
-}
-
-/// The launch `stmt` runs another kernel than `kernel`.
-#[cold]
-fn other_kernel(stmt: &Statement, kernel: &Kernel) -> Error {
-    Error::InvalidArgument(format!(
-        "launch `{}` at {} runs another kernel than `{}` now; pass the kernel the node launches (an update may have changed it)",
-        stmt.text,
-        stmt.location,
-        kernel.name()
-    ))
-}
-
-/// The launch `stmt` takes `count` arguments, not `given`.
-#[cold]
-fn other_arity(stmt: &Statement, count: usize, given: usize) -> Error {
-    Error::InvalidArgument(format!(
-        "launch `{}` at {} was captured with {count} argument(s) but {given} were given; pass one argument per kernel parameter",
-        stmt.text, stmt.location
-    ))
-}
-
-/// A buffer argument of the launch `stmt` lies outside the pipeline's memory.
-#[cold]
-fn foreign_memory(stmt: &Statement) -> Error {
-    Error::InvalidArgument(format!(
-        "a buffer argument of launch `{}` at {} is memory the pipeline does not use; to point the launch at other buffers, `update` the graph with a pipeline that borrows them",
-        stmt.text, stmt.location
-    ))
 }

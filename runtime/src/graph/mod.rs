@@ -62,26 +62,32 @@ use recorded::{CapturedOp, LaunchShape, Recorded};
 mod args;
 mod blocks;
 mod book;
+mod buckets;
 mod call;
 mod capture;
 mod collective;
 mod dot;
 mod exec;
+mod executable;
 mod pending;
 mod recorded;
 mod recorder;
+mod set;
 mod temps;
 mod verify;
 
 pub use crate::ffi::graph::GraphHandle;
 pub use crate::ffi::graph_exec::GraphExecHandle;
 
+pub use buckets::{Bucket, Buckets};
 use capture::CaptureSettings;
 pub use capture::{capture, Capture, CaptureMode, CaptureOutcome};
 #[cfg(feature = "testing")]
 pub use dot::captured_dot;
 pub use dot::side_by_side_dot;
-pub use exec::{GraphExec, GraphStats};
+pub use exec::GraphExec;
+pub use executable::GraphStats;
+pub use set::{GraphSet, KeyStats, Prepare, Prepared};
 pub use verify::VerifyReport;
 #[cfg(feature = "testing")]
 pub use verify::{verify_body_edges, verify_edges};
@@ -607,25 +613,9 @@ impl<P> Graph<P> {
     /// # Ok::<(), streamgraph::Error>(())
     /// ```
     pub fn instantiate(self) -> Result<GraphExec<P>> {
-        let exec = self
-            .core
-            .raw
-            .instantiate()
-            .map_err(|e| Error::driver("cuGraphInstantiateWithFlags", e))?;
         Ok(GraphExec {
-            exec,
-            args: std::cell::RefCell::new(None),
-            base: self.core,
-            latest: None,
+            run: executable::Executable::instantiate(self.core, self.settings)?,
             pipeline: self.pipeline,
-            recapture: None,
-            settings: self.settings,
-            reinstantiate: false,
-            launches: Cell::new(0),
-            updates: 0,
-            reinstantiations: 0,
-            args_updates: 0,
-            nodes_set: Cell::new(0),
         })
     }
 }

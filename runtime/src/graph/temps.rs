@@ -34,13 +34,13 @@ impl<P> GraphExec<P> {
     /// captured (its memory-allocation nodes), summed; what the graph holds at once is
     /// [`Plan::temp_peak_bytes`](crate::Plan::temp_peak_bytes) of its pipeline.
     pub fn temp_bytes(&self) -> usize {
-        self.latest.as_ref().unwrap_or(&self.base).temp_bytes()
+        self.run.current().temp_bytes()
     }
 
     /// The graph memory of the device this graph runs on ([`Device::graph_memory`](crate::Device::graph_memory)): what all
     /// graphs with temporaries use and reserve there, now and at most. Graphs share that
     /// memory when they do not run at once, so it is a device's count, not this graph's.
     pub fn graph_memory(&self) -> Result<crate::device::GraphMemory> {
-        self.base.origin.device().graph_memory()
+        self.run.base.origin.device().graph_memory()
     }
 }
