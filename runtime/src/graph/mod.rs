@@ -6,7 +6,8 @@
 //! (`recorder.rs`), which fills the node book (`book.rs`) with what the graph will own
 //! (`recorded.rs`) and captures device blocks (`blocks.rs`) and collectives
 //! (`collective.rs`). A graph is checked against its plan in `verify.rs` and drawn in
-//! `dot.rs`; `exec.rs` and `args.rs` launch and update its executable form.
+//! `dot.rs`; `exec.rs`, `executable.rs` and `args.rs` launch and update its executable form;
+//! `set.rs` holds one executable graph per key of a [`GraphSet`] (`buckets.rs` picks the key).
 //!
 //! # Ownership
 //!
