@@ -85,6 +85,7 @@ impl Executable {
 
     /// The graph the executable graph runs now: the latest update's, or the one it was
     /// instantiated from.
+    #[inline]
     pub(super) fn current(&self) -> &GraphCore {
         self.latest.as_ref().unwrap_or(&self.base)
     }
@@ -124,6 +125,7 @@ impl Executable {
     }
 
     /// See [`GraphExec::set_kernel_args`](super::GraphExec::set_kernel_args).
+    #[inline]
     pub(super) fn set_kernel_args(
         &self,
         op: OpRef,

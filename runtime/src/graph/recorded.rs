@@ -215,8 +215,19 @@ pub(crate) fn encode_call(
     let identity = std::sync::Arc::as_ptr(owner) as *const () as usize as u64;
     out.extend_from_slice(&identity.to_le_bytes());
     for access in call.accesses() {
-        memory_signature(access.memory.memory(), out);
-        out.push(u8::from(access.mode == crate::program::AccessMode::Write));
+        // One write per operand: kind, mode, device, address, size.
+        let (kind, device, ptr, bytes) = match access.memory.memory() {
+            Memory::Device(r) => (0u8, r.device, r.ptr, r.bytes),
+            Memory::PinnedHost { ptr, bytes } => (1, DeviceRange::HOST, ptr as u64, bytes),
+            Memory::PageableHost { ptr, bytes } => (2, DeviceRange::HOST, ptr as u64, bytes),
+        };
+        let mut sig = [0u8; 22];
+        sig[0] = kind;
+        sig[1] = u8::from(access.mode == crate::program::AccessMode::Write);
+        sig[2..6].copy_from_slice(&device.to_le_bytes());
+        sig[6..14].copy_from_slice(&ptr.to_le_bytes());
+        sig[14..22].copy_from_slice(&(bytes as u64).to_le_bytes());
+        out.extend_from_slice(&sig);
     }
     call.fixed_work(out)
 }
