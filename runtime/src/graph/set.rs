@@ -382,7 +382,8 @@ impl<K: PartialEq + Clone + fmt::Debug> GraphSet<K> {
     fn ready<P: Pipeline>(&mut self, key: K, pipeline: &P) -> Result<&Executable> {
         self.check_program(pipeline.program())?;
         self.clock += 1;
-        let i = match self.find(&key) {
+        let found = self.find(&key);
+        let i = match found {
             Some(i) => i,
             None => {
                 self.keys.push(KeyRecord {
@@ -400,17 +401,17 @@ impl<K: PartialEq + Clone + fmt::Debug> GraphSet<K> {
         if let Some(run) = self.keys[i].run.as_mut() {
             run.apply_args(pipeline)?;
         } else {
-            let mut dropped = false;
-            while self.len() >= self.capacity {
-                dropped |= self.drop_least_recent();
-            }
-            self.trim_if(dropped)?;
             let start = Instant::now();
-            let core = GraphCore::capture(&mut self.capture, pipeline)?;
-            let mut run = Executable::instantiate(core, self.capture.settings())?;
-            // A key's pipeline may change shape between launches (another kernel, more
-            // statements): its graph is instantiated anew rather than refused.
-            run.reinstantiate = true;
+            let run = match self.make_room_and_capture(pipeline) {
+                Ok(run) => run,
+                Err(e) => {
+                    if found.is_none() {
+                        // Never captured: no record of the key.
+                        self.keys.pop();
+                    }
+                    return Err(e);
+                }
+            };
             let record = &mut self.keys[i];
             record.capture_time += start.elapsed();
             record.captures = 1;
@@ -420,6 +421,22 @@ impl<K: PartialEq + Clone + fmt::Debug> GraphSet<K> {
         self.keys[i].run.as_ref().ok_or(Error::Internal {
             invariant: "a graph set holds the graph it just made ready",
         })
+    }
+
+    /// Drops graphs past the capacity (one place kept for the new one), then captures and
+    /// instantiates `pipeline`.
+    fn make_room_and_capture<P: Pipeline>(&mut self, pipeline: &P) -> Result<Executable> {
+        let mut dropped = false;
+        while self.len() >= self.capacity {
+            dropped |= self.drop_least_recent();
+        }
+        self.trim_if(dropped)?;
+        let core = GraphCore::capture(&mut self.capture, pipeline)?;
+        let mut run = Executable::instantiate(core, self.capture.settings())?;
+        // A key's pipeline may change shape between launches (another kernel, more
+        // statements): its graph is instantiated anew rather than refused.
+        run.reinstantiate = true;
+        Ok(run)
     }
 
     fn check_program(&self, program: &'static Program) -> Result<()> {
