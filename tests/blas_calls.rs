@@ -548,3 +548,40 @@ fn a_short_operand_is_refused_by_name_before_anything_is_issued() {
     assert!(e.contains("operand `c` holds 11 element(s)"), "{e}");
     assert!(e.contains("needs 12"), "{e}");
 }
+
+streamgraph::pipeline! {
+    /// `c = a·b` in the body of a device `if` whose flag the pipeline sets.
+    pipeline GemmInBranch<'g>(c: &mut DeviceBuffer<f32>, a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>,
+                              go: &mut streamgraph::DeviceFlag, gemm: &'g Gemm<f32>) {
+        stream main;
+        main: fill go = 1u32;
+        main: if go {
+            main: call gemm(&mut c, &a, &b);
+        }
+    }
+}
+
+/// A GEMM in a device branch's body: captured into the conditional node's body graph,
+/// verified, and replayed to the eager run's bits.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_gemm_in_a_device_branch_replays_like_the_eager_run() {
+    let g = gpu();
+    let (op, [da, db], eager) = eager_gemm(&g);
+    let mut go = streamgraph::DeviceFlag::new(&g.device, 0).unwrap();
+    let mut branch = DeviceBuffer::<f32>::zeros(&g.device, eager.len()).unwrap();
+    Eager::new(&g.origin)
+        .run(&GemmInBranch::new(&mut branch, &da, &db, &mut go, &op))
+        .unwrap();
+    assert_eq!(bits(&branch.to_vec().unwrap()), bits(&eager));
+    let mut replayed = DeviceBuffer::<f32>::zeros(&g.device, eager.len()).unwrap();
+    let graph = Capture::new(&g.origin)
+        .capture(GemmInBranch::new(&mut replayed, &da, &db, &mut go, &op))
+        .unwrap();
+    graph.verify().unwrap();
+    let exec = graph.instantiate().unwrap();
+    exec.launch(&g.origin).unwrap();
+    g.origin.synchronize().unwrap();
+    drop(exec);
+    assert_eq!(bits(&replayed.to_vec().unwrap()), bits(&eager));
+}

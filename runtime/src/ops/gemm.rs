@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::elem::{default_workspace, elem_type, one_zero, scalars, GemmElem, OnDevice};
 use super::shape::{Call, Layout, Shape};
-use crate::call::{CallStream, In, Out, StreamOp};
+use crate::call::{BodyOp, CallStream, In, Out, StreamOp};
 use crate::error::Result;
 use crate::ffi::blas::BlasHandle;
 use crate::ffi::memory::MemoryRef;
@@ -247,6 +247,11 @@ unsafe impl<T: GemmElem> StreamOp for Gemm<T> {
     }
 }
 
+/// A GEMM's work is cuBLAS's kernels (and, for some algorithms, memsets): a device
+/// `while`/`if`/`switch` body may hold it. The capture checks every node the call adds and
+/// refuses, naming the statement, any a body cannot hold.
+impl<T: GemmElem> BodyOp for Gemm<T> {}
+
 /// The shape of a strided-batched GEMM: `count` GEMMs of one [`GemmConfig`], the `i`-th
 /// on the matrices starting `i · stride_x` elements into each operand. A stride of 0 shares
 /// one `A` or `B` among the batches; `C`'s batches must not overlap.
@@ -368,6 +373,9 @@ unsafe impl<T: GemmElem> StreamOp for StridedBatchedGemm<T> {
         true
     }
 }
+
+/// As for [`Gemm`]: a device block's body may hold it.
+impl<T: GemmElem> BodyOp for StridedBatchedGemm<T> {}
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // tests may unwrap
