@@ -209,7 +209,10 @@ fn kind_of(r: &RandomProgram, id: usize) -> &'static str {
         (StatementKind::Copy, _) => "copy (unissued)",
         (StatementKind::Host, _) => "host",
         (StatementKind::Call { .. }, _) => "call",
-        (StatementKind::While { .. } | StatementKind::If { .. }, _) => "device block",
+        (
+            StatementKind::While { .. } | StatementKind::If { .. } | StatementKind::Switch { .. },
+            _,
+        ) => "device block",
         (StatementKind::Collective { .. }, _) => "collective",
         (StatementKind::Record { .. }, _) => "record",
         (StatementKind::Wait { .. }, _) => "wait",
