@@ -174,6 +174,11 @@ impl Tally {
                     self.blocks(then, depth + 1);
                     self.blocks(otherwise, depth + 1);
                 }
+                Block::DeviceSwitch { arms, .. } => {
+                    for (_, body) in arms {
+                        self.blocks(body, depth + 1);
+                    }
+                }
             }
         }
     }
@@ -303,6 +308,13 @@ fn two_thousand_programs_plan_and_use_every_feature() {
                         runs(then, next, seed);
                         runs(otherwise, next, seed);
                     }
+                    Block::DeviceSwitch { header, arms, .. } => {
+                        assert_eq!(*header, *next, "seed {seed}");
+                        *next = header + 1;
+                        for (_, body) in arms {
+                            runs(body, next, seed);
+                        }
+                    }
                 }
             }
         }
@@ -392,6 +404,12 @@ fn occurrences_follow_the_blocks() {
                     out[*header] += times;
                     issues(then, times, out);
                     issues(otherwise, times, out);
+                }
+                Block::DeviceSwitch { header, arms, .. } => {
+                    out[*header] += times;
+                    for (_, body) in arms {
+                        issues(body, times, out);
+                    }
                 }
             }
         }

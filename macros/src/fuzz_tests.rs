@@ -64,6 +64,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/capture_faults.rs"),
     source!("tests/capture_random.rs"),
     source!("tests/capture_random_blocks.rs"),
+    source!("tests/capture_random_switches.rs"),
     source!("tests/capture_update.rs"),
     source!("tests/collectives_gpu.rs"),
     source!("tests/device_blocks.rs"),
