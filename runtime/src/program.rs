@@ -306,7 +306,7 @@ impl StatementKind {
     /// source order). Consecutive, from `id + 1` to the block's end.
     pub fn bodies(&self, id: usize) -> Option<Vec<std::ops::Range<usize>>> {
         match *self {
-            Self::While { end } => Some(vec![id + 1..end.max(id + 1)]),
+            Self::While { end } => Some(std::iter::once(id + 1..end.max(id + 1)).collect()),
             Self::If { otherwise, end } => {
                 let otherwise = otherwise.clamp(id + 1, end.max(id + 1));
                 Some(vec![id + 1..otherwise, otherwise..end.max(otherwise)])
