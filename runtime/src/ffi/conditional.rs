@@ -68,7 +68,7 @@ extern "C" __global__ void streamgraph_cond_branch(streamgraph_handle then_handl
 
 extern "C" __global__ void streamgraph_cond_nop() {}
 
-struct streamgraph_handles { streamgraph_handle h[64]; };
+struct streamgraph_handles { streamgraph_handle h[65]; };
 struct streamgraph_arms { unsigned int count; unsigned int fallback; unsigned int values[64]; };
 
 extern "C" __global__ void streamgraph_cond_switch(struct streamgraph_handles handles,
@@ -264,11 +264,12 @@ pub(crate) enum CondKind {
 /// on an older driver, one handle per arm) as one argument each.
 pub(crate) const MAX_SWITCH_ARMS: usize = 64;
 
-/// The `streamgraph_handles` argument of the switch kernel.
+/// The `streamgraph_handles` argument of the switch kernel: one handle per body (the valued
+/// arms' and the `_` arm's) on a driver without `SWITCH` nodes, else the node's one.
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct SwitchHandles {
-    h: [u64; MAX_SWITCH_ARMS],
+    h: [u64; MAX_SWITCH_ARMS + 1],
 }
 
 /// The `streamgraph_arms` argument of the switch kernel: the valued arms' values in arm order,
@@ -474,9 +475,13 @@ pub(crate) fn add_conditional(
                 }
             }
             let mut raw = SwitchHandles {
-                h: [0; MAX_SWITCH_ARMS],
+                h: [0; MAX_SWITCH_ARMS + 1],
             };
-            raw.h[..handles.len()].copy_from_slice(&handles);
+            // At most one handle per body (checked by the table above).
+            let slots = raw.h.get_mut(..handles.len()).ok_or(Error::Internal {
+                invariant: "a captured `switch` has at most one body per handle slot",
+            })?;
+            slots.copy_from_slice(&handles);
             let (nodes, chain) = (handles.len() as u32, u32::from(switch.is_none()));
             let args = [
                 KernelArg::by_ref(&raw, None, Holder::FOREIGN),
@@ -654,6 +659,40 @@ impl OwnedGraph {
             Ok(())
         } else {
             Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arm(value: Option<u32>) -> SwitchArm {
+        SwitchArm { value, start: 0 }
+    }
+
+    #[test]
+    fn a_switch_table_lists_the_valued_arms_and_where_other_values_go() {
+        let t = SwitchTable::of(&[arm(Some(7)), arm(Some(0)), arm(None)]).expect("a table");
+        assert_eq!((t.count, t.fallback, &t.values[..2]), (2, 2, &[7, 0][..]));
+        // Without `_`, other values go past the last body.
+        let t = SwitchTable::of(&[arm(Some(3))]).expect("a table");
+        assert_eq!((t.count, t.fallback), (1, u32::MAX));
+        // The most arms: every valued one and `_`.
+        let mut most: Vec<SwitchArm> = (0..MAX_SWITCH_ARMS as u32).map(|v| arm(Some(v))).collect();
+        most.push(arm(None));
+        let t = SwitchTable::of(&most).expect("a table");
+        assert_eq!((t.count, t.fallback), (64, 64));
+    }
+
+    #[test]
+    fn switch_tables_refuse_what_the_kernel_cannot_take() {
+        let too_many: Vec<SwitchArm> = (0..=MAX_SWITCH_ARMS as u32).map(|v| arm(Some(v))).collect();
+        for arms in [&[][..], &[arm(None), arm(Some(1))][..], &too_many[..]] {
+            assert!(matches!(
+                SwitchTable::of(arms),
+                Err(Error::InvalidArgument(_))
+            ));
         }
     }
 }
