@@ -175,7 +175,10 @@ fn a_switch_numbers_its_arms_bodies_and_reports_every_bad_arm() {
     });
     assert_eq!(errors.len(), 4, "{errors:?}");
     assert!(errors[0].contains("must be its last"), "{errors:?}");
-    assert!(errors[1].contains("value 2 is already an arm"), "{errors:?}");
+    assert!(
+        errors[1].contains("value 2 is already an arm"),
+        "{errors:?}"
+    );
     assert!(errors[2].contains("`x` is no arm pattern"), "{errors:?}");
     assert!(errors[3].contains("has a `_` arm already"), "{errors:?}");
 }
