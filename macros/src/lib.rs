@@ -134,7 +134,12 @@ mod validate;
 /// configurations; statements without their `STREAM:`, written as method calls
 /// (`side.wait_event(ready)`) or declaring a nested pipeline; collectives with an unknown
 /// communicator, a stream listed twice, a receive buffer without `&mut`, a missing reduction
-/// or root, or inside a device block; a buffer parameter passed to a
+/// or root, or inside a device block; device blocks whose flag (or `switch` index) is not a
+/// `DeviceFlag` parameter, whose bodies hold a `host` function or wait for events across their
+/// boundary, a `switch` without arms or with an arm pattern that is not a non-negative integer
+/// literal fitting a `u32` or `_`, a value given twice, `_` not last or twice, more than 64
+/// valued arms (each arm is checked as a pipeline of its own, the block as one operation that
+/// reads the index and does what every arm does); a buffer parameter passed to a
 /// kernel by value (write `&mut x` or `&x`); host memory (`Vec`, slices) in launches and fills
 /// (use `DeviceBuffer::from_host`); copies from or to pageable host memory (use
 /// `PinnedBuffer`; slices and `Vec`s *of* buffers are parameters like any other); writes
