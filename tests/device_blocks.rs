@@ -173,7 +173,10 @@ fn blocks_are_statements_with_their_bodies() {
     assert_eq!(block.kind, StatementKind::While { end: 6 });
     assert_eq!(block.text, "main: while flag");
     assert!(block.kind.is_block() && block.kind.is_operation());
-    assert_eq!(block.kind.bodies(3).unwrap(), [4..6, 6..6]);
+    assert_eq!(
+        block.kind.bodies(3).unwrap(),
+        [std::ops::Range { start: 4, end: 6 }]
+    );
     assert_eq!(block.accesses.len(), 1);
     assert_eq!(block.accesses[0].buffer, "flag");
     assert_eq!(block.accesses[0].mode, AccessMode::Read);

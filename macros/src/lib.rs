@@ -75,6 +75,7 @@ mod validate;
 /// | `wait_stream OTHER` | make the stream wait for everything issued on `OTHER` so far |
 /// | `while FLAG { … }`, `while FLAG, limit = N { … }` | a loop decided on the device by a `DeviceFlag` parameter, at most `N` iterations (README "Loops and branches on the device") |
 /// | `if FLAG { … } else { … }` | a branch decided on the device by a `DeviceFlag` |
+/// | `switch INDEX { 0 => { … } 4 => { … } _ => { … } }` | a multi-way branch on the device: the arm whose value equals the `DeviceFlag` `INDEX` runs, else the last `_` arm, else none; arms are distinct non-negative integer literals (at most 64) and an optional `_`, last |
 ///
 /// Declarations come before the statements: `stream NAME;` or `stream NAME(priority = P,
 /// device = D);` (the first one declared is the origin), `event NAME;`, and `event NAME[N];`,
@@ -133,7 +134,12 @@ mod validate;
 /// configurations; statements without their `STREAM:`, written as method calls
 /// (`side.wait_event(ready)`) or declaring a nested pipeline; collectives with an unknown
 /// communicator, a stream listed twice, a receive buffer without `&mut`, a missing reduction
-/// or root, or inside a device block; a buffer parameter passed to a
+/// or root, or inside a device block; device blocks whose flag (or `switch` index) is not a
+/// `DeviceFlag` parameter, whose bodies hold a `host` function or wait for events across their
+/// boundary, a `switch` without arms or with an arm pattern that is not a non-negative integer
+/// literal fitting a `u32` or `_`, a value given twice, `_` not last or twice, more than 64
+/// valued arms (each arm is checked as a pipeline of its own, the block as one operation that
+/// reads the index and does what every arm does); a buffer parameter passed to a
 /// kernel by value (write `&mut x` or `&x`); host memory (`Vec`, slices) in launches and fills
 /// (use `DeviceBuffer::from_host`); copies from or to pageable host memory (use
 /// `PinnedBuffer`; slices and `Vec`s *of* buffers are parameters like any other); writes

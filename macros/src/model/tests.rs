@@ -131,3 +131,54 @@ fn shared_borrows_under_mut_are_read_from_references_alone() {
         ["&mut DeviceBuffer<f32>", "&mut [&'a mut B]", "&mut &mut T"]
     );
 }
+
+#[test]
+fn a_switch_numbers_its_arms_bodies_and_reports_every_bad_arm() {
+    let (p, errors) = resolve(parse_quote! {
+        pipeline P(x: &mut DeviceBuffer<f32>, i: &DeviceFlag, k: &Kernel) {
+            stream s;
+            stream t;
+            s: switch i {
+                4 => { s: launch k<<<1, 1>>>(&mut x); t: launch k<<<1, 1>>>(&x); }
+                1 => {}
+                _ => { s: launch k<<<1, 1>>>(&mut x); }
+            }
+            s: launch k<<<1, 1>>>(&x);
+        }
+    });
+    assert!(errors.is_empty(), "{errors:?}");
+    let Kind::Block {
+        shape: BlockShape::Switch(values),
+        starts,
+        end,
+        ..
+    } = &p.statements[0].kind
+    else {
+        panic!("expected a switch")
+    };
+    assert_eq!(values, &[Some(4), Some(1), None]);
+    assert_eq!((starts.as_slice(), *end), (&[1, 3, 3][..], 4));
+    assert_eq!(p.statements[0].text, "s: switch i");
+    assert!(matches!(&p.body[0], Node::Block { bodies, .. } if bodies.len() == 3));
+
+    let (_, errors) = resolve(parse_quote! {
+        pipeline P(x: &mut DeviceBuffer<f32>, i: &DeviceFlag, k: &Kernel) {
+            stream s;
+            s: switch i {
+                _ => {}
+                2 => {}
+                2 => {}
+                x => {}
+                _ => {}
+            }
+        }
+    });
+    assert_eq!(errors.len(), 4, "{errors:?}");
+    assert!(errors[0].contains("must be its last"), "{errors:?}");
+    assert!(
+        errors[1].contains("value 2 is already an arm"),
+        "{errors:?}"
+    );
+    assert!(errors[2].contains("`x` is no arm pattern"), "{errors:?}");
+    assert!(errors[3].contains("has a `_` arm already"), "{errors:?}");
+}

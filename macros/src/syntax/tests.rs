@@ -237,3 +237,29 @@ fn temporaries_are_top_level_items_and_temp_stays_a_name() {
         assert!(error.starts_with(expected), "{error:?} is not {expected:?}");
     }
 }
+
+#[test]
+fn a_switch_parses_its_arms_with_or_without_commas() {
+    let input: Input = parse_quote! {
+        pipeline P(i: &DeviceFlag) {
+            stream s;
+            s: switch i {
+                0 => { s: fill x = 0u32; }
+                7 => {},
+                "no" => {}
+                _ => { s: switch i { 1 => {} } }
+            }
+        }
+    };
+    let Item::Stmt(Stmt::Block(b)) = &input.items[1] else { panic!("expected a block") };
+    assert!(matches!(b.keyword, BlockKeyword::Switch(_)));
+    assert_eq!(b.arms.len(), 4);
+    assert!(b.body.is_empty() && b.otherwise.is_none());
+    assert_eq!(b.arms[0].body.len(), 1);
+    assert!(matches!(b.arms[3].pat, syn::Pat::Wild(_)));
+    let err = syn::parse2::<Input>(quote::quote! {
+        pipeline P(i: &DeviceFlag) { stream s; s: switch i { 0 { } } }
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("expected `=>`"), "{err}");
+}
