@@ -30,6 +30,7 @@ use cudarc::driver::sys;
 
 use crate::decode::Decode;
 use crate::diamond::Diamond4;
+use crate::few_graphs::Served;
 use crate::gpu::{BenchError, Event, Gpu};
 use crate::kernels::{self, BLOCK, GRID};
 use crate::many_shapes::Shapes;
@@ -331,6 +332,21 @@ pub fn w13(p: &Shapes) -> Vec<crate::runner::Setup<'static>> {
             vec![
                 ("streamgraph", Err(e)),
                 ("streamgraph-params", Err(BenchError::Setup(why))),
+            ]
+        }
+    }
+}
+
+/// W14 (`few_graphs.rs`): its systems (a graph set, eager runs) with this process's device
+/// and `bias_act` kernel.
+pub fn w14(p: &Served) -> Vec<crate::runner::Setup<'static>> {
+    match shared() {
+        Ok(sg) => crate::few_graphs::setups(&sg.device, p, &sg.kernels.bias_act),
+        Err(e) => {
+            let why = e.to_string();
+            vec![
+                ("streamgraph-set", Err(e)),
+                ("eager", Err(BenchError::Setup(why))),
             ]
         }
     }

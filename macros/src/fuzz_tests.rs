@@ -38,6 +38,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("benches/harness/collective.rs"),
     source!("benches/harness/decode.rs"),
     source!("benches/harness/diamond.rs"),
+    source!("benches/harness/few_graphs.rs"),
     source!("benches/harness/gpu.rs"),
     source!("benches/harness/kernels.rs"),
     source!("benches/harness/launch_probe.rs"),
