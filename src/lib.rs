@@ -309,6 +309,15 @@
 //!   `DeviceFlag`, a `host` function in a body (it would need a round trip to the host), a
 //!   `wait` in a body on an event recorded outside it or outside on one recorded inside it,
 //!   `else if` (nest another block instead).
+//! - **`switch`.** `STREAM: switch INDEX { 0 => { … } 2 => { … } _ => { … } }` runs the body of
+//!   the arm whose value equals the [`DeviceFlag`]'s (a `u32`), else the `_` arm's, else none.
+//!   Each arm is a body as above ([`StatementKind::Switch`]). Eagerly, the index is read back
+//!   once; captured, the block is one SWITCH conditional node with a body graph per arm, after a
+//!   built-in kernel that maps the index to its arm's body (a value no arm takes maps past the
+//!   last body: nothing runs); on a driver older than CUDA 12.8 (`cuDriverGetVersion`), one IF
+//!   node per arm after a kernel that sets only the chosen one's handle. Compile errors besides
+//!   those of bodies: an arm pattern that is not a non-negative integer literal fitting a `u32`
+//!   or `_`, a value given twice, `_` not last or twice, no arm, more than 64 valued arms.
 //! - **Verification.** [`Graph::verify`] checks the outer graph against the plan and each body
 //!   graph against its nested plan ([`Plan::bodies`]), and that the end of each body (the
 //!   built-in kernel after its join, which the next iteration waits for) follows all of the

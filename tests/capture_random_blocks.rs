@@ -102,13 +102,13 @@ fn random_programs_have_device_blocks_with_nested_plans() {
             .collect();
         with_blocks += usize::from(!blocks.is_empty());
         for b in &blocks {
-            let [then, otherwise] = b.kind.bodies(b.id).unwrap();
-            nested += then
-                .clone()
-                .chain(otherwise.clone())
+            let bodies = b.kind.bodies(b.id).unwrap();
+            nested += bodies
+                .iter()
+                .flat_map(Clone::clone)
                 .filter(|&i| r.program.statements[i].kind.is_block())
                 .count();
-            for i in then.chain(otherwise) {
+            for i in bodies.into_iter().flatten() {
                 assert_ne!(
                     r.program.statements[i].kind,
                     StatementKind::Host,
@@ -974,7 +974,7 @@ fn block_programs_capture_as_planned() {
                 let in_body = r.program.statements[..i].iter().any(|b| {
                     b.kind
                         .bodies(b.id)
-                        .is_some_and(|[a, e]| a.contains(&i) || e.contains(&i))
+                        .is_some_and(|bodies| bodies.iter().any(|r| r.contains(&i)))
                 });
                 calls_in_bodies += usize::from(in_body);
             }

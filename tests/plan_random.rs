@@ -174,6 +174,11 @@ impl Tally {
                     self.blocks(then, depth + 1);
                     self.blocks(otherwise, depth + 1);
                 }
+                Block::DeviceSwitch { arms, .. } => {
+                    for (_, body) in arms {
+                        self.blocks(body, depth + 1);
+                    }
+                }
             }
         }
     }
@@ -209,7 +214,10 @@ fn kind_of(r: &RandomProgram, id: usize) -> &'static str {
         (StatementKind::Copy, _) => "copy (unissued)",
         (StatementKind::Host, _) => "host",
         (StatementKind::Call { .. }, _) => "call",
-        (StatementKind::While { .. } | StatementKind::If { .. }, _) => "device block",
+        (
+            StatementKind::While { .. } | StatementKind::If { .. } | StatementKind::Switch { .. },
+            _,
+        ) => "device block",
         (StatementKind::Collective { .. }, _) => "collective",
         (StatementKind::Record { .. }, _) => "record",
         (StatementKind::Wait { .. }, _) => "wait",
@@ -300,6 +308,13 @@ fn two_thousand_programs_plan_and_use_every_feature() {
                         runs(then, next, seed);
                         runs(otherwise, next, seed);
                     }
+                    Block::DeviceSwitch { header, arms, .. } => {
+                        assert_eq!(*header, *next, "seed {seed}");
+                        *next = header + 1;
+                        for (_, body) in arms {
+                            runs(body, next, seed);
+                        }
+                    }
                 }
             }
         }
@@ -389,6 +404,12 @@ fn occurrences_follow_the_blocks() {
                     out[*header] += times;
                     issues(then, times, out);
                     issues(otherwise, times, out);
+                }
+                Block::DeviceSwitch { header, arms, .. } => {
+                    out[*header] += times;
+                    for (_, body) in arms {
+                        issues(body, times, out);
+                    }
                 }
             }
         }

@@ -22,6 +22,8 @@ pub mod pass_event_arrays;
 pub mod pass_indexed_maybe_race;
 #[path = "ui/pass_race_check_incomplete.rs"]
 pub mod pass_race_check_incomplete;
+#[path = "ui/pass_switch_blocks.rs"]
+pub mod pass_switch_blocks;
 #[path = "ui/pass_temporaries.rs"]
 pub mod pass_temporaries;
 #[path = "ui/pass_uncertain_races.rs"]
@@ -57,6 +59,11 @@ fn copy_source_moves() {
 #[test]
 fn device_blocks() {
     pass_device_blocks::main();
+}
+
+#[test]
+fn switch_blocks() {
+    pass_switch_blocks::main();
 }
 
 #[test]

@@ -4,7 +4,8 @@
 // each event recorded in a capture carry a dependency set; launches, copies, fills and host
 // functions issued into a capture add a node depending on that set; graphs list their nodes
 // (in creation order) and edges. Handles are heap objects; kernel nodes remember their
-// function. Conditional nodes (CUDA 12.4+) are nodes of type 13 with fresh, empty body graphs,
+// function. Conditional nodes (CUDA 12.4+: IF and WHILE; 12.8+: SWITCH, with `size` bodies)
+// are nodes of type 13 with fresh, empty body graphs,
 // into which a stream can capture (cuStreamBeginCaptureToGraph), so that captures of device
 // blocks can be verified without a GPU (tests/capture_random_blocks.rs, .ci/run). Nothing here
 // is a CUDA semantics reference beyond that.
@@ -45,7 +46,8 @@ static void join(stream* s, int nd, node** d){
     if(!f){ if(s->ndeps>=MAXDEP) die("too many deps"); s->deps[s->ndeps++]=d[i]; } }
 }
 CUresult cuInit(unsigned f){return OK;}
-CUresult cuDriverGetVersion(int* v){*v=13000;return OK;}
+// STUB_CUDA_VERSION=12060 stands in for a driver older than CUDA 12.8 (no SWITCH nodes).
+CUresult cuDriverGetVersion(int* v){const char* e=getenv("STUB_CUDA_VERSION"); *v=e?atoi(e):13000; return OK;}
 CUresult cuDeviceGetCount(int* c){*c=1;return OK;}
 CUresult cuDeviceGet(int* d,int o){*d=0;return OK;}
 CUresult cuDeviceGetAttribute(int* v,int a,int d){*v=1;return OK;}

@@ -75,6 +75,7 @@ mod validate;
 /// | `wait_stream OTHER` | make the stream wait for everything issued on `OTHER` so far |
 /// | `while FLAG { … }`, `while FLAG, limit = N { … }` | a loop decided on the device by a `DeviceFlag` parameter, at most `N` iterations (README "Loops and branches on the device") |
 /// | `if FLAG { … } else { … }` | a branch decided on the device by a `DeviceFlag` |
+/// | `switch INDEX { 0 => { … } 4 => { … } _ => { … } }` | a multi-way branch on the device: the arm whose value equals the `DeviceFlag` `INDEX` runs, else the last `_` arm, else none; arms are distinct non-negative integer literals (at most 64) and an optional `_`, last |
 ///
 /// Declarations come before the statements: `stream NAME;` or `stream NAME(priority = P,
 /// device = D);` (the first one declared is the origin), `event NAME;`, and `event NAME[N];`,

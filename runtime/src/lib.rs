@@ -70,7 +70,7 @@ pub use plan::{
 };
 pub use program::{
     AccessMode, Collective, EventDecl, Location, OpRef, Program, Statement, StatementKind,
-    StaticAccess, StreamDecl, TempDecl,
+    StaticAccess, StreamDecl, SwitchArm, TempDecl,
 };
 pub use stream::{clamp_priority, current_stream, Stream, StreamGuard};
 
@@ -88,10 +88,10 @@ pub mod __private {
     pub use crate::issue::__private::{
         call, call_in, call_in_body, call_out, collective, collective_part,
         collective_part_in_place, copy, copy_with, event_element, fill, fill_value_of, fill_with,
-        host, if_else, kernel_with, limit, temp_alloc, temp_free, temporaries, while_loop,
+        host, if_else, kernel_with, limit, switch, temp_alloc, temp_free, temporaries, while_loop,
     };
     pub use crate::issue::{
-        Issuer, LaunchDims, LaunchKernel, Pipeline, StreamOptions, ValueParameter,
+        Body, Issuer, LaunchDims, LaunchKernel, Pipeline, StreamOptions, ValueParameter,
     };
     // `GraphCopySource`, `NotPageable` and `PageableHost` are named by no generated code, but by
     // the compiler's message on pageable host memory, which this path keeps short.
@@ -106,6 +106,6 @@ pub mod __private {
     pub use crate::operand::{Dim3, LaunchConfig, ReduceOp};
     pub use crate::program::{
         AccessMode, Collective, EventDecl, Location, Program, Statement, StatementKind,
-        StaticAccess, StreamDecl, TempDecl,
+        StaticAccess, StreamDecl, SwitchArm, TempDecl,
     };
 }

@@ -170,6 +170,17 @@ pub enum StatementKind {
         /// One past the last statement id of the block.
         end: usize,
     },
+    /// `switch INDEX { V0 => { … } V1 => { … } _ => { … } }`: a multi-way branch on the
+    /// device (one CUDA conditional SWITCH node when captured). Arm `k`'s body is statements
+    /// `arms[k].start .. arms[k + 1].start` (the last arm's `.. end`); the arm whose value
+    /// equals the index runs, else the `_` arm (the last, `value: None`) if there is one, else
+    /// nothing.
+    Switch {
+        /// The arms, in source order.
+        arms: &'static [SwitchArm],
+        /// One past the last statement id of the block.
+        end: usize,
+    },
     /// `call OP(OPERANDS)`: the work of a [`crate::StreamOp`] on the statement's stream.
     Call {
         /// The op expression as written, e.g. `gemm`.
@@ -202,6 +213,16 @@ pub enum StatementKind {
         /// The number of participants.
         count: usize,
     },
+}
+
+/// One arm of a [`StatementKind::Switch`]: `VALUE => { … }` or `_ => { … }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SwitchArm {
+    /// The index value that picks this arm; `None` for `_`, which takes every value no other
+    /// arm does.
+    pub value: Option<u32>,
+    /// The first statement id of the arm's body.
+    pub start: usize,
 }
 
 /// The collective of a [`StatementKind::Collective`] statement (NCCL's operations).
@@ -249,6 +270,7 @@ impl StatementKind {
                 | Self::Call { .. }
                 | Self::While { .. }
                 | Self::If { .. }
+                | Self::Switch { .. }
                 | Self::Collective { .. }
                 | Self::Alloc { .. }
                 | Self::Free { .. }
@@ -271,22 +293,64 @@ impl StatementKind {
         }
     }
 
-    /// Whether the statement is a device `while` or `if` block (a conditional node).
+    /// Whether the statement is a device `while`, `if` or `switch` block (a conditional node).
     pub fn is_block(&self) -> bool {
-        matches!(self, Self::While { .. } | Self::If { .. })
+        matches!(
+            self,
+            Self::While { .. } | Self::If { .. } | Self::Switch { .. }
+        )
     }
 
     /// For a block statement `id`: the statement ids of its bodies (`while`: one body; `if`:
-    /// the `then` and the `else` body, the second possibly empty).
-    pub fn bodies(&self, id: usize) -> Option<[std::ops::Range<usize>; 2]> {
+    /// the `then` and the `else` body, the second possibly empty; `switch`: one per arm, in
+    /// source order). Consecutive, from `id + 1` to the block's end.
+    pub fn bodies(&self, id: usize) -> Option<Vec<std::ops::Range<usize>>> {
         match *self {
-            Self::While { end } => Some([id + 1..end.max(id + 1), end..end]),
+            Self::While { end } => Some(std::iter::once(id + 1..end.max(id + 1)).collect()),
             Self::If { otherwise, end } => {
                 let otherwise = otherwise.clamp(id + 1, end.max(id + 1));
-                Some([id + 1..otherwise, otherwise..end.max(otherwise)])
+                Some(vec![id + 1..otherwise, otherwise..end.max(otherwise)])
+            }
+            Self::Switch { arms, end } => {
+                let mut at = id + 1;
+                let mut ranges = Vec::with_capacity(arms.len());
+                for (k, arm) in arms.iter().enumerate() {
+                    let start = arm.start.clamp(at, end.max(at));
+                    let next = arms.get(k + 1).map_or(end, |a| a.start);
+                    let stop = next.clamp(start, end.max(start));
+                    ranges.push(start..stop);
+                    at = stop;
+                }
+                Some(ranges)
             }
             _ => None,
         }
+    }
+
+    /// What body `branch` of a block statement is called in pictures and messages: `body`
+    /// (`while`), `then` or `else` (`if`), `case 3` or `default` (`switch`).
+    pub fn branch_name(&self, branch: usize) -> String {
+        match (self, branch) {
+            (Self::While { .. }, _) => "body".into(),
+            (Self::Switch { arms, .. }, k) => match arms.get(k).map(|a| a.value) {
+                Some(Some(v)) => format!("case {v}"),
+                Some(None) => "default".into(),
+                None => format!("arm {k}"),
+            },
+            (_, 0) => "then".into(),
+            _ => "else".into(),
+        }
+    }
+
+    /// For a `switch` statement: the body that index value `value` runs (its arm's position
+    /// in `arms`), `None` when no arm takes it.
+    pub fn switch_arm(&self, value: u32) -> Option<usize> {
+        let Self::Switch { arms, .. } = self else {
+            return None;
+        };
+        arms.iter()
+            .position(|a| a.value == Some(value))
+            .or_else(|| arms.iter().position(|a| a.value.is_none()))
     }
 }
 

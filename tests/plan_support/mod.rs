@@ -104,7 +104,7 @@ pub fn issue<I: Issuer + ?Sized>(
         StatementKind::Record { .. } => issuer.record(stmt),
         StatementKind::Wait { .. } => issuer.wait(stmt),
         StatementKind::WaitStream { .. } => issuer.wait_stream(stmt),
-        StatementKind::While { .. } | StatementKind::If { .. } => {
+        StatementKind::While { .. } | StatementKind::If { .. } | StatementKind::Switch { .. } => {
             panic!("device blocks are issued with their bodies; see tests/device_blocks.rs")
         }
         StatementKind::Collective { .. } => {

@@ -813,6 +813,9 @@ impl Script {
                     list(r, then),
                     list(r, otherwise)
                 ),
+                Block::DeviceSwitch { .. } => {
+                    panic!("scripts hold no device `switch`; see tests/capture_random_switches.rs")
+                }
             })
             .filter(|s| !s.is_empty())
         }

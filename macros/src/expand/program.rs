@@ -3,7 +3,7 @@
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
 
-use crate::model::{CollectiveOp, Kind, Mode, Program};
+use crate::model::{BlockShape, CollectiveOp, Kind, Mode, Program};
 use crate::validate::line_column;
 
 fn location(span: Span) -> TokenStream {
@@ -44,10 +44,33 @@ pub(super) fn program_const(program: &Program) -> TokenStream {
             Kind::Alloc { temp } => quote!(Alloc { temp: #temp }),
             Kind::Free { temp } => quote!(Free { temp: #temp }),
             Kind::Block {
-                looping: true, end, ..
+                shape: BlockShape::While,
+                end,
+                ..
             } => quote!(While { end: #end }),
-            Kind::Block { otherwise, end, .. } => {
+            Kind::Block {
+                shape: BlockShape::If,
+                starts,
+                end,
+                ..
+            } => {
+                let otherwise = starts.get(1).copied().unwrap_or(*end);
                 quote!(If { otherwise: #otherwise, end: #end })
+            }
+            Kind::Block {
+                shape: BlockShape::Switch(values),
+                starts,
+                end,
+                ..
+            } => {
+                let arms = values.iter().zip(starts).map(|(value, start)| {
+                    let value = match value {
+                        Some(v) => quote!(::core::option::Option::Some(#v)),
+                        None => quote!(::core::option::Option::None),
+                    };
+                    quote!(::streamgraph::__private::SwitchArm { value: #value, start: #start })
+                });
+                quote!(Switch { arms: &[#(#arms),*], end: #end })
             }
             Kind::Collective {
                 op, first, count, ..

@@ -8,7 +8,7 @@ use super::operand::{
     borrow, buffer_arg, device_memory, graph_copy_source, kernel_ref, last_span, place, respan,
     spanning,
 };
-use crate::model::{write_form, Arg, Kind, Node, ParamKind, Program};
+use crate::model::{write_form, Arg, BlockShape, Kind, Node, ParamKind, Program};
 
 pub(super) fn nodes(program: &Program, nodes: &[Node]) -> TokenStream {
     nodes.iter().map(|n| node(program, n)).collect()
@@ -42,11 +42,7 @@ fn node(program: &Program, node: &Node) -> TokenStream {
             });
             quote!(#if_token #cond { #then } #otherwise)
         }
-        Node::Block {
-            stmt,
-            body,
-            otherwise,
-        } => device_block(program, *stmt, body, otherwise.as_deref()),
+        Node::Block { stmt, bodies } => device_block(program, *stmt, bodies),
     }
 }
 
@@ -92,17 +88,13 @@ pub(super) fn temp_exclusive(name: &syn::Ident) -> syn::Ident {
     )
 }
 
-/// A device `while`/`if`: one issuer call with the bodies as closures over a `dyn Issuer`.
-fn device_block(
-    program: &Program,
-    i: usize,
-    body: &[Node],
-    otherwise: Option<&[Node]>,
-) -> TokenStream {
+/// A device `while`/`if`/`switch`: one issuer call with the bodies as closures over a
+/// `dyn Issuer`.
+fn device_block(program: &Program, i: usize, bodies: &[Vec<Node>]) -> TokenStream {
     let p = quote!(::streamgraph::__private);
     let stmt = &program.statements[i];
     let Kind::Block {
-        looping,
+        shape,
         flag,
         flag_param,
         limit,
@@ -126,16 +118,27 @@ fn device_block(
             }
         }
     };
-    let then = closure(body);
-    let call = if *looping {
-        let limit = limit.as_ref().map_or_else(
-            || quote!(::core::option::Option::None),
-            |l| quote_spanned!(l.span()=> #p::limit(#l)),
-        );
-        quote!(#p::while_loop(__issuer, __stmt, #flag, #limit, #then))
-    } else {
-        let otherwise = closure(otherwise.unwrap_or_default());
-        quote!(#p::if_else(__issuer, __stmt, #flag, #then, #otherwise))
+    let body = |k: usize| closure(bodies.get(k).map_or(&[][..], Vec::as_slice));
+    let call = match shape {
+        BlockShape::While => {
+            let limit = limit.as_ref().map_or_else(
+                || quote!(::core::option::Option::None),
+                |l| quote_spanned!(l.span()=> #p::limit(#l)),
+            );
+            let body = body(0);
+            quote!(#p::while_loop(__issuer, __stmt, #flag, #limit, #body))
+        }
+        BlockShape::If => {
+            let (then, otherwise) = (body(0), body(1));
+            quote!(#p::if_else(__issuer, __stmt, #flag, #then, #otherwise))
+        }
+        BlockShape::Switch(values) => {
+            let arms = (0..values.len()).map(|k| {
+                let arm = body(k);
+                quote!(#arm as &mut #p::Body<'_>)
+            });
+            quote!(#p::switch(__issuer, __stmt, #flag, &mut [#(#arms),*]))
+        }
     };
     quote! {
         {

@@ -1,11 +1,16 @@
-//! Device blocks: a `while` or `if` on the device and its bodies.
+//! Device blocks: a `while`, `if` or `switch` on the device and its bodies.
 
 use quote::ToTokens;
-use syn::Expr;
+use syn::spanned::Spanned;
+use syn::{Expr, Pat};
 
-use super::{Access, Errors, Kind, Mode, Node, Program, Statement};
+use super::{Access, BlockShape, Errors, Kind, Mode, Node, Program, Statement};
 use crate::syntax;
 use crate::text::{closest, text_of};
+
+/// The most valued arms a device `switch` has (its built-in kernel takes their values as one
+/// argument).
+pub const MAX_SWITCH_ARMS: usize = 64;
 
 impl Program {
     pub(super) fn resolve_device_block(
@@ -16,40 +21,14 @@ impl Program {
         let id = self.statements.len();
         let errors_before = errors.count();
         let stream = self.stream_index(&b.stream, errors);
-        let (looping, word) = match &b.keyword {
-            syntax::BlockKeyword::While => (true, "while"),
-            syntax::BlockKeyword::If => (false, "if"),
-        };
-        let flag_param = match &b.flag {
-            Expr::Path(p) if p.qself.is_none() => p.path.get_ident().cloned(),
-            _ => None,
-        };
-        match &flag_param {
-            Some(name) if self.param(name).is_some() => {}
-            Some(name) => {
-                let params: Vec<String> = self.params.iter().map(|p| p.name.to_string()).collect();
-                let similar = closest(&name.to_string(), params.iter().map(String::as_str))
-                    .map(|s| format!("did you mean `{s}`? "))
-                    .unwrap_or_default();
-                errors.spanned(
-                    name,
-                    format!(
-                        "`{name}` is not a parameter of this pipeline; {similar}the flag of a \
-                         device `{word}` is a parameter of type `&mut DeviceFlag` (or \
-                         `&DeviceFlag`), e.g. `{name}: &mut DeviceFlag`"
-                    ),
-                )
+        let (shape, word) = match &b.keyword {
+            syntax::BlockKeyword::While => (BlockShape::While, "while"),
+            syntax::BlockKeyword::If => (BlockShape::If, "if"),
+            syntax::BlockKeyword::Switch(k) => {
+                (BlockShape::Switch(arm_values(k, &b.arms, errors)), "switch")
             }
-            None => errors.spanned(
-                &b.flag,
-                format!(
-                    "the flag of a device `{word}` is a parameter name, of type `&mut DeviceFlag` \
-                     (or `&DeviceFlag`), e.g. `{}: {word} done {{ … }}`",
-                    b.stream
-                ),
-            ),
-        }
-        let flag_param = flag_param.filter(|n| self.param(n).is_some());
+        };
+        let flag_param = self.block_flag(&b, word, errors);
         let mut accesses = Vec::new();
         if let Some(name) = &flag_param {
             accesses.push(Access {
@@ -76,6 +55,7 @@ impl Program {
             .into_iter()
             .last()
             .map_or_else(|| b.stream.span(), |t| t.span());
+        let switch = matches!(shape, BlockShape::Switch(_));
         self.statements.push(Statement {
             id,
             stream,
@@ -83,11 +63,11 @@ impl Program {
             first: b.stream.span(),
             stream_name: b.stream,
             kind: Kind::Block {
-                looping,
+                shape,
                 flag: b.flag,
                 flag_param,
                 limit: b.limit.map(|(_, e)| e),
-                otherwise: id + 1,
+                starts: Vec::new(),
                 end: id + 1,
             },
             accesses,
@@ -95,21 +75,164 @@ impl Program {
             unresolved: errors.count() > errors_before,
             alternative: false,
         });
-        let body = self.resolve_block(b.body, errors);
-        let start = self.statements.len();
-        let otherwise = b.otherwise.map(|(_, o)| self.resolve_block(o, errors));
+        let mut starts = Vec::new();
+        let mut bodies = Vec::new();
+        if switch {
+            for arm in b.arms {
+                starts.push(self.statements.len());
+                bodies.push(self.resolve_block(arm.body, errors));
+            }
+        } else {
+            starts.push(self.statements.len());
+            bodies.push(self.resolve_block(b.body, errors));
+            if let syntax::BlockKeyword::If = b.keyword {
+                starts.push(self.statements.len());
+                if let Some((_, o)) = b.otherwise {
+                    bodies.push(self.resolve_block(o, errors));
+                }
+            }
+        }
         let stop = self.statements.len();
-        if let Kind::Block {
-            otherwise: o, end, ..
-        } = &mut self.statements[id].kind
-        {
-            *o = start;
+        if let Kind::Block { starts: s, end, .. } = &mut self.statements[id].kind {
+            *s = starts;
             *end = stop;
         }
-        Node::Block {
-            stmt: id,
-            body,
-            otherwise,
-        }
+        Node::Block { stmt: id, bodies }
     }
+
+    /// The flag's (or index's) parameter, reported when the expression is none.
+    fn block_flag(
+        &self,
+        b: &syntax::BlockStmt,
+        word: &str,
+        errors: &mut Errors,
+    ) -> Option<syn::Ident> {
+        let what = if word == "switch" { "index" } else { "flag" };
+        let flag_param = match &b.flag {
+            Expr::Path(p) if p.qself.is_none() => p.path.get_ident().cloned(),
+            _ => None,
+        };
+        match &flag_param {
+            Some(name) if self.param(name).is_some() => {}
+            Some(name) => {
+                let params: Vec<String> = self.params.iter().map(|p| p.name.to_string()).collect();
+                let similar = closest(&name.to_string(), params.iter().map(String::as_str))
+                    .map(|s| format!("did you mean `{s}`? "))
+                    .unwrap_or_default();
+                errors.spanned(
+                    name,
+                    format!(
+                        "`{name}` is not a parameter of this pipeline; {similar}the {what} of a \
+                         device `{word}` is a parameter of type `&mut DeviceFlag` (or \
+                         `&DeviceFlag`), e.g. `{name}: &mut DeviceFlag`"
+                    ),
+                )
+            }
+            None => errors.spanned(
+                &b.flag,
+                format!(
+                    "the {what} of a device `{word}` is a parameter name, of type `&mut \
+                     DeviceFlag` (or `&DeviceFlag`), e.g. `{}: {word} done {{ … }}`",
+                    b.stream
+                ),
+            ),
+        }
+        flag_param.filter(|n| self.param(n).is_some())
+    }
+}
+
+/// The value of each arm of a `switch` (`None` for `_`), every arm checked: a pattern is a
+/// non-negative integer literal that fits a `u32`, or `_`; values are distinct; `_` comes
+/// once, last; there is at least one arm and at most [`MAX_SWITCH_ARMS`] valued ones.
+fn arm_values(
+    keyword: &syntax::kw::switch,
+    arms: &[syntax::Arm],
+    errors: &mut Errors,
+) -> Vec<Option<u32>> {
+    if arms.is_empty() {
+        errors.spanned(
+            keyword,
+            "this device `switch` has no arms: give it at least one, `0 => { … }`, and \
+             optionally a last `_ => { … }` for every other value",
+        );
+    }
+    let mut values: Vec<(u32, &Pat)> = Vec::new();
+    let mut default: Option<&Pat> = None;
+    let mut misplaced = false;
+    let mut out = Vec::with_capacity(arms.len());
+    for arm in arms {
+        if let (Some(first), false, false) = (default, misplaced, matches!(arm.pat, Pat::Wild(_))) {
+            errors.spanned(
+                first,
+                "the `_` arm of a device `switch` must be its last: it takes every value the \
+                 arms before it do not, so no arm can follow it; move it to the end",
+            );
+            misplaced = true;
+        }
+        match &arm.pat {
+            Pat::Wild(_) => {
+                if default.is_some() {
+                    errors.spanned(
+                        &arm.pat,
+                        "this device `switch` has a `_` arm already: one `_` takes every value \
+                         no other arm does; remove this one or merge the two bodies",
+                    );
+                }
+                default = default.or(Some(&arm.pat));
+                out.push(None);
+                continue;
+            }
+            Pat::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(i),
+                ..
+            }) => match i.base10_parse::<u32>() {
+                Ok(v) => {
+                    if let Some((_, earlier)) = values.iter().find(|(w, _)| *w == v) {
+                        let start = earlier.span().start();
+                        let (line, column) = (start.line, start.column + 1);
+                        errors.spanned(
+                            &arm.pat,
+                            format!(
+                                "value {v} is already an arm of this device `switch` (at \
+                                 {line}:{column}); each value picks one arm: merge the two \
+                                 bodies or give this arm another value"
+                            ),
+                        );
+                    } else if values.len() == MAX_SWITCH_ARMS {
+                        errors.spanned(
+                            &arm.pat,
+                            format!(
+                                "a device `switch` has at most {MAX_SWITCH_ARMS} valued arms; \
+                                 split it into two `switch`es, or nest one in a `_` arm"
+                            ),
+                        );
+                    } else {
+                        values.push((v, &arm.pat));
+                    }
+                    out.push(Some(v));
+                    continue;
+                }
+                Err(_) => errors.spanned(
+                    &arm.pat,
+                    format!(
+                        "arm value `{}` does not fit the index, a `u32` in device memory: \
+                         write a value from 0 to {}",
+                        text_of(&arm.pat),
+                        u32::MAX
+                    ),
+                ),
+            },
+            other => errors.spanned(
+                other,
+                format!(
+                    "`{}` is no arm pattern of a device `switch`: an arm is a non-negative \
+                     integer literal (`0 => {{ … }}`) or `_` for every other value; write one \
+                     arm per value",
+                    text_of(other)
+                ),
+            ),
+        }
+        out.push(Some(u32::MAX));
+    }
+    out
 }

@@ -27,7 +27,7 @@ pub use collective::{unborrowed, Collective, CollectiveOp, REDUCTIONS};
 pub use errors::{Errors, Warning};
 pub use operand::{write_form, Access, BufferExpr, Mode};
 pub use param::{Param, ParamKind};
-pub use statement::{Arg, Kind, Statement};
+pub use statement::{Arg, BlockShape, Kind, Statement};
 
 /// A resolved `pipeline!` input.
 pub struct Program {
@@ -101,11 +101,12 @@ pub enum Node {
         then: Vec<Node>,
         otherwise: Option<Vec<Node>>,
     },
-    /// A device block (statement `stmt`, of kind [`Kind::Block`]) and its bodies.
+    /// A device block (statement `stmt`, of kind [`Kind::Block`]) and its bodies, in the
+    /// order of [`Kind::Block`]'s `starts` (a `while`'s one; an `if`'s `then` and, with an
+    /// `else`, its `else`; a `switch`'s arms).
     Block {
         stmt: usize,
-        body: Vec<Node>,
-        otherwise: Option<Vec<Node>>,
+        bodies: Vec<Vec<Node>>,
     },
 }
 

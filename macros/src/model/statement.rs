@@ -40,6 +40,17 @@ impl Statement {
     }
 }
 
+/// Which device block a [`Kind::Block`] is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BlockShape {
+    /// `while FLAG { … }`.
+    While,
+    /// `if FLAG { … } else { … }`.
+    If,
+    /// `switch INDEX { … }`: each arm's value, `None` for `_` (the last arm, if any).
+    Switch(Vec<Option<u32>>),
+}
+
 /// What a statement does, with its user expressions.
 pub enum Kind {
     Launch {
@@ -76,17 +87,19 @@ pub enum Kind {
         stream: usize,
         name: Ident,
     },
-    /// A device block `while`/`if`: its body statements are `id + 1 .. otherwise` and
-    /// `otherwise .. end` (the `else`).
+    /// A device block `while`/`if`/`switch`: body `k`'s statements are `starts[k] ..
+    /// starts[k + 1]`, the last body's `.. end`.
     Block {
-        /// `true` for `while`, `false` for `if`.
-        looping: bool,
-        /// The flag expression as written.
+        /// Which block.
+        shape: BlockShape,
+        /// The flag (or index) expression as written.
         flag: Expr,
         /// The flag's parameter, when the expression is one.
         flag_param: Option<Ident>,
         limit: Option<Expr>,
-        otherwise: usize,
+        /// The first statement id of each body: one for a `while`, two for an `if` (`then`
+        /// and `else`, the second empty without `else`), one per arm for a `switch`.
+        starts: Vec<usize>,
         end: usize,
     },
     /// The allocation of temporary `temp` (an index into [`Program::temps`]), placed by the

@@ -241,8 +241,10 @@ impl Program {
             if let Some(mut s) = old[i].take() {
                 s.id = map[i];
                 match &mut s.kind {
-                    Kind::Block { otherwise, end, .. } => {
-                        *otherwise = exclusive(*otherwise);
+                    Kind::Block { starts, end, .. } => {
+                        for start in starts.iter_mut() {
+                            *start = exclusive(*start);
+                        }
                         *end = exclusive(*end);
                     }
                     Kind::Collective { first, .. } => *first = map[*first],
@@ -419,14 +421,9 @@ fn renumber(node: Node, map: &[usize]) -> Node {
             then: all(then),
             otherwise: otherwise.map(all),
         },
-        Node::Block {
-            stmt,
-            body,
-            otherwise,
-        } => Node::Block {
+        Node::Block { stmt, bodies } => Node::Block {
             stmt: map[stmt],
-            body: all(body),
-            otherwise: otherwise.map(all),
+            bodies: bodies.into_iter().map(all).collect(),
         },
     }
 }

@@ -58,14 +58,9 @@ fn assert_consistent(p: &Program) {
                     walk(p, then, seen);
                     walk(p, otherwise.as_deref().unwrap_or_default(), seen);
                 }
-                Node::Block {
-                    stmt,
-                    body,
-                    otherwise,
-                } => {
+                Node::Block { stmt, bodies } => {
                     seen.push(*stmt);
-                    walk(p, body, seen);
-                    walk(p, otherwise.as_deref().unwrap_or_default(), seen);
+                    bodies.iter().for_each(|body| walk(p, body, seen));
                 }
             }
         }
@@ -364,22 +359,22 @@ fn a_use_in_a_device_block_is_placed_around_the_outermost_block_on_its_stream() 
     assert_eq!(p.statements[9].stream, 1);
     // The blocks' indices moved with their statements; the free is after the outer body.
     assert!(matches!(
-        p.statements[4].kind,
+        &p.statements[4].kind,
         Kind::Block {
-            looping: true,
+            shape: BlockShape::While,
             end: 9,
-            otherwise: 9,
+            starts,
             ..
-        }
+        } if starts == &[5]
     ));
     assert!(matches!(
-        p.statements[6].kind,
+        &p.statements[6].kind,
         Kind::Block {
-            looping: false,
-            otherwise: 8,
+            shape: BlockShape::If,
+            starts,
             end: 9,
             ..
-        }
+        } if starts == &[7, 8]
     ));
     assert_eq!(
         top_ids(&p),

@@ -1,13 +1,15 @@
-//! Device blocks: `STREAM: while FLAG { … }` and `STREAM: if FLAG { … } else { … }`.
+//! Device blocks: `STREAM: while FLAG { … }`, `STREAM: if FLAG { … } else { … }` and
+//! `STREAM: switch INDEX { VALUE => { … } … _ => { … } }`.
 
 use syn::parse::ParseStream;
-use syn::{Expr, Ident, Token};
+use syn::{braced, Expr, Ident, Pat, Token};
 
 use super::kw;
 use super::statement::{nesting_limit, parse_block, Stmt};
 
-/// `STREAM: while FLAG (, limit = EXPR)? { STMT* }` or
-/// `STREAM: if FLAG { STMT* } (else { STMT* })?`: a loop or branch on the device.
+/// `STREAM: while FLAG (, limit = EXPR)? { STMT* }`,
+/// `STREAM: if FLAG { STMT* } (else { STMT* })?` or
+/// `STREAM: switch INDEX { (PAT => { STMT* } ,?)* }`: a loop, branch or switch on the device.
 #[derive(Debug)]
 pub struct BlockStmt {
     pub stream: Ident,
@@ -15,9 +17,12 @@ pub struct BlockStmt {
     pub flag: Expr,
     /// `limit = EXPR` of a `while`.
     pub limit: Option<(kw::limit, Expr)>,
+    /// The body of a `while` or the `then` body of an `if` (empty for a `switch`).
     pub body: Vec<Stmt>,
     /// The `else` body of an `if`.
     pub otherwise: Option<(Token![else], Vec<Stmt>)>,
+    /// The arms of a `switch`, in source order.
+    pub arms: Vec<Arm>,
 }
 
 /// The keyword of a [`BlockStmt`].
@@ -25,9 +30,19 @@ pub struct BlockStmt {
 pub enum BlockKeyword {
     While,
     If,
+    Switch(kw::switch),
 }
 
-/// A device block `STREAM: while …` or `STREAM: if …` (after `STREAM:`) inside `depth` levels.
+/// `PAT => { STMT* }`: one arm of a device `switch`. The pattern is any Rust pattern here;
+/// the model accepts integer literals and `_`.
+#[derive(Debug)]
+pub struct Arm {
+    pub pat: Pat,
+    pub body: Vec<Stmt>,
+}
+
+/// A device block `STREAM: while …`, `STREAM: if …` or `STREAM: switch …` (after `STREAM:`)
+/// inside `depth` levels.
 pub(super) fn parse_device_block(
     input: ParseStream<'_>,
     stream: Ident,
@@ -38,6 +53,10 @@ pub(super) fn parse_device_block(
         let k: Token![while] = input.parse()?;
         nesting_limit(&k, depth)?;
         BlockKeyword::While
+    } else if input.peek(kw::switch) {
+        let k: kw::switch = input.parse()?;
+        nesting_limit(&k, depth)?;
+        BlockKeyword::Switch(k)
     } else {
         let k: Token![if] = input.parse()?;
         nesting_limit(&k, depth)?;
@@ -50,6 +69,18 @@ pub(super) fn parse_device_block(
         let k: kw::limit = input.parse()?;
         input.parse::<Token![=]>()?;
         limit = Some((k, Expr::parse_without_eager_brace(input)?));
+    }
+    if let BlockKeyword::Switch(_) = keyword {
+        let arms = parse_arms(input, depth + 1, errors)?;
+        return Ok(Box::new(BlockStmt {
+            stream,
+            keyword,
+            flag,
+            limit,
+            body: Vec::new(),
+            otherwise: None,
+            arms,
+        }));
     }
     let body = parse_block(input, depth + 1, errors)?;
     let mut otherwise = None;
@@ -71,5 +102,27 @@ pub(super) fn parse_device_block(
         limit,
         body,
         otherwise,
+        arms: Vec::new(),
     }))
+}
+
+/// `{ (PAT => { STMT* } ,?)* }`: the arms of a `switch`, bodies at `depth`.
+fn parse_arms(
+    input: ParseStream<'_>,
+    depth: usize,
+    errors: &mut Vec<syn::Error>,
+) -> syn::Result<Vec<Arm>> {
+    let content;
+    braced!(content in input);
+    let mut arms = Vec::new();
+    while !content.is_empty() {
+        let pat = Pat::parse_single(&content)?;
+        content.parse::<Token![=>]>()?;
+        let body = parse_block(&content, depth, errors)?;
+        if content.peek(Token![,]) {
+            content.parse::<Token![,]>()?;
+        }
+        arms.push(Arm { pat, body });
+    }
+    Ok(arms)
 }

@@ -12,6 +12,7 @@
 //! Stmt      := Ident ":" Op ";"
 //!            | Ident ":" "while" Expr ("," "limit" "=" Expr)? "{" Stmt* "}"
 //!            | Ident ":" "if" Expr "{" Stmt* "}" ("else" "{" Stmt* "}")?
+//!            | Ident ":" "switch" Expr "{" (Pat "=>" "{" Stmt* "}" ","?)* "}"
 //!            | "for" Pat "in" Expr "{" Stmt* "}"
 //!            | "if" Expr "{" Stmt* "}" ("else" ("{" Stmt* "}" | IfStmt))?
 //! Op        := "launch" Expr "<<<" Expr,* ">>>" "(" Expr,* ")"
@@ -27,9 +28,11 @@
 //! stream may be named `temp` (`temp: launch …;`). A `temp` declaration belongs at the top
 //! level of the body; one inside a `for`, an `if` or a device block is reported and skipped.
 //!
-//! `STREAM: while FLAG { … }` and `STREAM: if FLAG { … } else { … }` are device blocks: loops
-//! and branches that run on the device (CUDA conditional nodes when captured), deciding on a
-//! `DeviceFlag` parameter. A plain `for`/`if` is host control flow, decided when the pipeline
+//! `STREAM: while FLAG { … }`, `STREAM: if FLAG { … } else { … }` and
+//! `STREAM: switch INDEX { 0 => { … } 2 => { … } _ => { … } }` are device blocks: loops,
+//! branches and switches that run on the device (CUDA conditional nodes when captured),
+//! deciding on a `DeviceFlag` parameter. A `switch` arm's pattern is a non-negative integer
+//! literal or, last, `_`. A plain `for`/`if` is host control flow, decided when the pipeline
 //! is issued.
 //!
 //! `for`, `if` and device blocks nest at most [`statement::MAX_NESTING`] levels deep.
@@ -57,7 +60,7 @@ use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{braced, Attribute, Generics, Ident, Token, Visibility};
 
-pub use block::{BlockKeyword, BlockStmt};
+pub use block::{Arm, BlockKeyword, BlockStmt};
 pub use collective::CollectiveStmt;
 pub use declaration::{EventItem, StreamItem, StreamOpt, TempItem};
 pub use header::{Header, Param};
@@ -86,6 +89,7 @@ pub mod kw {
     syn::custom_keyword!(wait);
     syn::custom_keyword!(wait_stream);
     syn::custom_keyword!(limit);
+    syn::custom_keyword!(switch);
 }
 
 /// The whole macro input.

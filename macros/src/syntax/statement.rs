@@ -139,7 +139,7 @@ pub(super) fn parse_stmt(
         misplaced_statement(input)?;
         let stream: Ident = input.parse()?;
         input.parse::<Token![:]>()?;
-        if input.peek(Token![while]) || input.peek(Token![if]) {
+        if input.peek(Token![while]) || input.peek(Token![if]) || input.peek(super::kw::switch) {
             return parse_device_block(input, stream, depth, errors).map(Stmt::Block);
         }
         let op = input.parse()?;

@@ -100,19 +100,11 @@ fn contexts(program: &Program) -> Vec<(BodyContext, &Statement)> {
                     walk(then, ctx, program, out);
                     walk(otherwise.as_deref().unwrap_or_default(), ctx, program, out);
                 }
-                Node::Block {
-                    stmt,
-                    body,
-                    otherwise,
-                } => {
+                Node::Block { stmt, bodies } => {
                     out.push((ctx, &program.statements[*stmt]));
-                    walk(body, Some((*stmt, 0)), program, out);
-                    walk(
-                        otherwise.as_deref().unwrap_or_default(),
-                        Some((*stmt, 1)),
-                        program,
-                        out,
-                    );
+                    for (branch, body) in bodies.iter().enumerate() {
+                        walk(body, Some((*stmt, branch)), program, out);
+                    }
                 }
             }
         }

@@ -166,14 +166,7 @@ fn collect_bodies<'p>(nodes: &'p [Node], out: &mut Vec<&'p [Node]>) {
                 collect_bodies(then, out);
                 collect_bodies(otherwise.as_deref().unwrap_or_default(), out);
             }
-            Node::Block {
-                body, otherwise, ..
-            } => {
-                out.push(body);
-                if let Some(o) = otherwise {
-                    out.push(o);
-                }
-            }
+            Node::Block { bodies, .. } => out.extend(bodies.iter().map(Vec::as_slice)),
         }
     }
 }
@@ -271,19 +264,11 @@ fn touches(
                     out,
                 );
             }
-            Node::Block {
-                stmt,
-                body,
-                otherwise,
-            } => {
+            Node::Block { stmt, bodies } => {
                 add(&program.statements[*stmt], out);
-                touches(body, program, buffers, out);
-                touches(
-                    otherwise.as_deref().unwrap_or_default(),
-                    program,
-                    buffers,
-                    out,
-                );
+                for body in bodies {
+                    touches(body, program, buffers, out);
+                }
             }
         }
     }

@@ -107,16 +107,13 @@ fn walk(
                 scope(then, path, next, out);
                 scope(otherwise.as_deref().unwrap_or_default(), path, next, out);
             }
-            Node::Block {
-                stmt,
-                body,
-                otherwise,
-            } => {
+            Node::Block { stmt, bodies } => {
                 if let Some(slot) = out.get_mut(*stmt) {
                     slot.clone_from(path);
                 }
-                scope(body, path, next, out);
-                scope(otherwise.as_deref().unwrap_or_default(), path, next, out);
+                for body in bodies {
+                    scope(body, path, next, out);
+                }
             }
         }
     }

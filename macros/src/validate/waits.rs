@@ -22,14 +22,14 @@ pub(super) fn waits_follow_records(program: &Program, errors: &mut Errors) {
                 Node::For { body, .. } => records(body, program, out),
                 Node::If {
                     then, otherwise, ..
-                }
-                | Node::Block {
-                    body: then,
-                    otherwise,
-                    ..
                 } => {
                     records(then, program, out);
                     records(otherwise.as_deref().unwrap_or_default(), program, out);
+                }
+                Node::Block { bodies, .. } => {
+                    for body in bodies {
+                        records(body, program, out);
+                    }
                 }
             }
         }
@@ -79,26 +79,32 @@ pub(super) fn waits_follow_records(program: &Program, errors: &mut Errors) {
                 }
                 Node::If {
                     then, otherwise, ..
-                }
-                | Node::Block {
-                    body: then,
-                    otherwise,
-                    ..
                 } => {
-                    let mut in_then = recorded.clone();
-                    walk(then, program, &mut in_then, errors);
-                    let mut in_else = recorded.clone();
-                    walk(
-                        otherwise.as_deref().unwrap_or_default(),
-                        program,
-                        &mut in_else,
-                        errors,
-                    );
-                    recorded.extend(in_then);
-                    recorded.extend(in_else);
+                    let bodies = [then.as_slice(), otherwise.as_deref().unwrap_or_default()];
+                    alternatives(&bodies, program, recorded, errors);
+                }
+                Node::Block { bodies, .. } => {
+                    let bodies: Vec<&[Node]> = bodies.iter().map(Vec::as_slice).collect();
+                    alternatives(&bodies, program, recorded, errors);
                 }
             }
         }
+    }
+    /// Bodies of which one runs: each sees what was recorded before; after them, what any
+    /// of them records may have been recorded.
+    fn alternatives(
+        bodies: &[&[Node]],
+        program: &Program,
+        recorded: &mut BTreeSet<usize>,
+        errors: &mut Errors,
+    ) {
+        let mut after = recorded.clone();
+        for body in bodies {
+            let mut inside = recorded.clone();
+            walk(body, program, &mut inside, errors);
+            after.extend(inside);
+        }
+        *recorded = after;
     }
     walk(&program.body, program, &mut BTreeSet::new(), errors);
 }

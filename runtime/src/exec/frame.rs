@@ -672,8 +672,12 @@ fn block_depth(program: &Program) -> usize {
         while ends.last().is_some_and(|&end| stmt.id >= end) {
             ends.pop();
         }
-        if let Some([_, otherwise]) = stmt.kind.bodies(stmt.id) {
-            ends.push(otherwise.end.max(stmt.id + 1));
+        if let Some(bodies) = stmt.kind.bodies(stmt.id) {
+            ends.push(
+                bodies
+                    .last()
+                    .map_or(stmt.id + 1, |b| b.end.max(stmt.id + 1)),
+            );
             deepest = deepest.max(ends.len());
         }
     }

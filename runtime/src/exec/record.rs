@@ -82,14 +82,15 @@ pub(crate) trait Recorder: Sized {
 
     /// Issues a device block on `stmt.stream` (already ordered after the frame's fork):
     /// `bodies[0]` while (`while`) or if (`if`) `flag` is non-zero, `bodies[1]` (the `else`)
-    /// otherwise, each through [`Issue::run_body`].
+    /// otherwise; for a `switch`, the body of the arm the flag's value picks. Each through
+    /// [`Issue::run_body`].
     fn block(
         issue: &mut Issue<'_, Self>,
         stmt: &'static Statement,
         flag: &DeviceFlag,
         kind: CondKind,
         limit: Option<u32>,
-        bodies: [&mut Body<'_>; 2],
+        bodies: &mut [&mut Body<'_>],
     ) -> Result<()>;
 
     /// Issues `call` on `stream` (declared stream `stmt.stream`, ordered after the frame's
@@ -160,7 +161,7 @@ impl Recorder for Plain {
         flag: &DeviceFlag,
         kind: CondKind,
         limit: Option<u32>,
-        bodies: [&mut Body<'_>; 2],
+        bodies: &mut [&mut Body<'_>],
     ) -> Result<()> {
         issue.eager_block(stmt, flag, kind, limit, bodies)
     }
@@ -259,7 +260,7 @@ impl<R: Recorder> Issue<'_, R> {
         flag: &DeviceFlag,
         kind: CondKind,
         limit: Option<u32>,
-        bodies: [&mut Body<'_>; 2],
+        bodies: &mut [&mut Body<'_>],
     ) -> Result<()> {
         if let Some(expect) = self.expect.as_deref_mut() {
             let flag = BufferAccess {
@@ -304,29 +305,38 @@ impl<R: Recorder> Issue<'_, R> {
 impl Issue<'_, Plain> {
     /// A block run eagerly: the flag is read back (after the work queued on the block's
     /// stream) before each iteration; `bodies[0]` runs while (`while`) or if (`if`) it is
-    /// non-zero, `bodies[1]` (the `else`) otherwise.
+    /// non-zero, `bodies[1]` (the `else`) otherwise; a `switch` runs the body of the arm its
+    /// value picks, or none.
     fn eager_block(
         &mut self,
         stmt: &'static Statement,
         flag: &DeviceFlag,
         kind: CondKind,
         limit: Option<u32>,
-        bodies: [&mut Body<'_>; 2],
+        bodies: &mut [&mut Body<'_>],
     ) -> Result<()> {
-        let [first, second] = bodies;
         let mut count: u32 = 0;
         loop {
             if kind == CondKind::While && limit.is_some_and(|l| count >= l) {
                 return Ok(());
             }
             let stream = self.frame.stream(stmt.stream)?.clone();
-            let on = flag.get_on(&stream)? != 0;
-            let (branch, body) = match (kind, on) {
-                (_, true) => (0, &mut *first),
+            let value = flag.get_on(&stream)?;
+            let branch = match (kind, value != 0) {
+                (CondKind::Switch { .. }, _) => match stmt.kind.switch_arm(value) {
+                    Some(k) => k,
+                    None => return Ok(()),
+                },
+                (_, true) => 0,
                 (CondKind::While, false) => return Ok(()),
-                (CondKind::If { .. }, false) => (1, &mut *second),
+                (CondKind::If { .. }, false) => 1,
             };
-            match self.run_body(stmt.stream, branch, None, body) {
+            let Some(body) = bodies.get_mut(branch) else {
+                return Err(Error::Internal {
+                    invariant: "a device block is issued with one body per branch",
+                });
+            };
+            match self.run_body(stmt.stream, branch, None, &mut **body) {
                 Ok(r) => r?,
                 Err(panic) => resume_unwind(panic),
             }
@@ -617,7 +627,7 @@ impl<R: Recorder> Issuer for Issue<'_, R> {
         if !matches!(stmt.kind, StatementKind::While { .. }) {
             return Err(block_kind_error(stmt, "while"));
         }
-        self.block(stmt, flag, CondKind::While, limit, [body, &mut no_body])
+        self.block(stmt, flag, CondKind::While, limit, &mut [body])
     }
 
     #[inline]
@@ -639,13 +649,31 @@ impl<R: Recorder> Issuer for Issue<'_, R> {
         let kind = CondKind::If {
             otherwise: start < end,
         };
-        self.block(stmt, flag, kind, None, [then, otherwise])
+        self.block(stmt, flag, kind, None, &mut [then, otherwise])
     }
-}
 
-/// The missing `else` of a block: issues nothing.
-fn no_body(_: &mut dyn Issuer) -> Result<()> {
-    Ok(())
+    #[inline]
+    fn switch(
+        &mut self,
+        stmt: &'static Statement,
+        index: &DeviceFlag,
+        arms: &mut [&mut Body<'_>],
+    ) -> Result<(), Error> {
+        let _traced = self.traced(stmt);
+        let StatementKind::Switch { arms: declared, .. } = stmt.kind else {
+            return Err(block_kind_error(stmt, "switch"));
+        };
+        if arms.len() != declared.len() {
+            return Err(Error::InvalidArgument(format!(
+                "the `switch` was issued with {} bodies but declares {} arms",
+                arms.len(),
+                declared.len()
+            ))
+            .in_statement(stmt));
+        }
+        let kind = CondKind::Switch { arms: declared };
+        self.block(stmt, index, kind, None, arms)
+    }
 }
 
 fn block_kind_error(stmt: &'static Statement, expected: &str) -> Error {

@@ -1,4 +1,5 @@
-//! Device `while` / `if` blocks in a capture: CUDA conditional nodes (CUDA 12.4+).
+//! Device `while` / `if` / `switch` blocks in a capture: CUDA conditional nodes (CUDA 12.4+;
+//! `SWITCH` nodes 12.8+).
 //!
 //! A block is captured as (README "Loops and branches on the device"): a tiny built-in kernel that copies the block's
 //! [`crate::DeviceFlag`] into a conditional handle, then a conditional node (`WHILE`, or `IF`
@@ -6,7 +7,11 @@
 //! `cuStreamBeginCaptureToGraph`; an `if` with an `else` is two `IF` nodes after one kernel
 //! that sets their handles to "flag non-zero" and "flag zero" (an `IF` node with an else
 //! graph, run inside a `WHILE` body with its else taken, did not complete on driver 580); at the end of a `while` body a second built-in kernel reads
-//! the flag again (and counts iterations for `limit`). User kernels never see the handle.
+//! the flag again (and counts iterations for `limit`). A `switch` is one `SWITCH` node with a
+//! body per arm, after a kernel that maps the index's value to its arm's body (a value no arm
+//! takes maps past the last body: nothing runs); on a driver older than CUDA 12.8 it is one
+//! `IF` node per arm after a kernel that opens the chosen one's handle only. User kernels
+//! never see the handle.
 //! Blocks of one body are issued one after another (`Frame::follow_last_block`): on driver 580,
 //! conditional nodes side by side in one body graph now and then never finish a launch.
 //!
@@ -30,6 +35,7 @@ use super::status::CaptureStatus;
 use super::{nvrtc_compile_ptx, CompileFailure, ModuleImage};
 use crate::error::{CaptureFault, Error, Result};
 use crate::operand::{Dim3, LaunchConfig};
+use crate::program::SwitchArm;
 
 /// The built-in kernels. `begin` runs before the conditional node, `next` at the end of each
 /// `while` iteration; both set the handle to "flag non-zero and (unbounded or under the
@@ -62,6 +68,26 @@ extern "C" __global__ void streamgraph_cond_branch(streamgraph_handle then_handl
 
 extern "C" __global__ void streamgraph_cond_nop() {}
 
+struct streamgraph_handles { streamgraph_handle h[64]; };
+struct streamgraph_arms { unsigned int count; unsigned int fallback; unsigned int values[64]; };
+
+extern "C" __global__ void streamgraph_cond_switch(struct streamgraph_handles handles,
+        unsigned int nodes, unsigned int chain, const volatile unsigned int* flag,
+        struct streamgraph_arms arms) {
+    unsigned int v = *flag;
+    unsigned int body = arms.fallback;
+    for (unsigned int i = 0u; i < arms.count; ++i) {
+        if (arms.values[i] == v) { body = i; break; }
+    }
+    if (!chain) {
+        cudaGraphSetConditional(handles.h[0], body);
+    } else {
+        for (unsigned int k = 0u; k < nodes; ++k) {
+            cudaGraphSetConditional(handles.h[k], body == k ? 1u : 0u);
+        }
+    }
+}
+
 extern "C" __global__ void streamgraph_cond_next(streamgraph_handle handle,
         const volatile unsigned int* flag, unsigned int* counter,
         unsigned int limit, unsigned int bounded) {
@@ -82,6 +108,7 @@ pub(crate) struct CondKernels {
     branch: LoadedFunction,
     next: LoadedFunction,
     nop: LoadedFunction,
+    switch: LoadedFunction,
 }
 
 impl CondKernels {
@@ -189,10 +216,13 @@ fn build(ctx: &Arc<CudaContext>) -> Result<CondKernels> {
             branch: function("streamgraph_cond_branch")?,
             next: function("streamgraph_cond_next")?,
             nop: function("streamgraph_cond_nop")?,
+            switch: function("streamgraph_cond_switch")?,
         });
     }
     Err(Error::Compile {
-        module: "streamgraph_conditional (built-in kernels of device `while`/`if` blocks)".into(),
+        module: "streamgraph_conditional (built-in kernels of device `while`/`if`/`switch` \
+                 blocks)"
+            .into(),
         log: logs.join("\n"),
     })
 }
@@ -223,6 +253,90 @@ pub(crate) enum CondKind {
         /// Whether there is an `else` body (the node gets two body graphs).
         otherwise: bool,
     },
+    /// `switch`, with these arms (the `_` arm, if any, last).
+    Switch {
+        /// The statement's arms.
+        arms: &'static [SwitchArm],
+    },
+}
+
+/// The most valued arms a captured `switch` has: the built-in kernel takes their values (and,
+/// on an older driver, one handle per arm) as one argument each.
+pub(crate) const MAX_SWITCH_ARMS: usize = 64;
+
+/// The `streamgraph_handles` argument of the switch kernel.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct SwitchHandles {
+    h: [u64; MAX_SWITCH_ARMS],
+}
+
+/// The `streamgraph_arms` argument of the switch kernel: the valued arms' values in arm order,
+/// and the body a value none of them takes runs (the `_` arm's, or past the last body).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct SwitchTable {
+    count: u32,
+    fallback: u32,
+    values: [u32; MAX_SWITCH_ARMS],
+}
+
+impl SwitchTable {
+    /// The table of `arms`: refused when a valued arm follows `_`, or there are more than
+    /// [`MAX_SWITCH_ARMS`] valued arms or none at all.
+    fn of(arms: &[SwitchArm]) -> Result<SwitchTable> {
+        let refuse = |why: &str| {
+            Err(Error::InvalidArgument(format!(
+                "a device `switch` cannot be captured: {why}"
+            )))
+        };
+        if arms.is_empty() {
+            return refuse("it has no arms");
+        }
+        let mut table = SwitchTable {
+            count: 0,
+            fallback: u32::MAX,
+            values: [0; MAX_SWITCH_ARMS],
+        };
+        for (k, arm) in arms.iter().enumerate() {
+            match arm.value {
+                None if k + 1 == arms.len() => table.fallback = k as u32,
+                None => return refuse("its `_` arm is not its last"),
+                Some(_) if k >= MAX_SWITCH_ARMS => {
+                    return refuse(&format!("it has more than {MAX_SWITCH_ARMS} valued arms"));
+                }
+                Some(v) => {
+                    table.values[k] = v;
+                    table.count += 1;
+                }
+            }
+        }
+        Ok(table)
+    }
+}
+
+/// Whether the driver runs `SWITCH` conditional nodes (CUDA 12.8+, and a binding that names
+/// them).
+///
+/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__VERSION.html>
+fn switch_nodes() -> Result<Option<sys::CUgraphConditionalNodeType>> {
+    let mut version: std::ffi::c_int = 0;
+    // SAFETY: `version` is a valid out-pointer; the call reads no other state.
+    unsafe { sys::cuDriverGetVersion(&mut version) }
+        .result()
+        .map_err(|e| Error::driver("cuDriverGetVersion", e))?;
+    Ok(switch_type().filter(|_| version >= 12080))
+}
+
+#[cfg(not(any(feature = "cuda-12040", feature = "cuda-12050", feature = "cuda-12060")))]
+fn switch_type() -> Option<sys::CUgraphConditionalNodeType> {
+    Some(sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_SWITCH)
+}
+
+/// Bindings older than CUDA 12.8 name no `SWITCH` node.
+#[cfg(any(feature = "cuda-12040", feature = "cuda-12050", feature = "cuda-12060"))]
+fn switch_type() -> Option<sys::CUgraphConditionalNodeType> {
+    None
 }
 
 /// The device words a block's built-in kernels use: the flag's value address, the address of
@@ -242,9 +356,12 @@ pub(crate) struct Conditional {
     pub(crate) begin: NodeHandle,
     /// The conditional node.
     pub(crate) node: NodeHandle,
-    /// The second `IF` node of an `if` with an `else` (its body is the `else`).
-    pub(crate) second: Option<NodeHandle>,
-    /// Its body graphs (one, or two for an `if` with `else`).
+    /// The other conditional nodes of the block: the second `IF` node of an `if` with an
+    /// `else` (its body is the `else`), the `IF` nodes of a `switch`'s arms after the first
+    /// on a driver without `SWITCH` nodes.
+    pub(crate) others: Vec<NodeHandle>,
+    /// Its body graphs, one per branch (one, or two for an `if` with `else`, one per arm of
+    /// a `switch`).
     pub(crate) bodies: Vec<BodyGraph>,
     /// The conditional handle, for the kernel at the end of each `while` iteration.
     pub(crate) handle: u64,
@@ -311,12 +428,14 @@ pub(crate) fn add_conditional(
         Ok(handle)
     };
     let handle = create()?;
-    let (type_, handles) = match kind {
+    // Each node's type and the number of its body graphs.
+    let (type_, size, handles) = match kind {
         CondKind::While => {
             launch_builtin(&kernels.begin, stream, handle, flag)
                 .map_err(|e| Error::driver("cuLaunchKernel", e))?;
             (
                 sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_WHILE,
+                1,
                 vec![handle],
             )
         }
@@ -325,6 +444,7 @@ pub(crate) fn add_conditional(
                 .map_err(|e| Error::driver("cuLaunchKernel", e))?;
             (
                 sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_IF,
+                1,
                 vec![handle],
             )
         }
@@ -340,8 +460,43 @@ pub(crate) fn add_conditional(
                 .map_err(|e| Error::driver("cuLaunchKernel", e))?;
             (
                 sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_IF,
+                1,
                 vec![handle, other],
             )
+        }
+        CondKind::Switch { arms } => {
+            let table = SwitchTable::of(arms)?;
+            let switch = switch_nodes()?;
+            let mut handles = vec![handle];
+            if switch.is_none() {
+                for _ in 1..arms.len() {
+                    handles.push(create()?);
+                }
+            }
+            let mut raw = SwitchHandles {
+                h: [0; MAX_SWITCH_ARMS],
+            };
+            raw.h[..handles.len()].copy_from_slice(&handles);
+            let (nodes, chain) = (handles.len() as u32, u32::from(switch.is_none()));
+            let args = [
+                KernelArg::by_ref(&raw, None, Holder::FOREIGN),
+                KernelArg::by_ref(&nodes, None, Holder::FOREIGN),
+                KernelArg::by_ref(&chain, None, Holder::FOREIGN),
+                KernelArg::by_ref(&flag.value, None, Holder::FOREIGN),
+                KernelArg::by_ref(&table, None, Holder::FOREIGN),
+            ];
+            // The switch kernel takes (handles, u32, u32, pointer, arms): exactly these values,
+            // the two structures `#[repr(C)]` copies of the kernel's.
+            launch_kernel(&kernels.switch, stream, &one_thread(), &args)
+                .map_err(|e| Error::driver("cuLaunchKernel", e))?;
+            match switch {
+                Some(t) => (t, arms.len() as u32, handles),
+                None => (
+                    sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_IF,
+                    1,
+                    handles,
+                ),
+            }
         }
     };
     let begin = tip_node(stream, "the built-in kernel")?;
@@ -357,7 +512,7 @@ pub(crate) fn add_conditional(
         params.__bindgen_anon_1.conditional = sys::CUDA_CONDITIONAL_NODE_PARAMS {
             handle: h,
             type_,
-            size: 1,
+            size,
             phGraph_out: std::ptr::null_mut(),
             ctx: ctx.cu_ctx(),
         };
@@ -377,10 +532,12 @@ pub(crate) fn add_conditional(
                 "the driver returned no body graph for a conditional node".into(),
             ));
         }
-        // SAFETY: the driver returned an array of `size` (= 1) body graphs at `out`, owned by
-        // the node (alive with `graph`); it is read at once.
-        let raw = unsafe { *out };
-        bodies.push(BodyGraph { raw, root });
+        for k in 0..size as usize {
+            // SAFETY: the driver returned an array of `size` body graphs at `out`, owned by the
+            // node (alive with `graph`); it is read at once, within its length.
+            let raw = unsafe { *out.add(k) };
+            bodies.push(BodyGraph { raw, root });
+        }
         nodes.push(node);
     }
     let count = nodes.len();
@@ -406,7 +563,7 @@ pub(crate) fn add_conditional(
     Ok(Conditional {
         begin,
         node,
-        second: handles_of.next(),
+        others: handles_of.collect(),
         bodies,
         handle,
     })

@@ -427,6 +427,15 @@ impl Issuer for Updater<'_> {
     ) -> Result<(), Error> {
         Err(self.stop("the pipeline has a device block"))
     }
+
+    fn switch(
+        &mut self,
+        _stmt: &'static Statement,
+        _index: &DeviceFlag,
+        _arms: &mut [&mut Body<'_>],
+    ) -> Result<(), Error> {
+        Err(self.stop("the pipeline has a device block"))
+    }
 }
 
 #[cfg(test)]

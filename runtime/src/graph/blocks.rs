@@ -1,4 +1,4 @@
-//! Device blocks in a capture: a `while` or `if` becomes a conditional node on the block's
+//! Device blocks in a capture: a `while`, `if` or `switch` becomes a conditional node on the block's
 //! stream, after a built-in kernel that copies the flag into the node's handle, and each body
 //! is captured into its body graph (`cuStreamBeginCaptureToGraph`) on spare streams, ending in
 //! the built-in kernel that sets the handle for the next iteration (or an empty kernel where
@@ -54,7 +54,7 @@ pub(super) fn capture_block(
     flag: &DeviceFlag,
     kind: CondKind,
     limit: Option<u32>,
-    bodies: [&mut Body<'_>; 2],
+    bodies: &mut [&mut Body<'_>],
 ) -> Result<()> {
     if flag.is_planning() {
         return Err(Error::PlanningOnly {
@@ -90,11 +90,16 @@ pub(super) fn capture_block(
     let body_stream = spares.get(stmt.stream).cloned().ok_or(Error::Internal {
         invariant: "every declared stream has a spare stream for body captures",
     })?;
-    for (branch, body) in bodies.into_iter().enumerate().take(node.bodies.len()) {
+    if matches!(kind, CondKind::Switch { .. }) && node.bodies.len() != bodies.len() {
+        return Err(Error::Internal {
+            invariant: "a captured `switch` has one body graph per arm",
+        });
+    }
+    for (branch, body) in bodies.iter_mut().enumerate().take(node.bodies.len()) {
         let graph = node.bodies[branch];
         cond::begin_body_capture(body_stream.as_cudarc(), graph, mode)?;
         let index = issue.rec.book.enter_body(graph, block, branch);
-        let issued = issue.run_body(stmt.stream, branch, Some(spares.clone()), body);
+        let issued = issue.run_body(stmt.stream, branch, Some(spares.clone()), &mut **body);
         let book = &mut issue.rec.book;
         let empty = book.is_empty(index);
         let next = match (&issued, kind) {
@@ -117,7 +122,7 @@ pub(super) fn capture_block(
                     Err(e) => Err(e),
                 }
             }
-            (Ok(Ok(())), CondKind::If { .. }) if empty => {
+            (Ok(Ok(())), CondKind::If { .. } | CondKind::Switch { .. }) if empty => {
                 cond::launch_nop(body_stream.as_cudarc(), &kernels).map(Some)
             }
             _ => Ok(None),

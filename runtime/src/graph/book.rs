@@ -389,8 +389,8 @@ impl NodeBook {
             self.keep.hold(device_ref(counters).holder(), true);
         }
         self.keep.hold_module(module);
-        // The conditional node, after the built-in kernel (and the second `IF` node).
-        let inner = std::iter::once(added.begin).chain(added.second);
+        // The conditional node, after the built-in kernel (and the block's other `IF` nodes).
+        let inner = std::iter::once(added.begin).chain(added.others.iter().copied());
         Ok(self.book_known(stmt, occurrence, added.node, inner))
     }
 

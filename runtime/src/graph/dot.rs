@@ -101,7 +101,7 @@ pub(super) struct DotBody {
     /// The block's local index in the enclosing part.
     pub(super) block: usize,
     /// `body` (a `while`), `then` or `else`.
-    pub(super) which: &'static str,
+    pub(super) which: String,
     pub(super) part: DotPart,
 }
 
@@ -132,7 +132,7 @@ pub(super) fn render_part(out: &mut String, program: &Program, part: &DotPart, p
                     out,
                     "  {prefix}{} -> {inner}{i} [style=dotted, label={}];",
                     body.block,
-                    quote(body.which)
+                    quote(&body.which)
                 );
             }
         }
@@ -183,11 +183,10 @@ impl GraphCore {
             let Some(block) = members.iter().position(|&i| i == body.block) else {
                 continue;
             };
-            let which = match (body.branch, self.recorded.ops[body.block].statement.kind) {
-                (_, StatementKind::While { .. }) => "body",
-                (0, _) => "then",
-                _ => "else",
-            };
+            let which = self.recorded.ops[body.block]
+                .statement
+                .kind
+                .branch_name(body.branch);
             bodies.push(DotBody {
                 block,
                 which,
@@ -229,12 +228,12 @@ mod dot_tests {
             bodies: vec![
                 DotBody {
                     block: 1,
-                    which: "then",
+                    which: "then".into(),
                     part: leaf("yes", s1),
                 },
                 DotBody {
                     block: 1,
-                    which: "else",
+                    which: "else".into(),
                     part: leaf("no", s0),
                 },
             ],
@@ -247,7 +246,7 @@ mod dot_tests {
             edges: [(0, 1)].into_iter().collect(),
             bodies: vec![DotBody {
                 block: 1,
-                which: "body",
+                which: "body".into(),
                 part: inner_if,
             }],
         };

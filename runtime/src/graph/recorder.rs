@@ -66,7 +66,7 @@ impl Recorder for Recording {
         flag: &DeviceFlag,
         kind: CondKind,
         limit: Option<u32>,
-        bodies: [&mut Body<'_>; 2],
+        bodies: &mut [&mut Body<'_>],
     ) -> Result<()> {
         capture_block(issue, stmt, flag, kind, limit, bodies)
     }

@@ -233,6 +233,20 @@ pub trait Issuer {
         Err(unsupported_block(stmt))
     }
 
+    /// `switch INDEX { V0 => { … } … _ => { … } }` on `stmt.stream`: runs the body of the arm
+    /// that `index`'s value picks ([`StatementKind::switch_arm`](crate::StatementKind::switch_arm); `arms[k]` is arm `k`'s body,
+    /// in the order of the statement's arms), or none, as a nested pipeline like a `while`
+    /// body. The default refuses the block.
+    fn switch(
+        &mut self,
+        stmt: &'static Statement,
+        index: &DeviceFlag,
+        arms: &mut [&mut Body<'_>],
+    ) -> Result<(), Error> {
+        let _ = (index, arms);
+        Err(unsupported_block(stmt))
+    }
+
     /// `call OP(OPERANDS)` on `stmt.stream`: `call` is the op bound to its operands, issued
     /// once the stream is ordered after the statement's waits. The default refuses it.
     fn call(&mut self, stmt: &'static Statement, call: &mut dyn BoundCall) -> Result<(), Error> {
@@ -295,13 +309,14 @@ pub trait Issuer {
     }
 }
 
-/// The body of a device `while` or `if` block: issues the body's statements through the
-/// issuer it is given.
+/// The body of a device `while`, `if` or `switch` block: issues the body's statements through
+/// the issuer it is given.
 pub type Body<'a> = dyn FnMut(&mut dyn Issuer) -> Result<(), Error> + 'a;
 
 fn unsupported_block(stmt: &'static Statement) -> Error {
     Error::InvalidArgument(
-        "this issuer does not run device `while`/`if` blocks; use `Eager`, `Capture` or `Planner`"
+        "this issuer does not run device `while`/`if`/`switch` blocks; use `Eager`, `Capture` \
+         or `Planner`"
             .into(),
     )
     .in_statement(stmt)
@@ -434,6 +449,20 @@ pub mod __private {
         I: Issuer + ?Sized,
     {
         issuer.if_else(stmt, flag, then, otherwise)
+    }
+
+    /// `switch INDEX { … }`: the index must be a [`DeviceFlag`]; `arms` in the statement's
+    /// arm order.
+    pub fn switch<I>(
+        issuer: &mut I,
+        stmt: &'static Statement,
+        index: &DeviceFlag,
+        arms: &mut [&mut Body<'_>],
+    ) -> Result<(), Error>
+    where
+        I: Issuer + ?Sized,
+    {
+        issuer.switch(stmt, index, arms)
     }
 
     /// A collective statement: the communicator must be a [`Communicator`].

@@ -2,7 +2,7 @@
 
 use crate::program::{
     AccessMode, Collective, EventDecl, Location, Program, Statement, StatementKind, StaticAccess,
-    StreamDecl, TempDecl,
+    StreamDecl, SwitchArm, TempDecl,
 };
 
 /// Builds a `&'static` [`Program`] without the `pipeline!` macro: for tests of executors
@@ -64,6 +64,7 @@ enum PendingKind {
     Free(usize),
     While(String, usize),
     If(String, usize, usize),
+    Switch(String, Vec<SwitchArm>, usize),
     /// A collective's participant: the collective, the first participant's id, the count,
     /// and this participant's buffer.
     Collective(Collective, usize, usize, String),
@@ -205,6 +206,27 @@ impl ProgramBuilder {
         )
     }
 
+    /// `switch FLAG { … }` on `stream`, a device switch: `arms` are `(value, start)` in source
+    /// order (`None` for `_`, last), arm `k`'s body the statements with ids `start_k ..
+    /// start_{k+1}` (the last arm's `.. end`).
+    pub fn switch_block(
+        &mut self,
+        stream: usize,
+        flag: &str,
+        arms: &[(Option<u32>, usize)],
+        end: usize,
+    ) -> usize {
+        let arms = arms
+            .iter()
+            .map(|&(value, start)| SwitchArm { value, start })
+            .collect();
+        self.push(
+            stream,
+            PendingKind::Switch(flag.to_owned(), arms, end),
+            vec![(flag.to_owned(), AccessMode::Read)],
+        )
+    }
+
     /// A collective on `parts` (`(stream, buffer)`, in rank order; in place): one statement
     /// per participant, consecutive; returns the first one's index. Each participant's
     /// statement reads and writes its own buffer.
@@ -276,6 +298,10 @@ impl ProgramBuilder {
                     &PendingKind::Free(temp) => StatementKind::Free { temp },
                     &PendingKind::While(_, end) => StatementKind::While { end },
                     &PendingKind::If(_, otherwise, end) => StatementKind::If { otherwise, end },
+                    PendingKind::Switch(_, arms, end) => StatementKind::Switch {
+                        arms: Box::leak(arms.clone().into_boxed_slice()),
+                        end: *end,
+                    },
                     &PendingKind::Collective(op, first, count, _) => {
                         StatementKind::Collective { op, first, count }
                     }
@@ -353,6 +379,7 @@ impl ProgramBuilder {
             &PendingKind::Free(t) => format!("free {}", self.temp_name(t)),
             PendingKind::While(flag, _) => format!("while {flag}"),
             PendingKind::If(flag, _, _) => format!("if {flag}"),
+            PendingKind::Switch(flag, _, _) => format!("switch {flag}"),
             PendingKind::Collective(op, _, _, buffer) => {
                 format!("{}: &mut {buffer}", op.keyword())
             }

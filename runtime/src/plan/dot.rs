@@ -87,14 +87,10 @@ fn body(plan: &Plan, prefix: &str, indent: &str, out: &mut String) {
             .ops()
             .get(nested.block)
             .map_or("?", |op| op.label.as_str());
-        let which = match (
-            nested.branch,
-            plan.ops().get(nested.block).map(|o| o.statement.kind),
-        ) {
-            (_, Some(crate::program::StatementKind::While { .. })) => "body",
-            (0, _) => "then",
-            _ => "else",
-        };
+        let which = plan.ops().get(nested.block).map_or_else(
+            || "body".to_owned(),
+            |o| o.statement.kind.branch_name(nested.branch),
+        );
         let _ = writeln!(out, "{indent}subgraph cluster_{inner}body {{");
         let _ = writeln!(
             out,
@@ -110,7 +106,7 @@ fn body(plan: &Plan, prefix: &str, indent: &str, out: &mut String) {
                     out,
                     "{indent}{prefix}n{} -> {inner}n{i} [style=dotted, label={}];",
                     nested.block,
-                    quote(which)
+                    quote(&which)
                 );
             }
         }

@@ -10,7 +10,8 @@ use crate::program::{AccessMode, Statement};
 use super::Planner;
 
 impl Planner {
-    /// Plans one body of block `stmt` (branch 0: the `while` body or `then`; 1: `else`) as a
+    /// Plans one body of block `stmt` (branch 0: the `while` body or `then`; 1: `else`; `k`:
+    /// arm `k` of a `switch`) as a
     /// nested pipeline on the block's stream: every stream starts from the fork at the body's
     /// start, events recorded outside are not visible, and the body issues only its own
     /// statements.
@@ -29,7 +30,14 @@ impl Planner {
         };
         let mut nested = Planner::new(self.program);
         nested.occurrences = std::mem::take(&mut self.occurrences);
-        nested.scope = Some(ranges[branch].clone());
+        let Some(range) = ranges.get(branch) else {
+            return Err(Error::InvalidArgument(format!(
+                "body {branch} of a device block with {} bodies was issued",
+                ranges.len()
+            ))
+            .in_statement(stmt));
+        };
+        nested.scope = Some(range.clone());
         let issued = body(&mut nested);
         self.occurrences = std::mem::take(&mut nested.occurrences);
         issued?;

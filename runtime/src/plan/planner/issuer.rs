@@ -272,6 +272,35 @@ impl Issuer for Planner {
         Ok(())
     }
 
+    fn switch(
+        &mut self,
+        stmt: &'static Statement,
+        index: &DeviceFlag,
+        arms: &mut [&mut Body<'_>],
+    ) -> Result<()> {
+        let _traced = trace::statement(|| Some(self.program), stmt);
+        let StatementKind::Switch { arms: declared, .. } = stmt.kind else {
+            return self.check(stmt, "switch", false).map(drop);
+        };
+        let stream = self.check(stmt, "switch", true)?;
+        if arms.len() != declared.len() {
+            return Err(Error::InvalidArgument(format!(
+                "the `switch` was issued with {} bodies but declares {} arms",
+                arms.len(),
+                declared.len()
+            ))
+            .in_statement(stmt));
+        }
+        let mut plans = Vec::with_capacity(arms.len());
+        for (branch, arm) in arms.iter_mut().enumerate() {
+            plans.push(self.plan_body(stmt, branch, &mut **arm)?);
+        }
+        let first = self.ops.len();
+        self.block(stmt, stream, index, plans);
+        self.logged(stmt, first);
+        Ok(())
+    }
+
     /// One operation per participant, each after its own stream's frontier (the graph's
     /// edges), touching its own buffers (reading `send`, writing `recv`). Then each
     /// participant's stream frontier also holds, as [`Via::Collective`], the other

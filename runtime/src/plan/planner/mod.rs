@@ -162,7 +162,9 @@ impl Planner {
         };
         let name = match stmt.kind {
             StatementKind::Launch { kernel } => format!("launch {kernel}"),
-            StatementKind::While { .. } | StatementKind::If { .. } => {
+            StatementKind::While { .. }
+            | StatementKind::If { .. }
+            | StatementKind::Switch { .. } => {
                 shorten(stmt.text.split('{').next().unwrap_or(stmt.text).trim(), 40)
             }
             _ => shorten(stmt.text, 40),

@@ -44,6 +44,17 @@ pub enum Block {
         /// The `else` body (possibly empty).
         otherwise: Vec<Block>,
     },
+    /// A device `switch INDEX { V0 => { … } … _ => { … } }` with the index fixed for the
+    /// program: the arm of value `index` runs, else the `_` arm (`None`, last) if any, else
+    /// none.
+    DeviceSwitch {
+        /// The block statement.
+        header: usize,
+        /// The index's value.
+        index: u32,
+        /// The arms in source order: value (`None` for `_`) and body (possibly empty).
+        arms: Vec<(Option<u32>, Vec<Block>)>,
+    },
 }
 
 impl Block {
@@ -71,7 +82,22 @@ impl Block {
                     .map_or(header + 1, |b| b.statements().end);
                 *header..end
             }
+            Block::DeviceSwitch { header, arms, .. } => {
+                let end = arms
+                    .iter()
+                    .rev()
+                    .find_map(|(_, body)| body.last())
+                    .map_or(header + 1, |b| b.statements().end);
+                *header..end
+            }
         }
+    }
+
+    /// For a device `switch`: the arm index value `index` picks, `None` for none.
+    pub fn switch_arm(arms: &[(Option<u32>, Vec<Block>)], index: u32) -> Option<usize> {
+        arms.iter()
+            .position(|(v, _)| *v == Some(index))
+            .or_else(|| arms.iter().position(|(v, _)| v.is_none()))
     }
 
     /// The same block over statements `by` further on.
@@ -107,6 +133,15 @@ impl Block {
                 then: all(then),
                 otherwise: all(otherwise),
             },
+            Block::DeviceSwitch {
+                header,
+                index,
+                arms,
+            } => Block::DeviceSwitch {
+                header: header + by,
+                index: *index,
+                arms: arms.iter().map(|(v, body)| (*v, all(body))).collect(),
+            },
         }
     }
 
@@ -140,11 +175,18 @@ impl Block {
                 then.iter().for_each(|b| b.issue_order(out));
                 otherwise.iter().for_each(|b| b.issue_order(out));
             }
+            Block::DeviceSwitch { header, arms, .. } => {
+                out.push(*header);
+                arms.iter()
+                    .flat_map(|(_, body)| body)
+                    .for_each(|b| b.issue_order(out));
+            }
         }
     }
 
     /// Sets `out[i]` to the innermost device body holding statement `i` (`(header, branch)`,
-    /// branch 0 for a `while` body or `then`, 1 for `else`), `inside` for those of no block
+    /// branch 0 for a `while` body or `then`, 1 for `else`, `k` for arm `k` of a `switch`),
+    /// `inside` for those of no block
     /// of its own.
     pub(super) fn innermost_bodies(
         &self,
@@ -178,6 +220,13 @@ impl Block {
                 otherwise
                     .iter()
                     .for_each(|b| b.innermost_bodies(Some((*header, 1)), out));
+            }
+            Block::DeviceSwitch { header, arms, .. } => {
+                mark(*header);
+                for (k, (_, body)) in arms.iter().enumerate() {
+                    body.iter()
+                        .for_each(|b| b.innermost_bodies(Some((*header, k)), out));
+                }
             }
         }
     }
@@ -227,20 +276,43 @@ impl Block {
                     .chain(otherwise)
                     .for_each(|b| b.device_bodies(true, in_body, flags));
             }
+            Block::DeviceSwitch {
+                header,
+                index,
+                arms,
+            } => {
+                if inside {
+                    mark(*header..header + 1, in_body);
+                }
+                flags.push((*header, *index));
+                arms.iter()
+                    .flat_map(|(_, body)| body)
+                    .for_each(|b| b.device_bodies(true, in_body, flags));
+            }
         }
     }
 }
 
-/// For each device block header: `(None, end)` for a `while`, `(Some(otherwise), end)` for an
-/// `if`.
-pub(super) fn block_extents(block: &Block, out: &mut [Option<(Option<usize>, usize)>]) {
+/// Where a device block's bodies lie (from [`block_extents`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Extent {
+    /// A `while` ending before `end`.
+    While(usize),
+    /// An `if` whose `else` starts at the first and which ends before the second.
+    If(usize, usize),
+    /// A `switch`: each arm's value and first statement, and the block's end.
+    Switch(Vec<(Option<u32>, usize)>, usize),
+}
+
+/// For each device block header: where its bodies lie.
+pub(super) fn block_extents(block: &Block, out: &mut [Option<Extent>]) {
     match block {
         Block::Run(_) => {}
         Block::For { body, .. } | Block::If { body, .. } => {
             body.iter().for_each(|b| block_extents(b, out))
         }
         Block::DeviceWhile { header, body, .. } => {
-            out[*header] = Some((None, block.statements().end));
+            out[*header] = Some(Extent::While(block.statements().end));
             body.iter().for_each(|b| block_extents(b, out));
         }
         Block::DeviceIf {
@@ -251,9 +323,22 @@ pub(super) fn block_extents(block: &Block, out: &mut [Option<(Option<usize>, usi
         } => {
             let end = block.statements().end;
             let mid = otherwise.first().map_or(end, |b| b.statements().start);
-            out[*header] = Some((Some(mid), end));
+            out[*header] = Some(Extent::If(mid, end));
             then.iter()
                 .chain(otherwise)
+                .for_each(|b| block_extents(b, out));
+        }
+        Block::DeviceSwitch { header, arms, .. } => {
+            let mut at = header + 1;
+            let mut starts = Vec::with_capacity(arms.len());
+            for (value, body) in arms {
+                let start = body.first().map_or(at, |b| b.statements().start);
+                at = body.last().map_or(start, |b| b.statements().end);
+                starts.push((*value, start));
+            }
+            out[*header] = Some(Extent::Switch(starts, block.statements().end));
+            arms.iter()
+                .flat_map(|(_, body)| body)
                 .for_each(|b| block_extents(b, out));
         }
     }

@@ -182,6 +182,19 @@ pub enum Call {
         /// This operation's index in issue order in its (possibly nested) plan.
         value: u32,
     },
+    /// A device `switch` block: `arms` are the ranges of
+    /// [`RandomProgram::calls`](super::RandomProgram::calls) that issue its arms' bodies, in
+    /// arm order, right after this call; their operations are numbered from 0 in each body.
+    Switch {
+        /// The statement.
+        statement: &'static Statement,
+        /// Index into [`RandomMemory::flags`](super::RandomMemory::flags): the index.
+        flag: usize,
+        /// The arms' calls.
+        arms: Vec<std::ops::Range<usize>>,
+        /// This operation's index in issue order in its (possibly nested) plan.
+        value: u32,
+    },
 }
 
 impl Call {
@@ -195,7 +208,8 @@ impl Call {
             | Call::Call { statement, .. }
             | Call::Alloc { statement, .. }
             | Call::Free { statement, .. }
-            | Call::Block { statement, .. } => statement,
+            | Call::Block { statement, .. }
+            | Call::Switch { statement, .. } => statement,
             Call::Record(s) | Call::Wait(s) | Call::WaitStream(s) => s,
         }
     }
@@ -210,7 +224,8 @@ impl Call {
             | Call::Call { value, .. }
             | Call::Alloc { value, .. }
             | Call::Free { value, .. }
-            | Call::Block { value, .. } => Some(value),
+            | Call::Block { value, .. }
+            | Call::Switch { value, .. } => Some(value),
             Call::Record(_) | Call::Wait(_) | Call::WaitStream(_) => None,
         }
     }

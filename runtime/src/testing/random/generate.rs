@@ -6,7 +6,7 @@ use std::ops::Range;
 use crate::plan::ProgramBuilder;
 use crate::program::{AccessMode, Program};
 
-use super::blocks::{block_extents, Block};
+use super::blocks::{block_extents, Block, Extent};
 use super::calls::{Call, Memory};
 use super::options::RandomOptions;
 use super::program::{RandomProgram, Shape};
@@ -164,11 +164,14 @@ fn build(
             Work::Free(t) => b.free(stream, t),
             Work::Block => {
                 let flag = headers.iter().position(|&(h, _)| h == id).unwrap_or(0);
-                match extents[id] {
-                    Some((Some(otherwise), end)) => {
-                        b.if_block(stream, &format!("f{flag}"), otherwise, end)
+                match &extents[id] {
+                    Some(Extent::If(otherwise, end)) => {
+                        b.if_block(stream, &format!("f{flag}"), *otherwise, *end)
                     }
-                    Some((None, end)) => b.while_block(stream, &format!("f{flag}"), end),
+                    Some(Extent::While(end)) => b.while_block(stream, &format!("f{flag}"), *end),
+                    Some(Extent::Switch(arms, end)) => {
+                        b.switch_block(stream, &format!("f{flag}"), arms, *end)
+                    }
                     // A block statement is always a block's header.
                     None => b.host(stream),
                 }
@@ -220,6 +223,7 @@ fn structure(
                     otherwise: structure(rng, options, mid..part.end, depth + 1),
                 }
             }
+            4 if device && options.switches => switch(rng, options, part, depth),
             _ => Block::Run(part),
         };
         // Consecutive runs are one run.
@@ -230,6 +234,35 @@ fn structure(
         at += len;
     }
     blocks
+}
+
+/// A device `switch` over `part` (its first statement the header): one to four arms of
+/// distinct values 0 to 7 in random order, a last `_` arm half the time, the rest of `part`
+/// cut among them (arms may be empty), the index 0 to 9.
+fn switch(rng: &mut XorShift, options: &RandomOptions, part: Range<usize>, depth: usize) -> Block {
+    let count = rng.between(1, 4);
+    let mut values: Vec<u32> = (0..8).collect();
+    for i in (1..values.len()).rev() {
+        values.swap(i, rng.below(i + 1));
+    }
+    let default = rng.below(2) == 0;
+    let mut cuts: Vec<usize> = (1..count)
+        .map(|_| rng.between(part.start + 1, part.end))
+        .collect();
+    cuts.sort_unstable();
+    cuts.push(part.end);
+    let mut at = part.start + 1;
+    let mut arms = Vec::with_capacity(count);
+    for (k, &cut) in cuts.iter().enumerate() {
+        let value = (k + 1 < count || !default).then_some(values[k]);
+        arms.push((value, structure(rng, options, at..cut, depth + 1)));
+        at = cut;
+    }
+    Block::DeviceSwitch {
+        header: part.start,
+        index: rng.below(10) as u32,
+        arms,
+    }
 }
 
 /// The calls of `blocks` in issue order, operations numbered from `*ops` (each device body
@@ -292,6 +325,26 @@ fn emit(
                 calls,
                 ops,
             ),
+            Block::DeviceSwitch { header, arms, .. } => {
+                let at = calls.len();
+                let statement = &program.statements[*header];
+                let flag = headers.iter().position(|&(h, _)| h == *header).unwrap_or(0);
+                // A placeholder until the arms' extents are known.
+                calls.push(Call::Record(statement));
+                let mut ranges = Vec::with_capacity(arms.len());
+                for (_, body) in arms {
+                    let start = calls.len();
+                    emit(body, program, work, headers, calls, &mut 0);
+                    ranges.push(start..calls.len());
+                }
+                calls[at] = Call::Switch {
+                    statement,
+                    flag,
+                    arms: ranges,
+                    value: *ops,
+                };
+                *ops += 1;
+            }
         }
     }
 }

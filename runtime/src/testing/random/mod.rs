@@ -12,7 +12,9 @@
 //! (their flag fixed per program), whose bodies hold no host functions and no host copies;
 //! [`RandomOptions::body_orderings`] makes those bodies order their streams densely (the
 //! block's stream waiting for events recorded in the body, streams that only wait) and nests
-//! blocks one level deeper. It can be replayed into any [`Issuer`](crate::issue::Issuer): the
+//! blocks one level deeper; [`RandomOptions::switches`] adds device `switch`es (arms with and
+//! without `_`, values out of order with gaps, the index fixed per program and at times taken
+//! by no arm). It can be replayed into any [`Issuer`](crate::issue::Issuer): the
 //! model tests replay it into a [`Planner`](crate::plan::Planner) with plan-only kernels and
 //! memory ([`RandomProgram::plan`]), a GPU test replays the same calls into eager and capturing
 //! issuers with real ones and compares the captured graph's edges with

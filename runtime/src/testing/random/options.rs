@@ -53,6 +53,11 @@ pub struct RandomOptions {
     /// stream before it issues more, and blocks inside blocks inside blocks. Off by default (a
     /// seed's program stays what it was).
     pub body_orderings: bool,
+    /// With `device_blocks`: whether blocks of statements may also form device `switch`es of
+    /// one to four arms, their values distinct, out of order and with gaps (0 to 7), a last
+    /// `_` arm half the time, the index fixed per program (0 to 9, so at times no arm takes
+    /// it). Off by default (a seed's program stays what it was).
+    pub switches: bool,
     /// Whether to generate `call` statements: `call op(&mut bD, &bS)` of two different
     /// buffers, which [`RandomProgram::replay`](super::RandomProgram::replay) issues through
     /// [`RandomCallOp`](super::RandomCallOp) (a memset and two launches). Off by default (a
@@ -101,6 +106,7 @@ impl Default for RandomOptions {
             waits_on_unrecorded: true,
             device_blocks: false,
             body_orderings: false,
+            switches: false,
             calls: false,
             temps: (0, 0),
             temp_len: (1, 32),

@@ -125,6 +125,7 @@ impl RandomProgram {
                 Call::Block {
                     then, otherwise, ..
                 } => then.end.max(otherwise.end).max(i + 1),
+                Call::Switch { arms, .. } => arms.iter().fold(i + 1, |e, r| e.max(r.end)),
                 _ => i + 1,
             };
         }

@@ -506,6 +506,31 @@ impl Replay<'_, '_> {
                         None => issuer.if_else(statement, f, a, b)?,
                     }
                 }
+                Call::Switch {
+                    statement,
+                    flag,
+                    ref arms,
+                    ..
+                } => {
+                    let f = self.memory.flags.get(flag).ok_or_else(|| {
+                        program
+                            .missing("device flag", self.memory.flags.len(), flag + 1)
+                            .in_statement(statement)
+                    })?;
+                    i = arms.iter().fold(i, |e, r| e.max(r.end));
+                    // Every arm issues through this replay; run them through one cell.
+                    let this = RefCell::new(&mut *self);
+                    let mut bodies: Vec<_> = arms
+                        .iter()
+                        .map(|r| {
+                            let this = &this;
+                            move |inner: &mut dyn Issuer| this.borrow_mut().calls(inner, r.clone())
+                        })
+                        .collect();
+                    let mut arms: Vec<&mut Body<'_>> =
+                        bodies.iter_mut().map(|b| b as &mut Body<'_>).collect();
+                    issuer.switch(statement, f, &mut arms)?;
+                }
             }
         }
         Ok(())
@@ -586,6 +611,14 @@ impl<I: Issuer + ?Sized> Issuer for Forward<'_, I> {
         otherwise: &mut Body<'_>,
     ) -> Result<()> {
         self.0.if_else(stmt, flag, then, otherwise)
+    }
+    fn switch(
+        &mut self,
+        stmt: &'static Statement,
+        index: &DeviceFlag,
+        arms: &mut [&mut Body<'_>],
+    ) -> Result<()> {
+        self.0.switch(stmt, index, arms)
     }
     fn call(
         &mut self,

@@ -385,14 +385,18 @@ impl Walk<'_, '_> {
                     _ => self.walk(body, Pass::Unissued),
                 },
                 Block::DeviceWhile { header, body, .. } => {
-                    self.device_block(*header, block.statements(), [body, &[]], pass)
+                    self.device_block(*header, block.statements(), &[body], pass)
                 }
                 Block::DeviceIf {
                     header,
                     then,
                     otherwise,
                     ..
-                } => self.device_block(*header, block.statements(), [then, otherwise], pass),
+                } => self.device_block(*header, block.statements(), &[then, otherwise], pass),
+                Block::DeviceSwitch { header, arms, .. } => {
+                    let bodies: Vec<&[Block]> = arms.iter().map(|(_, b)| b.as_slice()).collect();
+                    self.device_block(*header, block.statements(), &bodies, pass)
+                }
             }
         }
     }
@@ -435,7 +439,7 @@ impl Walk<'_, '_> {
         &mut self,
         header: usize,
         range: Range<usize>,
-        bodies: [&[Block]; 2],
+        bodies: &[&[Block]],
         pass: Pass,
     ) {
         let inner = match pass {

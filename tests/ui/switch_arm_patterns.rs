@@ -1,0 +1,16 @@
+use streamgraph::{DeviceBuffer, DeviceFlag, Kernel};
+
+streamgraph::pipeline! {
+    pipeline P(x: &mut DeviceBuffer<f32>, pick: &DeviceFlag, k: &Kernel) {
+        stream main;
+        main: switch pick {
+            0 => { main: launch k<<<1, 1>>>(&mut x); }
+            "one" => { main: launch k<<<1, 1>>>(&mut x); }
+            other => { main: launch k<<<1, 1>>>(&mut x); }
+            1..=3 => { main: launch k<<<1, 1>>>(&mut x); }
+            4294967296 => { main: launch k<<<1, 1>>>(&mut x); }
+        }
+    }
+}
+
+fn main() {}

@@ -1,0 +1,13 @@
+use streamgraph::{DeviceBuffer, DeviceFlag, Kernel};
+
+streamgraph::pipeline! {
+    pipeline P(x: &mut DeviceBuffer<f32>, pick: &DeviceFlag, k: &Kernel) {
+        stream main;
+        main: switch pick {
+            _ => { main: launch k<<<1, 1>>>(&mut x); }
+            1 => {}
+        }
+    }
+}
+
+fn main() {}

@@ -1,0 +1,11 @@
+use streamgraph::{DeviceBuffer, DeviceFlag, Kernel};
+
+streamgraph::pipeline! {
+    pipeline P(x: &mut DeviceBuffer<f32>, pick: &DeviceFlag, k: &Kernel) {
+        stream main;
+        main: launch k<<<1, 1>>>(&mut x);
+        main: switch pick {}
+    }
+}
+
+fn main() {}
