@@ -33,6 +33,8 @@ mod launch_probe;
 mod many_shapes;
 #[path = "harness/mlp.rs"]
 mod mlp;
+#[path = "harness/one_graph.rs"]
+mod one_graph;
 #[path = "harness/overlap.rs"]
 mod overlap;
 #[path = "harness/raw.rs"]

@@ -13,6 +13,8 @@
 //!   output `y` for the call only);
 //! - `eager`: the same pipeline run by `Eager` per request (temporaries from the device's
 //!   pool, whose release threshold is raised for the cycle, as a serving loop would);
+//! - `streamgraph-switch` (`one_graph.rs`): one graph whose device `switch` block runs the
+//!   bucket's body, the bucket's index set as its first kernel's argument before each launch;
 //!
 //! PyTorch's column comes from `benches/peers/torch_peer.py` (a `torch.cuda.CUDAGraph` per
 //! size, all captured into one pool, largest first, as vLLM does).
@@ -42,6 +44,7 @@ use cudarc::driver::sys;
 
 use crate::gpu::{BenchError, Event};
 use crate::many_shapes::{blocks, mib, Baseline, Net, Shapes, BIAS_BLOCK};
+use crate::one_graph::SwitchCase;
 use crate::runner::{metric, Case, Metric, Setup};
 use crate::stats;
 
@@ -143,11 +146,11 @@ fn step<'a>(net: &'a Net, y: &'a mut DeviceBuffer<f32>, i: usize) -> BucketStep<
 }
 
 /// What every system of W14 shares: the network, the buckets, the requests, the plan's peak.
-struct Shared {
-    net: &'static Net,
+pub(crate) struct Shared {
+    pub(crate) net: &'static Net,
     buckets: Buckets,
     /// Request sizes of every sample, in order.
-    requests: Vec<usize>,
+    pub(crate) requests: Vec<usize>,
     /// `Plan::temp_peak_bytes` of [`BucketStep`] at the largest batch.
     peak_largest: usize,
 }
@@ -183,12 +186,18 @@ impl Shared {
     }
 
     /// The bucket index of a request of `n` rows.
-    fn bucket(&self, n: usize) -> Result<usize> {
+    pub(crate) fn bucket(&self, n: usize) -> Result<usize> {
         Ok(self.index(self.buckets.bucket_for(n)?.size))
     }
 
     /// One cycle's metrics, in [`W14_METRICS`]'s order; `serve` is (device, wall, host) µs.
-    fn metrics(&self, capture_ms: f64, after: f64, reserved: u64, serve: [f64; 3]) -> Vec<f64> {
+    pub(crate) fn metrics(
+        &self,
+        capture_ms: f64,
+        after: f64,
+        reserved: u64,
+        serve: [f64; 3],
+    ) -> Vec<f64> {
         vec![
             capture_ms,
             mib(after),
@@ -202,14 +211,14 @@ impl Shared {
 }
 
 /// The timing events of one system, on its origin.
-struct Timer {
+pub(crate) struct Timer {
     raw: sys::CUstream,
     start: Event,
     end: Event,
 }
 
 impl Timer {
-    fn new(origin: &Stream) -> Result<Timer> {
+    pub(crate) fn new(origin: &Stream) -> Result<Timer> {
         Ok(Timer {
             raw: origin.as_cudarc().cu_stream(),
             start: Event::timing()?,
@@ -220,7 +229,7 @@ impl Timer {
     /// Each request of `sizes` alone: the start event, `launch(size)`, the end event, a wait
     /// for it; the medians over the requests of (device µs between the events, wall µs from
     /// the call to the wait's return, host µs of the call).
-    fn serve(
+    pub(crate) fn serve(
         &self,
         sizes: &[usize],
         mut launch: impl FnMut(usize) -> Result<()>,
@@ -374,14 +383,20 @@ impl Case for EagerCase {
 
 /// W14's systems on one shared network (made once, leaked), each set up with one checked
 /// cycle.
-pub fn setups(device: &Device, p: &Served, bias_act: &'static Kernel) -> Vec<Setup<'static>> {
+pub fn setups(
+    device: &Device,
+    p: &Served,
+    bias_act: &'static Kernel,
+    stamp: &'static Kernel,
+) -> Vec<Setup<'static>> {
     let s = match Shared::new(device, p, bias_act) {
         Ok(s) => s,
         Err(e) => {
             let why = format!("W14's shared setup: {e}");
             return vec![
                 ("streamgraph-set", Err(e)),
-                ("eager", Err(BenchError::Setup(why))),
+                ("eager", Err(BenchError::Setup(why.clone()))),
+                ("streamgraph-switch", Err(BenchError::Setup(why))),
             ];
         }
     };
@@ -413,5 +428,10 @@ pub fn setups(device: &Device, p: &Served, bias_act: &'static Kernel) -> Vec<Set
         case.cycle(true)?;
         Ok(Box::new(case))
     };
-    vec![("streamgraph-set", set()), ("eager", eager())]
+    let switch = || -> Result<Box<dyn Case>> { Ok(Box::new(SwitchCase::new(device, s, stamp)?)) };
+    vec![
+        ("streamgraph-set", set()),
+        ("eager", eager()),
+        ("streamgraph-switch", switch()),
+    ]
 }

@@ -78,7 +78,7 @@ fn open() -> Result<Shared> {
     let device = Device::new(Some(0))?;
     let module = Module::from_cuda_source(&device, "bench", kernels::SOURCE)?;
     // SAFETY: every launch of these kernels below passes `empty` no arguments, `stamp` a
-    // `DeviceBuffer<u32>` and a `u32`, `countdown` two one-word `u32` buffers (a
+    // `DeviceBuffer<u32>` (in `one_graph.rs`, a `DeviceFlag`, one `u32`) and a `u32`, `countdown` two one-word `u32` buffers (a
     // `DeviceBuffer<u32>` and a `DeviceFlag`), `work` (in `overlap.rs`) a
     // `DeviceBuffer<f32>` and two `u32`s, and `bias_act` (in `mlp.rs`) a written and a read
     // `DeviceBuffer<f32>` and three `u32`s, and `spin` (in `decode.rs`) a `u64`: their C
@@ -337,16 +337,18 @@ pub fn w13(p: &Shapes) -> Vec<crate::runner::Setup<'static>> {
     }
 }
 
-/// W14 (`few_graphs.rs`): its systems (a graph set, eager runs) with this process's device
+/// W14 (`few_graphs.rs`, `one_graph.rs`): its systems (a graph set, eager runs, one graph
+/// with a device `switch`) with this process's device
 /// and `bias_act` kernel.
 pub fn w14(p: &Served) -> Vec<crate::runner::Setup<'static>> {
     match shared() {
-        Ok(sg) => crate::few_graphs::setups(&sg.device, p, &sg.kernels.bias_act),
+        Ok(sg) => crate::few_graphs::setups(&sg.device, p, &sg.kernels.bias_act, &sg.kernels.stamp),
         Err(e) => {
             let why = e.to_string();
             vec![
                 ("streamgraph-set", Err(e)),
-                ("eager", Err(BenchError::Setup(why))),
+                ("eager", Err(BenchError::Setup(why.clone()))),
+                ("streamgraph-switch", Err(BenchError::Setup(why))),
             ]
         }
     }
