@@ -21,7 +21,8 @@
 //!
 //! Each sample is one cycle: synchronize, trim the graph memory and take the baseline
 //! (`many_shapes::Baseline`); start-up (`streamgraph-set`: `prepare_all`, host ms:
-//! `capture_all`; `eager`: nothing to capture, 0); every bucket's step once, smallest first,
+//! `capture_all`; `streamgraph-switch`: one capture, instantiation and upload; `eager`:
+//! nothing to capture, 0); every bucket's step once, smallest first,
 //! synchronize, memory in use over the baseline and `Device::graph_memory().reserved`; then the
 //! requests, each timed alone: the start event on the origin, the launch call (host µs), the
 //! end event, a wait for it (wall µs from the call to the wait's return; device µs between the
