@@ -1,9 +1,11 @@
-//! streamgraph's benchmark harness: every workload (W1–W13, see `docs/BENCHMARKS.md`) through
+//! streamgraph's benchmark harness: every workload (W1–W14, see `docs/BENCHMARKS.md`) through
 //! hand-written driver calls (`raw`) and through streamgraph, in one process, alternating
 //! (W10, collectives, through streamgraph only; PyTorch's column comes from a peer; W11, an
 //! MLP step through cuBLAS; W12, a decode-like step of 200 short kernels replayed back to back;
 //! W13, the device memory of 32 graphs of one step at 32 batch sizes, through streamgraph with
-//! temporaries and with buffers per graph),
+//! temporaries and with buffers per graph; W14, the same step at 32 batch sizes serving
+//! requests of random sizes through a graph set, eagerly, and through one graph whose device
+//! `switch` picks the bucket),
 //! after warm-up; p50 and p90 of device time (CUDA events) and host time (`Instant`).
 //!
 //! ```text
@@ -19,6 +21,8 @@ mod collective;
 mod decode;
 #[path = "harness/diamond.rs"]
 mod diamond;
+#[path = "harness/few_graphs.rs"]
+mod few_graphs;
 #[path = "harness/gpu.rs"]
 mod gpu;
 #[path = "harness/kernels.rs"]
@@ -29,6 +33,8 @@ mod launch_probe;
 mod many_shapes;
 #[path = "harness/mlp.rs"]
 mod mlp;
+#[path = "harness/one_graph.rs"]
+mod one_graph;
 #[path = "harness/overlap.rs"]
 mod overlap;
 #[path = "harness/raw.rs"]
@@ -162,7 +168,7 @@ fn main() -> ExitCode {
     }
     let mut rows = workloads::run_all(&gpu, &opts.sizes);
     rows.extend(report::derived(&rows));
-    // W13's systems (`streamgraph-params`) get columns of their own after the usual ones.
+    // W13's and W14's systems (`streamgraph-params`, `streamgraph-set`, …) get columns of their own after the usual ones.
     let mut systems = SYSTEMS.to_vec();
     for r in &rows {
         if !systems.contains(&r.system.as_str()) {
@@ -171,10 +177,13 @@ fn main() -> ExitCode {
     }
     print!("{}", report::table(&rows, &systems));
 
-    // Raw is every workload's baseline; W13 has none, so its own systems count there.
+    // Raw is every workload's baseline; W13 and W14 have none, so their own systems count
+    // there.
     let failed = rows
         .iter()
-        .filter(|r| (r.system == "raw" || r.workload == "W13") && r.p50.is_none())
+        .filter(|r| {
+            (r.system == "raw" || r.workload == "W13" || r.workload == "W14") && r.p50.is_none()
+        })
         .count();
     let doc = json!({
         "schema": 1,
@@ -209,18 +218,19 @@ fn main() -> ExitCode {
     eprintln!("bench-harness: wrote {}", opts.json.display());
     if failed > 0 {
         eprintln!(
-            "bench-harness: {failed} raw or W13 measurements failed (see the notes under the table)"
+            "bench-harness: {failed} raw, W13 or W14 measurements failed (see the notes under the table)"
         );
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
 }
 
-/// Checks that need no GPU: statistics, W11's CPU reference, the alternating runner with a fake system and a missing
+/// Checks that need no GPU: statistics, W11's CPU reference, W14's request sizes, the alternating runner with a fake system and a missing
 /// one, and the table.
 fn self_test() -> Result<(), String> {
     stats::self_test()?;
     mlp::self_test()?;
+    few_graphs::self_test()?;
     struct Counter(f64);
     impl runner::Case for Counter {
         fn sample(&mut self) -> Result<Vec<f64>, gpu::BenchError> {

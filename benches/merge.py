@@ -11,7 +11,8 @@ import math
 import os
 import sys
 
-SYSTEMS = ["raw", "streamgraph", "streamgraph-params", "torch", "cuda.core"]
+SYSTEMS = ["raw", "streamgraph", "streamgraph-params", "streamgraph-set", "streamgraph-switch", "eager",
+           "torch", "cuda.core"]
 
 
 def load(paths):
@@ -343,6 +344,30 @@ def goals(rows):
         add(f"W13 capture_all / torch's, {label}", sg,
             ratio(q.get(sg, "W13", "capture_all", "host", **p), q.get("torch", "W13", "capture_all", "host", **p)),
             "-", None)
+    # W14 (issue 27 item 4): the same step at 32 batch sizes serving requests of random sizes,
+    # each padded to its bucket: streamgraph's graph set (and its one-graph `switch`, when
+    # measured) against PyTorch's 32 graphs in one pool, on start-up time, memory and the
+    # per-request device time between events; wall and launch-call times and eager runs for scale.
+    for r in rows:
+        if r["workload"] != "W14" or (r["variant"], r["metric"]) != ("step", "device"):
+            continue
+        if r["system"] not in ("streamgraph-set", "streamgraph-switch") or r["p50"] is None:
+            continue
+        me, p = r["system"], r["params"]
+        label = f"b {p.get('batch_min')}..{p.get('batch_max')}"
+
+        def vs(system, variant, metric, me=me, p=p):
+            return ratio(q.get(me, "W14", variant, metric, **p), q.get(system, "W14", variant, metric, **p))
+
+        add(f"W14 capture_all / torch's, {label}", me, vs("torch", "capture_all", "host"), "<= 1",
+            lambda v: v <= 1)
+        add(f"W14 memory after first runs / torch's, {label}", me,
+            vs("torch", "memory", "after_first_runs"), "<= 1", lambda v: v <= 1)
+        add(f"W14 step device / torch's, {label}", me, vs("torch", "step", "device"), "<= 1",
+            lambda v: v <= 1)
+        add(f"W14 step wall / torch's, {label}", me, vs("torch", "step", "wall"), "-", None)
+        add(f"W14 step host launch / torch's, {label}", me, vs("torch", "step", "host_launch"), "-", None)
+        add(f"W14 step device / eager's, {label}", me, vs("eager", "step", "device"), "-", None)
     return out
 
 

@@ -32,6 +32,10 @@
 //! against its plan, and for the smallest and the largest batch, `y` poisoned with NaN, that
 //! graph launched alone, its first and last rows compared with W11's CPU reference and the
 //! row after its last checked untouched.
+//!
+//! What the graphs read ([`Net`]: data, weights, GEMM ops, the CPU check) and the cycle's
+//! [`Baseline`] serve W14 too (`few_graphs.rs`: the same step in a graph set, timed per
+//! request).
 
 use std::time::Instant;
 
@@ -79,7 +83,7 @@ impl Shapes {
 pub const LAYERS: usize = 3;
 
 /// Threads per block of `bias_act`.
-const BIAS_BLOCK: u32 = 256;
+pub(crate) const BIAS_BLOCK: u32 = 256;
 
 /// The cuBLAS workspace of every GEMM op: none, as in the torch peer (`CUBLAS_WORKSPACE_CONFIG
 /// =:0:0`), so that no system's memory holds a workspace the others lack and cuBLAS
@@ -98,16 +102,16 @@ pub const W13_METRICS: &[Metric] = &[
     metric("ops", "memory", "MiB"),
 ];
 
-fn mib(bytes: f64) -> f64 {
+pub(crate) fn mib(bytes: f64) -> f64 {
     bytes / f64::from(1u32 << 20)
 }
 
-fn blocks(n: usize) -> u32 {
+pub(crate) fn blocks(n: usize) -> u32 {
     (n as u32).div_ceil(BIAS_BLOCK)
 }
 
 /// Device memory in use: `total − free`.
-fn used(device: &Device) -> Result<usize> {
+pub(crate) fn used(device: &Device) -> Result<usize> {
     let (free, total) = device.memory_info()?;
     Ok(total.saturating_sub(free))
 }
@@ -187,30 +191,30 @@ pipeline! {
     }
 }
 
-/// What both systems share: data, buffers, one GEMM op per batch size, and the plan's numbers.
-struct Model {
-    device: Device,
-    p: Shapes,
+/// What every graph of one step at many batch sizes reads, in W13 and in W14
+/// (`few_graphs.rs`): the data and its CPU reference, the input `x` of the largest batch,
+/// weights, biases, one GEMM op per batch size and the `bias_act` kernel. The output is the
+/// workload's own.
+pub(crate) struct Net {
+    pub(crate) device: Device,
+    pub(crate) p: Shapes,
     /// The network as W11 describes it, at the largest batch (for the CPU reference).
     mlp: Mlp,
     data: Data,
-    x: DeviceBuffer<f32>,
-    y: DeviceBuffer<f32>,
-    ws: Vec<DeviceBuffer<f32>>,
-    bs: Vec<DeviceBuffer<f32>>,
+    pub(crate) x: DeviceBuffer<f32>,
+    pub(crate) ws: Vec<DeviceBuffer<f32>>,
+    pub(crate) bs: Vec<DeviceBuffer<f32>>,
     /// `gemms[i]`: `[batches[i] × width] · [width × width]`, row-major.
-    gemms: Vec<Gemm<f32>>,
-    bias_act: &'static Kernel,
+    pub(crate) gemms: Vec<Gemm<f32>>,
+    pub(crate) bias_act: &'static Kernel,
     /// Device memory the GEMM ops took when made, bytes.
-    ops_bytes: f64,
-    /// `Plan::temp_peak_bytes` of [`StepTemps`] at the largest batch.
-    peak_largest: usize,
-    /// The same, summed over every batch: what buffers per graph take at least.
-    peak_sum: usize,
+    pub(crate) ops_bytes: f64,
 }
 
-impl Model {
-    fn new(device: &Device, p: &Shapes, bias_act: &'static Kernel) -> Result<&'static Model> {
+impl Net {
+    /// Checks the sizes, uploads the data and makes one GEMM op per batch size (without a
+    /// workspace, [`WORKSPACE`]), measuring the device memory they take.
+    pub(crate) fn new(device: &Device, p: &Shapes, bias_act: &'static Kernel) -> Result<Net> {
         p.check()?;
         let mlp = Mlp {
             layers: LAYERS,
@@ -221,7 +225,6 @@ impl Model {
         let data = Data::new(&mlp);
         let up = |v: &[f32]| DeviceBuffer::from_host(device, v);
         let x = up(&data.x)?;
-        let y = DeviceBuffer::<f32>::zeros(device, p.max_batch() * p.width)?;
         let ws = data
             .ws
             .iter()
@@ -244,18 +247,74 @@ impl Model {
             .collect::<std::result::Result<Vec<_>, _>>()?;
         device.synchronize()?;
         let ops_bytes = used(device)? as f64 - before as f64;
-        let mut model = Model {
+        Ok(Net {
             device: device.clone(),
             p: p.clone(),
             mlp,
             data,
             x,
-            y,
             ws,
             bs,
             gemms,
             bias_act,
             ops_bytes,
+        })
+    }
+
+    /// Elements of batch `i`'s activations.
+    pub(crate) fn n(&self, i: usize) -> usize {
+        self.p.batches[i] * self.p.width
+    }
+
+    /// After batch `i`'s step ran on `origin` into `y` (the output of the largest batch,
+    /// poisoned with NaN before): its first and last rows against W11's CPU reference, and
+    /// the row after its last untouched. `workload` names the failure.
+    pub(crate) fn check_output(
+        &self,
+        workload: &str,
+        i: usize,
+        origin: &Stream,
+        y: &DeviceBuffer<f32>,
+    ) -> Result<()> {
+        let (w, b) = (self.p.width, self.p.batches[i]);
+        origin.synchronize()?;
+        let row = |r: usize| y.slice(r * w..(r + 1) * w).to_vec_on(origin);
+        for r in [0, b - 1] {
+            self.data
+                .check_row(&self.mlp, r, &row(r)?)
+                .map_err(|e| match e {
+                    BenchError::Check(why) => {
+                        BenchError::Check(format!("{workload}, the graph of batch {b}: {why}"))
+                    }
+                    other => other,
+                })?;
+        }
+        if b < self.p.max_batch() && row(b)?.iter().any(|v| !v.is_nan()) {
+            return Err(BenchError::Check(format!(
+                "{workload}: the graph of batch {b} wrote row {b}, past its batch"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// W13's model: the shared [`Net`], the output every graph shares, and the plan's numbers.
+struct Model {
+    net: Net,
+    y: DeviceBuffer<f32>,
+    /// `Plan::temp_peak_bytes` of [`StepTemps`] at the largest batch.
+    peak_largest: usize,
+    /// The same, summed over every batch: what buffers per graph take at least.
+    peak_sum: usize,
+}
+
+impl Model {
+    fn new(device: &Device, p: &Shapes, bias_act: &'static Kernel) -> Result<&'static Model> {
+        let net = Net::new(device, p, bias_act)?;
+        let y = DeviceBuffer::<f32>::zeros(device, p.max_batch() * p.width)?;
+        let mut model = Model {
+            net,
+            y,
             peak_largest: 0,
             peak_sum: 0,
         };
@@ -272,52 +331,48 @@ impl Model {
     /// Every batch's step once, eagerly (after checking both pipelines' plans for races at
     /// the largest batch): cuBLAS's kernels load here, not during a capture or a cycle.
     fn warm(&self) -> Result<()> {
-        let last = self.p.batches.len() - 1;
+        let net = &self.net;
+        let last = net.p.batches.len() - 1;
         Plan::build(&self.temps(last, &mut self.rows(last)))?.check_races()?;
-        let n = self.n(last);
+        let n = net.n(last);
         let mut h = [
-            DeviceBuffer::<f32>::zeros(&self.device, n)?,
-            DeviceBuffer::<f32>::zeros(&self.device, n)?,
+            DeviceBuffer::<f32>::zeros(&net.device, n)?,
+            DeviceBuffer::<f32>::zeros(&net.device, n)?,
         ];
         let [h1, h2] = &mut h;
         Plan::build(&self.params(last, &mut self.rows(last), h1, h2))?.check_races()?;
-        let origin = Stream::new(&self.device, 0)?;
+        let origin = Stream::new(&net.device, 0)?;
         let mut eager = Eager::new(&origin);
         eager.check(false);
-        for i in 0..self.p.batches.len() {
+        for i in 0..net.p.batches.len() {
             eager.run(&self.temps(i, &mut self.rows(i)))?;
             origin.synchronize()?;
         }
-        self.device.synchronize()?;
+        net.device.synchronize()?;
         Ok(())
-    }
-
-    /// Elements of batch `i`'s activations.
-    fn n(&self, i: usize) -> usize {
-        self.p.batches[i] * self.p.width
     }
 
     /// The rows of `y` that batch `i`'s graph writes.
     fn rows(&self, i: usize) -> Rows {
         Rows {
             range: DeviceRange {
-                bytes: self.n(i) * std::mem::size_of::<f32>(),
+                bytes: self.net.n(i) * std::mem::size_of::<f32>(),
                 ..self.y.range()
             },
         }
     }
 
     fn temps<'a>(&'a self, i: usize, y: &'a mut Rows) -> StepTemps<'a, 'a> {
-        let n = self.n(i);
+        let net = &self.net;
         StepTemps::new(
-            &self.x,
+            &net.x,
             y,
-            &self.ws,
-            &self.bs,
-            &self.gemms[i],
-            self.bias_act,
-            n,
-            self.p.width as u32,
+            &net.ws,
+            &net.bs,
+            &net.gemms[i],
+            net.bias_act,
+            net.n(i),
+            net.p.width as u32,
         )
     }
 
@@ -328,17 +383,18 @@ impl Model {
         h1: &'a mut DeviceBuffer<f32>,
         h2: &'a mut DeviceBuffer<f32>,
     ) -> StepParams<'a, 'a> {
+        let net = &self.net;
         StepParams::new(
-            &self.x,
+            &net.x,
             y,
             h1,
             h2,
-            &self.ws,
-            &self.bs,
-            &self.gemms[i],
-            self.bias_act,
-            self.n(i),
-            self.p.width as u32,
+            &net.ws,
+            &net.bs,
+            &net.gemms[i],
+            net.bias_act,
+            net.n(i),
+            net.p.width as u32,
         )
     }
 
@@ -346,29 +402,11 @@ impl Model {
     /// launched alone (`launch(i)`), its first and last rows against the CPU, the row after
     /// them untouched.
     fn check(&self, origin: &Stream, launch: impl Fn(usize) -> Result<()>) -> Result<()> {
-        let last = self.p.batches.len() - 1;
-        let w = self.p.width;
+        let last = self.net.p.batches.len() - 1;
         for i in [0, last] {
-            let b = self.p.batches[i];
             origin.fill(&mut self.rows(last), f32::NAN)?;
             launch(i)?;
-            origin.synchronize()?;
-            let row = |r: usize| self.y.slice(r * w..(r + 1) * w).to_vec_on(origin);
-            for r in [0, b - 1] {
-                self.data
-                    .check_row(&self.mlp, r, &row(r)?)
-                    .map_err(|e| match e {
-                        BenchError::Check(why) => {
-                            BenchError::Check(format!("W13, the graph of batch {b}: {why}"))
-                        }
-                        other => other,
-                    })?;
-            }
-            if b < self.p.max_batch() && row(b)?.iter().any(|v| !v.is_nan()) {
-                return Err(BenchError::Check(format!(
-                    "W13: the graph of batch {b} wrote row {b}, past its batch"
-                )));
-            }
+            self.net.check_output("W13", i, origin, &self.y)?;
         }
         Ok(())
     }
@@ -384,13 +422,13 @@ impl Model {
             mib(pool.used_high as f64),
             mib(self.peak_largest as f64),
             mib(self.peak_sum as f64),
-            mib(self.ops_bytes),
+            mib(self.net.ops_bytes),
         ]
     }
 }
 
 /// The device memory in use when a cycle starts.
-struct Baseline<'m> {
+pub(crate) struct Baseline<'m> {
     device: &'m Device,
     used: usize,
 }
@@ -398,7 +436,7 @@ struct Baseline<'m> {
 impl<'m> Baseline<'m> {
     /// Synchronizes, returns graph memory no graph uses to the driver, resets the graph
     /// memory's high marks and reads the memory in use.
-    fn take(device: &'m Device) -> Result<Baseline<'m>> {
+    pub(crate) fn take(device: &'m Device) -> Result<Baseline<'m>> {
         device.synchronize()?;
         device.trim_graph_memory()?;
         device.reset_graph_memory_high()?;
@@ -409,20 +447,20 @@ impl<'m> Baseline<'m> {
     }
 
     /// Bytes in use over the baseline, after a synchronization.
-    fn over(&self) -> Result<f64> {
+    pub(crate) fn over(&self) -> Result<f64> {
         self.device.synchronize()?;
         Ok(used(self.device)? as f64 - self.used as f64)
     }
 
     /// Returns what the cycle's graphs left reserved (their memory was freed with them).
-    fn end(self) -> Result<()> {
+    pub(crate) fn end(self) -> Result<()> {
         self.device.synchronize()?;
         self.device.trim_graph_memory()?;
         Ok(())
     }
 }
 
-fn ms_since(t0: Instant) -> f64 {
+pub(crate) fn ms_since(t0: Instant) -> f64 {
     t0.elapsed().as_secs_f64() * 1e3
 }
 
@@ -436,8 +474,8 @@ struct Temps {
 impl Temps {
     fn cycle(&mut self, check: bool) -> Result<Vec<f64>> {
         let m = self.m;
-        let base = Baseline::take(&m.device)?;
-        let mut outs: Vec<Rows> = (0..m.p.batches.len()).map(|i| m.rows(i)).collect();
+        let base = Baseline::take(&m.net.device)?;
+        let mut outs: Vec<Rows> = (0..m.net.p.batches.len()).map(|i| m.rows(i)).collect();
         let t0 = Instant::now();
         let mut execs = Vec::with_capacity(outs.len());
         for (i, y) in outs.iter_mut().enumerate().rev() {
@@ -454,7 +492,7 @@ impl Temps {
             exec.launch(&self.origin)?;
         }
         let after_replay = base.over()?;
-        let pool = m.device.graph_memory()?;
+        let pool = m.net.device.graph_memory()?;
         if check {
             m.check(&self.origin, |i| Ok(execs[i].launch(&self.origin)?))?;
         }
@@ -480,13 +518,13 @@ struct Params {
 impl Params {
     fn cycle(&mut self, check: bool) -> Result<Vec<f64>> {
         let m = self.m;
-        let base = Baseline::take(&m.device)?;
-        let mut outs: Vec<Rows> = (0..m.p.batches.len()).map(|i| m.rows(i)).collect();
-        let mut hidden = (0..m.p.batches.len())
+        let base = Baseline::take(&m.net.device)?;
+        let mut outs: Vec<Rows> = (0..m.net.p.batches.len()).map(|i| m.rows(i)).collect();
+        let mut hidden = (0..m.net.p.batches.len())
             .map(|i| {
                 Ok([
-                    DeviceBuffer::<f32>::zeros(&m.device, m.n(i))?,
-                    DeviceBuffer::<f32>::zeros(&m.device, m.n(i))?,
+                    DeviceBuffer::<f32>::zeros(&m.net.device, m.net.n(i))?,
+                    DeviceBuffer::<f32>::zeros(&m.net.device, m.net.n(i))?,
                 ])
             })
             .collect::<Result<Vec<_>>>()?;
@@ -506,7 +544,7 @@ impl Params {
             exec.launch(&self.origin)?;
         }
         let after_replay = base.over()?;
-        let pool = m.device.graph_memory()?;
+        let pool = m.net.device.graph_memory()?;
         if check {
             m.check(&self.origin, |i| Ok(execs[i].launch(&self.origin)?))?;
         }

@@ -30,6 +30,7 @@ use cudarc::driver::sys;
 
 use crate::decode::Decode;
 use crate::diamond::Diamond4;
+use crate::few_graphs::Served;
 use crate::gpu::{BenchError, Event, Gpu};
 use crate::kernels::{self, BLOCK, GRID};
 use crate::many_shapes::Shapes;
@@ -77,7 +78,7 @@ fn open() -> Result<Shared> {
     let device = Device::new(Some(0))?;
     let module = Module::from_cuda_source(&device, "bench", kernels::SOURCE)?;
     // SAFETY: every launch of these kernels below passes `empty` no arguments, `stamp` a
-    // `DeviceBuffer<u32>` and a `u32`, `countdown` two one-word `u32` buffers (a
+    // `DeviceBuffer<u32>` (in `one_graph.rs`, a `DeviceFlag`, one `u32`) and a `u32`, `countdown` two one-word `u32` buffers (a
     // `DeviceBuffer<u32>` and a `DeviceFlag`), `work` (in `overlap.rs`) a
     // `DeviceBuffer<f32>` and two `u32`s, and `bias_act` (in `mlp.rs`) a written and a read
     // `DeviceBuffer<f32>` and three `u32`s, and `spin` (in `decode.rs`) a `u64`: their C
@@ -331,6 +332,23 @@ pub fn w13(p: &Shapes) -> Vec<crate::runner::Setup<'static>> {
             vec![
                 ("streamgraph", Err(e)),
                 ("streamgraph-params", Err(BenchError::Setup(why))),
+            ]
+        }
+    }
+}
+
+/// W14 (`few_graphs.rs`, `one_graph.rs`): its systems (a graph set, eager runs, one graph
+/// with a device `switch`) with this process's device
+/// and `bias_act` kernel.
+pub fn w14(p: &Served) -> Vec<crate::runner::Setup<'static>> {
+    match shared() {
+        Ok(sg) => crate::few_graphs::setups(&sg.device, p, &sg.kernels.bias_act, &sg.kernels.stamp),
+        Err(e) => {
+            let why = e.to_string();
+            vec![
+                ("streamgraph-set", Err(e)),
+                ("eager", Err(BenchError::Setup(why.clone()))),
+                ("streamgraph-switch", Err(BenchError::Setup(why))),
             ]
         }
     }

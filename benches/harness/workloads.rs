@@ -1,10 +1,11 @@
-//! The workloads (W1–W13): their sizes, what each measures, and the loop that runs every system
+//! The workloads (W1–W14): their sizes, what each measures, and the loop that runs every system
 //! on each of them.
 
 use serde_json::json;
 
 use crate::collective::{self, AllReduce};
 use crate::decode::{self, Decode};
+use crate::few_graphs::{self, Served};
 use crate::gpu::Gpu;
 use crate::many_shapes::{self, Shapes};
 use crate::mlp::{self, Mlp};
@@ -97,6 +98,9 @@ pub struct Sizes {
     /// W13's many shapes: three layers of 1,024, one graph per batch of 8, 16, …, 256 (the
     /// issue's), and of 256, 512, …, 8,192.
     pub w13: Vec<Shapes>,
+    /// W14's many shapes, few graphs: W13's step at 8, 16, …, 256 rows, one graph per batch
+    /// size, serving a seeded sequence of requests of 1 … 256 rows.
+    pub w14: Served,
     /// Workloads to run (`W1` …); all when empty.
     pub only: Vec<String>,
 }
@@ -163,6 +167,14 @@ impl Sizes {
                     batches: (1..=32).map(|k| k * step).collect(),
                 })
                 .collect(),
+            w14: Served {
+                shapes: Shapes {
+                    width: 1_024,
+                    batches: (1..=32).map(|k| k * 8).collect(),
+                },
+                requests: W14_REQUESTS,
+                seed: W14_SEED,
+            },
             only: Vec::new(),
         }
     }
@@ -216,6 +228,10 @@ pub const W5_METRICS: &[Metric] = &[
     metric("update_args", "host_10pct", "us"),
     metric("update_args", "host_100pct", "us"),
 ];
+
+/// W14's requests per sample, and their seed (`few_graphs::requests`).
+pub const W14_REQUESTS: usize = 256;
+pub const W14_SEED: u64 = 14;
 
 /// W5's partial updates: every `step`-th node gets a new value (1 %, 10 %, 100 % of them).
 pub const W5_STEPS: [usize; 3] = [100, 10, 1];
@@ -497,6 +513,20 @@ pub fn run_all(gpu: &Gpu, plan: &Sizes) -> Vec<Row> {
             let s = spec("W13", params, many_shapes::W13_METRICS, 1, reps);
             step("W13", s, streamgraph::w13(p));
         }
+    }
+    if plan.wants("W14") {
+        let p = &plan.w14;
+        let params = json!({
+            "layers": many_shapes::LAYERS,
+            "width": p.shapes.width,
+            "graphs": p.shapes.batches.len(),
+            "batch_min": p.shapes.batches.first(),
+            "batch_max": p.shapes.max_batch(),
+            "requests": p.requests,
+            "seed": p.seed,
+        });
+        let s = spec("W14", params, few_graphs::W14_METRICS, 1, reps);
+        step("W14", s, streamgraph::w14(p));
     }
     rows
 }

@@ -4,6 +4,7 @@ the command line. The rows match bench-harness's JSON rows field for field:
 """
 
 import argparse
+import bisect
 import json
 import math
 import os
@@ -39,10 +40,16 @@ SIZES = {
     "w12_steps": 10_000,
     # W13: (width of the three layers, one graph per batch size), as `workloads::Sizes::full`.
     "w13": [(1_024, [step * k for k in range(1, 33)]) for step in (8, 256)],
+    # W14: W13's step at 8, 16, ..., 256 rows, serving `w14_requests` requests of seeded random
+    # sizes per sample (`workloads::Sizes::full`'s `w14`, `W14_REQUESTS`, `W14_SEED`).
+    "w14_width": 1_024,
+    "w14_batches": [8 * k for k in range(1, 33)],
+    "w14_requests": 256,
+    "w14_seed": 14,
 }
 MIN_REPS = 30
 WARMUP = {"W1": 3, "W2": 5, "W3": 5, "W4": 5, "W5": 3, "W6": 1, "W7": 2, "W9": 2, "W10": 2, "W11": 3,
-          "W12": 1, "W13": 1}
+          "W12": 1, "W13": 1, "W14": 1}
 # Samples at most, for workloads whose samples take seconds (`decode::MAX_REPS`).
 MAX_REPS = {"W12": 10}
 
@@ -218,6 +225,9 @@ W13_METRICS = [("capture_all", "host", "ms"), ("memory", "after_instantiate", "M
                ("memory", "after_replay", "MiB"), ("memory", "after_replay_per_plan_peak", "x"),
                ("pool", "reserved_high", "MiB"), ("pool", "used_high", "MiB"),
                ("plan", "peak_largest", "MiB"), ("plan", "peak_sum", "MiB"), ("ops", "memory", "MiB")]
+W14_METRICS = [("capture_all", "host", "ms"), ("memory", "after_first_runs", "MiB"),
+               ("pool", "graph_reserved", "MiB"), ("step", "device", "us"), ("step", "wall", "us"),
+               ("step", "host_launch", "us"), ("plan", "peak_largest", "MiB")]
 W8_METRICS = [("eager", "host_per_iteration", "us"), ("eager", "device_per_iteration", "us"),
               ("host_loop", "host_per_iteration", "us"), ("host_loop", "device_per_iteration", "us"),
               ("device_loop", "host_per_iteration", "us"), ("device_loop", "device_per_iteration", "us")]
@@ -258,6 +268,47 @@ def w13_plan_bytes(width, batches):
     and of every batch's summed: `Plan::temp_peak_bytes` of the harness's `StepTemps`."""
     per_row = 2 * width * 4
     return per_row * batches[-1], per_row * sum(batches)
+
+
+def w14_params(sizes):
+    """W14's parameters as the harness reports them."""
+    batches = sizes["w14_batches"]
+    return {"batch_max": batches[-1], "batch_min": batches[0], "graphs": len(batches),
+            "layers": W13_LAYERS, "requests": sizes["w14_requests"], "seed": sizes["w14_seed"],
+            "width": sizes["w14_width"]}
+
+
+def w14_requests(seed, count, largest):
+    """`count` request sizes uniform in 1..=largest from a xorshift64 seeded with `seed`: the
+    sequence of the harness's `few_graphs::requests`."""
+    mask = (1 << 64) - 1
+    s = ((seed * 0x9E3779B97F4A7C15) & mask) | 1
+    out = []
+    for _ in range(count):
+        s ^= (s << 13) & mask
+        s ^= s >> 7
+        s ^= (s << 17) & mask
+        out.append(1 + s % largest)
+    return out
+
+
+# `few_graphs::SELF_TEST_REQUESTS`: both generators must give these.
+W14_SELF_TEST_REQUESTS = [118, 192, 7, 43, 109, 31, 117, 227]
+if w14_requests(14, 8, 256) != W14_SELF_TEST_REQUESTS:
+    raise AssertionError("w14_requests differs from the harness's few_graphs::requests")
+
+
+def w14_bucket(batches, n):
+    """The smallest of the ascending `batches` that holds `n` (`Buckets::bucket_for`)."""
+    i = bisect.bisect_left(batches, n)
+    if i == len(batches):
+        raise PeerError(f"a request of {n} is larger than the largest bucket ({batches[-1]})")
+    return batches[i]
+
+
+def median(samples):
+    """p50 with the harness's interpolation."""
+    return quantile(sorted(samples), 0.5)
 
 
 def idle_percent(replays, saturated_us, wall_us):

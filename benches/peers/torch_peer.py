@@ -40,13 +40,15 @@ def diamond_issue(ts, cs, fork, joins, layers, launch):
         o.wait_event(j)
 
 
-def w13_child(col, args):
-    """W13 in a process of its own: it needs CUBLAS_WORKSPACE_CONFIG set before torch's first
-    cuBLAS call, which the other workloads make with torch's default workspace, and a fresh
-    caching allocator. Its rows join this process's."""
+def child(col, args, workload, params):
+    """`workload` (W13 or W14) in a process of its own: it needs CUBLAS_WORKSPACE_CONFIG set
+    before torch's first cuBLAS call, which the other workloads make with torch's default
+    workspace, and a fresh caching allocator. Its rows join this process's; `params` are the
+    workload's parameter sets, for the rows of a child that gave none."""
+    metrics = {"W13": c.W13_METRICS, "W14": c.W14_METRICS}[workload]
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "w13.json")
-        cmd = [sys.executable, os.path.abspath(__file__), "--only", "W13", "--json", path]
+        path = os.path.join(tmp, f"{workload.lower()}.json")
+        cmd = [sys.executable, os.path.abspath(__file__), "--only", workload, "--json", path]
         cmd += ["--quick"] if args.quick else ["--reps", str(args.reps)]
         try:
             rc = subprocess.run(cmd, stdout=subprocess.DEVNULL, check=False).returncode
@@ -54,123 +56,162 @@ def w13_child(col, args):
                 rows = json.load(f)["rows"]
         except (OSError, ValueError, KeyError) as e:
             col.failures += 1
-            for width, batches in args.sizes["w13"]:
-                col.unsupported("W13", c.w13_params(width, batches), c.W13_METRICS,
-                                f"W13's own process gave no rows: {e}")
+            for p in params:
+                col.unsupported(workload, p, metrics, f"{workload}'s own process gave no rows: {e}")
             return
     col.rows.extend(rows)
     if rc != 0:
         col.failures += 1
 
 
+class ManyShapes:
+    """The harness's `many_shapes.rs` step (W13, W14): three layers of `torch.mm` through
+    cuBLAS into a new tensor, then the shared `bias_act` kernel in place; the last layer's
+    product goes into the first rows of a static `y` with `out=`. Static max-size `x` and `y`,
+    each batch on their first `b` rows, on a stream of its own (`self.stream`)."""
+
+    def __init__(self, torch, k, width, batches):
+        import numpy as np
+
+        self.torch, self.k, self.np = torch, k, np
+        torch.backends.cuda.matmul.allow_tf32 = False  # f32 GEMMs, as the harness's
+        self.width, self.batches, self.bmax = width, batches, batches[-1]
+        gen = torch.Generator().manual_seed(13)
+        bound = (6.0 / width) ** 0.5
+        # W is [in x out], as the harness's (row-major x @ W).
+        self.ws = [((torch.rand(width, width, generator=gen) * 2 - 1) * bound).cuda()
+                   for _ in range(c.W13_LAYERS)]
+        self.bs = [((torch.rand(width, generator=gen) * 2 - 1) * 0.1).cuda() for _ in range(c.W13_LAYERS)]
+        self.x = (torch.rand(self.bmax, width, generator=gen) * 2 - 1).cuda()
+        self.y = torch.zeros(self.bmax, width, device="cuda")
+        self.stream = torch.cuda.Stream()
+        self.cs = k.wrap(self.stream.cuda_stream)
+        self.configs = {b: k.core.LaunchConfig(grid=(b * width + 255) // 256, block=256) for b in batches}
+        want = self.x.double()
+        for i in range(c.W13_LAYERS):
+            want = want @ self.ws[i].double() + self.bs[i].double()
+            if i + 1 < c.W13_LAYERS:
+                want = torch.relu(want)
+        self.want = want
+
+    def bias_act(self, t, bias, b, relu):
+        np = self.np
+        self.k.launch(self.cs, self.configs[b], self.k.bias_act, int(t.data_ptr()), int(bias.data_ptr()),
+                      np.uint32(b * self.width), np.uint32(self.width), np.uint32(relu))
+
+    def step(self, b):
+        torch = self.torch
+        h = torch.mm(self.x[:b], self.ws[0])
+        self.bias_act(h, self.bs[0], b, 1)
+        h = torch.mm(h, self.ws[1])  # the first activation is freed here: two live at most
+        self.bias_act(h, self.bs[1], b, 1)
+        out = self.y[:b]
+        torch.mm(h, self.ws[2], out=out)
+        self.bias_act(out, self.bs[2], b, 0)
+
+    def warm(self):
+        """Every batch's step once: cuBLAS's handle and kernels load here, before any baseline."""
+        with self.torch.cuda.stream(self.stream):
+            for b in self.batches:
+                self.step(b)
+        self.torch.cuda.synchronize()
+
+    def capture_all(self):
+        """One `CUDAGraph` per batch size, all in one pool, largest first (capture_end also
+        instantiates): ({batch: graph}, host ms)."""
+        torch = self.torch
+        pool = torch.cuda.graph_pool_handle()
+        graphs = {}
+        t0 = c.now_ns()
+        for b in reversed(self.batches):
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.stream(self.stream):
+                g.capture_begin(pool=pool, capture_error_mode="thread_local")
+                try:
+                    self.step(b)
+                finally:
+                    g.capture_end()
+            graphs[b] = g
+        return graphs, c.us_since(t0) / 1e3
+
+    def check(self, workload, run):
+        """For the smallest and the largest batch: `y` poisoned with NaN, `run(b)` on the stream,
+        every row of the batch against the f64 reference, row `b` untouched."""
+        torch = self.torch
+        for b in (self.batches[0], self.bmax):
+            self.y.fill_(float("nan"))
+            torch.cuda.synchronize()
+            with torch.cuda.stream(self.stream):
+                run(b)
+            torch.cuda.synchronize()
+            err = (self.y[:b].double() - self.want[:b]).abs().max().item()
+            if not err <= 1e-3 * max(1.0, self.want[:b].abs().max().item()):
+                raise c.PeerError(f"{workload}: the graph of batch {b} is off the f64 reference by {err}")
+            if b < self.bmax and not torch.isnan(self.y[b]).all().item():
+                raise c.PeerError(f"{workload}: the graph of batch {b} wrote row {b}, past its batch")
+
+    def release(self):
+        del self.x, self.y, self.ws, self.bs, self.want
+        self.torch.cuda.synchronize()
+        self.torch.cuda.empty_cache()
+
+
+class Baseline:
+    """The device memory in use when a cycle starts (`mem_get_info`, after `empty_cache`), and
+    the caching allocator's reserved and allocated bytes then."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        free, total = torch.cuda.mem_get_info()
+        self.used = total - free
+        self.reserved = torch.cuda.memory_reserved()
+        self.allocated = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+
+    def over(self):
+        """Bytes in use over the baseline, after a synchronization."""
+        self.torch.cuda.synchronize()
+        free, total = self.torch.cuda.mem_get_info()
+        return total - free - self.used
+
+    def end(self):
+        self.torch.cuda.synchronize()
+        self.torch.cuda.empty_cache()
+
+
 def w13(torch, k, col, width, batches):
-    """W13: the harness's `many_shapes.rs` step (three layers: `torch.mm` through cuBLAS into
-    a new tensor, then the shared `bias_act` kernel in place; the last layer's product goes
-    into the first rows of a static `y` with `out=`) captured as one `torch.cuda.CUDAGraph`
-    per batch size into one pool (`torch.cuda.graph_pool_handle()`), largest batch first, as
-    vLLM does; static max-size `x` and `y`, each graph on its first `b` rows. Each sample is
+    """W13: the `ManyShapes` step captured as one `torch.cuda.CUDAGraph` per batch size into one
+    pool (`torch.cuda.graph_pool_handle()`), largest batch first, as vLLM does. Each sample is
     one cycle: baseline (`mem_get_info`, after `empty_cache`), every capture (capture_end also
     instantiates), memory in use over the baseline, every graph replayed once smallest first,
     memory again, `memory_reserved` and `max_memory_allocated` over theirs; then the graphs
     are deleted and the cache emptied."""
-    import numpy as np
-
-    torch.backends.cuda.matmul.allow_tf32 = False  # f32 GEMMs, as the harness's
-    bmax = batches[-1]
     params = c.w13_params(width, batches)
     mib = float(1 << 20)
     peak_largest, peak_sum = c.w13_plan_bytes(width, batches)
-    gen = torch.Generator().manual_seed(13)
-    bound = (6.0 / width) ** 0.5
-    # W is [in x out], as the harness's (row-major x @ W).
-    ws = [((torch.rand(width, width, generator=gen) * 2 - 1) * bound).cuda() for _ in range(c.W13_LAYERS)]
-    bs = [((torch.rand(width, generator=gen) * 2 - 1) * 0.1).cuda() for _ in range(c.W13_LAYERS)]
-    x = (torch.rand(bmax, width, generator=gen) * 2 - 1).cuda()
-    y = torch.zeros(bmax, width, device="cuda")
-    s13 = torch.cuda.Stream()
-    cs13 = k.wrap(s13.cuda_stream)
-    configs = {b: k.core.LaunchConfig(grid=(b * width + 255) // 256, block=256) for b in batches}
-
-    def bias_act(t, bias, b, relu):
-        k.launch(cs13, configs[b], k.bias_act, int(t.data_ptr()), int(bias.data_ptr()),
-                 np.uint32(b * width), np.uint32(width), np.uint32(relu))
-
-    def step(b):
-        h = torch.mm(x[:b], ws[0])
-        bias_act(h, bs[0], b, 1)
-        h = torch.mm(h, ws[1])  # the first activation is freed here: two live at most
-        bias_act(h, bs[1], b, 1)
-        out = y[:b]
-        torch.mm(h, ws[2], out=out)
-        bias_act(out, bs[2], b, 0)
-
-    want = x.double()
-    for i in range(c.W13_LAYERS):
-        want = want @ ws[i].double() + bs[i].double()
-        if i + 1 < c.W13_LAYERS:
-            want = torch.relu(want)
-
-    def check(graphs):
-        for b in (batches[0], bmax):
-            y.fill_(float("nan"))
-            torch.cuda.synchronize()
-            with torch.cuda.stream(s13):
-                graphs[b].replay()
-            torch.cuda.synchronize()
-            err = (y[:b].double() - want[:b]).abs().max().item()
-            if not err <= 1e-3 * max(1.0, want[:b].abs().max().item()):
-                raise c.PeerError(f"W13: the graph of batch {b} is off the f64 reference by {err}")
-            if b < bmax and not torch.isnan(y[b]).all().item():
-                raise c.PeerError(f"W13: the graph of batch {b} wrote row {b}, past its batch")
+    m = ManyShapes(torch, k, width, batches)
 
     def cycle(checked):
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
-        free, total = torch.cuda.mem_get_info()
-        base = total - free
-        base_reserved = torch.cuda.memory_reserved()
-        base_allocated = torch.cuda.memory_allocated()
-        torch.cuda.reset_peak_memory_stats()
-        pool = torch.cuda.graph_pool_handle()
-        graphs = {}
-        t0 = c.now_ns()
-        for b in reversed(batches):
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.stream(s13):
-                g.capture_begin(pool=pool, capture_error_mode="thread_local")
-                try:
-                    step(b)
-                finally:
-                    g.capture_end()
-            graphs[b] = g
-        capture_ms = c.us_since(t0) / 1e3
-        del g
-
-        def over():
-            torch.cuda.synchronize()
-            free_now, total_now = torch.cuda.mem_get_info()
-            return total_now - free_now - base
-
-        after_instantiate = over()
-        with torch.cuda.stream(s13):
+        base = Baseline(torch)
+        graphs, capture_ms = m.capture_all()
+        after_instantiate = base.over()
+        with torch.cuda.stream(m.stream):
             for b in batches:
                 graphs[b].replay()
-        after_replay = over()
-        reserved = torch.cuda.memory_reserved() - base_reserved
-        used_high = torch.cuda.max_memory_allocated() - base_allocated
+        after_replay = base.over()
+        reserved = torch.cuda.memory_reserved() - base.reserved
+        used_high = torch.cuda.max_memory_allocated() - base.allocated
         if checked:
-            check(graphs)
+            m.check("W13", lambda b: graphs[b].replay())
         del graphs
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
+        base.end()
         return [capture_ms, after_instantiate / mib, after_replay / mib, after_replay / peak_largest,
                 reserved / mib, used_high / mib, peak_largest / mib, peak_sum / mib, None]
 
     try:
-        with torch.cuda.stream(s13):
-            for b in batches:
-                step(b)  # cuBLAS's handle and kernels load here, before any baseline
-        torch.cuda.synchronize()
+        m.warm()
         cycle(True)
     except Exception as e:  # reported in the rows, like a failed sample
         col.failures += 1
@@ -179,17 +220,73 @@ def w13(torch, k, col, width, batches):
     col.run("W13", params, c.W13_METRICS, lambda: cycle(False),
             setup_note="torch's cuBLAS handle is made by the warm-up, before every baseline: "
                        "not measured apart")
-    del x, y, ws, bs, want
-    torch.cuda.synchronize()
-    torch.cuda.empty_cache()
+    m.release()
+
+
+def w14(torch, k, col, sz):
+    """W14: W13's 32 graphs in one pool (largest first) serving requests of seeded random sizes,
+    each padded to its bucket (the smallest batch size that holds it) and that bucket's graph
+    replayed. Each sample is one cycle: baseline; every capture (host ms, capture_end also
+    instantiates); every graph replayed once, smallest first; memory in use over the baseline and
+    `memory_reserved` over its baseline (the caching allocator's segments, the graphs' pool among
+    them); then every request alone: the start event, bucket lookup and `replay()` (host µs), the
+    end event, `end.synchronize()` (wall µs from the call), device µs between the events; the
+    medians over the requests. Then the graphs are deleted and the cache emptied."""
+    batches = sz["w14_batches"]
+    params = c.w14_params(sz)
+    mib = float(1 << 20)
+    peak_largest, _ = c.w13_plan_bytes(sz["w14_width"], batches)
+    requests = c.w14_requests(sz["w14_seed"], sz["w14_requests"], batches[-1])
+    m = ManyShapes(torch, k, sz["w14_width"], batches)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def serve(graphs):
+        device, wall, host = [], [], []
+        s = m.stream
+        with torch.cuda.stream(s):
+            for n in requests:
+                start.record(s)
+                t0 = c.now_ns()
+                graphs[c.w14_bucket(batches, n)].replay()
+                host.append(c.us_since(t0))
+                end.record(s)
+                end.synchronize()
+                wall.append(c.us_since(t0))
+                device.append(start.elapsed_time(end) * 1e3)
+        return c.median(device), c.median(wall), c.median(host)
+
+    def cycle(checked):
+        base = Baseline(torch)
+        graphs, capture_ms = m.capture_all()
+        with torch.cuda.stream(m.stream):
+            for b in batches:
+                graphs[b].replay()
+        after = base.over()
+        reserved = torch.cuda.memory_reserved() - base.reserved
+        if checked:
+            m.check("W14", lambda b: graphs[b].replay())
+        device, wall, host = serve(graphs)
+        del graphs
+        base.end()
+        return [capture_ms, after / mib, reserved / mib, device, wall, host, peak_largest / mib]
+
+    try:
+        m.warm()
+        cycle(True)
+    except Exception as e:  # reported in the rows, like a failed sample
+        col.failures += 1
+        col.unsupported("W14", params, c.W14_METRICS, f"{type(e).__name__}: {e}")
+        return
+    col.run("W14", params, c.W14_METRICS, lambda: cycle(False))
+    m.release()
 
 
 def main():
     args = c.parse_args(__doc__)
-    # W13 alone: no cuBLAS workspace (as the harness's GEMM ops), set before torch loads
-    # cuBLAS; with other workloads W13 runs in a process of its own (`w13_child`).
-    w13_alone = args.only == ["W13"]
-    if w13_alone:
+    # W13 or W14 alone: no cuBLAS workspace (as the harness's GEMM ops), set before torch
+    # loads cuBLAS; with other workloads each runs in a process of its own (`child`).
+    alone = len(args.only) == 1 and args.only[0] in ("W13", "W14")
+    if alone:
         os.environ["CUBLAS_WORKSPACE_CONFIG"] = c.W13_CUBLAS_WORKSPACE_CONFIG
     try:
         import torch
@@ -646,13 +743,22 @@ def main():
 
     # W13 ----------------------------------------------------------------------------------
     if col.wants("W13"):
-        if w13_alone:
+        if alone:
             for width, batches in sz["w13"]:
                 w13(torch, k, col, width, batches)
         else:
             torch.cuda.synchronize()
             torch.cuda.empty_cache()  # this process holds still while the child measures
-            w13_child(col, args)
+            child(col, args, "W13", [c.w13_params(width, batches) for width, batches in sz["w13"]])
+
+    # W14 ----------------------------------------------------------------------------------
+    if col.wants("W14"):
+        if alone:
+            w14(torch, k, col, sz)
+        else:
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+            child(col, args, "W14", [c.w14_params(sz)])
 
     torch.cuda.synchronize()
     col.finish({
@@ -665,6 +771,7 @@ def main():
         "argv": sys.argv[1:],
         "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
         "w13_cublas_workspace_config": c.W13_CUBLAS_WORKSPACE_CONFIG if col.wants("W13") else None,
+        "w14_cublas_workspace_config": c.W13_CUBLAS_WORKSPACE_CONFIG if col.wants("W14") else None,
     })
 
 

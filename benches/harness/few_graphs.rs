@@ -1,0 +1,438 @@
+//! W14, many shapes, few graphs (issue 27 item 4): W13's MLP step (`many_shapes.rs`: three
+//! layers of a cuBLAS GEMM through `ops::Gemm` in a `call` statement and the `bias_act`
+//! kernel, hidden activations as temporaries) at 32 batch sizes, served request by request.
+//! Requests of random sizes arrive (a fixed seeded sequence, sizes uniform in `1..=` the
+//! largest batch, the same in every system and every sample); each is padded to its bucket
+//! (`Buckets::bucket_for`: the smallest batch size that holds it) and runs that bucket's step.
+//!
+//! Systems:
+//!
+//! - `streamgraph-set`: a `GraphSet` keyed by the bucket's size, holding all 32 graphs,
+//!   prepared at start-up with `prepare_all` (largest batch first); per request
+//!   `GraphSet::launch` of the bucket's key with the bucket's pipeline (which borrows the one
+//!   output `y` for the call only);
+//! - `eager`: the same pipeline run by `Eager` per request (temporaries from the device's
+//!   pool, whose release threshold is raised for the cycle, as a serving loop would);
+//! - `streamgraph-switch` (`one_graph.rs`): one graph whose device `switch` block runs the
+//!   bucket's body, the bucket's index set as its first kernel's argument before each launch;
+//!
+//! PyTorch's column comes from `benches/peers/torch_peer.py` (a `torch.cuda.CUDAGraph` per
+//! size, all captured into one pool, largest first, as vLLM does).
+//!
+//! Each sample is one cycle: synchronize, trim the graph memory and take the baseline
+//! (`many_shapes::Baseline`); start-up (`streamgraph-set`: `prepare_all`, host ms:
+//! `capture_all`; `streamgraph-switch`: one capture, instantiation and upload; `eager`:
+//! nothing to capture, 0); every bucket's step once, smallest first,
+//! synchronize, memory in use over the baseline and `Device::graph_memory().reserved`; then the
+//! requests, each timed alone: the start event on the origin, the launch call (host µs), the
+//! end event, a wait for it (wall µs from the call to the wait's return; device µs between the
+//! events, which includes the time the host takes to issue); the sample's medians over its
+//! requests. Then the set is dropped and the graph memory trimmed.
+//!
+//! At setup: the plan checked for races and its peak read at the largest batch, every batch's
+//! step run eagerly once (cuBLAS's kernels load there), then one checked cycle per system:
+//! every graph of the set verified against its plan, and for the smallest and the largest
+//! batch `y` poisoned with NaN, that bucket's step run alone and its first and last rows
+//! compared with W11's CPU reference (`Net::check_output`), the row after them untouched.
+
+use std::time::Instant;
+
+use ::streamgraph::ops::Gemm;
+use ::streamgraph::{
+    pipeline, Buckets, Capture, Device, DeviceBuffer, Eager, GraphSet, Kernel, Plan, Stream,
+};
+use cudarc::driver::sys;
+
+use crate::gpu::{BenchError, Event};
+use crate::many_shapes::{blocks, mib, Baseline, Net, Shapes, BIAS_BLOCK};
+use crate::one_graph::SwitchCase;
+use crate::runner::{metric, Case, Metric, Setup};
+use crate::stats;
+
+type Result<T> = std::result::Result<T, BenchError>;
+
+/// W14's size: the step's shapes (one graph per batch size) and the requests served per
+/// sample.
+#[derive(Debug, Clone)]
+pub struct Served {
+    pub shapes: Shapes,
+    /// Requests per sample.
+    pub requests: usize,
+    /// Seed of the request sizes ([`requests`]).
+    pub seed: u64,
+}
+
+pub const W14_METRICS: &[Metric] = &[
+    metric("capture_all", "host", "ms"),
+    metric("memory", "after_first_runs", "MiB"),
+    metric("pool", "graph_reserved", "MiB"),
+    metric("step", "device", "us"),
+    metric("step", "wall", "us"),
+    metric("step", "host_launch", "us"),
+    metric("plan", "peak_largest", "MiB"),
+];
+
+/// `count` request sizes uniform in `1..=max` from a xorshift64 generator seeded with `seed`;
+/// `common.py`'s `w14_requests` makes the same sequence.
+pub fn requests(seed: u64, count: usize, max: usize) -> Vec<usize> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..count)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            1 + (s % max.max(1) as u64) as usize
+        })
+        .collect()
+}
+
+/// The request generator without a GPU: the first sizes of seed 14 up to 256 are those
+/// `common.py` makes (checked there against the same numbers).
+pub fn self_test() -> std::result::Result<(), String> {
+    let got = requests(14, 8, 256);
+    let want = SELF_TEST_REQUESTS;
+    if got != want {
+        return Err(format!(
+            "W14's requests of seed 14: {got:?}, expected {want:?}"
+        ));
+    }
+    let many = requests(14, 10_000, 256);
+    if many.iter().any(|&r| !(1..=256).contains(&r)) || !many.contains(&1) || !many.contains(&256) {
+        return Err("W14's request sizes do not span 1..=256".into());
+    }
+    Ok(())
+}
+
+/// `requests(14, 8, 256)`, as `common.py` checks it too.
+const SELF_TEST_REQUESTS: [usize; 8] = [118, 192, 7, 43, 109, 31, 117, 227];
+
+pipeline! {
+    /// W14's step for `n = b · width` elements: W13's `StepTemps` with the output as the
+    /// first `n` elements of a buffer of the largest batch, `y`, which every bucket's pipeline
+    /// borrows in turn (a graph set borrows a pipeline only for the call).
+    pub pipeline BucketStep<'o>(
+        x: &DeviceBuffer<f32>,
+        y: &mut DeviceBuffer<f32>,
+        ws: &[DeviceBuffer<f32>],
+        bs: &[DeviceBuffer<f32>],
+        gemm: &'o Gemm<f32>,
+        bias_act: &Kernel,
+        n: usize,
+        width: u32,
+    ) {
+        stream main;
+        temp h1: f32[n];
+        temp h2: f32[n];
+        main: call gemm(&mut h1, &x.slice(0..n), &ws[0]);
+        main: launch bias_act<<<blocks(n), BIAS_BLOCK>>>(&mut h1, &bs[0], n as u32, width, 1u32);
+        main: call gemm(&mut h2, &h1, &ws[1]);
+        main: launch bias_act<<<blocks(n), BIAS_BLOCK>>>(&mut h2, &bs[1], n as u32, width, 1u32);
+        main: call gemm(&mut y.slice_mut(0..n), &h2, &ws[2]);
+        main: launch bias_act<<<blocks(n), BIAS_BLOCK>>>(&mut y.slice_mut(0..n), &bs[2], n as u32, width, 0u32);
+    }
+}
+
+/// Batch `i`'s step on `net`, writing the first rows of `y`.
+fn step<'a>(net: &'a Net, y: &'a mut DeviceBuffer<f32>, i: usize) -> BucketStep<'a, 'a> {
+    BucketStep::new(
+        &net.x,
+        y,
+        &net.ws,
+        &net.bs,
+        &net.gemms[i],
+        net.bias_act,
+        net.n(i),
+        net.p.width as u32,
+    )
+}
+
+/// What every system of W14 shares: the network, the buckets, the requests, the plan's peak.
+pub(crate) struct Shared {
+    pub(crate) net: &'static Net,
+    buckets: Buckets,
+    /// Request sizes of every sample, in order.
+    pub(crate) requests: Vec<usize>,
+    /// `Plan::temp_peak_bytes` of [`BucketStep`] at the largest batch.
+    peak_largest: usize,
+}
+
+impl Shared {
+    fn new(device: &Device, p: &Served, bias_act: &'static Kernel) -> Result<&'static Shared> {
+        let net: &'static Net = Box::leak(Box::new(Net::new(device, &p.shapes, bias_act)?));
+        let buckets = Buckets::new(p.shapes.batches.iter().copied())?;
+        let mut y = DeviceBuffer::<f32>::zeros(device, net.p.max_batch() * net.p.width)?;
+        let last = net.p.batches.len() - 1;
+        let plan = Plan::build(&step(net, &mut y, last))?;
+        plan.check_races()?;
+        let peak_largest = plan.temp_peak_bytes();
+        let origin = Stream::new(device, 0)?;
+        let mut eager = Eager::new(&origin);
+        eager.check(false);
+        for i in 0..net.p.batches.len() {
+            eager.run(&step(net, &mut y, i))?;
+            origin.synchronize()?;
+        }
+        device.synchronize()?;
+        Ok(Box::leak(Box::new(Shared {
+            net,
+            buckets,
+            requests: requests(p.seed, p.requests, net.p.max_batch()),
+            peak_largest,
+        })))
+    }
+
+    /// The index of the batch size `size` (one of the buckets).
+    fn index(&self, size: usize) -> usize {
+        self.net.p.batches.partition_point(|&b| b < size)
+    }
+
+    /// The bucket index of a request of `n` rows.
+    pub(crate) fn bucket(&self, n: usize) -> Result<usize> {
+        Ok(self.index(self.buckets.bucket_for(n)?.size))
+    }
+
+    /// One cycle's metrics, in [`W14_METRICS`]'s order; `serve` is (device, wall, host) µs.
+    pub(crate) fn metrics(
+        &self,
+        capture_ms: f64,
+        after: f64,
+        reserved: u64,
+        serve: [f64; 3],
+    ) -> Vec<f64> {
+        vec![
+            capture_ms,
+            mib(after),
+            mib(reserved as f64),
+            serve[0],
+            serve[1],
+            serve[2],
+            mib(self.peak_largest as f64),
+        ]
+    }
+}
+
+/// The timing events of one system, on its origin.
+pub(crate) struct Timer {
+    raw: sys::CUstream,
+    start: Event,
+    end: Event,
+}
+
+impl Timer {
+    pub(crate) fn new(origin: &Stream) -> Result<Timer> {
+        Ok(Timer {
+            raw: origin.as_cudarc().cu_stream(),
+            start: Event::timing()?,
+            end: Event::timing()?,
+        })
+    }
+
+    /// Each request of `sizes` alone: the start event, `launch(size)`, the end event, a wait
+    /// for it; the medians over the requests of (device µs between the events, wall µs from
+    /// the call to the wait's return, host µs of the call).
+    pub(crate) fn serve(
+        &self,
+        sizes: &[usize],
+        mut launch: impl FnMut(usize) -> Result<()>,
+    ) -> Result<[f64; 3]> {
+        let mut times = [
+            Vec::with_capacity(sizes.len()),
+            Vec::with_capacity(sizes.len()),
+            Vec::with_capacity(sizes.len()),
+        ];
+        for &n in sizes {
+            self.start.record_on(self.raw)?;
+            let t0 = Instant::now();
+            launch(n)?;
+            let host = us_since(t0);
+            self.end.record_on(self.raw)?;
+            self.end.synchronize()?;
+            let wall = us_since(t0);
+            times[0].push(self.start.elapsed_ms(&self.end)? * 1e3);
+            times[1].push(wall);
+            times[2].push(host);
+        }
+        let median = |v: &[f64]| stats::summarize(v).map_or(f64::NAN, |s| s.p50);
+        Ok([median(&times[0]), median(&times[1]), median(&times[2])])
+    }
+}
+
+fn us_since(t0: Instant) -> f64 {
+    t0.elapsed().as_secs_f64() * 1e6
+}
+
+/// `streamgraph-set`: the 32 graphs in a `GraphSet`.
+struct SetCase {
+    s: &'static Shared,
+    origin: Stream,
+    y: DeviceBuffer<f32>,
+    timer: Timer,
+}
+
+impl SetCase {
+    fn cycle(&mut self, check: bool) -> Result<Vec<f64>> {
+        let (s, net) = (self.s, self.s.net);
+        let base = Baseline::take(&net.device)?;
+        let capture = Capture::new(&self.origin).check(false);
+        let mut set: GraphSet<usize> = GraphSet::with_capture(capture, net.p.batches.len());
+        let y = &mut self.y;
+        let prepared = set.prepare_all(net.p.batches.iter().rev().copied(), |&b, prepare| {
+            prepare.pipeline(&step(net, y, s.index(b)))
+        })?;
+        let capture_ms = prepared.elapsed.as_secs_f64() * 1e3;
+        if prepared.captured != net.p.batches.len() || set.len() != prepared.captured {
+            return Err(BenchError::Check(format!(
+                "W14: prepare_all captured {} graphs and the set holds {}, not {}",
+                prepared.captured,
+                set.len(),
+                net.p.batches.len()
+            )));
+        }
+        for (i, &b) in net.p.batches.iter().enumerate() {
+            set.launch(&self.origin, b, &step(net, y, i))?;
+        }
+        let after = base.over()?;
+        let reserved = net.device.graph_memory()?.reserved;
+        if check {
+            for (i, &b) in net.p.batches.iter().enumerate() {
+                set.verify(&b, &step(net, y, i))?;
+            }
+            for i in [0, net.p.batches.len() - 1] {
+                self.origin.fill(y, f32::NAN)?;
+                set.launch(&self.origin, net.p.batches[i], &step(net, y, i))?;
+                net.check_output("W14 (streamgraph-set)", i, &self.origin, y)?;
+            }
+        }
+        let serve = self.timer.serve(&s.requests, |n| {
+            let i = s.bucket(n)?;
+            Ok(set.launch(&self.origin, net.p.batches[i], &step(net, y, i))?)
+        })?;
+        if check {
+            let recaptured = net
+                .p
+                .batches
+                .iter()
+                .filter_map(|b| set.stats(b))
+                .any(|k| k.captures != 1 || k.instantiations != 1);
+            if recaptured || set.dropped() != 0 {
+                return Err(BenchError::Check(
+                    "W14: serving the requests captured or dropped graphs; every bucket's graph \
+                     should be captured once, at start-up"
+                        .into(),
+                ));
+            }
+        }
+        drop(set);
+        base.end()?;
+        Ok(s.metrics(capture_ms, after, reserved, serve))
+    }
+}
+
+impl Case for SetCase {
+    fn sample(&mut self) -> Result<Vec<f64>> {
+        self.cycle(false)
+    }
+}
+
+/// `eager`: the same pipeline issued by `Eager` per request.
+struct EagerCase {
+    s: &'static Shared,
+    origin: Stream,
+    eager: Eager,
+    y: DeviceBuffer<f32>,
+    timer: Timer,
+}
+
+impl EagerCase {
+    fn cycle(&mut self, check: bool) -> Result<Vec<f64>> {
+        let (s, net) = (self.s, self.s.net);
+        // The pool returns what it holds at the baseline's synchronization, then keeps what the
+        // cycle's steps free for the next (what a serving loop sets).
+        net.device.set_temp_release_threshold(0)?;
+        let base = Baseline::take(&net.device)?;
+        net.device.set_temp_release_threshold(u64::MAX)?;
+        let y = &mut self.y;
+        for i in 0..net.p.batches.len() {
+            self.eager.run(&step(net, y, i))?;
+        }
+        let after = base.over()?;
+        let reserved = net.device.graph_memory()?.reserved;
+        if check {
+            for i in [0, net.p.batches.len() - 1] {
+                self.origin.fill(y, f32::NAN)?;
+                self.eager.run(&step(net, y, i))?;
+                net.check_output("W14 (eager)", i, &self.origin, y)?;
+            }
+        }
+        let eager = &mut self.eager;
+        let serve = self.timer.serve(&s.requests, |n| {
+            let i = s.bucket(n)?;
+            eager.run(&step(net, y, i))?;
+            Ok(())
+        })?;
+        net.device.set_temp_release_threshold(0)?;
+        base.end()?;
+        Ok(s.metrics(0.0, after, reserved, serve))
+    }
+}
+
+impl Case for EagerCase {
+    fn sample(&mut self) -> Result<Vec<f64>> {
+        self.cycle(false)
+    }
+}
+
+/// W14's systems on one shared network (made once, leaked), each set up with one checked
+/// cycle.
+pub fn setups(
+    device: &Device,
+    p: &Served,
+    bias_act: &'static Kernel,
+    stamp: &'static Kernel,
+) -> Vec<Setup<'static>> {
+    let s = match Shared::new(device, p, bias_act) {
+        Ok(s) => s,
+        Err(e) => {
+            let why = format!("W14's shared setup: {e}");
+            return vec![
+                ("streamgraph-set", Err(e)),
+                ("eager", Err(BenchError::Setup(why.clone()))),
+                ("streamgraph-switch", Err(BenchError::Setup(why))),
+            ];
+        }
+    };
+    let y = || DeviceBuffer::<f32>::zeros(device, s.net.p.max_batch() * s.net.p.width);
+    let set = || -> Result<Box<dyn Case>> {
+        let origin = Stream::new(device, 0)?;
+        let timer = Timer::new(&origin)?;
+        let mut case = SetCase {
+            s,
+            y: y()?,
+            origin,
+            timer,
+        };
+        case.cycle(true)?;
+        Ok(Box::new(case))
+    };
+    let eager = || -> Result<Box<dyn Case>> {
+        let origin = Stream::new(device, 0)?;
+        let timer = Timer::new(&origin)?;
+        let mut eager = Eager::new(&origin);
+        eager.check(false);
+        let mut case = EagerCase {
+            s,
+            y: y()?,
+            origin,
+            eager,
+            timer,
+        };
+        case.cycle(true)?;
+        Ok(Box::new(case))
+    };
+    let switch = || -> Result<Box<dyn Case>> { Ok(Box::new(SwitchCase::new(device, s, stamp)?)) };
+    vec![
+        ("streamgraph-set", set()),
+        ("eager", eager()),
+        ("streamgraph-switch", switch()),
+    ]
+}

@@ -1,0 +1,261 @@
+//! W14's `streamgraph-switch` (see `few_graphs.rs`): one graph for all 32 buckets, whose
+//! device `switch` block runs the bucket's body — W13's step at that batch size — picked by a
+//! `DeviceFlag` that the graph's first kernel (`stamp(arm, index)`) sets.
+//!
+//! The graph is captured once, instantiated and uploaded at start-up (host ms:
+//! `capture_all`), and kept as one `GraphExec` for the whole cycle. Per request the host sets
+//! the bucket's index as the `stamp` node's argument (`GraphExec::set_kernel_args`, one
+//! `cuGraphExecKernelNodeSetParams`) and launches the graph; both calls are the request's host
+//! time. (A `GraphSet` of one key would capture the graph again at every launch: argument
+//! updates stop at a pipeline with a device block.) The hidden activations are temporaries of
+//! the largest batch's size, allocated before the switch node and freed after it (a
+//! conditional body holds no allocation), each arm using their first `n` elements; so the
+//! graph holds what the largest graph of the set holds.
+
+use std::any::Any;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use ::streamgraph::ops::Gemm;
+use ::streamgraph::{
+    pipeline, BodyOp, CallStream, Capture, Device, DeviceBuffer, DeviceFlag, Kernel, KernelArg,
+    MemoryRef, OpRef, Plan, Stream, StreamOp,
+};
+
+use crate::few_graphs::{Shared, Timer};
+use crate::gpu::BenchError;
+use crate::many_shapes::{blocks, ms_since, Baseline, Net, BIAS_BLOCK};
+use crate::runner::Case;
+
+type Result<T> = std::result::Result<T, BenchError>;
+
+/// `ops::Gemm` as an op that a device block's body may call (`ops::Gemm` does not implement
+/// `BodyOp` itself). cuBLAS's GEMM with no workspace launches kernels only, which a conditional
+/// body holds; the capture checks every node a call adds all the same, and would refuse an
+/// allocation or event node with an error naming the statement.
+pub struct BodyGemm<'g>(&'g Gemm<f32>);
+
+// SAFETY: every method is `Gemm<f32>`'s own on the wrapped op, so the work, the operands, the
+// kept value and the scratch memory are exactly those that `Gemm`'s `StreamOp` impl vouches for.
+unsafe impl StreamOp for BodyGemm<'_> {
+    type Operands<'a> = <Gemm<f32> as StreamOp>::Operands<'a>;
+
+    fn issue(
+        &self,
+        stream: &CallStream<'_>,
+        operands: &mut Self::Operands<'_>,
+    ) -> ::streamgraph::Result<()> {
+        self.0.issue(stream, operands)
+    }
+
+    fn keep(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        self.0.keep()
+    }
+
+    fn scratch(&self) -> Option<MemoryRef<'_>> {
+        self.0.scratch()
+    }
+
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn fixed_work(&self, parameters: &mut Vec<u8>) -> bool {
+        self.0.fixed_work(parameters)
+    }
+}
+
+impl BodyOp for BodyGemm<'_> {}
+
+/// `SwitchStep` with one arm per listed index (`0 1 … 31`): arm `k` runs W13's step on the
+/// first `ns[k]` elements with `gemms[k]`. A `macro_rules!` writes the 32 arms, which differ
+/// only in their index.
+macro_rules! switch_step {
+    ($($arm:tt)*) => {
+        pipeline! {
+            /// W13's step at every batch size of `ns` (elements: rows · width), one `switch`
+            /// arm each, the arm picked by `arm`, which `set_arm` (`stamp`) sets to `index`
+            /// first; the activations are temporaries of `nmax` elements, of which each arm
+            /// uses its first `ns[k]`.
+            pub pipeline SwitchStep<'o>(
+                x: &DeviceBuffer<f32>,
+                y: &mut DeviceBuffer<f32>,
+                arm: &mut DeviceFlag,
+                set_arm: &Kernel,
+                index: u32,
+                ws: &[DeviceBuffer<f32>],
+                bs: &[DeviceBuffer<f32>],
+                gemms: &'o [BodyGemm<'o>],
+                bias_act: &Kernel,
+                ns: &[usize],
+                nmax: usize,
+                width: u32,
+            ) {
+                stream main;
+                temp h1: f32[nmax];
+                temp h2: f32[nmax];
+                main: launch set_arm<<<1u32, 1u32>>>(&mut arm, index);
+                main: switch arm {
+                    $(
+                        $arm => {
+                            main: call gemms[$arm](&mut h1.slice_mut(0..ns[$arm]), &x.slice(0..ns[$arm]), &ws[0]);
+                            main: launch bias_act<<<blocks(ns[$arm]), BIAS_BLOCK>>>(&mut h1.slice_mut(0..ns[$arm]), &bs[0], ns[$arm] as u32, width, 1u32);
+                            main: call gemms[$arm](&mut h2.slice_mut(0..ns[$arm]), &h1.slice(0..ns[$arm]), &ws[1]);
+                            main: launch bias_act<<<blocks(ns[$arm]), BIAS_BLOCK>>>(&mut h2.slice_mut(0..ns[$arm]), &bs[1], ns[$arm] as u32, width, 1u32);
+                            main: call gemms[$arm](&mut y.slice_mut(0..ns[$arm]), &h2.slice(0..ns[$arm]), &ws[2]);
+                            main: launch bias_act<<<blocks(ns[$arm]), BIAS_BLOCK>>>(&mut y.slice_mut(0..ns[$arm]), &bs[2], ns[$arm] as u32, width, 0u32);
+                        }
+                    )*
+                }
+            }
+        }
+    };
+}
+
+switch_step!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
+
+/// The arms [`SwitchStep`] has.
+pub const ARMS: usize = 32;
+
+/// What [`SwitchStep`] borrows besides the network: the output, the flag, the ops.
+struct Parts {
+    /// `stamp(unsigned int *slot, unsigned int value)`: sets the switch's index.
+    stamp: &'static Kernel,
+    /// `Net::gemms`, callable in the switch's arms.
+    gemms: Vec<BodyGemm<'static>>,
+    /// Elements of each batch's activations (`Net::n`).
+    ns: Vec<usize>,
+    y: DeviceBuffer<f32>,
+    arm: DeviceFlag,
+}
+
+impl Parts {
+    /// The step of every batch of `net`, the switch's index set to `index` first.
+    fn step<'a>(&'a mut self, net: &'a Net, index: u32) -> SwitchStep<'a, 'a> {
+        SwitchStep::new(
+            &net.x,
+            &mut self.y,
+            &mut self.arm,
+            self.stamp,
+            index,
+            &net.ws,
+            &net.bs,
+            &self.gemms,
+            net.bias_act,
+            &self.ns,
+            self.ns.last().copied().unwrap_or(0),
+            net.p.width as u32,
+        )
+    }
+}
+
+/// `streamgraph-switch`: one graph, its `switch` picking the bucket.
+pub(crate) struct SwitchCase {
+    s: &'static Shared,
+    parts: Parts,
+    origin: Stream,
+    timer: Timer,
+}
+
+impl SwitchCase {
+    /// The case on `s`'s network, its plan checked for races, after one checked cycle.
+    pub(crate) fn new(
+        device: &Device,
+        s: &'static Shared,
+        stamp: &'static Kernel,
+    ) -> Result<SwitchCase> {
+        let net = s.net;
+        if net.p.batches.len() != ARMS {
+            return Err(BenchError::Setup(format!(
+                "W14's switch has {ARMS} arms, one per batch size; {} batch sizes given",
+                net.p.batches.len()
+            )));
+        }
+        let origin = Stream::new(device, 0)?;
+        let mut case = SwitchCase {
+            s,
+            parts: Parts {
+                stamp,
+                gemms: net.gemms.iter().map(BodyGemm).collect(),
+                ns: (0..ARMS).map(|i| net.n(i)).collect(),
+                y: DeviceBuffer::<f32>::zeros(device, net.p.max_batch() * net.p.width)?,
+                arm: DeviceFlag::new(device, 0)?,
+            },
+            timer: Timer::new(&origin)?,
+            origin,
+        };
+        Plan::build(&case.parts.step(net, 0))?.check_races()?;
+        case.cycle(true)?;
+        Ok(case)
+    }
+
+    fn cycle(&mut self, check: bool) -> Result<Vec<f64>> {
+        let (s, net) = (self.s, self.s.net);
+        let (origin, timer, stamp) = (&self.origin, &self.timer, self.parts.stamp);
+        if check {
+            // The checks below read rows that no run wrote since.
+            origin.fill(&mut self.parts.y, f32::NAN)?;
+        }
+        let base = Baseline::take(&net.device)?;
+        let mut capture = Capture::new(origin).check(false);
+        let t0 = Instant::now();
+        let graph = capture.capture(self.parts.step(net, 0))?;
+        if check {
+            graph.verify()?;
+        }
+        let exec = graph.instantiate()?;
+        exec.upload(origin)?;
+        let capture_ms = ms_since(t0);
+        let set_index = SET_INDEX.get_or_init(|| {
+            SwitchStep::PROGRAM
+                .statements
+                .iter()
+                .find(|st| st.text.contains("launch set_arm"))
+                .map(OpRef::new)
+        });
+        let Some(set_index) = *set_index else {
+            return Err(BenchError::Setup(
+                "W14: SwitchStep has no `launch set_arm` statement".into(),
+            ));
+        };
+        let run = |i: usize| -> Result<()> {
+            let index = i as u32;
+            let arm = KernelArg::write_through(&exec.pipeline().arm);
+            exec.set_kernel_args(set_index, stamp, &[arm, KernelArg::value(&index)])?;
+            Ok(exec.launch(origin)?)
+        };
+        if check {
+            // Smallest first: its rows and the row after them were NaN; then the largest's
+            // last row, NaN until it runs.
+            for i in [0, ARMS - 1] {
+                run(i)?;
+                net.check_output("W14 (streamgraph-switch)", i, origin, exec.pipeline().y)?;
+            }
+        }
+        for i in 0..ARMS {
+            run(i)?;
+        }
+        let after = base.over()?;
+        let reserved = net.device.graph_memory()?.reserved;
+        let serve = timer.serve(&s.requests, |n| run(s.bucket(n)?))?;
+        let stats = exec.stats();
+        if check && (stats.updates, stats.reinstantiations) != (0, 0) {
+            return Err(BenchError::Check(
+                "W14: serving the requests captured or instantiated the switch's graph again"
+                    .into(),
+            ));
+        }
+        drop(exec);
+        base.end()?;
+        Ok(s.metrics(capture_ms, after, reserved, serve))
+    }
+}
+
+/// The statement that sets the switch's index, found once.
+static SET_INDEX: OnceLock<Option<OpRef>> = OnceLock::new();
+
+impl Case for SwitchCase {
+    fn sample(&mut self) -> Result<Vec<f64>> {
+        self.cycle(false)
+    }
+}
