@@ -12,14 +12,12 @@
 //! conditional body holds no allocation), each arm using their first `n` elements; so the
 //! graph holds what the largest graph of the set holds.
 
-use std::any::Any;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use ::streamgraph::ops::Gemm;
 use ::streamgraph::{
-    pipeline, BodyOp, CallStream, Capture, Device, DeviceBuffer, DeviceFlag, Kernel, KernelArg,
-    MemoryRef, OpRef, Plan, Stream, StreamOp,
+    pipeline, Capture, Device, DeviceBuffer, DeviceFlag, Kernel, KernelArg, OpRef, Plan, Stream,
 };
 
 use crate::few_graphs::{Shared, Timer};
@@ -28,44 +26,6 @@ use crate::many_shapes::{blocks, ms_since, Baseline, Net, BIAS_BLOCK};
 use crate::runner::Case;
 
 type Result<T> = std::result::Result<T, BenchError>;
-
-/// `ops::Gemm` as an op that a device block's body may call (`ops::Gemm` does not implement
-/// `BodyOp` itself). cuBLAS's GEMM with no workspace launches kernels only, which a conditional
-/// body holds; the capture checks every node a call adds all the same, and would refuse an
-/// allocation or event node with an error naming the statement.
-pub struct BodyGemm<'g>(&'g Gemm<f32>);
-
-// SAFETY: every method is `Gemm<f32>`'s own on the wrapped op, so the work, the operands, the
-// kept value and the scratch memory are exactly those that `Gemm`'s `StreamOp` impl vouches for.
-unsafe impl StreamOp for BodyGemm<'_> {
-    type Operands<'a> = <Gemm<f32> as StreamOp>::Operands<'a>;
-
-    fn issue(
-        &self,
-        stream: &CallStream<'_>,
-        operands: &mut Self::Operands<'_>,
-    ) -> ::streamgraph::Result<()> {
-        self.0.issue(stream, operands)
-    }
-
-    fn keep(&self) -> Option<Arc<dyn Any + Send + Sync>> {
-        self.0.keep()
-    }
-
-    fn scratch(&self) -> Option<MemoryRef<'_>> {
-        self.0.scratch()
-    }
-
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-
-    fn fixed_work(&self, parameters: &mut Vec<u8>) -> bool {
-        self.0.fixed_work(parameters)
-    }
-}
-
-impl BodyOp for BodyGemm<'_> {}
 
 /// `SwitchStep` with one arm per listed index (`0 1 … 31`): arm `k` runs W13's step on the
 /// first `ns[k]` elements with `gemms[k]`. A `macro_rules!` writes the 32 arms, which differ
@@ -85,7 +45,7 @@ macro_rules! switch_step {
                 index: u32,
                 ws: &[DeviceBuffer<f32>],
                 bs: &[DeviceBuffer<f32>],
-                gemms: &'o [BodyGemm<'o>],
+                gemms: &'o [Gemm<f32>],
                 bias_act: &Kernel,
                 ns: &[usize],
                 nmax: usize,
@@ -121,8 +81,8 @@ pub const ARMS: usize = 32;
 struct Parts {
     /// `stamp(unsigned int *slot, unsigned int value)`: sets the switch's index.
     stamp: &'static Kernel,
-    /// `Net::gemms`, callable in the switch's arms.
-    gemms: Vec<BodyGemm<'static>>,
+    /// `Net::gemms`, called in the switch's arms (`ops::Gemm` is a `BodyOp`).
+    gemms: &'static [Gemm<f32>],
     /// Elements of each batch's activations (`Net::n`).
     ns: Vec<usize>,
     y: DeviceBuffer<f32>,
@@ -140,7 +100,7 @@ impl Parts {
             index,
             &net.ws,
             &net.bs,
-            &self.gemms,
+            self.gemms,
             net.bias_act,
             &self.ns,
             self.ns.last().copied().unwrap_or(0),
@@ -176,7 +136,7 @@ impl SwitchCase {
             s,
             parts: Parts {
                 stamp,
-                gemms: net.gemms.iter().map(BodyGemm).collect(),
+                gemms: &net.gemms,
                 ns: (0..ARMS).map(|i| net.n(i)).collect(),
                 y: DeviceBuffer::<f32>::zeros(device, net.p.max_batch() * net.p.width)?,
                 arm: DeviceFlag::new(device, 0)?,
