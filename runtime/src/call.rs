@@ -117,12 +117,12 @@ pub unsafe trait StreamOp {
     }
 }
 
-/// A [`StreamOp`] whose work the body of a device `while`/`if` can hold: kernels, memsets
+/// A [`StreamOp`] whose work the body of a device `while`/`if`/`switch` can hold: kernels, memsets
 /// and copies between device memory, nothing else (no host function, child graph, allocation
 /// or event node). Only such an op may be called in a block's body; the capture still checks
 /// every node it adds.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be called in the body of a device `while`/`if`",
+    message = "`{Self}` cannot be called in the body of a device `while`/`if`/`switch`",
     label = "this op does not implement `BodyOp`",
     note = "a device block's body (a conditional graph node) holds kernels, memsets and device \
             copies only; an op whose work fits there implements `BodyOp`; otherwise move the \
