@@ -165,6 +165,7 @@ const SOURCES: &[(&str, &str)] = &[
     source!("tests/ui/fill_wrong_type.rs"),
     source!("tests/ui/graph_exec_borrow.rs"),
     source!("tests/ui/graph_exec_not_sync.rs"),
+    source!("tests/ui/graph_set_not_sync.rs"),
     source!("tests/ui/host_vec_parameter.rs"),
     source!("tests/ui/kernel_not_a_kernel.rs"),
     source!("tests/ui/launch_missing_block.rs"),
