@@ -61,8 +61,8 @@ impl<P> GraphExec<P> {
     /// Launches the graph on `stream` (any stream of the graph's device); returns once queued.
     ///
     /// When the graph copies to or from a [`crate::PinnedBuffer`] whose `as_slice` /
-    /// `as_mut_slice` guard is alive, the launch is refused with [`Error::PinnedBusy`]; on a
-    /// stream that code outside streamgraph is capturing, with [`Error::StreamCapturing`]
+    /// `as_mut_slice` guard is alive, the launch is refused with [`Error::PinnedBusy`](crate::Error::PinnedBusy); on a
+    /// stream that code outside streamgraph is capturing, with [`Error::StreamCapturing`](crate::Error::StreamCapturing)
     /// (the driver cannot capture graph launches).
     ///
     /// See [`cuGraphLaunch`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
@@ -190,7 +190,7 @@ impl<P> GraphExec<P> {
 
     /// The option of [`GraphExec::update`] and [`GraphExec::update_with`]: whether they
     /// instantiate the new graph when the driver refuses to update in place (e.g. the topology
-    /// changed) instead of failing with [`Error::UpdateRejected`]. Off by default.
+    /// changed) instead of failing with [`Error::UpdateRejected`](crate::Error::UpdateRejected). Off by default.
     ///
     /// # Examples
     ///
@@ -285,7 +285,7 @@ impl<P: Pipeline> GraphExec<P> {
     /// launches before the update touch stays allocated until they have finished.
     ///
     /// When the driver refuses (the topology or a kernel changed) this fails with
-    /// [`Error::UpdateRejected`] naming the reason and the statement, unless
+    /// [`Error::UpdateRejected`](crate::Error::UpdateRejected) naming the reason and the statement, unless
     /// [`GraphExec::reinstantiate_on_topology_change`] is on: then the new graph is
     /// instantiated instead and counted in [`GraphStats::reinstantiations`]. On error the
     /// executable graph keeps running the previous pipeline.
