@@ -77,19 +77,6 @@ fn main() -> ExitCode {
     )
 }
 
-/// Deterministic values in `[-scale, scale)`.
-fn values(n: usize, seed: u64, scale: f32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
-        })
-        .collect()
-}
-
 /// Row `r` of the step on the CPU (f64 sums) with weights `w` and biases `b`.
 fn reference(x: &[f32], w: &[Vec<f32>], b: &[Vec<f32>], r: usize) -> Vec<f64> {
     let dense = |input: &[f64], w: &[f32], b: &[f32], relu: bool| -> Vec<f64> {
@@ -120,9 +107,12 @@ fn run() -> Result<(), Error> {
     // SAFETY: `Step` launches `dense` with (float*, const float*, const float*, const float*,
     // unsigned, unsigned, unsigned).
     let dense = unsafe { module.kernel("dense")? };
-    let host_x = values(MAX_ROWS * WIDTH, 1, 1.0);
-    let host_w = [values(WIDTH * WIDTH, 2, 0.2), values(WIDTH * WIDTH, 3, 0.2)];
-    let host_b = [values(WIDTH, 4, 0.1), values(WIDTH, 5, 0.1)];
+    let host_x = common::values(MAX_ROWS * WIDTH, 1, 1.0);
+    let host_w = [
+        common::values(WIDTH * WIDTH, 2, 0.2),
+        common::values(WIDTH * WIDTH, 3, 0.2),
+    ];
+    let host_b = [common::values(WIDTH, 4, 0.1), common::values(WIDTH, 5, 0.1)];
     let up = |v: &[f32]| DeviceBuffer::from_host(&device, v);
     let x = up(&host_x)?;
     let w = [up(&host_w[0])?, up(&host_w[1])?];
@@ -134,7 +124,7 @@ fn run() -> Result<(), Error> {
     let mut set = GraphSet::new(&stream, HELD);
     let mut eager = Eager::new(&stream);
     // Request sizes from a fixed sequence, small ones more often (as decode steps are).
-    let sizes = values(REQUESTS, 6, 1.0);
+    let sizes = common::values(REQUESTS, 6, 1.0);
     let mut padded = 0;
     for (i, u) in sizes.iter().enumerate() {
         let rows = 1 + ((u.abs() * u.abs()) * (MAX_ROWS - 1) as f32) as usize;

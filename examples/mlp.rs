@@ -143,19 +143,6 @@ fn plan() -> Result<Plan, Error> {
     Ok(plan)
 }
 
-/// Deterministic values in `[-scale, scale)`.
-fn values(n: usize, seed: u64, scale: f32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
-        })
-        .collect()
-}
-
 /// One layer on the CPU, `act(a·w + b)` for `a` `[BATCH × WIDTH]`, in f64, with each
 /// element's tolerance for the GPU's `f32` result: the rounding of a 1,024-term `f32` sum,
 /// `4·√1024·2⁻²⁴` of the sum of the terms' magnitudes (the `√n·u` rule for sums whose roundings
@@ -229,9 +216,15 @@ fn run() -> Result<(), Error> {
 
     // Inputs in [-1, 1); weights scaled by 1/√width so that activations stay near 1.
     let scale = 1.0 / (WIDTH as f32).sqrt();
-    let host_x = values(BATCH * WIDTH, 1, 1.0);
-    let (host_w1, host_b1) = (values(WIDTH * WIDTH, 2, scale), values(WIDTH, 3, 0.1));
-    let (host_w2, host_b2) = (values(WIDTH * WIDTH, 4, scale), values(WIDTH, 5, 0.1));
+    let host_x = common::values(BATCH * WIDTH, 1, 1.0);
+    let (host_w1, host_b1) = (
+        common::values(WIDTH * WIDTH, 2, scale),
+        common::values(WIDTH, 3, 0.1),
+    );
+    let (host_w2, host_b2) = (
+        common::values(WIDTH * WIDTH, 4, scale),
+        common::values(WIDTH, 5, 0.1),
+    );
     let up = |v: &[f32]| DeviceBuffer::from_host(&device, v);
     let (x, w1, b1, w2, b2) = (
         up(&host_x)?,

@@ -28,3 +28,18 @@ pub fn run_or(
         }
     }
 }
+
+/// Deterministic values in `[-scale, scale)` from `seed` (xorshift), for examples' inputs and
+/// weights.
+#[allow(dead_code)] // not every example draws values
+pub fn values(n: usize, seed: u64, scale: f32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
+        })
+        .collect()
+}
