@@ -11,6 +11,7 @@ use std::any::Any;
 use std::sync::Arc;
 
 use common::Kernels;
+use streamgraph::cudarc::driver::sys::CUstreamCaptureMode as CaptureMode;
 use streamgraph::{
     capture, pipeline, Buckets, CallStream, DeviceBuffer, Eager, Error, GraphSet, Kernel,
     KernelArg, LaunchConfig, Out, Plan, Result, Stream, StreamOp,
@@ -413,4 +414,42 @@ fn argument_updates_keep_a_call_whose_work_is_fixed() {
     set.launch(&stream, 0u8, &Bumped::new(&mut y, &changed, &k.add, 7))
         .unwrap();
     assert_eq!(set.stats(&0).unwrap().captures, 2);
+}
+
+/// A launch on a stream that other code captures is refused before anything is queued on
+/// it: that capture gets no wait for the previous launch's stream.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_launch_on_a_stream_captured_by_other_code_is_refused() {
+    let k = Kernels::new();
+    let (first, second) = (
+        Stream::new(&k.device, 0).unwrap(),
+        Stream::new(&k.device, 0).unwrap(),
+    );
+    let (_, x, mut y) = buffers(&k, 256);
+    let mut set = GraphSet::new(&first, 2);
+    set.launch(&first, 256, &Step::new(&x, &mut y, &k.copy, &k.add, 256, 1))
+        .unwrap();
+    second
+        .as_cudarc()
+        .begin_capture(CaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .unwrap();
+    let refused = set.launch(
+        &second,
+        256,
+        &Step::new(&x, &mut y, &k.copy, &k.add, 256, 1),
+    );
+    // The foreign capture ends cleanly: nothing of the set's (no wait on the first
+    // stream's event) invalidated it.
+    second
+        .as_cudarc()
+        .end_capture(streamgraph::cudarc::driver::sys::CUgraphInstantiate_flags(
+            0,
+        ))
+        .unwrap();
+    assert!(
+        matches!(refused, Err(Error::StreamCapturing { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(set.stats(&256).unwrap().launches, 1);
 }

@@ -224,6 +224,8 @@ impl<K: PartialEq + Clone + fmt::Debug> GraphSet<K> {
     /// of [`GraphExec::launch`](super::GraphExec::launch), and [`Error::InvalidArgument`]
     /// when `pipeline` is of another pipeline type than the set's graphs.
     pub fn launch<P: Pipeline>(&mut self, stream: &Stream, key: K, pipeline: &P) -> Result<()> {
+        // Before anything is queued on it: a graph launch cannot be captured.
+        stream.refuse_capturing("GraphSet::launch")?;
         if let Some(last) = &self.last {
             if last != stream {
                 // The previous launch's graph may share memory with this one: in order.
