@@ -18,7 +18,7 @@ use blocks::{
     verify_capture,
 };
 use streamgraph::testing::{Block, Call, RandomOptions, RandomProgram};
-use streamgraph::{StatementKind, Stream};
+use streamgraph::StatementKind;
 
 /// Random programs with device blocks, switches among them, and only launches and ordering
 /// statements, so that an accumulating kernel makes every run's result independent of how
@@ -147,15 +147,13 @@ fn random_programs_have_switches_with_a_plan_per_arm() {
 #[test]
 #[ignore = "needs a CUDA driver (a GPU, or the stand-in driver of benches/stub-driver)"]
 fn random_switch_programs_capture_as_planned() {
-    let _serial = common::serial();
-    let device = streamgraph::Device::new(None).unwrap();
-    let origin = Stream::new(&device, 0).unwrap();
-    let kernel = accumulate(&device);
+    let g = common::gpu();
+    let kernel = accumulate(&g.device);
     let count = program_count(PROGRAMS);
     let mut failed = Vec::new();
     for options in [switch_options(), switch_body_options()] {
         for r in programs_with_switches(options, count / 2) {
-            if let Err(e) = verify_capture(&r, &device, &origin, &kernel) {
+            if let Err(e) = verify_capture(&r, &g.device, &g.origin, &kernel) {
                 failed.push(e);
             }
         }
@@ -171,14 +169,12 @@ fn random_switch_programs_capture_as_planned() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn random_switch_programs_run_eagerly_as_captured_values() {
-    let _serial = common::serial();
-    let device = streamgraph::Device::new(None).unwrap();
-    let origin = Stream::new(&device, 0).unwrap();
-    let kernel = accumulate(&device);
+    let g = common::gpu();
+    let kernel = accumulate(&g.device);
     let count = program_count(PROGRAMS);
     for options in [switch_options(), switch_body_options()] {
         for r in programs_with_switches(options, count / 2) {
-            run_program(&r, &device, &origin, &kernel, 3);
+            run_program(&r, &g.device, &g.origin, &kernel, 3);
         }
     }
 }
