@@ -473,6 +473,16 @@ fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
 }
 
+/// Captures `pipeline` with the capture's checks, verifies the graph against its plan and
+/// replays it once, synchronized.
+fn replay_verified<P: Pipeline>(g: &Gpu, pipeline: P) {
+    let graph = Capture::new(&g.origin).capture(pipeline).unwrap();
+    graph.verify().unwrap();
+    let exec = graph.instantiate().unwrap();
+    exec.launch(&g.origin).unwrap();
+    g.origin.synchronize().unwrap();
+}
+
 /// Without the capture's checks: the graph holds the op's handle and workspace and replays
 /// the same bits as the eager run. Passed on an H200.
 #[test]
@@ -510,20 +520,16 @@ fn a_captured_gemm_verifies_against_its_plan() {
     let g = gpu();
     let (op, [da, db], eager) = eager_gemm(&g);
     let mut replayed = DeviceBuffer::<f32>::zeros(&g.device, eager.len()).unwrap();
-    let graph = Capture::new(&g.origin)
-        .capture(Call3 {
+    replay_verified(
+        &g,
+        Call3 {
             program: program("VerifiedGemm", false),
             op: &op,
             c: &mut replayed,
             a: &da,
             b: &db,
-        })
-        .unwrap();
-    graph.verify().unwrap();
-    let exec = graph.instantiate().unwrap();
-    exec.launch(&g.origin).unwrap();
-    g.origin.synchronize().unwrap();
-    drop(exec);
+        },
+    );
     assert_eq!(bits(&replayed.to_vec().unwrap()), bits(&eager));
 }
 
@@ -575,13 +581,6 @@ fn a_gemm_in_a_device_branch_replays_like_the_eager_run() {
         .unwrap();
     assert_eq!(bits(&branch.to_vec().unwrap()), bits(&eager));
     let mut replayed = DeviceBuffer::<f32>::zeros(&g.device, eager.len()).unwrap();
-    let graph = Capture::new(&g.origin)
-        .capture(GemmInBranch::new(&mut replayed, &da, &db, &mut go, &op))
-        .unwrap();
-    graph.verify().unwrap();
-    let exec = graph.instantiate().unwrap();
-    exec.launch(&g.origin).unwrap();
-    g.origin.synchronize().unwrap();
-    drop(exec);
+    replay_verified(&g, GemmInBranch::new(&mut replayed, &da, &db, &mut go, &op));
     assert_eq!(bits(&replayed.to_vec().unwrap()), bits(&eager));
 }

@@ -11,56 +11,23 @@
 //! same process.
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
+#[path = "random_support/blocks.rs"]
+mod blocks;
 mod common;
 #[path = "random_support/script.rs"]
 mod script;
 
 use std::collections::BTreeSet;
 
+use blocks::{
+    accumulate, block_options, body_options, finish, program_count, programs_with, run_program,
+    var, verify_capture,
+};
 use script::{Kind, Script, ScriptKernels, ScriptMemory, ScriptPipeline, State};
-use streamgraph::{
-    Capture, DeviceBuffer, DeviceFlag, Error, Kernel, Module, Pipeline, Plan, StatementKind, Stream,
-};
+use streamgraph::testing::{verify_body_edges, Call, Memory, RandomOptions, RandomProgram};
+use streamgraph::{Capture, Plan, StatementKind, Stream};
 
-use streamgraph::testing::{
-    verify_body_edges, Call, Memory, RandomMemory, RandomOptions, RandomProgram,
-};
-use streamgraph::{Issuer, StreamOptions};
-
-/// Random programs with device blocks and only launches and ordering statements, so that an
-/// accumulating kernel makes every run's result independent of how unordered work interleaves.
-fn block_options() -> RandomOptions {
-    RandomOptions {
-        streams: (1, 4),
-        events: (0, 3),
-        max_statements: 40,
-        buffers: 3,
-        buffer_len: 4,
-        fills: false,
-        copies: false,
-        host_copies: false,
-        host_fns: false,
-        sub_ranges: false,
-        device_blocks: true,
-        ..RandomOptions::default()
-    }
-}
-
-/// [`block_options`] with bodies made to exercise their fork and join
-/// (`RandomOptions::body_orderings`) over up to five streams and four events: streams that
-/// only wait inside bodies, events recorded in a body and waited for by the block's stream,
-/// blocks nested three deep. What the GPU suite runs.
-fn body_options() -> RandomOptions {
-    RandomOptions {
-        streams: (2, 5),
-        events: (1, 4),
-        max_statements: 64,
-        body_orderings: true,
-        ..block_options()
-    }
-}
-
-/// [`body_options`] with up to three temporaries of 4 to 8 elements (the accumulating kernel
+/// [`body_options`] (what the GPU suite runs) with up to three temporaries of 4 to 8 elements (the accumulating kernel
 /// adds to the first 4), allocated and released at the top level and used by launches in
 /// device blocks' bodies and outside: the buffers must still hold exactly the sums.
 fn temp_body_options() -> RandomOptions {
@@ -80,10 +47,7 @@ fn programs_with_blocks(
     first: u64,
     count: usize,
 ) -> impl Iterator<Item = RandomProgram> {
-    (first..)
-        .map(move |seed| RandomProgram::with_options(seed, options.clone()))
-        .filter(|r| r.program.statements.iter().any(|s| s.kind.is_block()))
-        .take(count)
+    programs_with(options, first, StatementKind::is_block).take(count)
 }
 
 #[test]
@@ -503,31 +467,6 @@ fn run_script_within(
     }
 }
 
-/// The number in environment variable `name`, else `default`.
-fn var(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-/// Waits for `origin`'s work; given `deadline_ms` (0: no limit), a run that takes longer is
-/// reported as one that does not end and the process exits with status 3 (a graph whose loop
-/// never ends cannot be stopped from the host; the process's end frees it).
-fn finish(origin: &Stream, what: &str, deadline_ms: u64) {
-    if deadline_ms == 0 {
-        return origin.synchronize().unwrap();
-    }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(deadline_ms);
-    while !origin.query().unwrap() {
-        if std::time::Instant::now() > deadline {
-            eprintln!("{what}: not done after {deadline_ms} ms: the run does not end");
-            std::process::exit(3);
-        }
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-}
-
 /// A random block program written as a script (`Script::of_random`) reads back as the same
 /// program: the same plan (operations, edges, bodies), and a run of it ends.
 #[test]
@@ -659,160 +598,6 @@ fn the_held_out_programs_verify_and_replay() {
     }
 }
 
-/// A random program as a pipeline over real memory.
-struct RandomPipeline<'a> {
-    random: &'a RandomProgram,
-    kernel: &'a Kernel,
-    memory: RandomMemory<'a>,
-}
-
-impl Pipeline for RandomPipeline<'_> {
-    fn program(&self) -> &'static streamgraph::Program {
-        self.random.program
-    }
-    fn stream_options(&self) -> std::borrow::Cow<'static, [StreamOptions]> {
-        std::borrow::Cow::Owned(vec![
-            StreamOptions::default();
-            self.random.program.streams.len()
-        ])
-    }
-    fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error> {
-        let kernels = vec![self.kernel.clone(); self.random.kernels()];
-        self.random.replay(
-            issuer,
-            &kernels,
-            &self.memory,
-            RandomProgram::launch_config(),
-        )
-    }
-}
-
-/// What one eager run adds to each buffer: every launch adds `value + 1` to each element,
-/// a `while` body runs `limit` times, an `if` runs the branch its flag picks.
-fn expected_sums(r: &RandomProgram, range: std::ops::Range<usize>, out: &mut [u64]) {
-    let mut i = range.start;
-    while i < range.end {
-        match &r.calls[i] {
-            // A launch on a temporary adds to the temporary, which is not read back.
-            Call::Launch {
-                memory: Memory::Buffer(b),
-                value,
-                ..
-            } => out[*b] += u64::from(*value) + 1,
-            Call::Block {
-                flag,
-                limit,
-                then,
-                otherwise,
-                ..
-            } => {
-                match limit {
-                    Some(l) => {
-                        for _ in 0..*l {
-                            expected_sums(r, then.clone(), out);
-                        }
-                    }
-                    None if r.flags()[*flag] != 0 => expected_sums(r, then.clone(), out),
-                    None => expected_sums(r, otherwise.clone(), out),
-                }
-                i = then.end.max(otherwise.end);
-                continue;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-}
-
-/// The accumulating kernel every launch of a random program runs.
-fn accumulate(device: &streamgraph::Device) -> Kernel {
-    let module = Module::from_cuda_source(
-        device,
-        "accumulate",
-        r#"extern "C" __global__ void acc(unsigned* b, unsigned v) {
-            for (unsigned i = 0; i < 4u; ++i) atomicAdd(&b[i], v + 1u);
-        }"#,
-    )
-    .unwrap();
-    // SAFETY: `replay` launches it with (buffer of u32, u32), the C signature above.
-    unsafe { module.kernel("acc").unwrap() }
-}
-
-/// Runs `r` eagerly, captures it (outer and body graphs verified), and replays it `replays` times,
-/// checking the buffers after the eager run and after each replay. With
-/// `STREAMGRAPH_TEST_TRACE` set, the captured graph's DOT (bodies as clusters) is printed
-/// before the first replay, so that a device fault leaves the shape that caused it behind.
-fn run_program(
-    r: &RandomProgram,
-    device: &streamgraph::Device,
-    origin: &Stream,
-    kernel: &Kernel,
-    replays: u64,
-) {
-    let seed = r.seed;
-    let mut buffers: Vec<DeviceBuffer<u32>> = (0..r.buffers())
-        .map(|_| DeviceBuffer::zeros(device, r.buffer_len()).unwrap())
-        .collect();
-    let mut flags: Vec<DeviceFlag> = (0..r.flags().len())
-        .map(|_| DeviceFlag::new(device, 0).unwrap())
-        .collect();
-    r.set_flags(&mut flags).unwrap();
-    let mut expected = vec![0u64; r.buffers()];
-    expected_sums(r, 0..r.calls.len(), &mut expected);
-    let pipeline = RandomPipeline {
-        random: r,
-        kernel,
-        memory: RandomMemory::new(&mut buffers, &mut []).with_flags(&flags),
-    };
-    let sums = |times: u64| -> Vec<Vec<u32>> {
-        expected
-            .iter()
-            .map(|&e| vec![(e * times) as u32; r.buffer_len()])
-            .collect()
-    };
-    // Read through the pipeline's borrow of the buffers (a graph holds it from the capture on).
-    let read = |memory: &RandomMemory<'_>| -> Vec<Vec<u32>> {
-        memory.buffers.iter().map(|b| b.to_vec().unwrap()).collect()
-    };
-    streamgraph::Eager::new(origin)
-        .check(false) // the programs race on purpose (checks are on in debug builds)
-        .run(&pipeline)
-        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-    origin.synchronize().unwrap();
-    if std::env::var_os("STREAMGRAPH_TEST_TRACE").is_some() {
-        eprintln!("  eager done");
-    }
-    assert_eq!(read(&pipeline.memory), sums(1), "seed {seed}: eager");
-    let graph = Capture::new(origin)
-        .check(false)
-        .capture(pipeline)
-        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-    graph
-        .verify()
-        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-    if std::env::var_os("STREAMGRAPH_TEST_TRACE").is_some() {
-        eprintln!("  captured and verified");
-        eprintln!("{}", graph.to_dot().unwrap());
-    }
-    let exec = graph.instantiate().unwrap();
-    // The graph adds to what the eager run left, one replay at a time.
-    for times in 2..=replays + 1 {
-        exec.launch(origin)
-            .unwrap_or_else(|e| panic!("seed {seed}: replay {}: {e}", times - 1));
-        finish(
-            origin,
-            &format!("seed {seed}: replay {}", times - 1),
-            var("STREAMGRAPH_TEST_DEADLINE_MS", 0),
-        );
-        assert_eq!(
-            read(&exec.pipeline().memory),
-            sums(times),
-            "seed {seed}: eager + {} replays",
-            times - 1
-        );
-    }
-}
-
 /// `STREAMGRAPH_TEST_PROGRAMS` (default [`PROGRAMS`]) random block programs of [`body_options`] (from seed
 /// `STREAMGRAPH_TEST_FIRST_SEED`, default 0, on), each run eagerly, captured, verified (the
 /// outer graph and every body graph) and replayed three times; then the first 300 programs of
@@ -825,15 +610,9 @@ fn random_device_blocks_run_eagerly_as_captured() {
     let device = streamgraph::Device::new(None).unwrap();
     let origin = Stream::new(&device, 0).unwrap();
     let kernel = accumulate(&device);
-    let first: u64 = std::env::var("STREAMGRAPH_TEST_FIRST_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+    let first = var("STREAMGRAPH_TEST_FIRST_SEED", 0);
     let started = std::time::Instant::now();
-    let programs: usize = std::env::var("STREAMGRAPH_TEST_PROGRAMS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(PROGRAMS);
+    let programs = program_count(PROGRAMS);
     for (options, count) in [
         (body_options(), programs),
         (block_options(), programs.min(300)),
@@ -934,10 +713,7 @@ fn block_programs_capture_as_planned() {
         }
     }
     let kernel = accumulate(&device);
-    let count = std::env::var("STREAMGRAPH_TEST_PROGRAMS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(PROGRAMS);
+    let count = program_count(PROGRAMS);
     let options = RandomOptions {
         fills: true,
         copies: true,
@@ -979,24 +755,8 @@ fn block_programs_capture_as_planned() {
                 calls_in_bodies += usize::from(in_body);
             }
         }
-        let mut buffers: Vec<DeviceBuffer<u32>> = (0..r.buffers())
-            .map(|_| DeviceBuffer::zeros(&device, r.buffer_len()).unwrap())
-            .collect();
-        let mut flags: Vec<DeviceFlag> = (0..r.flags().len())
-            .map(|_| DeviceFlag::new(&device, 0).unwrap())
-            .collect();
-        r.set_flags(&mut flags).unwrap();
-        let pipeline = RandomPipeline {
-            random: &r,
-            kernel: &kernel,
-            memory: RandomMemory::new(&mut buffers, &mut []).with_flags(&flags),
-        };
-        let graph = Capture::new(&origin)
-            .check(false)
-            .capture(pipeline)
-            .unwrap_or_else(|e| panic!("seed {}: {e}", r.seed));
-        if let Err(e) = graph.verify() {
-            failed.push(format!("seed {}: {e}", r.seed));
+        if let Err(e) = verify_capture(&r, &device, &origin, &kernel) {
+            failed.push(e);
         }
     }
     assert_eq!(programs, count);

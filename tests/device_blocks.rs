@@ -4,68 +4,14 @@
 //! faults inside bodies.
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
+mod block_support;
 mod common;
 
+use block_support::{gpu, read, K};
 use streamgraph::{
-    capture, pipeline, AccessMode, Capture, DeviceBuffer, DeviceFlag, Error, Kernel, KernelArg,
-    Module, OpRef, Pipeline, Plan, StatementKind, Stream,
+    capture, pipeline, AccessMode, Capture, DeviceBuffer, DeviceFlag, Error, KernelArg, OpRef,
+    Pipeline, Plan, StatementKind, Stream,
 };
-
-/// CUDA C of the kernels the blocks run.
-const SOURCE: &str = r#"
-// x[0] += 1; flag = (x[0] < n)
-extern "C" __global__ void step(unsigned* x, unsigned* flag, unsigned n) {
-    x[0] += 1u;
-    flag[0] = x[0] < n ? 1u : 0u;
-}
-// x[0] += k
-extern "C" __global__ void add(unsigned* x, unsigned k) {
-    x[0] += k;
-}
-// x[0] = v
-extern "C" __global__ void put(unsigned* x, unsigned v) {
-    x[0] = v;
-}
-// Reads an address no allocation holds. Never launched: the test that names it is refused
-// before anything runs (a plan-only buffer inside a body).
-extern "C" __global__ void fault(unsigned* x) {
-    volatile unsigned* p = (volatile unsigned*)(0x10ull);
-    x[0] = *p;
-}
-"#;
-
-/// The kernels: compiled on a GPU, or plan-only.
-struct K {
-    step: Kernel,
-    add: Kernel,
-    put: Kernel,
-    fault: Kernel,
-}
-
-impl K {
-    fn planning() -> K {
-        K {
-            step: Kernel::for_planning("step"),
-            add: Kernel::for_planning("add"),
-            put: Kernel::for_planning("put"),
-            fault: Kernel::for_planning("fault"),
-        }
-    }
-
-    fn compiled(device: &streamgraph::Device) -> K {
-        let module = Module::from_cuda_source(device, "device_blocks", SOURCE).unwrap();
-        // SAFETY: every launch below passes the C signatures above: (unsigned*, unsigned*,
-        // unsigned), (unsigned*, unsigned), (unsigned*, unsigned), (unsigned*).
-        unsafe {
-            K {
-                step: module.kernel("step").unwrap(),
-                add: module.kernel("add").unwrap(),
-                put: module.kernel("put").unwrap(),
-                fault: module.kernel("fault").unwrap(),
-            }
-        }
-    }
-}
 
 pipeline! {
     /// Counts `x` to `n` in a device loop on `main` while `side` adds 2 to `y` per iteration.
@@ -277,17 +223,6 @@ fn running_a_plan_only_flag_is_a_typed_error() {
 }
 
 // ---- On the GPU ----
-
-fn gpu() -> (streamgraph::Device, Stream, K) {
-    let device = streamgraph::Device::new(None).unwrap();
-    let origin = Stream::new(&device, 0).unwrap();
-    let k = K::compiled(&device);
-    (device, origin, k)
-}
-
-fn read(b: &DeviceBuffer<u32>) -> u32 {
-    b.to_vec().unwrap()[0]
-}
 
 #[test]
 #[ignore = "needs a CUDA GPU"]

@@ -6,68 +6,15 @@
 //! values the test computes.
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
+mod block_support;
 mod common;
 
+use block_support::{gpu, read, K};
 use streamgraph::cudarc::driver::sys;
 use streamgraph::{
-    capture, pipeline, AccessMode, Capture, DeviceBuffer, DeviceFlag, Eager, Kernel, Module,
-    Pipeline, Plan, ProgramBuilder, StatementKind, Stream, SwitchArm,
+    capture, pipeline, AccessMode, Capture, DeviceBuffer, DeviceFlag, Eager, Pipeline, Plan,
+    ProgramBuilder, StatementKind, Stream, SwitchArm,
 };
-
-/// CUDA C of the kernels the arms run.
-const SOURCE: &str = r#"
-// x[0] = v
-extern "C" __global__ void put(unsigned* x, unsigned v) {
-    x[0] = v;
-}
-// x[0] += k
-extern "C" __global__ void add(unsigned* x, unsigned k) {
-    x[0] += k;
-}
-// x[0] += 1; flag = (x[0] < n)
-extern "C" __global__ void step(unsigned* x, unsigned* flag, unsigned n) {
-    x[0] += 1u;
-    flag[0] = x[0] < n ? 1u : 0u;
-}
-// out[0] = x[0] % m
-extern "C" __global__ void modulo(unsigned* out, const unsigned* x, unsigned m) {
-    out[0] = x[0] % m;
-}
-"#;
-
-/// The kernels: compiled on a GPU (or the stand-in driver), or plan-only.
-struct K {
-    put: Kernel,
-    add: Kernel,
-    step: Kernel,
-    modulo: Kernel,
-}
-
-impl K {
-    fn planning() -> K {
-        K {
-            put: Kernel::for_planning("put"),
-            add: Kernel::for_planning("add"),
-            step: Kernel::for_planning("step"),
-            modulo: Kernel::for_planning("modulo"),
-        }
-    }
-
-    fn compiled(device: &streamgraph::Device) -> K {
-        let module = Module::from_cuda_source(device, "switch_blocks", SOURCE).unwrap();
-        // SAFETY: every launch below passes the C signatures above: (unsigned*, unsigned),
-        // (unsigned*, unsigned), (unsigned*, unsigned*, unsigned), (unsigned*, const unsigned*,
-        // unsigned).
-        unsafe {
-            K {
-                put: module.kernel("put").unwrap(),
-                add: module.kernel("add").unwrap(),
-                step: module.kernel("step").unwrap(),
-                modulo: module.kernel("modulo").unwrap(),
-            }
-        }
-    }
-}
 
 pipeline! {
     /// A kernel writes the index; arms 0, 3 and 7 (empty) and `_`, on two streams.
@@ -308,17 +255,6 @@ fn a_built_switch_plans_like_a_written_one() {
 }
 
 // ---- On the GPU (the capture tests also on the stand-in driver) ----
-
-fn gpu() -> (streamgraph::Device, Stream, K) {
-    let device = streamgraph::Device::new(None).unwrap();
-    let origin = Stream::new(&device, 0).unwrap();
-    let k = K::compiled(&device);
-    (device, origin, k)
-}
-
-fn read(b: &DeviceBuffer<u32>) -> u32 {
-    b.to_vec().unwrap()[0]
-}
 
 /// Captures `pipeline` with checks on and verifies its graph, every body graph included;
 /// returns the graph's picture.

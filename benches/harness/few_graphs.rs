@@ -165,14 +165,7 @@ impl Shared {
         let plan = Plan::build(&step(net, &mut y, last))?;
         plan.check_races()?;
         let peak_largest = plan.temp_peak_bytes();
-        let origin = Stream::new(device, 0)?;
-        let mut eager = Eager::new(&origin);
-        eager.check(false);
-        for i in 0..net.p.batches.len() {
-            eager.run(&step(net, &mut y, i))?;
-            origin.synchronize()?;
-        }
-        device.synchronize()?;
+        net.warm(|eager, i| Ok(eager.run(&step(net, &mut y, i))?))?;
         Ok(Box::leak(Box::new(Shared {
             net,
             buckets,

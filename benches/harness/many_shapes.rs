@@ -266,6 +266,20 @@ impl Net {
         self.p.batches[i] * self.p.width
     }
 
+    /// Every batch's step once, eagerly and synchronized (`run(eager, i)` runs batch `i`'s):
+    /// cuBLAS's kernels load here, not during a capture or a cycle.
+    pub(crate) fn warm(&self, mut run: impl FnMut(&mut Eager, usize) -> Result<()>) -> Result<()> {
+        let origin = Stream::new(&self.device, 0)?;
+        let mut eager = Eager::new(&origin);
+        eager.check(false);
+        for i in 0..self.p.batches.len() {
+            run(&mut eager, i)?;
+            origin.synchronize()?;
+        }
+        self.device.synchronize()?;
+        Ok(())
+    }
+
     /// After batch `i`'s step ran on `origin` into `y` (the output of the largest batch,
     /// poisoned with NaN before): its first and last rows against W11's CPU reference, and
     /// the row after its last untouched. `workload` names the failure.
@@ -341,15 +355,7 @@ impl Model {
         ];
         let [h1, h2] = &mut h;
         Plan::build(&self.params(last, &mut self.rows(last), h1, h2))?.check_races()?;
-        let origin = Stream::new(&net.device, 0)?;
-        let mut eager = Eager::new(&origin);
-        eager.check(false);
-        for i in 0..net.p.batches.len() {
-            eager.run(&self.temps(i, &mut self.rows(i)))?;
-            origin.synchronize()?;
-        }
-        net.device.synchronize()?;
-        Ok(())
+        net.warm(|eager, i| Ok(eager.run(&self.temps(i, &mut self.rows(i)))?))
     }
 
     /// The rows of `y` that batch `i`'s graph writes.

@@ -2,11 +2,11 @@
 
 use quote::ToTokens;
 use syn::spanned::Spanned;
-use syn::{Expr, Pat};
+use syn::Pat;
 
-use super::{Access, BlockShape, Errors, Kind, Mode, Node, Program, Statement};
+use super::{plain_ident, Access, BlockShape, Errors, Kind, Mode, Node, Program, Statement};
 use crate::syntax;
-use crate::text::{closest, text_of};
+use crate::text::text_of;
 
 /// The most valued arms a device `switch` has (its built-in kernel takes their values as one
 /// argument).
@@ -108,17 +108,11 @@ impl Program {
         errors: &mut Errors,
     ) -> Option<syn::Ident> {
         let what = if word == "switch" { "index" } else { "flag" };
-        let flag_param = match &b.flag {
-            Expr::Path(p) if p.qself.is_none() => p.path.get_ident().cloned(),
-            _ => None,
-        };
+        let flag_param = plain_ident(&b.flag);
         match &flag_param {
             Some(name) if self.param(name).is_some() => {}
             Some(name) => {
-                let params: Vec<String> = self.params.iter().map(|p| p.name.to_string()).collect();
-                let similar = closest(&name.to_string(), params.iter().map(String::as_str))
-                    .map(|s| format!("did you mean `{s}`? "))
-                    .unwrap_or_default();
+                let similar = self.similar_param(name);
                 errors.spanned(
                     name,
                     format!(

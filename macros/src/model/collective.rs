@@ -4,9 +4,9 @@
 use quote::ToTokens;
 use syn::{Expr, Ident};
 
-use super::{Access, BufferExpr, Errors, Kind, Mode, Program, Statement};
+use super::{plain_ident, Access, BufferExpr, Errors, Kind, Mode, Program, Statement};
 use crate::syntax;
-use crate::text::{closest, text_of};
+use crate::text::text_of;
 
 /// Which collective; `Broadcast` with its root's participant index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -218,17 +218,11 @@ impl Program {
     /// The communicator of a collective: the parameter its expression names; `None` (an error
     /// recorded) when it names none.
     fn communicator(&self, word: &str, comm: &Expr, errors: &mut Errors) -> Option<Ident> {
-        let name = match comm {
-            Expr::Path(p) if p.qself.is_none() => p.path.get_ident().cloned(),
-            _ => None,
-        };
+        let name = plain_ident(comm);
         match name {
             Some(name) if self.param(&name).is_some() => Some(name),
             Some(name) => {
-                let params: Vec<String> = self.params.iter().map(|p| p.name.to_string()).collect();
-                let similar = closest(&name.to_string(), params.iter().map(String::as_str))
-                    .map(|s| format!("did you mean `{s}`? "))
-                    .unwrap_or_default();
+                let similar = self.similar_param(&name);
                 errors.spanned(
                     &name,
                     format!(

@@ -189,6 +189,14 @@ impl Program {
         self.params.iter().find(|p| p.name == *name)
     }
 
+    /// "did you mean `p`? " for the parameter `p` whose name is closest to `name`, or nothing.
+    fn similar_param(&self, name: &Ident) -> String {
+        let params: Vec<String> = self.params.iter().map(|p| p.name.to_string()).collect();
+        closest(&name.to_string(), params.iter().map(String::as_str))
+            .map(|s| format!("did you mean `{s}`? "))
+            .unwrap_or_default()
+    }
+
     fn resolve_block(&mut self, stmts: Vec<syntax::Stmt>, errors: &mut Errors) -> Vec<Node> {
         stmts
             .into_iter()
@@ -343,6 +351,15 @@ impl Program {
             }
             None => Err((first, n)),
         }
+    }
+}
+
+/// `expr` as a plain identifier, when it is one: how a device block's flag or index and a
+/// collective's communicator name their parameter.
+fn plain_ident(expr: &Expr) -> Option<Ident> {
+    match expr {
+        Expr::Path(p) if p.qself.is_none() => p.path.get_ident().cloned(),
+        _ => None,
     }
 }
 

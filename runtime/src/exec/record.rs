@@ -21,7 +21,7 @@ use crate::exec::frame::{stream_of, Frame};
 use crate::ffi::conditional::CondKind;
 use crate::ffi::memory::{MemoryMut, MemoryRef};
 use crate::ffi::KernelArg;
-use crate::issue::{Body, CollectivePart, Issuer};
+use crate::issue::{check_switch_arms, Body, CollectivePart, Issuer};
 use crate::memory::{DeviceFlag, DeviceMemory, Scope, TempMemory};
 use crate::module::Kernel;
 use crate::operand::{
@@ -663,14 +663,7 @@ impl<R: Recorder> Issuer for Issue<'_, R> {
         let StatementKind::Switch { arms: declared, .. } = stmt.kind else {
             return Err(block_kind_error(stmt, "switch"));
         };
-        if arms.len() != declared.len() {
-            return Err(Error::InvalidArgument(format!(
-                "the `switch` was issued with {} bodies but declares {} arms",
-                arms.len(),
-                declared.len()
-            ))
-            .in_statement(stmt));
-        }
+        check_switch_arms(stmt, declared.len(), arms.len())?;
         let kind = CondKind::Switch { arms: declared };
         self.block(stmt, index, kind, None, arms)
     }

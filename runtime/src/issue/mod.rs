@@ -313,6 +313,22 @@ pub trait Issuer {
 /// the issuer it is given.
 pub type Body<'a> = dyn FnMut(&mut dyn Issuer) -> Result<(), Error> + 'a;
 
+/// Refuses a `switch` statement that declares `declared` arms issued with `bodies` bodies
+/// ([`Issuer::switch`] takes one body per arm, in the order of the statement's arms).
+pub(crate) fn check_switch_arms(
+    stmt: &'static Statement,
+    declared: usize,
+    bodies: usize,
+) -> Result<(), Error> {
+    if bodies == declared {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument(format!(
+        "the `switch` was issued with {bodies} bodies but declares {declared} arms"
+    ))
+    .in_statement(stmt))
+}
+
 fn unsupported_block(stmt: &'static Statement) -> Error {
     Error::InvalidArgument(
         "this issuer does not run device `while`/`if`/`switch` blocks; use `Eager`, `Capture` \

@@ -6,7 +6,7 @@ use crate::comm::Communicator;
 use crate::error::{Error, Result};
 use crate::ffi::memory::{MemoryMut, MemoryRef};
 use crate::ffi::KernelArg;
-use crate::issue::{Body, CollectivePart, Issuer};
+use crate::issue::{check_switch_arms, Body, CollectivePart, Issuer};
 use crate::memory::{DeviceFlag, Scope, TempMemory};
 use crate::module::Kernel;
 use crate::operand::{BufferAccess, DeviceRange, FillPattern, HostFn, LaunchConfig, ReduceOp};
@@ -283,14 +283,7 @@ impl Issuer for Planner {
             return self.check(stmt, "switch", false).map(drop);
         };
         let stream = self.check(stmt, "switch", true)?;
-        if arms.len() != declared.len() {
-            return Err(Error::InvalidArgument(format!(
-                "the `switch` was issued with {} bodies but declares {} arms",
-                arms.len(),
-                declared.len()
-            ))
-            .in_statement(stmt));
-        }
+        check_switch_arms(stmt, declared.len(), arms.len())?;
         let mut plans = Vec::with_capacity(arms.len());
         for (branch, arm) in arms.iter_mut().enumerate() {
             plans.push(self.plan_body(stmt, branch, &mut **arm)?);

@@ -416,7 +416,17 @@ impl RandomProgram {
     }
 }
 
-impl Replay<'_, '_> {
+impl<'r> Replay<'r, '_> {
+    /// Device flag `flag`, which block `statement` reads.
+    fn flag(&self, statement: &'static Statement, flag: usize) -> Result<&'r DeviceFlag> {
+        let flags = self.memory.flags;
+        flags.get(flag).ok_or_else(|| {
+            self.program
+                .missing("device flag", flags.len(), flag + 1)
+                .in_statement(statement)
+        })
+    }
+
     /// Issues the calls in `range` into `issuer`.
     fn calls(&mut self, issuer: &mut dyn Issuer, range: Range<usize>) -> Result<()> {
         let program = self.program;
@@ -487,11 +497,7 @@ impl Replay<'_, '_> {
                     ref otherwise,
                     ..
                 } => {
-                    let f = self.memory.flags.get(flag).ok_or_else(|| {
-                        program
-                            .missing("device flag", self.memory.flags.len(), flag + 1)
-                            .in_statement(statement)
-                    })?;
+                    let f = self.flag(statement, flag)?;
                     let (then, otherwise) = (then.clone(), otherwise.clone());
                     i = i.max(then.end).max(otherwise.end);
                     // Both bodies issue through this replay; run them through one cell.
@@ -512,11 +518,7 @@ impl Replay<'_, '_> {
                     ref arms,
                     ..
                 } => {
-                    let f = self.memory.flags.get(flag).ok_or_else(|| {
-                        program
-                            .missing("device flag", self.memory.flags.len(), flag + 1)
-                            .in_statement(statement)
-                    })?;
+                    let f = self.flag(statement, flag)?;
                     i = arms.iter().fold(i, |e, r| e.max(r.end));
                     // Every arm issues through this replay; run them through one cell.
                     let this = RefCell::new(&mut *self);
