@@ -42,7 +42,7 @@ use std::time::Instant;
 use ::streamgraph::ops::{Gemm, GemmConfig};
 use ::streamgraph::{
     pipeline, Capture, Device, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRange, Eager,
-    GraphMemory, Kernel, Plan, Stream,
+    GraphExec, GraphMemory, Kernel, Pipeline, Plan, Stream,
 };
 
 use crate::gpu::BenchError;
@@ -470,6 +470,52 @@ pub(crate) fn ms_since(t0: Instant) -> f64 {
     t0.elapsed().as_secs_f64() * 1e3
 }
 
+/// Captures and instantiates each of `pipelines` (largest batch first), verified when
+/// `check`: the executable graphs, smallest batch first.
+fn capture_all<P: Pipeline>(
+    capture: &mut Capture,
+    pipelines: impl Iterator<Item = P>,
+    check: bool,
+) -> Result<Vec<GraphExec<P>>> {
+    let mut execs = Vec::new();
+    for pipeline in pipelines {
+        let graph = capture.capture(pipeline)?;
+        if check {
+            graph.verify()?;
+        }
+        execs.push(graph.instantiate()?);
+    }
+    execs.reverse();
+    Ok(execs)
+}
+
+impl Model {
+    /// The rest of a cycle once its graphs are instantiated (`execs`, smallest batch first,
+    /// `capture_ms` after `base`): the memory in use, one launch of each, the memory again,
+    /// the check when `check`, the graphs dropped and the baseline restored.
+    fn finish<P>(
+        &self,
+        origin: &Stream,
+        base: Baseline<'_>,
+        capture_ms: f64,
+        execs: Vec<GraphExec<P>>,
+        check: bool,
+    ) -> Result<Vec<f64>> {
+        let after_instantiate = base.over()?;
+        for exec in &execs {
+            exec.launch(origin)?;
+        }
+        let after_replay = base.over()?;
+        let pool = self.net.device.graph_memory()?;
+        if check {
+            self.check(origin, |i| Ok(execs[i].launch(origin)?))?;
+        }
+        drop(execs);
+        base.end()?;
+        Ok(self.metrics(capture_ms, [after_instantiate, after_replay], pool))
+    }
+}
+
 /// `streamgraph`: hidden activations as temporaries.
 struct Temps {
     m: &'static Model,
@@ -483,28 +529,13 @@ impl Temps {
         let base = Baseline::take(&m.net.device)?;
         let mut outs: Vec<Rows> = (0..m.net.p.batches.len()).map(|i| m.rows(i)).collect();
         let t0 = Instant::now();
-        let mut execs = Vec::with_capacity(outs.len());
-        for (i, y) in outs.iter_mut().enumerate().rev() {
-            let graph = self.capture.capture(m.temps(i, y))?;
-            if check {
-                graph.verify()?;
-            }
-            execs.push(graph.instantiate()?);
-        }
-        let capture_ms = ms_since(t0);
-        execs.reverse();
-        let after_instantiate = base.over()?;
-        for exec in &execs {
-            exec.launch(&self.origin)?;
-        }
-        let after_replay = base.over()?;
-        let pool = m.net.device.graph_memory()?;
-        if check {
-            m.check(&self.origin, |i| Ok(execs[i].launch(&self.origin)?))?;
-        }
-        drop(execs);
-        base.end()?;
-        Ok(m.metrics(capture_ms, [after_instantiate, after_replay], pool))
+        let pipelines = outs
+            .iter_mut()
+            .enumerate()
+            .rev()
+            .map(|(i, y)| m.temps(i, y));
+        let execs = capture_all(&mut self.capture, pipelines, check)?;
+        m.finish(&self.origin, base, ms_since(t0), execs, check)
     }
 }
 
@@ -535,29 +566,12 @@ impl Params {
             })
             .collect::<Result<Vec<_>>>()?;
         let t0 = Instant::now();
-        let mut execs = Vec::with_capacity(outs.len());
-        for ((i, y), [h1, h2]) in outs.iter_mut().enumerate().zip(&mut hidden).rev() {
-            let graph = self.capture.capture(m.params(i, y, h1, h2))?;
-            if check {
-                graph.verify()?;
-            }
-            execs.push(graph.instantiate()?);
-        }
-        let capture_ms = ms_since(t0);
-        execs.reverse();
-        let after_instantiate = base.over()?;
-        for exec in &execs {
-            exec.launch(&self.origin)?;
-        }
-        let after_replay = base.over()?;
-        let pool = m.net.device.graph_memory()?;
-        if check {
-            m.check(&self.origin, |i| Ok(execs[i].launch(&self.origin)?))?;
-        }
-        drop(execs);
+        let pipelines = (outs.iter_mut().enumerate().zip(&mut hidden).rev())
+            .map(|((i, y), [h1, h2])| m.params(i, y, h1, h2));
+        let execs = capture_all(&mut self.capture, pipelines, check)?;
+        let metrics = m.finish(&self.origin, base, ms_since(t0), execs, check);
         drop(hidden);
-        base.end()?;
-        Ok(m.metrics(capture_ms, [after_instantiate, after_replay], pool))
+        metrics
     }
 }
 
