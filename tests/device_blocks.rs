@@ -9,8 +9,8 @@ mod common;
 
 use block_support::{gpu, read, K};
 use streamgraph::{
-    capture, pipeline, AccessMode, Capture, DeviceBuffer, DeviceFlag, Error, KernelArg, OpRef,
-    Pipeline, Plan, StatementKind, Stream,
+    capture, pipeline, AccessMode, Capture, DeviceBuffer, DeviceFlag, Error, GraphSet, KernelArg,
+    OpRef, Pipeline, Plan, StatementKind, Stream,
 };
 
 pipeline! {
@@ -75,6 +75,25 @@ pipeline! {
             side: launch k.put<<<1, 1>>>(&mut out, 1u32);
         } else {
             main: launch k.put<<<1, 1>>>(&mut out, 2u32);
+        }
+    }
+}
+
+pipeline! {
+    /// `y = top`, then `x += by` in each of a device loop's `lim` iterations.
+    pipeline Stepped(x: &mut DeviceBuffer<u32>, y: &mut DeviceBuffer<u32>, flag: &mut DeviceFlag,
+                     pick: &DeviceFlag, k: &K, lim: u32, by: u32, top: u32) {
+        stream main;
+        stream side;
+
+        main: fill x = 0u32;
+        main: fill flag = 1u32;
+        main: launch k.put<<<1, 1>>>(&mut y, top);
+        main: while flag, limit = lim {
+            main: launch k.add<<<1, 1>>>(&mut x, by);
+            side: if pick {
+                side: launch k.add<<<1, 1>>>(&mut y, 1u32);
+            }
         }
     }
 }
@@ -686,4 +705,100 @@ fn side_by_side_branches_with_empty_bodies_finish() {
             );
         }
     }
+}
+
+/// `Stepped`'s argument updates in turn: `(by, lim, top)`, whether the update captures anew (a
+/// change in a body, or of a block's limit) and how many launch nodes it sets in place (the
+/// launch before the loop, when `top` changed).
+const STEPS: [((u32, u32, u32), bool, u64); 5] = [
+    ((1, 4, 7), false, 1),
+    ((3, 4, 7), true, 0),
+    ((3, 5, 7), true, 0),
+    ((3, 5, 9), false, 1),
+    ((3, 5, 9), false, 0),
+];
+
+/// Argument updates of a pipeline with device blocks walk the blocks' bodies: a change outside
+/// them sets launch nodes in place, a change inside or of a block's limit captures anew, and
+/// `values` sees each launch's result.
+fn argument_updates_through_device_blocks(values: bool) {
+    let _serial = common::serial();
+    let (device, origin, k) = gpu();
+    let mut x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut flag = DeviceFlag::new(&device, 0).unwrap();
+    let pick = DeviceFlag::new(&device, 1).unwrap();
+    let mut exec = capture(
+        &origin,
+        Stepped::new(&mut x, &mut y, &mut flag, &pick, &k, 4, 1, 5),
+    )
+    .unwrap()
+    .instantiate()
+    .unwrap();
+    let mut captures = 0;
+    for ((by, lim, top), captured, set) in STEPS {
+        let before = exec.stats();
+        exec.update_args_with(|p| {
+            (p.by, p.lim, p.top) = (by, lim, top);
+        })
+        .unwrap();
+        let after = exec.stats();
+        captures += u64::from(captured);
+        assert_eq!(after.updates, captures, "by {by}, lim {lim}, top {top}");
+        assert_eq!(
+            after.nodes_set - before.nodes_set,
+            set,
+            "by {by}, lim {lim}, top {top}"
+        );
+        exec.verify().unwrap();
+        exec.launch(&origin).unwrap();
+        origin.synchronize().unwrap();
+        if values {
+            let p = exec.pipeline();
+            assert_eq!(
+                (read(p.x), read(p.y)),
+                (lim * by, top + lim),
+                "by {by}, lim {lim}, top {top}"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn argument_updates_walk_device_block_bodies() {
+    argument_updates_through_device_blocks(false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn argument_updates_walk_device_block_bodies_values() {
+    argument_updates_through_device_blocks(true);
+}
+
+/// A graph set's later launches of a key whose pipeline has device blocks keep its graph:
+/// nothing changed, so nothing is captured again.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_graph_set_keeps_a_graph_with_device_blocks() {
+    let _serial = common::serial();
+    let (device, origin, k) = gpu();
+    let mut x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut flag = DeviceFlag::new(&device, 0).unwrap();
+    let pick = DeviceFlag::new(&device, 0).unwrap();
+    let mut set = GraphSet::new(&origin, 2);
+    for (key, round) in [(4u32, 0), (2, 0), (4, 1), (2, 1), (4, 2)] {
+        set.launch(
+            &origin,
+            key,
+            &Stepped::new(&mut x, &mut y, &mut flag, &pick, &k, key, 1, round),
+        )
+        .unwrap();
+    }
+    origin.synchronize().unwrap();
+    let stats = set.stats(&4).unwrap();
+    assert_eq!((stats.captures, stats.launches), (1, 3), "{stats:?}");
+    let stats = set.stats(&2).unwrap();
+    assert_eq!((stats.captures, stats.launches), (1, 2), "{stats:?}");
 }

@@ -305,6 +305,13 @@ fn dropping_graphs_returns_their_graph_memory_values() {
     stream.synchronize().unwrap();
     k.device.trim_graph_memory().unwrap();
     let bounded = set.graph_memory().unwrap();
+    println!(
+        "graph memory: four graphs held {} MiB reserved (largest plan peak {} MiB); bound to one: {} MiB (its plan peak {} MiB)",
+        held.reserved >> 20,
+        peak(sizes[3]) >> 20,
+        bounded.reserved >> 20,
+        peak(sizes[0]) >> 20
+    );
     assert_eq!(set.held_keys(), [sizes[0]]);
     assert!(
         bounded.reserved < held.reserved && bounded.reserved >= peak(sizes[0]),

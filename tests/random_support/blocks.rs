@@ -192,6 +192,28 @@ pub fn verify_capture(
     graph
         .verify()
         .map_err(|e| format!("seed {}: {e}", r.seed))?;
+    // An argument update with nothing changed walks every block's bodies and keeps the graph
+    // as it is (a `call` of the random op, whose work `update_args` cannot compare, captures
+    // again instead).
+    let has_calls = r
+        .program
+        .statements
+        .iter()
+        .any(|s| matches!(s.kind, StatementKind::Call { .. }));
+    if !has_calls {
+        let mut exec = graph
+            .instantiate()
+            .unwrap_or_else(|e| panic!("seed {}: {e}", r.seed));
+        exec.update_args_with(|_| {})
+            .map_err(|e| format!("seed {}: update_args: {e}", r.seed))?;
+        let stats = exec.stats();
+        if (stats.updates, stats.reinstantiations, stats.nodes_set) != (0, 0, 0) {
+            return Err(format!(
+                "seed {}: an argument update that changed nothing changed the graph: {stats:?}",
+                r.seed
+            ));
+        }
+    }
     Ok(())
 }
 

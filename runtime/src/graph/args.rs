@@ -4,12 +4,14 @@
 //!
 //! One walk ([`Updater`]), which issues no work: each launch whose values differ from its
 //! node's gets new parameters at once, and what its new buffer arguments touch is collected
-//! to be kept alive. When the walk finds a change that parameters cannot express (other
-//! statements, another kernel, a changed copy or fill, a changed launch taking pinned memory)
-//! it stops, and the pipeline is captured anew and applied as `update` does — which also
-//! overwrites whatever the walk had set before it stopped.
+//! to be kept alive. A device block is compared by its flag and limit and walked into, each
+//! body once, as the capture issued it. When the walk finds a change that parameters cannot
+//! express (other statements, another kernel, a changed copy or fill, a changed launch taking
+//! pinned memory, a change in a block's body or of its flag or limit) it stops, and the
+//! pipeline is captured anew and applied as `update` does — which also overwrites whatever the
+//! walk had set before it stopped.
 
-use super::recorded::{encode, encode_launch, LaunchShape, OPAQUE};
+use super::recorded::{encode, encode_block, encode_launch, LaunchShape, OPAQUE};
 use crate::error::Error;
 use crate::exec::record::Issued;
 use crate::ffi::graph::NodeHandle;
@@ -21,7 +23,7 @@ use crate::issue::{Body, Issuer};
 use crate::memory::DeviceFlag;
 use crate::module::Kernel;
 use crate::operand::{FillPattern, HostFn, LaunchConfig};
-use crate::program::{AccessMode, Statement};
+use crate::program::{AccessMode, Statement, StatementKind};
 
 use super::GraphCore;
 
@@ -148,6 +150,8 @@ pub(super) struct Updater<'s> {
     /// What the new parameters touch.
     pub(super) keep: Keep,
     recapture: bool,
+    /// How many device blocks' bodies the walk is in.
+    depth: usize,
 }
 
 impl<'s> Updater<'s> {
@@ -166,6 +170,7 @@ impl<'s> Updater<'s> {
             set: 0,
             keep: Keep::default(),
             recapture: false,
+            depth: 0,
         }
     }
 
@@ -276,6 +281,10 @@ impl Issuer for Updater<'_> {
         let comparable = encode_launch(args, &mut self.scratch);
         if comparable && shape.config == config && self.state.values(i) == Some(&self.scratch[..]) {
             return Ok(());
+        }
+        if self.depth > 0 {
+            // A body's kernel nodes are set by capturing anew, never one by one.
+            return Err(self.stop("a launch in a device block's body changed"));
         }
         // New parameters for the node: what its pointers address must be kept alive by the
         // executable graph, which holds device memory but not pinned memory this way (nor
@@ -409,32 +418,63 @@ impl Issuer for Updater<'_> {
 
     fn while_loop(
         &mut self,
-        _stmt: &'static Statement,
-        _flag: &DeviceFlag,
-        _limit: Option<u32>,
-        _body: &mut Body<'_>,
+        stmt: &'static Statement,
+        flag: &DeviceFlag,
+        limit: Option<u32>,
+        body: &mut Body<'_>,
     ) -> Result<(), Error> {
-        // A block's flag, limit and body graphs are no kernel node's parameters.
-        Err(self.stop("the pipeline has a device block"))
+        self.block(stmt, flag, limit, &mut [body])
     }
 
     fn if_else(
         &mut self,
-        _stmt: &'static Statement,
-        _flag: &DeviceFlag,
-        _then: &mut Body<'_>,
-        _otherwise: &mut Body<'_>,
+        stmt: &'static Statement,
+        flag: &DeviceFlag,
+        then: &mut Body<'_>,
+        otherwise: &mut Body<'_>,
     ) -> Result<(), Error> {
-        Err(self.stop("the pipeline has a device block"))
+        // The capture captured the `else` body only where the statement has one.
+        match stmt.kind {
+            StatementKind::If {
+                otherwise: start,
+                end,
+            } if start < end => self.block(stmt, flag, None, &mut [then, otherwise]),
+            _ => self.block(stmt, flag, None, &mut [then]),
+        }
     }
 
     fn switch(
         &mut self,
-        _stmt: &'static Statement,
-        _index: &DeviceFlag,
-        _arms: &mut [&mut Body<'_>],
+        stmt: &'static Statement,
+        index: &DeviceFlag,
+        arms: &mut [&mut Body<'_>],
     ) -> Result<(), Error> {
-        Err(self.stop("the pipeline has a device block"))
+        self.block(stmt, index, None, arms)
+    }
+}
+
+impl Updater<'_> {
+    /// A device block, walked as the capture issued it: its flag and limit (what its built-in
+    /// kernels read) must be the captured ones, then each body once, in order. Its nodes take
+    /// no new parameters: a launch in a body whose values changed, like any other change the
+    /// walk cannot apply, stops it (the pipeline is captured anew).
+    fn block(
+        &mut self,
+        stmt: &'static Statement,
+        flag: &DeviceFlag,
+        limit: Option<u32>,
+        bodies: &mut [&mut Body<'_>],
+    ) -> Result<(), Error> {
+        let i = self.next_op(stmt)?;
+        self.scratch.clear();
+        encode_block(flag, limit, &mut self.scratch);
+        if flag.is_planning() || self.state.values(i) != Some(&self.scratch[..]) {
+            return Err(self.stop("a device block's flag or limit changed"));
+        }
+        self.depth += 1;
+        let walked = bodies.iter_mut().try_for_each(|body| body(&mut *self));
+        self.depth -= 1;
+        walked
     }
 }
 

@@ -85,7 +85,7 @@ pub(super) fn capture_block(
     let book = &mut issue.rec.book;
     let (parent, mode) = (book.current_body(), book.mode);
     let node = cond::add_conditional(stream.as_cudarc(), &kernels, kind, &cflag, parent)?;
-    let block = book.note_block(stmt, &node, flag, counters, kernels.module())?;
+    let block = book.note_block(stmt, &node, flag, counters, limit, kernels.module())?;
     let spares = issue.frame.body_streams()?;
     let body_stream = spares.get(stmt.stream).cloned().ok_or(Error::Internal {
         invariant: "every declared stream has a spare stream for body captures",

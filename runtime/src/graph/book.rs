@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use super::pending::PendingCalls;
 use super::recorded::{
-    encode, node_map, remember, CapturedBody, CapturedOp, InternalNode, LaunchShape, Recorded,
-    NO_SHAPE, OPAQUE,
+    encode, encode_block, node_map, remember, CapturedBody, CapturedOp, InternalNode, LaunchShape,
+    Recorded, NO_SHAPE, OPAQUE,
 };
 use crate::error::{Error, Result};
 use crate::exec::record::Issued;
@@ -376,6 +376,7 @@ impl NodeBook {
         added: &Conditional,
         flag: &DeviceFlag,
         counters: Option<&DeviceBuffer<u32>>,
+        limit: Option<u32>,
         module: &crate::ffi::CodeOwner,
     ) -> Result<usize> {
         let occurrence = self.issued(stmt)?;
@@ -391,7 +392,20 @@ impl NodeBook {
         self.keep.hold_module(module);
         // The conditional node, after the built-in kernel (and the block's other `IF` nodes).
         let inner = std::iter::once(added.begin).chain(added.others.iter().copied());
-        Ok(self.book_known(stmt, occurrence, added.node, inner))
+        let index = self.book_known(stmt, occurrence, added.node, inner);
+        // Its values, for argument updates: what the block's built-in kernels read.
+        let start = self.rec.values.len();
+        encode_block(flag, limit, &mut self.rec.values);
+        self.set_values(index, start);
+        Ok(index)
+    }
+
+    /// Operation `index` has the values written to the book from `start` on.
+    pub(super) fn set_values(&mut self, index: usize, start: usize) {
+        let len = self.rec.values.len() - start;
+        if let Some(op) = self.rec.ops.get_mut(index) {
+            op.values = (start as u32, len as u32);
+        }
     }
 
     /// Books the participants of a collective just captured (`parts` in participant order,

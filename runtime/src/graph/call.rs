@@ -102,7 +102,7 @@ fn capture_call_in_body(
     for module in &modules {
         book.keep.hold_module(module);
     }
-    book.note_call_in_body(stmt, call.accesses(), nodes, owner)
+    book.note_call_in_body(stmt, call, nodes, owner)
 }
 
 /// Why a node of `kind` cannot be a call's (in a device block's body when `in_body`), if so.
@@ -240,13 +240,20 @@ impl NodeBook {
     fn note_call_in_body(
         &mut self,
         stmt: &'static Statement,
-        accesses: &[CallAccess<'_>],
+        call: &dyn BoundCall,
         added: ParticipantNodes,
         owner: Owner,
     ) -> Result<()> {
         let occurrence = self.issued(stmt)?;
-        self.hold_call(accesses, owner);
-        self.book_known(stmt, occurrence, added.exit, added.inner);
+        let index = self.book_known(stmt, occurrence, added.exit, added.inner);
+        // The call's signature, as a call in the graph itself has it (see `note_call`).
+        let start = self.rec.values.len();
+        if super::recorded::encode_call(call, owner.as_ref(), &mut self.rec.values) {
+            self.set_values(index, start);
+        } else {
+            self.rec.values.truncate(start);
+        }
+        self.hold_call(call.accesses(), owner);
         Ok(())
     }
 

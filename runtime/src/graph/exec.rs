@@ -348,12 +348,19 @@ impl<P: Pipeline> GraphExec<P> {
     /// structs) cannot be compared by value: their launches are always set. Host functions are
     /// not compared: the graph keeps running those it captured.
     ///
+    /// Device blocks (`while`, `if`, `switch`) are walked as the capture issued them: the
+    /// block's flag and limit are compared, then each body's statements once, in order; a
+    /// block whose statements and values are all unchanged keeps its nodes. A `call` keeps
+    /// its nodes when its op's work is fixed ([`StreamOp::fixed_work`](crate::StreamOp::fixed_work))
+    /// and the op and operands are the captured ones.
+    ///
     /// Falls back to what [`GraphExec::update`] does (a capture and `cuGraphExecUpdate`, with
     /// its errors) when an argument update cannot express the change: the pipeline issued
     /// other statements, a launch runs another kernel, a copy's or fill's operands changed, a
-    /// changed launch takes pinned host memory, many updates' buffers are held already, or the
-    /// pipeline has a collective or a `call` statement (their nodes are NCCL's or the op's,
-    /// which argument updates do not reach: they are captured again). On
+    /// changed launch takes pinned host memory, many updates' buffers are held already, a
+    /// launch in a device block's body changed or a block's flag or limit did, a `call`
+    /// changed or its op's work cannot be compared, or the pipeline has a collective (NCCL's
+    /// nodes, which argument updates do not reach). On
     /// error the previous pipeline stays the executable graph's; nodes may run some of the new
     /// arguments, whose memory stays allocated all the same.
     ///

@@ -232,6 +232,19 @@ pub(crate) fn encode_call(
     call.fixed_work(out)
 }
 
+/// A device block's signature for argument updates: its flag's memory and its iteration limit,
+/// what its built-in kernels read besides the graph's own iteration counter (its bodies are
+/// compared statement by statement).
+pub(crate) fn encode_block(
+    flag: &crate::memory::DeviceFlag,
+    limit: Option<u32>,
+    out: &mut Vec<u8>,
+) {
+    memory_signature(flag.whole().memory(), out);
+    out.push(u8::from(limit.is_some()));
+    out.extend_from_slice(&limit.unwrap_or(0).to_le_bytes());
+}
+
 /// The memory of a temporary's node as `recorded::encode` wrote it (kind, device, address,
 /// size).
 pub(crate) fn decode_range(values: &[u8]) -> Option<crate::operand::DeviceRange> {
