@@ -274,7 +274,7 @@ impl Issuer for Updater<'_> {
         let Some(shape) = self.state.slot(i).and_then(|s| s.shape) else {
             return Err(self.stop("a launch was captured as another operation"));
         };
-        if kernel.handle() != shape.func || args.len() != shape.args {
+        if kernel.handle() != shape.func || args.len() != shape.arity() {
             return Err(self.stop("a launch runs another kernel"));
         }
         self.scratch.clear();

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use super::pending::PendingCalls;
 use super::recorded::{
     encode, encode_block, node_map, remember, CapturedBody, CapturedOp, InternalNode, LaunchShape,
-    Recorded, NO_SHAPE, OPAQUE,
+    Recorded, OPAQUE,
 };
 use crate::error::{Error, Result};
 use crate::exec::record::Issued;
@@ -37,7 +37,6 @@ use crate::stream::Stream;
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct BookSizes {
     pub(crate) ops: usize,
-    pub(crate) shapes: usize,
     pub(crate) values: usize,
     pub(crate) orderings: usize,
     /// Device allocations the graph keeps, counted as held during the capture.
@@ -119,8 +118,6 @@ impl NodeBook {
         let rec = &mut self.rec;
         rec.ops.clear();
         rec.ops.reserve(sizes.ops);
-        rec.shapes.clear();
-        rec.shapes.reserve(sizes.shapes);
         rec.known.clear();
         rec.touched.clear();
         rec.values.clear();
@@ -148,7 +145,6 @@ impl NodeBook {
     pub(crate) fn sizes(&self) -> BookSizes {
         BookSizes {
             ops: self.rec.ops.len(),
-            shapes: self.rec.shapes.len(),
             values: self.rec.values.len(),
             orderings: self.rec.orderings.len(),
             kept: self.kept,
@@ -162,21 +158,12 @@ impl NodeBook {
     }
 
     /// Hands what the capture recorded to its graph `raw`, whole, with the nodes known from
-    /// the capture (and in cross-check mode the node map) marked as `raw`'s. The graph gets
-    /// copies of the lists; the book keeps them, and their room, for the next capture, which
-    /// then allocates none before it issues ([`NodeBook::reset`] empties them).
+    /// the capture (and in cross-check mode the node map) marked as `raw`'s. The graph takes
+    /// the lists themselves, not copies; the next capture's book reserves as much room again
+    /// ([`NodeBook::reset`], from [`NodeBook::sizes`] taken before), so that it allocates
+    /// each list once before it issues and never copies it.
     pub(crate) fn finish(&mut self, raw: &OwnedGraph) -> Recorded {
-        let r = &mut self.rec;
-        let mut rec = Recorded {
-            ops: r.ops.clone(),
-            shapes: r.shapes.clone(),
-            known: r.known.clone(),
-            touched: r.touched.clone(),
-            values: r.values.clone(),
-            orderings: r.orderings.clone(),
-            blocks: r.blocks.take(),
-            nodes: std::mem::take(&mut r.nodes),
-        };
+        let mut rec = std::mem::take(&mut self.rec);
         for (_, node) in &mut rec.known {
             *node = raw.bind(*node);
         }
@@ -326,9 +313,8 @@ impl NodeBook {
         let shape = LaunchShape {
             func: kernel.handle(),
             config,
-            args: args.len(),
+            args: args.len() as u32,
         };
-        self.rec.shapes.push(shape);
         let part = self.part();
         self.rec.ops.push(CapturedOp {
             statement: stmt,
@@ -336,7 +322,7 @@ impl NodeBook {
             created: 1,
             values,
             part: part as u32,
-            shape: (self.rec.shapes.len() - 1) as u32,
+            shape: Some(shape),
         });
         if part == 0 {
             self.node_count += 1;
@@ -470,7 +456,7 @@ impl NodeBook {
             created,
             values: (start, OPAQUE),
             part: part as u32,
-            shape: NO_SHAPE,
+            shape: None,
         });
         index
     }
@@ -572,7 +558,7 @@ impl NodeBook {
             created: u32::from(!empty),
             values,
             part: part as u32,
-            shape: NO_SHAPE,
+            shape: None,
         });
         Ok(!empty)
     }
@@ -635,7 +621,7 @@ mod tests {
                 created: u32::from(m),
                 values: (0, 0),
                 part: 0,
-                shape: NO_SHAPE,
+                shape: None,
             });
             book.node_count += usize::from(m);
         }

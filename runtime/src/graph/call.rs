@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use super::book::{NodeBook, Recording};
 use super::pending::{CallStart, PendingCall};
-use super::recorded::{CapturedOp, NO_SHAPE, OPAQUE};
+use super::recorded::{CapturedOp, OPAQUE};
 use crate::call::{BoundCall, CallAccess, CallStream};
 use crate::error::{Error, Result};
 use crate::exec::record::Issue;
@@ -207,7 +207,7 @@ impl NodeBook {
             created: 0,
             values,
             part: 0,
-            shape: NO_SHAPE,
+            shape: None,
         });
         Ok(())
     }

@@ -154,8 +154,8 @@ impl Executable {
         if func.handle() != shape.func {
             return Err(other_kernel(stmt, kernel));
         }
-        if args.len() != shape.args {
-            return Err(other_arity(stmt, shape.args, args.len()));
+        if args.len() != shape.arity() {
+            return Err(other_arity(stmt, shape.arity(), args.len()));
         }
         for access in args.iter().filter_map(|a| a.access()) {
             if !source.covers(&access.range) {

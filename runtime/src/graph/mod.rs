@@ -176,8 +176,7 @@ impl GraphCore {
     /// The shape of operation `i`, if it is a launch.
     #[inline]
     pub(super) fn launch_shape(&self, i: usize) -> Option<LaunchShape> {
-        let op = self.recorded.ops.get(i)?;
-        self.recorded.shapes.get(op.shape as usize).copied()
+        self.recorded.ops.get(i)?.shape
     }
 
     /// The operations of the graph itself (not of block bodies), in issue order.

@@ -20,8 +20,6 @@ use crate::program::Statement;
 pub(crate) struct Recorded {
     /// The operations, in issue order.
     pub(crate) ops: Vec<CapturedOp>,
-    /// The shapes of the launches ([`CapturedOp::shape`]), one per launch in issue order.
-    pub(crate) shapes: Vec<LaunchShape>,
     /// `(operation index, node)` of the operations whose nodes were known as they were made
     /// (a block's, a body's, a collective participant's), in operation order.
     pub(crate) known: Vec<(u32, NodeHandle)>,
@@ -71,10 +69,10 @@ impl Recorded {
     }
 }
 
-/// One captured operation: the statement issue it came from, what it made and where its
-/// values and launch shape are kept. 32 bytes, written once per operation on a capture's hot
-/// path; its node is kept apart ([`Recorded::known`], or mapped by creation order when the
-/// capture has ended).
+/// One captured operation: the statement issue it came from, what it made, where its values
+/// are kept and, for a launch, its shape. Written once per operation on a capture's hot path,
+/// in one push (a launch's shape inside it rather than in a list of its own); its node is
+/// kept apart ([`Recorded::known`], or mapped by creation order when the capture has ended).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CapturedOp {
     /// The statement.
@@ -92,15 +90,11 @@ pub(crate) struct CapturedOp {
     /// ([`Recorded::known`]); only the captured graph's other nodes are mapped in
     /// creation order.
     pub(crate) part: u32,
-    /// For launches: the index of its shape in [`Recorded::shapes`] (the kernel, its
-    /// configuration and number of arguments, from which `GraphExec::set_kernel_args`
-    /// rebuilds the node's parameters without asking the driver); [`NO_SHAPE`] for other
-    /// operations.
-    pub(crate) shape: u32,
+    /// For launches: its shape (the kernel, its configuration and number of arguments, from
+    /// which `GraphExec::set_kernel_args` rebuilds the node's parameters without asking the
+    /// driver); `None` for other operations.
+    pub(crate) shape: Option<LaunchShape>,
 }
-
-/// [`CapturedOp::shape`] of an operation that is no launch.
-pub(crate) const NO_SHAPE: u32 = u32::MAX;
 
 impl CapturedOp {
     /// The graph part it is a node of (see [`CapturedOp::part`]).
@@ -326,7 +320,15 @@ pub(crate) fn node_map(
 pub(crate) struct LaunchShape {
     pub(crate) func: crate::ffi::FunctionHandle,
     pub(crate) config: crate::operand::LaunchConfig,
-    pub(crate) args: usize,
+    /// How many arguments it takes (`u32`, so that the shape packs into 40 bytes).
+    pub(crate) args: u32,
+}
+
+impl LaunchShape {
+    /// How many arguments it takes.
+    pub(crate) fn arity(&self) -> usize {
+        self.args as usize
+    }
 }
 
 /// Notes that an operation touches `range` (nothing for an empty range, once for a range the
@@ -358,7 +360,7 @@ mod tests {
             created: 1,
             values: (0, 0),
             part: 0,
-            shape: NO_SHAPE,
+            shape: None,
         };
         let ops = [op(0), op(1), op(0)];
         // Ordering statements (ids 7, 8, 9) before the first operation, between the second
