@@ -221,6 +221,17 @@ impl<'s> Updater<'s> {
         encode(issued, &mut self.scratch)
     }
 
+    /// Stops the walk at a changed launch whose node it cannot give new parameters.
+    #[cold]
+    #[inline(never)]
+    fn cannot_set(&mut self) -> Error {
+        if self.depth > 0 {
+            self.stop("a launch in a device block's body changed")
+        } else {
+            self.stop("a changed launch takes pinned memory or a cudarc slice")
+        }
+    }
+
     /// Gives launch `i` new parameters.
     fn set_launch(
         &mut self,
@@ -282,18 +293,16 @@ impl Issuer for Updater<'_> {
         if comparable && shape.config == config && self.state.values(i) == Some(&self.scratch[..]) {
             return Ok(());
         }
-        if self.depth > 0 {
-            // A body's kernel nodes are set by capturing anew, never one by one.
-            return Err(self.stop("a launch in a device block's body changed"));
-        }
         // New parameters for the node: what its pointers address must be kept alive by the
         // executable graph, which holds device memory but not pinned memory this way (nor
-        // cudarc slices, which no graph may use: the capture refuses them with its error).
-        if args
-            .iter()
-            .any(|a| matches!(a.holder(), HolderKind::Pinned(_) | HolderKind::Cudarc(_)))
+        // cudarc slices, which no graph may use: the capture refuses them with its error). A
+        // body's kernel nodes are set by capturing anew, never one by one.
+        if self.depth > 0
+            || args
+                .iter()
+                .any(|a| matches!(a.holder(), HolderKind::Pinned(_) | HolderKind::Cudarc(_)))
         {
-            return Err(self.stop("a changed launch takes pinned memory or a cudarc slice"));
+            return Err(self.cannot_set());
         }
         self.set_launch(i, stmt, kernel, config, args, comparable)
     }
