@@ -193,15 +193,22 @@ fn temporaries_run_eagerly_and_replayed_give_the_cpu_values_values() {
     let (wy, wz) = want(9);
     assert_eq!(exec.pipeline().y.to_vec_on(&stream).unwrap(), wy);
     assert_eq!(exec.pipeline().z.to_vec_on(&stream).unwrap(), wz);
-    // A new scalar: `update_args` does not reach into the device branch's body, so it needs a
-    // new capture, which a graph with temporaries cannot take in place...
-    let err = exec.update_args_with(|p| p.k = 11).unwrap_err();
+    // A new scalar of a launch outside the device branch: `update_args` walks the branch
+    // (unchanged) and sets that launch's node in place, without a capture.
+    exec.update_args_with(|p| p.k = 11).unwrap();
+    assert_eq!((exec.stats().updates, exec.stats().args_updates), (0, 1));
+    exec.launch(&stream).unwrap();
+    let (wy, wz) = want(11);
+    assert_eq!(exec.pipeline().y.to_vec_on(&stream).unwrap(), wy);
+    assert_eq!(exec.pipeline().z.to_vec_on(&stream).unwrap(), wz);
+    // A new capture, which a graph with temporaries cannot take in place...
+    let err = exec.update_with(|p| p.k = 13).unwrap_err();
     assert!(err.to_string().contains("temporaries"), "{err}");
     // ...but can instantiate instead.
     exec.reinstantiate_on_topology_change(true);
-    exec.update_args_with(|p| p.k = 11).unwrap();
+    exec.update_with(|p| p.k = 13).unwrap();
     exec.launch(&stream).unwrap();
-    let (wy, wz) = want(11);
+    let (wy, wz) = want(13);
     assert_eq!(exec.pipeline().y.to_vec_on(&stream).unwrap(), wy);
     assert_eq!(exec.pipeline().z.to_vec_on(&stream).unwrap(), wz);
     assert_eq!(exec.stats().reinstantiations, 1);
