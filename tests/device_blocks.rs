@@ -708,19 +708,20 @@ fn side_by_side_branches_with_empty_bodies_finish() {
 }
 
 /// `Stepped`'s argument updates in turn: `(by, lim, top)`, whether the update captures anew (a
-/// change in a body, or of a block's limit) and how many launch nodes it sets in place (the
-/// launch before the loop, when `top` changed).
-const STEPS: [((u32, u32, u32), bool, u64); 5] = [
+/// block's limit changed) and how many launch nodes it sets in place (the launch before the
+/// loop when `top` changed, the one in the loop's body when `by` did).
+const STEPS: [((u32, u32, u32), bool, u64); 6] = [
     ((1, 4, 7), false, 1),
-    ((3, 4, 7), true, 0),
+    ((3, 4, 7), false, 1),
     ((3, 5, 7), true, 0),
-    ((3, 5, 9), false, 1),
-    ((3, 5, 9), false, 0),
+    ((2, 5, 9), false, 2),
+    ((2, 5, 9), false, 0),
+    ((2, 6, 9), true, 0),
 ];
 
-/// Argument updates of a pipeline with device blocks walk the blocks' bodies: a change outside
-/// them sets launch nodes in place, a change inside or of a block's limit captures anew, and
-/// `values` sees each launch's result.
+/// Argument updates of a pipeline with device blocks walk the blocks' bodies: a changed launch
+/// outside or inside them gets new parameters in place, a change of a block's limit captures
+/// anew, and `values` sees each launch's result.
 fn argument_updates_through_device_blocks(values: bool) {
     let _serial = common::serial();
     let (device, origin, k) = gpu();

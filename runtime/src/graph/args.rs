@@ -5,11 +5,11 @@
 //! One walk ([`Updater`]), which issues no work: each launch whose values differ from its
 //! node's gets new parameters at once, and what its new buffer arguments touch is collected
 //! to be kept alive. A device block is compared by its flag and limit and walked into, each
-//! body once, as the capture issued it. When the walk finds a change that parameters cannot
-//! express (other statements, another kernel, a changed copy or fill, a changed launch taking
-//! pinned memory, a change in a block's body or of its flag or limit) it stops, and the
-//! pipeline is captured anew and applied as `update` does — which also overwrites whatever the
-//! walk had set before it stopped.
+//! body once, as the capture issued it (its bodies' launches are set like the others). When the
+//! walk finds a change that parameters cannot express (other statements, another kernel, a
+//! changed copy or fill, a changed launch taking pinned memory, a block's flag or limit) it
+//! stops, and the pipeline is captured anew and applied as `update` does — which also
+//! overwrites whatever the walk had set before it stopped.
 
 use super::recorded::{encode, encode_block, encode_launch, LaunchShape, OPAQUE};
 use crate::error::Error;
@@ -150,8 +150,6 @@ pub(super) struct Updater<'s> {
     /// What the new parameters touch.
     pub(super) keep: Keep,
     recapture: bool,
-    /// How many device blocks' bodies the walk is in.
-    depth: usize,
 }
 
 impl<'s> Updater<'s> {
@@ -170,7 +168,6 @@ impl<'s> Updater<'s> {
             set: 0,
             keep: Keep::default(),
             recapture: false,
-            depth: 0,
         }
     }
 
@@ -225,11 +222,7 @@ impl<'s> Updater<'s> {
     #[cold]
     #[inline(never)]
     fn cannot_set(&mut self) -> Error {
-        if self.depth > 0 {
-            self.stop("a launch in a device block's body changed")
-        } else {
-            self.stop("a changed launch takes pinned memory or a cudarc slice")
-        }
+        self.stop("a changed launch takes pinned memory or a cudarc slice")
     }
 
     /// Gives launch `i` new parameters.
@@ -296,11 +289,11 @@ impl Issuer for Updater<'_> {
         // New parameters for the node: what its pointers address must be kept alive by the
         // executable graph, which holds device memory but not pinned memory this way (nor
         // cudarc slices, which no graph may use: the capture refuses them with its error). A
-        // body's kernel nodes are set by capturing anew, never one by one.
-        if self.depth > 0
-            || args
-                .iter()
-                .any(|a| matches!(a.holder(), HolderKind::Pinned(_) | HolderKind::Cudarc(_)))
+        // launch in a device block's body is set the same way: its node is in the body graph,
+        // which the executable graph instantiated with it.
+        if args
+            .iter()
+            .any(|a| matches!(a.holder(), HolderKind::Pinned(_) | HolderKind::Cudarc(_)))
         {
             return Err(self.cannot_set());
         }
@@ -464,9 +457,8 @@ impl Issuer for Updater<'_> {
 
 impl Updater<'_> {
     /// A device block, walked as the capture issued it: its flag and limit (what its built-in
-    /// kernels read) must be the captured ones, then each body once, in order. Its nodes take
-    /// no new parameters: a launch in a body whose values changed, like any other change the
-    /// walk cannot apply, stops it (the pipeline is captured anew).
+    /// kernels read) must be the captured ones, then each body once, in order; a changed launch
+    /// in a body gets new parameters in place like any other.
     fn block(
         &mut self,
         stmt: &'static Statement,
@@ -480,10 +472,7 @@ impl Updater<'_> {
         if flag.is_planning() || self.state.values(i) != Some(&self.scratch[..]) {
             return Err(self.stop("a device block's flag or limit changed"));
         }
-        self.depth += 1;
-        let walked = bodies.iter_mut().try_for_each(|body| body(&mut *self));
-        self.depth -= 1;
-        walked
+        bodies.iter_mut().try_for_each(|body| body(&mut *self))
     }
 }
 

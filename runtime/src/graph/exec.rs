@@ -349,8 +349,8 @@ impl<P: Pipeline> GraphExec<P> {
     /// not compared: the graph keeps running those it captured.
     ///
     /// Device blocks (`while`, `if`, `switch`) are walked as the capture issued them: the
-    /// block's flag and limit are compared, then each body's statements once, in order; a
-    /// block whose statements and values are all unchanged keeps its nodes. A `call` keeps
+    /// block's flag and limit are compared, then each body's statements once, in order, a
+    /// changed launch in a body set in place like any other. A `call` keeps
     /// its nodes when its op's work is fixed ([`StreamOp::fixed_work`](crate::StreamOp::fixed_work))
     /// and the op and operands are the captured ones.
     ///
@@ -358,7 +358,7 @@ impl<P: Pipeline> GraphExec<P> {
     /// its errors) when an argument update cannot express the change: the pipeline issued
     /// other statements, a launch runs another kernel, a copy's or fill's operands changed, a
     /// changed launch takes pinned host memory, many updates' buffers are held already, a
-    /// launch in a device block's body changed or a block's flag or limit did, a `call`
+    /// device block's flag or limit changed, a `call`
     /// changed or its op's work cannot be compared, or the pipeline has a collective (NCCL's
     /// nodes, which argument updates do not reach). On
     /// error the previous pipeline stays the executable graph's; nodes may run some of the new
