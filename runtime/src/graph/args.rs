@@ -256,9 +256,21 @@ impl<'s> Updater<'s> {
         if let Some(slot) = self.state.slot(i) {
             slot.forget();
         }
-        self.exec
-            .set_kernel_args(node, func, &config, args)
-            .map_err(|e| Error::driver("cuGraphExecKernelNodeSetParams", e))?;
+        if let Err(e) = self.exec.set_kernel_args(node, func, &config, args) {
+            // A node in a block's body the driver would not set (its slot is forgotten, what
+            // it may run now is kept): captured anew, which sets every node.
+            let in_body = self
+                .core
+                .recorded
+                .ops
+                .get(i)
+                .is_some_and(|op| op.part() > 0);
+            return Err(if in_body {
+                self.stop("a launch in a device block's body could not be set in place")
+            } else {
+                Error::driver("cuGraphExecKernelNodeSetParams", e)
+            });
+        }
         self.state
             .set(i, config, comparable.then_some(&self.scratch[..]));
         self.set += 1;
