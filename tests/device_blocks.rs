@@ -719,16 +719,23 @@ const STEPS: [((u32, u32, u32), bool, u64); 6] = [
     ((2, 6, 9), true, 0),
 ];
 
+/// `Stepped`'s buffers and flags, the branch's flag set to `pick`.
+fn stepped_memory(
+    device: &streamgraph::Device,
+    pick: u32,
+) -> (DeviceBuffer<u32>, DeviceBuffer<u32>, DeviceFlag, DeviceFlag) {
+    let word = || DeviceBuffer::<u32>::zeros(device, 1).unwrap();
+    let flag = |v| DeviceFlag::new(device, v).unwrap();
+    (word(), word(), flag(0), flag(pick))
+}
+
 /// Argument updates of a pipeline with device blocks walk the blocks' bodies: a changed launch
 /// outside or inside them gets new parameters in place, a change of a block's limit captures
 /// anew, and `values` sees each launch's result.
 fn argument_updates_through_device_blocks(values: bool) {
     let _serial = common::serial();
     let (device, origin, k) = gpu();
-    let mut x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
-    let mut y = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
-    let mut flag = DeviceFlag::new(&device, 0).unwrap();
-    let pick = DeviceFlag::new(&device, 1).unwrap();
+    let (mut x, mut y, mut flag, pick) = stepped_memory(&device, 1);
     let mut exec = capture(
         &origin,
         Stepped::new(&mut x, &mut y, &mut flag, &pick, &k, 4, 1, 5),
@@ -784,10 +791,7 @@ fn argument_updates_walk_device_block_bodies_values() {
 fn a_graph_set_keeps_a_graph_with_device_blocks() {
     let _serial = common::serial();
     let (device, origin, k) = gpu();
-    let mut x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
-    let mut y = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
-    let mut flag = DeviceFlag::new(&device, 0).unwrap();
-    let pick = DeviceFlag::new(&device, 0).unwrap();
+    let (mut x, mut y, mut flag, pick) = stepped_memory(&device, 0);
     let mut set = GraphSet::new(&origin, 2);
     for (key, round) in [(4u32, 0), (2, 0), (4, 1), (2, 1), (4, 2)] {
         set.launch(
