@@ -382,15 +382,15 @@ impl NodeBook {
         // Its values, for argument updates: what the block's built-in kernels read.
         let start = self.rec.values.len();
         encode_block(flag, limit, &mut self.rec.values);
-        self.set_values(index, start);
+        let len = self.rec.values.len() - start;
+        self.set_values(index, (start as u32, len as u32));
         Ok(index)
     }
 
-    /// Operation `index` has the values written to the book from `start` on.
-    pub(super) fn set_values(&mut self, index: usize, start: usize) {
-        let len = self.rec.values.len() - start;
+    /// Operation `index` has `values`, a span of the book's values.
+    pub(super) fn set_values(&mut self, index: usize, values: (u32, u32)) {
         if let Some(op) = self.rec.ops.get_mut(index) {
-            op.values = (start as u32, len as u32);
+            op.values = values;
         }
     }
 

@@ -192,14 +192,8 @@ impl NodeBook {
     /// the op keeps; the call's signature ([`super::recorded::encode_call`]) is its values.
     fn note_call(&mut self, stmt: &'static Statement, call: &dyn BoundCall) -> Result<()> {
         let occurrence = self.issued(stmt)?;
-        let start = self.rec.values.len();
         let owner = call.keep();
-        let values = if super::recorded::encode_call(call, owner.as_ref(), &mut self.rec.values) {
-            (start as u32, (self.rec.values.len() - start) as u32)
-        } else {
-            self.rec.values.truncate(start);
-            (start as u32, OPAQUE)
-        };
+        let values = self.call_values(call, owner.as_ref());
         self.hold_call(call.accesses(), owner);
         self.rec.ops.push(CapturedOp {
             statement: stmt,
@@ -246,15 +240,27 @@ impl NodeBook {
     ) -> Result<()> {
         let occurrence = self.issued(stmt)?;
         let index = self.book_known(stmt, occurrence, added.exit, added.inner);
-        // The call's signature, as a call in the graph itself has it (see `note_call`).
-        let start = self.rec.values.len();
-        if super::recorded::encode_call(call, owner.as_ref(), &mut self.rec.values) {
-            self.set_values(index, start);
-        } else {
-            self.rec.values.truncate(start);
-        }
+        let values = self.call_values(call, owner.as_ref());
+        self.set_values(index, values);
         self.hold_call(call.accesses(), owner);
         Ok(())
+    }
+
+    /// Books `call`'s signature ([`super::recorded::encode_call`]) as values, for argument
+    /// updates to compare; returns their span, [`OPAQUE`] where the op's work cannot be
+    /// compared.
+    fn call_values(
+        &mut self,
+        call: &dyn BoundCall,
+        owner: Option<&Arc<dyn std::any::Any + Send + Sync>>,
+    ) -> (u32, u32) {
+        let start = self.rec.values.len();
+        if super::recorded::encode_call(call, owner, &mut self.rec.values) {
+            (start as u32, (self.rec.values.len() - start) as u32)
+        } else {
+            self.rec.values.truncate(start);
+            (start as u32, OPAQUE)
+        }
     }
 
     /// The graph keeps a call's operands (their memory is touched) and its `owner`.
