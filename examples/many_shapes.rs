@@ -5,9 +5,10 @@
 //! Each request of `r` rows is padded to its bucket (`Buckets::bucket_for`: the smallest that
 //! holds it) and runs that bucket's graph: captured on the bucket's first request, replayed
 //! afterwards. The set holds at most six graphs: a seventh bucket drops the least recently
-//! used one, whose graph memory is returned. Every request's rows are compared with an eager
-//! run of the same pipeline (bitwise) and, for some, with a CPU reference. Prints each bucket's
-//! counts and the graph memory all buckets share against what they would take apart.
+//! used one. Every request's rows are compared with an eager run of the same pipeline
+//! (bitwise) and, for some, with a CPU reference. Prints each bucket's counts and the memory
+//! all buckets' temporaries share (`GraphSet::temp_memory`) against what they would take
+//! apart.
 //! Without a GPU it prints the plan of the largest bucket's step instead.
 //!
 //! Run with `cargo run --release --example many_shapes`.
@@ -173,13 +174,12 @@ fn run() -> Result<(), Error> {
             );
         }
     }
-    let memory = set.graph_memory()?;
     println!(
-        "{} graphs held ({} dropped past {HELD}); their temporaries: {} B apart, {} B of graph memory reserved, shared",
+        "{} graphs held ({} dropped past {HELD}); their temporaries: {} B apart, {} B of the set's memory, shared",
         set.len(),
         set.dropped(),
         set.temp_bytes(),
-        memory.reserved
+        set.temp_memory()
     );
     Ok(())
 }

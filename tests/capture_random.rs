@@ -42,8 +42,9 @@ use random_support::{launch_ancestors, ops, Model, Outcome, Words};
 use streamgraph::__private::{arg_write, copy_with, fill, place};
 use streamgraph::testing::{self, Call, RandomMemory, RandomOptions, RandomProgram};
 use streamgraph::{
-    AccessMode, Capture, CopySource, Device, DeviceBuffer, Eager, Error, Issuer, Kernel, KernelArg,
-    Module, PinnedBuffer, Pipeline, Plan, Program, ProgramBuilder, Stream, StreamOptions,
+    AccessMode, Capture, CopySource, Device, DeviceBuffer, Eager, Error, GraphSet, Issuer, Kernel,
+    KernelArg, Module, PinnedBuffer, Pipeline, Plan, Program, ProgramBuilder, Stream,
+    StreamOptions,
 };
 
 const SOURCE: &str = r#"
@@ -551,6 +552,131 @@ fn random_programs_with_temporaries_capture_as_planned() {
     }
     println!("{programs} programs with {temps} temporaries captured as planned");
     assert!(programs > 1000, "{programs}");
+}
+
+/// The programs of the GPU suite that hold temporaries, captured through a `GraphSet`: their
+/// temporaries placed in the set's memory at the plan's layout (no memory nodes; the
+/// allocations and releases verified as operations without nodes, every edge around them
+/// against the plan), each capture's node map cross-checked, the set's memory the layout's
+/// block in 2 MiB steps. Runs no work: the stand-in driver runs it (`.ci/stand-in-tests`).
+#[test]
+#[ignore = "needs a CUDA driver (a GPU, or the stand-in driver of benches/stub-driver)"]
+fn random_programs_with_temporaries_capture_into_graph_sets_as_planned() {
+    let options = options();
+    let (rig, mut memory) = Rig::new(&options);
+    let (mut programs, mut temps) = (0, 0);
+    for seed in 0..2000u64 {
+        let random = RandomProgram::with_options(seed, options.clone());
+        if random.temps().is_empty() {
+            continue;
+        }
+        let plan = random.plan().unwrap();
+        let model = Model::new(&random, &plan);
+        let (run, mut outputs) = Run::new(&rig, &model);
+        let pipe = run.pipe(&rig, &mut memory, &mut outputs, &random, 0);
+        let capture = Capture::new(&rig.origin)
+            .check(false)
+            .cross_check_nodes(true);
+        let mut set = GraphSet::with_capture(capture, 1);
+        set.prepare(0u8, &pipe)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let report = set
+            .verify(&0, &pipe)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        assert_eq!(report.operations, plan.len(), "seed {seed}");
+        assert_eq!(
+            set.temp_memory(),
+            plan.temp_layout(256).extent.next_multiple_of(2 << 20),
+            "seed {seed}"
+        );
+        programs += 1;
+        temps += random.temps().len();
+    }
+    println!("{programs} programs with {temps} temporaries captured into graph sets as planned");
+    assert!(programs > 1000, "{programs}");
+}
+
+/// The programs of the GPU suite that hold temporaries (the first 600 seeds), each launched
+/// through a `GraphSet` three times: the values equal the host simulation's and the eager
+/// run's wherever no race decides, with the temporaries in the set's memory, sharing its
+/// bytes where the plan's layout lets them.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn random_programs_with_temporaries_replay_through_graph_sets_values() {
+    let options = options();
+    let (rig, mut memory) = Rig::new(&options);
+    let origin = &rig.origin;
+    let mut eager = Eager::new(origin);
+    eager.check(false);
+    let (mut programs, mut temps, mut shared) = (0, 0, 0);
+    for seed in 0..600u64 {
+        let random = RandomProgram::with_options(seed, options.clone());
+        if random.temps().is_empty() {
+            continue;
+        }
+        let plan = random.plan().unwrap();
+        let model = Model::new(&random, &plan);
+        let n = plan.len();
+        let (run, mut outputs) = Run::new(&rig, &model);
+        let check = |got: &Outcome, what: &str| {
+            let diffs = model.differences(got);
+            assert!(
+                diffs.is_empty(),
+                "seed {seed}, {what}: {} value(s) differ from the host simulation: {:?}",
+                diffs.len(),
+                &diffs[..diffs.len().min(8)]
+            );
+        };
+        let eager_outcome = {
+            let pipe = run.pipe(&rig, &mut memory, &mut outputs, &random, 5_000);
+            eager.run(&rig.reset(&pipe)).unwrap();
+            eager.run(&pipe).unwrap();
+            origin.synchronize().unwrap();
+            Run::outcome(&pipe, origin, n)
+        };
+        check(&eager_outcome, "eager run");
+        let mut set = GraphSet::with_capture(Capture::new(origin).check(false), 1);
+        let pipe = run.pipe(&rig, &mut memory, &mut outputs, &random, 5_000);
+        for round in 0..3 {
+            eager.run(&rig.reset(&pipe)).unwrap();
+            set.launch(origin, 0u8, &pipe)
+                .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            origin.synchronize().unwrap();
+            let what = format!("graph set launch {round}");
+            let got = Run::outcome(&pipe, origin, n);
+            check(&got, &what);
+            run.check_hosts(&random, &plan, round + 2, &what);
+            assert_eq!(got.slots, eager_outcome.slots, "seed {seed}, {what}");
+            for (w, clean) in model.clean_words.iter().enumerate() {
+                if *clean {
+                    assert_eq!(
+                        got.words[w],
+                        eager_outcome.words[w],
+                        "seed {seed}, {what}: {}",
+                        model.word_name(w)
+                    );
+                }
+            }
+        }
+        let stats = set.stats(&0).unwrap();
+        assert_eq!((stats.captures, stats.launches), (1, 3), "seed {seed}");
+        let layout = plan.temp_layout(256);
+        let sum: usize = plan
+            .temporaries()
+            .iter()
+            .map(|t| t.bytes.next_multiple_of(256))
+            .sum();
+        shared += usize::from(layout.extent < sum);
+        programs += 1;
+        temps += random.temps().len();
+    }
+    println!(
+        "{programs} programs with {temps} temporaries launched through graph sets like eager runs ({shared} with temporaries sharing bytes)"
+    );
+    assert!(
+        programs > 300 && shared > 30,
+        "{programs} programs, {shared} sharing"
+    );
 }
 
 /// The values catch what `verify` catches: a program run with one ordering call left out

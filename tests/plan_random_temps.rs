@@ -559,3 +559,65 @@ fn a_use_moved_outside_the_live_range_races_with_the_allocation_or_release() {
     println!("{before} uses moved before their allocation, {after} releases moved before a use");
     assert!(before > 500 && after > 100, "{before} {after}");
 }
+
+/// The layout a graph set places temporaries by (`Plan::temp_layout`), over 2,000 programs of
+/// each suite, aligned to 4 bytes (the temporaries' own sizes) and to 256 (a graph set's): two
+/// temporaries share bytes only when one is released before the other is allocated; every
+/// offset and span is aligned; the block is at least the peak (the heaviest set of
+/// temporaries live at once needs room side by side) and at most the sum, and at 4 bytes
+/// mostly the peak itself.
+#[test]
+fn temporaries_laid_out_in_one_block_share_bytes_only_when_ordered() {
+    let (mut shared, mut at_peak, mut programs) = (0, 0, 0);
+    for options in [temp_options(), block_temp_options(), whole_temp_options()] {
+        for seed in 0..2000 {
+            let r = RandomProgram::with_options(seed, options.clone());
+            let plan = r.plan().unwrap();
+            let temps = plan.temporaries();
+            if temps.is_empty() {
+                continue;
+            }
+            programs += 1;
+            let reach = plan.graph_reach();
+            let before = |a: usize, b: usize| {
+                temps[a]
+                    .free
+                    .is_some_and(|f| reach.reaches(f, temps[b].alloc))
+            };
+            for align in [4, 256] {
+                let layout = plan.temp_layout(align);
+                assert_eq!(layout.offsets.len(), temps.len(), "seed {seed}");
+                let span = |i: usize| temps[i].bytes.max(1).next_multiple_of(align);
+                for i in 0..temps.len() {
+                    assert_eq!(layout.offsets[i] % align, 0, "seed {seed}");
+                    assert!(layout.offsets[i] + span(i) <= layout.extent, "seed {seed}");
+                    for j in i + 1..temps.len() {
+                        let (a, b) = (layout.offsets[i], layout.offsets[j]);
+                        if a < b + span(j) && b < a + span(i) {
+                            assert!(
+                                before(i, j) || before(j, i),
+                                "seed {seed}: temporaries {i} and {j} share bytes but may be live at once"
+                            );
+                            shared += 1;
+                        }
+                    }
+                }
+                let peak = plan.temp_peak_bytes();
+                let sum: usize = (0..temps.len()).map(span).sum();
+                assert!(
+                    layout.extent >= peak && layout.extent <= sum,
+                    "seed {seed}: block {} against peak {peak} and sum {sum}",
+                    layout.extent
+                );
+                if align == 4 {
+                    at_peak += usize::from(layout.extent == peak);
+                }
+            }
+        }
+    }
+    println!(
+        "{programs} programs with temporaries: {shared} pairs share bytes, {at_peak} blocks at the peak"
+    );
+    assert!(shared > 1000, "{shared}");
+    assert!(at_peak > programs * 9 / 10, "{at_peak} of {programs}");
+}

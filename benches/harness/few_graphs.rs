@@ -23,7 +23,8 @@
 //! (`many_shapes::Baseline`); start-up (`streamgraph-set`: `prepare_all`, host ms:
 //! `capture_all`; `streamgraph-switch`: one capture, instantiation and upload; `eager`:
 //! nothing to capture, 0); every bucket's step once, smallest first,
-//! synchronize, memory in use over the baseline and `Device::graph_memory().reserved`; then the
+//! synchronize, memory in use over the baseline and the pool (`Device::graph_memory().reserved`,
+//! plus `GraphSet::temp_memory`, the set's own memory for its temporaries); then the
 //! requests, each timed alone: the start event on the origin, the launch call (host µs), the
 //! end event, a wait for it (wall µs from the call to the wait's return; device µs between the
 //! events, which includes the time the host takes to issue); the sample's medians over its
@@ -285,7 +286,9 @@ impl SetCase {
             set.launch(&self.origin, b, &step(net, y, i))?;
         }
         let after = base.over()?;
-        let reserved = net.device.graph_memory()?.reserved;
+        // The set's own memory for its temporaries, and graph memory should any graph hold
+        // memory nodes.
+        let reserved = set.temp_memory() as u64 + net.device.graph_memory()?.reserved;
         if check {
             for (i, &b) in net.p.batches.iter().enumerate() {
                 set.verify(&b, &step(net, y, i))?;

@@ -122,6 +122,17 @@ CUresult cuMemAlloc_v2(uint64_t* p,size_t b){*p=nextptr;nextptr+=(b+4095)&~4095u
 // that remembers its address (a temporary's nodes, verified by address).
 CUresult cuMemAllocAsync(uint64_t* p,size_t b,stream* s){cuMemAlloc_v2(p,b); if(active(s)){node* n=add_node(s); if(n){n->type=10;n->ptr=*p;}} return OK;}
 CUresult cuMemFree_v2(uint64_t p){return OK;}
+// Virtual memory management: a reservation is a range of fresh addresses, physical memory a
+// handle; mapping checks nothing (a graph set's temporaries, `ffi/arena.rs`).
+CUresult cuMemGetAllocationGranularity(size_t* g,const void* prop,int option){*g=2u<<20;return OK;}
+CUresult cuMemAddressReserve(uint64_t* p,size_t b,size_t align,uint64_t addr,unsigned long long f){nextptr=(nextptr+(2u<<20)-1)&~((2ull<<20)-1);*p=nextptr;nextptr+=b;return OK;}
+CUresult cuMemAddressFree(uint64_t p,size_t b){return OK;}
+static unsigned long long memhandles;
+CUresult cuMemCreate(unsigned long long* h,size_t b,const void* prop,unsigned long long f){*h=++memhandles;return OK;}
+CUresult cuMemRelease(unsigned long long h){return OK;}
+CUresult cuMemMap(uint64_t p,size_t b,size_t off,unsigned long long h,unsigned long long f){return OK;}
+CUresult cuMemUnmap(uint64_t p,size_t b){return OK;}
+CUresult cuMemSetAccess(uint64_t p,size_t b,const void* desc,size_t n){return OK;}
 CUresult cuMemFreeAsync(uint64_t p,stream* s){if(active(s)){node* n=add_node(s); if(n){n->type=11;n->ptr=p;}} return OK;}
 // CUDA_MEM_ALLOC_NODE_PARAMS (CUDA 12.6+): `dptr` at offset 112.
 CUresult cuGraphMemAllocNodeGetParams(node* nd,char* p){*(uint64_t*)(p+112)=nd->ptr;return OK;}

@@ -66,7 +66,8 @@ pub use operand::{
     LaunchConfig, Memory, ReduceOp,
 };
 pub use plan::{
-    Plan, PlanBody, PlanOp, PlanTemp, Planner, ProgramBuilder, Race, RaceSide, Reach, Via,
+    Plan, PlanBody, PlanOp, PlanTemp, Planner, ProgramBuilder, Race, RaceSide, Reach, TempLayout,
+    Via,
 };
 pub use program::{
     AccessMode, Collective, EventDecl, Location, OpRef, Program, Statement, StatementKind,

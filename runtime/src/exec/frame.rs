@@ -80,6 +80,9 @@ pub(crate) struct LiveTemp {
     pub(crate) temp: usize,
     pub(crate) range: crate::operand::DeviceRange,
     pub(crate) alloc: &'static crate::program::Statement,
+    /// Placed by the recorder ([`crate::exec::record::Recorder::place_temp`]): released by no
+    /// driver call.
+    pub(crate) placed: bool,
 }
 
 /// The streams and events a [`Frame`] made for one program and its stream options.

@@ -43,10 +43,12 @@ pub(crate) enum Issued<'a> {
     Fill(MemoryRef<'a>, FillPattern),
     /// A host function.
     Host,
-    /// The allocation of a temporary: its memory.
-    Alloc(DeviceRange),
-    /// The release of a temporary: its memory.
-    Free(DeviceRange),
+    /// The allocation of a temporary: its memory, and whether the recorder placed it
+    /// ([`Recorder::place_temp`]; then no driver call allocated it).
+    Alloc(DeviceRange, bool),
+    /// The release of a temporary: its memory, and whether the recorder had placed it (then
+    /// no driver call released it).
+    Free(DeviceRange, bool),
 }
 
 /// What an issuer does besides issuing: told of every statement after [`Issue`] issued it,
@@ -76,6 +78,20 @@ pub(crate) trait Recorder: Sized {
 
     /// Issues host function `f` on `stream`.
     fn host(&mut self, stream: &Stream, f: HostFn) -> Result<()>;
+
+    /// Where the temporary that `stmt` allocates (`bytes` bytes on device `device`) lives
+    /// when the recorder places it itself (a graph set's capture, in the set's memory); `None`
+    /// to allocate it in stream order (eagerly from the device's pool; captured, a memory
+    /// node).
+    #[inline(always)]
+    fn place_temp(
+        &mut self,
+        _stmt: &'static Statement,
+        _device: i32,
+        _bytes: usize,
+    ) -> Option<u64> {
+        None
+    }
 
     /// `stmt`, a `record`, `wait` or `wait_stream`, was issued.
     fn ordering(&mut self, stmt: &'static Statement);

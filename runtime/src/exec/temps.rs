@@ -23,18 +23,22 @@ impl<R: Recorder> Issue<'_, R> {
         frame.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let stream = stream_of(&frame.origin, &frame.res.sides, stmt.stream)
             .map_err(|e| e.in_statement(stmt))?;
-        let cudarc = stream.as_cudarc();
-        let ptr = crate::ffi::temp::alloc_async(cudarc.context(), cudarc.cu_stream(), bytes)
-            .map_err(|e| Error::driver("cuMemAllocAsync", e).in_statement(stmt))?;
-        let range = DeviceRange {
-            device: stream.device().ordinal(),
-            ptr,
-            bytes,
+        let device = stream.device().ordinal();
+        let placed = self.rec.place_temp(stmt, device, bytes);
+        let ptr = match placed {
+            Some(ptr) => ptr,
+            None => {
+                let cudarc = stream.as_cudarc();
+                crate::ffi::temp::alloc_async(cudarc.context(), cudarc.cu_stream(), bytes)
+                    .map_err(|e| Error::driver("cuMemAllocAsync", e).in_statement(stmt))?
+            }
         };
+        let range = DeviceRange { device, ptr, bytes };
         frame.temps.push(LiveTemp {
             temp,
             range,
             alloc: stmt,
+            placed: placed.is_some(),
         });
         // Checked after the allocation, which the run's end frees should this fail: the plan
         // names the memory by its own address, which the check maps to this one.
@@ -42,7 +46,7 @@ impl<R: Recorder> Issue<'_, R> {
             expect.alloc(stmt, range)?;
         }
         self.rec
-            .issued(stmt, stream, Issued::Alloc(range))
+            .issued(stmt, stream, Issued::Alloc(range, placed.is_some()))
             .map_err(|e| e.in_statement(stmt))?;
         Ok(TempMemory::new(scope, temp, range))
     }
@@ -73,12 +77,15 @@ impl<R: Recorder> Issue<'_, R> {
         frame.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let stream = stream_of(&frame.origin, &frame.res.sides, stmt.stream)
             .map_err(|e| e.in_statement(stmt))?;
-        let cudarc = stream.as_cudarc();
-        crate::ffi::temp::free_async(cudarc.context(), cudarc.cu_stream(), range.ptr)
-            .map_err(|e| Error::driver("cuMemFreeAsync", e).in_statement(stmt))?;
+        let placed = frame.temps[live].placed;
+        if !placed {
+            let cudarc = stream.as_cudarc();
+            crate::ffi::temp::free_async(cudarc.context(), cudarc.cu_stream(), range.ptr)
+                .map_err(|e| Error::driver("cuMemFreeAsync", e).in_statement(stmt))?;
+        }
         frame.temps.swap_remove(live);
         self.rec
-            .issued(stmt, stream, Issued::Free(range))
+            .issued(stmt, stream, Issued::Free(range, placed))
             .map_err(|e| e.in_statement(stmt))
     }
 
@@ -127,7 +134,7 @@ impl Frame {
     fn free_temps_left(&mut self) -> Option<&'static crate::program::Statement> {
         let first = self.temps.first().map(|t| t.alloc);
         let stream = self.origin.as_cudarc();
-        for t in self.temps.drain(..) {
+        for t in self.temps.drain(..).filter(|t| !t.placed) {
             // Best effort on a path that already failed or is reported as failing.
             let _ = crate::ffi::temp::free_async(stream.context(), stream.cu_stream(), t.range.ptr);
         }

@@ -19,6 +19,7 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaStream, DriverError};
 
 use crate::error::{CaptureFault, Error};
 
+pub(crate) mod arena;
 #[cfg(feature = "cublas")]
 pub(crate) mod blas;
 #[cfg(feature = "cublas")]

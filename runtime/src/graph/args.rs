@@ -404,7 +404,7 @@ impl Issuer for Updater<'_> {
         memory: crate::memory::TempMemory<'_>,
     ) -> Result<(), Error> {
         let i = self.next_op(stmt)?;
-        if self.encode(&Issued::Free(memory.range()))
+        if self.encode(&Issued::Free(memory.range(), false))
             && self.state.values(i) == Some(&self.scratch[..])
         {
             Ok(())

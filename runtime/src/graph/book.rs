@@ -54,6 +54,8 @@ pub(crate) struct Recording {
     /// `while` blocks and kept by its graph, so that no two loops (nested, or in two graphs of
     /// one pipeline, or sharing a flag) share a count.
     pub(crate) counters: Option<DeviceBuffer<u32>>,
+    /// Where the temporaries go in a capture into a graph set's memory; `None`: memory nodes.
+    pub(crate) placement: Option<super::temps::TempPlacement>,
 }
 
 /// What a capture learns while the pipeline is issued: the node of every operation, and
@@ -543,10 +545,14 @@ impl NodeBook {
                 self.keep.hold(dst.holder(), true);
             }
             Issued::Host => {}
-            // The graph owns a temporary's memory (its memory nodes): nothing to keep; its
-            // range is memory the pipeline uses.
-            Issued::Alloc(range) => remember(memory, range),
-            Issued::Free(_) => {}
+            // The graph owns a temporary's memory (its memory nodes, or the lease on the
+            // memory it was placed in): nothing to keep; its range is memory the pipeline
+            // uses. A placed temporary's allocation and release make no node.
+            Issued::Alloc(range, placed) => {
+                empty = placed;
+                remember(memory, range);
+            }
+            Issued::Free(_, placed) => empty = placed,
         }
         let part = self.part();
         if !empty && part == 0 {

@@ -42,10 +42,12 @@ use std::sync::Arc;
 
 use super::blocks;
 use super::book::{BookSizes, NodeBook, Recording};
+use super::temps::TempPlacement;
 use super::{Graph, GraphCore};
 use crate::error::{CaptureFault, Error, Result};
 use crate::exec::eager::Eager;
 use crate::exec::expect::Expected;
+use crate::ffi::arena::TempArena;
 use crate::ffi::capture::{self as gffi, CaptureModeRaw};
 use crate::ffi::conditional::CondKernels;
 use crate::ffi::graph::OwnedGraph;
@@ -137,11 +139,25 @@ pub(crate) struct Captured {
 }
 
 /// The settings a graph keeps to capture its pipeline again (for updates).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) struct CaptureSettings {
     pub(crate) mode: CaptureMode,
     pub(crate) verify: bool,
+    /// The memory of the graph set the graph belongs to, where its temporaries are placed.
+    pub(crate) arena: Option<Arc<TempArena>>,
 }
+
+impl CaptureSettings {
+    /// A capture with these settings on `origin`.
+    pub(crate) fn capture(&self, origin: &Stream) -> Capture {
+        let mut capture = Capture::new(origin).mode(self.mode).check(self.verify);
+        capture.arena = self.arena.clone();
+        capture
+    }
+}
+
+/// The alignment of a temporary placed in a graph set's memory: that of `cuMemAlloc`.
+const TEMP_ALIGN: usize = 256;
 
 /// Captures pipelines into CUDA graphs on an origin stream and the side streams it creates.
 ///
@@ -182,6 +198,9 @@ pub struct Capture {
     /// The built-in kernels of captured device blocks, loaded before the first capture that
     /// needs them.
     kernels: Option<Arc<CondKernels>>,
+    /// A graph set's memory: temporaries are placed in it at their plan's offsets instead of
+    /// being memory nodes (see `ffi/arena.rs`).
+    pub(crate) arena: Option<Arc<TempArena>>,
 }
 
 impl Capture {
@@ -212,6 +231,7 @@ impl Capture {
             sizes: BookSizes::default(),
             spare: None,
             kernels: None,
+            arena: None,
         }
     }
 
@@ -318,6 +338,7 @@ impl Capture {
         CaptureSettings {
             mode: self.mode,
             verify: self.verify,
+            arena: self.arena.clone(),
         }
     }
 
@@ -330,12 +351,30 @@ impl Capture {
         // A pipeline with temporaries is always checked for races on them: a use outside a
         // temporary's live range, which only the plan rules out for every issuer, would touch
         // freed memory.
+        let mut placed = None;
         let expect = if self.verify || !program.temps.is_empty() {
             let plan = Plan::build(pipeline)?;
             if self.verify {
                 plan.check_races()?;
             } else {
                 plan.check_temp_races()?;
+            }
+            // In a graph set's memory the temporaries sit where the plan's layout puts them:
+            // mapped before the capture begins (mapping is not allowed while it runs).
+            if let (Some(arena), false) = (&self.arena, plan.temporaries().is_empty()) {
+                let layout = plan.temp_layout(TEMP_ALIGN);
+                placed = arena
+                    .lease(layout.extent)
+                    .map_err(|e| normalize(e, program, None))?
+                    .map(|lease| {
+                        let at = TempPlacement::new(
+                            arena.ordinal(),
+                            lease.base(),
+                            plan.temporaries(),
+                            &layout,
+                        );
+                        (at, lease)
+                    });
             }
             Some(Box::new(Expected::new(Box::new(plan))))
         } else {
@@ -368,7 +407,7 @@ impl Capture {
             };
             return Err(normalize(error, program, None));
         }
-        let book = match self.spare.take() {
+        let mut book = match self.spare.take() {
             Some(mut book) => {
                 book.reset(program, self.sizes, self.cross_check, self.mode.raw());
                 book
@@ -380,10 +419,16 @@ impl Capture {
                 self.mode.raw(),
             )),
         };
+        let placement = placed.map(|(placement, lease)| {
+            // The graph holds the memory its temporaries are in until its launches finish.
+            book.keep.hold_other(Arc::new(lease));
+            placement
+        });
         let mut recording = Recording {
             book,
             kernels: self.kernels.clone(),
             counters,
+            placement,
         };
         self.eager.expect = expect;
         let issued = self.eager.issue_prepared(pipeline, &mut recording);

@@ -179,11 +179,9 @@ impl Executable {
 
     /// Captures `pipeline` anew with the first capture's settings.
     pub(super) fn recaptured<P: Pipeline>(&mut self, pipeline: &P) -> Result<GraphCore> {
-        let capture = self.recapture.get_or_insert_with(|| {
-            Capture::new(&self.base.origin)
-                .mode(self.settings.mode)
-                .check(self.settings.verify)
-        });
+        let capture = self
+            .recapture
+            .get_or_insert_with(|| self.settings.capture(&self.base.origin));
         GraphCore::capture(capture, pipeline)
     }
 
@@ -230,8 +228,9 @@ impl Executable {
     /// Applies a newly captured graph: in place, or by re-instantiation when allowed.
     pub(super) fn apply(&mut self, core: GraphCore, reinstantiate: bool) -> Result<()> {
         // A new capture's temporaries live at addresses of its own memory nodes, which the
-        // executable graph's memory nodes cannot take: never applied in place.
-        let info = if core.program.temps.is_empty() {
+        // executable graph's memory nodes cannot take: never applied in place. Temporaries
+        // placed in a graph set's memory make no nodes.
+        let info = if !core.has_memory_nodes() && !self.base.has_memory_nodes() {
             self.exec.update(&core.raw)?
         } else {
             crate::ffi::graph_exec::UpdateInfo {

@@ -189,7 +189,9 @@ pub(crate) fn encode(issued: &Issued<'_>, out: &mut Vec<u8>) -> bool {
         Issued::Host => {}
         // A temporary's node is made of its memory: the same address and size on every issue
         // (a graph's memory nodes keep the addresses they were captured with).
-        Issued::Alloc(range) | Issued::Free(range) => memory_signature(Memory::Device(*range), out),
+        Issued::Alloc(range, _) | Issued::Free(range, _) => {
+            memory_signature(Memory::Device(*range), out)
+        }
     }
     true
 }

@@ -54,6 +54,12 @@ impl Recorder for Recording {
         self.book.launch_host_fn(stream, f)
     }
 
+    /// In a capture into a graph set's memory, where the plan's layout puts the temporary.
+    #[inline]
+    fn place_temp(&mut self, stmt: &'static Statement, device: i32, bytes: usize) -> Option<u64> {
+        self.placement.as_mut()?.place(stmt, device, bytes)
+    }
+
     /// A fault after an ordering statement names it.
     #[inline]
     fn ordering(&mut self, stmt: &'static Statement) {

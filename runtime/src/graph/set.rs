@@ -4,6 +4,7 @@
 use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::capture::Capture;
@@ -11,6 +12,7 @@ use super::executable::Executable;
 use super::{GraphCore, VerifyReport};
 use crate::device::GraphMemory;
 use crate::error::{Error, Result};
+use crate::ffi::arena::TempArena;
 use crate::issue::Pipeline;
 use crate::program::Program;
 use crate::stream::Stream;
@@ -28,9 +30,22 @@ use crate::stream::Stream;
 /// **One graph at a time.** Launches go through `&mut self`, and one whose stream is not the
 /// previous launch's waits for that stream first, so no two graphs of a set ever run at
 /// once. That is what lets them share: the pipelines of all keys may borrow the same
-/// buffers (an output of the largest batch, weights), and the temporaries of every graph take
-/// the same physical graph memory (the driver shares it between graphs that do not run at
-/// once), so a set of 32 graphs holds about one graph's [`Plan::temp_peak_bytes`].
+/// buffers (an output of the largest batch, weights), and the temporaries of every graph sit
+/// in one block of device memory the set owns.
+///
+/// **Temporaries.** A graph of a set makes no memory nodes: each capture places the
+/// pipeline's temporaries at the offsets its plan lays out (two share bytes only where one is
+/// released before the other is allocated, the condition on which the driver would share a
+/// graph's memory, so a chain of layers' temporaries takes its [`Plan::temp_peak_bytes`]),
+/// from the base of addresses the set reserves once. The set backs them with device memory
+/// as far as its largest graph reaches, in the driver's allocation granularity (2 MiB on
+/// Hopper) rather than graph memory's granules (32 MiB on driver 580), grown as larger keys
+/// are captured and given back when the graphs that reached furthest are dropped
+/// ([`GraphSet::temp_memory`]). A graph holds what it reaches until its launches have
+/// finished. Because the addresses do not move, a key's pipeline captured again with
+/// temporaries of the same sizes updates its executable graph in place. (On a device that
+/// cannot map memory so, and for a temporary on another device than the set's origin, the
+/// graphs take graph memory nodes as [`Capture`] does, and the driver shares their memory.)
 ///
 /// **Borrows.** Unlike [`GraphExec`](super::GraphExec), a set does not own its pipelines: it
 /// borrows each only for the call. What its graphs' nodes touch (device memory, modules, ops'
@@ -68,6 +83,8 @@ use crate::stream::Stream;
 /// ```
 pub struct GraphSet<K> {
     capture: Capture,
+    /// The memory the temporaries of every graph of the set are placed in.
+    arena: Arc<TempArena>,
     capacity: usize,
     /// Every key launched or prepared so far, held or not, in order of first use.
     keys: Vec<KeyRecord<K>>,
@@ -193,9 +210,12 @@ impl<K: PartialEq + Clone + fmt::Debug> GraphSet<K> {
     /// assert_eq!(set.capacity(), 32);
     /// # Ok::<(), streamgraph::Error>(())
     /// ```
-    pub fn with_capture(capture: Capture, capacity: usize) -> GraphSet<K> {
+    pub fn with_capture(mut capture: Capture, capacity: usize) -> GraphSet<K> {
+        let arena = TempArena::new(capture.origin().as_cudarc().context());
+        capture.arena = Some(arena.clone());
         GraphSet {
             capture,
+            arena,
             capacity: capacity.max(1),
             keys: Vec::new(),
             program: None,
@@ -207,8 +227,9 @@ impl<K: PartialEq + Clone + fmt::Debug> GraphSet<K> {
         }
     }
 
-    /// Whether dropping a graph to make room also returns the device's unused graph memory to
-    /// the driver ([`Device::trim_graph_memory`](crate::Device::trim_graph_memory)); on by
+    /// Whether dropping a graph to make room also gives back the set's temporaries' memory
+    /// that no held graph reaches ([`GraphSet::temp_memory`]) and the device's unused graph
+    /// memory ([`Device::trim_graph_memory`](crate::Device::trim_graph_memory)); on by
     /// default, so that the bound on graphs is a bound on memory.
     pub fn trim_on_drop(&mut self, on: bool) -> &mut Self {
         self.trim = on;
@@ -370,8 +391,36 @@ impl<K: PartialEq + Clone + fmt::Debug> GraphSet<K> {
             .sum()
     }
 
+    /// The bytes of device memory the set holds for its graphs' temporaries: as far as the
+    /// largest held graph's reaches (or the largest dropped one's, with
+    /// [`GraphSet::trim_on_drop`] off), in the driver's allocation granularity.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{pipeline, DeviceBuffer, GraphSet, Stream};
+    /// pipeline! { pipeline Twice(y: &mut DeviceBuffer<f32>, n: usize) {
+    ///     stream s;
+    ///     temp t: f32[n];
+    ///     s: copy t <- y.slice(0..n);
+    ///     s: copy y.slice(0..n) <- t;
+    /// } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut y = DeviceBuffer::<f32>::zeros(&stream.device(), 1 << 20)?;
+    /// let mut set = GraphSet::new(&stream, 4);
+    /// for n in [1 << 10, 1 << 20, 1 << 16] {
+    ///     set.launch(&stream, n, &Twice::new(&mut y, n))?;
+    /// }
+    /// assert_eq!(set.temp_memory(), 4 << 20); // the largest key's 4 MiB, shared by all three
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
+    pub fn temp_memory(&self) -> usize {
+        self.arena.mapped()
+    }
+
     /// The device's graph memory ([`Device::graph_memory`](crate::Device::graph_memory)):
-    /// what the set's graphs (and any other graphs there) use and reserve.
+    /// what graphs with memory nodes (and any other graphs there) use and reserve; a set's
+    /// own temporaries are in [`GraphSet::temp_memory`] instead.
     pub fn graph_memory(&self) -> Result<GraphMemory> {
         self.capture.origin().device().graph_memory()
     }
@@ -470,6 +519,7 @@ impl<K: PartialEq + Clone + fmt::Debug> GraphSet<K> {
 
     fn trim_if(&self, dropped: bool) -> Result<()> {
         if dropped && self.trim {
+            self.arena.shrink();
             self.capture.origin().device().trim_graph_memory()?;
         }
         Ok(())

@@ -312,8 +312,14 @@ impl GraphCore {
                 (Some(n), _) => {
                     index.insert(n.key(), l);
                 }
-                // A call whose op issued nothing, a copy of no bytes.
+                // A call whose op issued nothing, a copy of no bytes, a temporary placed in a
+                // graph set's memory.
                 (None, StatementKind::Call { .. } | StatementKind::Copy) => {
+                    nodeless.insert(l);
+                }
+                (None, StatementKind::Alloc { .. } | StatementKind::Free { .. })
+                    if op.created == 0 =>
+                {
                     nodeless.insert(l);
                 }
                 (None, _) => problems.push(format!(

@@ -60,6 +60,7 @@ pub use builder::ProgramBuilder;
 pub use planner::Planner;
 pub use reach::Reach;
 pub use temps::PlanTemp;
+pub use temps::TempLayout;
 
 /// One operation (a node of the model): one issue of a launch, copy, fill or host statement.
 #[derive(Debug, Clone)]

@@ -61,6 +61,56 @@ pub(crate) fn peak_bytes(temps: &[PlanTemp], reach: &Reach) -> usize {
     (total - flow) as usize
 }
 
+/// Where a run's temporaries sit in one block of memory they share ([`Plan::temp_layout`]):
+/// what a [`GraphSet`](crate::GraphSet)'s captures place them by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TempLayout {
+    /// Each temporary's offset in the block, in the order of [`Plan::temporaries`].
+    pub offsets: Vec<usize>,
+    /// The block's size in bytes: the end of the temporary that ends last.
+    pub extent: usize,
+}
+
+/// Offsets of `temps` in one block, each a multiple of `align`, such that two temporaries
+/// share bytes only when one is released before the other is allocated in the order `reach`
+/// (the condition on which the driver shares a graph's memory). Largest first, each at the
+/// lowest offset clear of the temporaries already placed that it may be live with: for
+/// temporaries live one after another (a chain of layers) the block is the peak
+/// ([`peak_bytes`]); it is never more than their sum.
+pub(crate) fn temp_layout(temps: &[PlanTemp], reach: &Reach, align: usize) -> TempLayout {
+    let align = align.max(1);
+    let before = |a: &PlanTemp, b: &PlanTemp| a.free.is_some_and(|f| reach.reaches(f, b.alloc));
+    let span = |t: &PlanTemp| t.bytes.max(1).next_multiple_of(align);
+    let mut order: Vec<usize> = (0..temps.len()).collect();
+    order.sort_by(|&a, &b| span(&temps[b]).cmp(&span(&temps[a])).then(a.cmp(&b)));
+    let mut offsets = vec![0usize; temps.len()];
+    let mut placed: Vec<usize> = Vec::with_capacity(temps.len());
+    let mut busy: Vec<(usize, usize)> = Vec::new();
+    let mut extent = 0;
+    for &i in &order {
+        let t = &temps[i];
+        busy.clear();
+        busy.extend(
+            placed
+                .iter()
+                .filter(|&&j| !before(t, &temps[j]) && !before(&temps[j], t))
+                .map(|&j| (offsets[j], offsets[j] + span(&temps[j]))),
+        );
+        busy.sort_unstable();
+        let mut at = 0;
+        for &(start, end) in &busy {
+            if at + span(t) <= start {
+                break;
+            }
+            at = at.max(end);
+        }
+        offsets[i] = at;
+        extent = extent.max(at + span(t));
+        placed.push(i);
+    }
+    TempLayout { offsets, extent }
+}
+
 impl Plan {
     /// The temporaries the pipeline allocated (`temp NAME: T[LEN];`), in allocation order:
     /// each one's size and its allocation and release operations.
@@ -90,6 +140,37 @@ impl Plan {
     /// rounding). Computed from the plan alone, without a GPU.
     pub fn temp_peak_bytes(&self) -> usize {
         peak_bytes(&self.temps, self.graph_reach())
+    }
+
+    /// Where the temporaries sit when they share one block of memory, each at an offset that
+    /// is a multiple of `align` and taking a multiple of it: two share bytes only when one is
+    /// released before the other is allocated in the happens-before order (the condition of
+    /// [`Plan::temp_peak_bytes`]). Placed largest first, each at the lowest offset clear of
+    /// those already placed that it may be live with, so the block is at least the peak and
+    /// at most the temporaries' sum; for temporaries live one after another (layers) it is
+    /// the peak. A [`GraphSet`](crate::GraphSet) places its graphs' temporaries so, with an
+    /// `align` of 256.
+    ///
+    /// # Examples
+    /// ```
+    /// use streamgraph::{pipeline, DeviceBuffer, Plan};
+    /// pipeline! { pipeline Layers(x: &mut DeviceBuffer<f32>, n: usize) {
+    ///     stream s;
+    ///     temp a: f32[n];
+    ///     temp b: f32[n];
+    ///     s: copy a <- x;
+    ///     s: copy b <- a;
+    ///     s: copy x <- b;
+    /// } }
+    /// let mut x = DeviceBuffer::for_planning(1000)?;
+    /// let plan = Plan::build(&Layers::new(&mut x, 1000))?;
+    /// let layout = plan.temp_layout(256);
+    /// assert_eq!(layout.offsets, [0, 4096]); // `a` and `b` are live at once
+    /// assert_eq!(layout.extent, 8192);
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
+    pub fn temp_layout(&self, align: usize) -> TempLayout {
+        temp_layout(&self.temps, self.graph_reach(), align)
     }
 
     /// [`Plan::check_races`] restricted to the races on a temporary's memory (its allocation
