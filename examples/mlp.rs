@@ -7,8 +7,9 @@
 //! (an op's workspace serves one call at a time); both read the same weights. The hidden
 //! activations are temporaries, one per half (`temp h0`, `temp h1`): allocated on each
 //! half's stream before its first GEMM and freed after its second, from the device's memory
-//! pool when run eagerly and as graph memory nodes when captured — the pipeline's caller
-//! allocates only its input and output.
+//! pool when run eagerly and, captured, in memory the graph owns (`Capture::own_temp_memory`:
+//! at the offsets the plan lays out, in 2 MiB steps rather than graph memory's 32 MiB
+//! granules) — the pipeline's caller allocates only its input and output.
 //!
 //! The step runs eagerly, is captured into a CUDA graph (verified against its plan) and
 //! replayed 1,000 times. The result is compared with a CPU reference (f64 sums, a tolerance of
@@ -273,19 +274,22 @@ fn run() -> Result<(), Error> {
 
     // Captured and replayed: a fresh output, so the replays must produce the bits themselves.
     let mut replay_y = DeviceBuffer::<f32>::zeros(&device, BATCH * WIDTH)?;
-    let graph = Capture::new(&origin).check(false).capture(MlpStep::new(
-        &x,
-        &mut replay_y,
-        &w1,
-        &b1,
-        &w2,
-        &b2,
-        &gemm_main,
-        &gemm_side,
-        &bias_act,
-        HALF,
-        width,
-    ))?;
+    let graph = Capture::new(&origin)
+        .check(false)
+        .own_temp_memory(true)
+        .capture(MlpStep::new(
+            &x,
+            &mut replay_y,
+            &w1,
+            &b1,
+            &w2,
+            &b2,
+            &gemm_main,
+            &gemm_side,
+            &bias_act,
+            HALF,
+            width,
+        ))?;
     graph.verify()?; // its edges are the plan's
     let exec = graph.instantiate()?;
     let replay_us = time_steps(&origin, REPLAYS, || exec.launch(&origin))?;
@@ -296,7 +300,7 @@ fn run() -> Result<(), Error> {
     end.synchronize()?;
     let back_to_back_us = start.elapsed_time(&end)? * 1e3 / REPLAYS as f32;
     origin.synchronize()?;
-    let memory = exec.graph_memory()?;
+    let held = exec.temp_memory();
     let replayed = exec.pipeline().y.to_vec_on(&origin)?;
     drop(exec);
 
@@ -315,10 +319,10 @@ fn run() -> Result<(), Error> {
     println!("  replay: {replay_us:8.2}  (median of {REPLAYS})");
     println!("  {REPLAYS} replays back to back: {back_to_back_us:.2} per step");
     println!(
-        "temporaries: {} KiB at most at once (the plan), {} KiB graph memory used on the device \
-         (reserved in 32 MiB granules)",
+        "temporaries: {} KiB at most at once (the plan), {} KiB of the graph's own memory \
+         (2 MiB steps)",
         plan()?.temp_peak_bytes() / 1024,
-        memory.used_high / 1024
+        held / 1024
     );
     Ok(())
 }

@@ -400,3 +400,108 @@ fn a_reinstantiated_graph_with_temporaries_runs_the_new_values() {
     exec.launch(&stream).unwrap();
     assert_eq!(exec.pipeline().x.to_vec_on(&stream).unwrap(), vec![7.0; n]);
 }
+
+/// With `Capture::own_temp_memory`, [`Chain`]'s temporaries sit in memory the graph owns:
+/// no memory nodes (the allocations and releases verify as operations without nodes), the
+/// graph's memory its layout's block in 2 MiB steps, and a capture again (a fill's value
+/// changed) applied in place, without a new instantiation. Reads nothing back: runs on the
+/// stand-in driver too.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn temporaries_in_a_graphs_own_memory_make_no_memory_nodes() {
+    let stream = Stream::on(None, 0).unwrap();
+    let device = stream.device();
+    let program = chain_program(true, true);
+    let n = 1 << 20; // 4 MiB each; `a` and `b` live at once, `c` in `a`'s place
+    let plan = plan_of(program, n, n).unwrap();
+    assert_eq!(plan.temp_layout(256).extent, plan.temp_peak_bytes());
+    let mut x = DeviceBuffer::<f32>::zeros(&device, n).unwrap();
+    let graph = streamgraph::Capture::new(&stream)
+        .own_temp_memory(true)
+        .capture(Chain {
+            program,
+            x: &mut x,
+            v: 1.0,
+            len_b: n,
+        })
+        .unwrap();
+    let report = graph.verify().unwrap();
+    assert_eq!(report.operations, plan.len());
+    let mut exec = graph.instantiate().unwrap();
+    assert_eq!(exec.temp_bytes(), 3 * n * 4);
+    assert_eq!(exec.temp_memory(), 8 << 20);
+    exec.launch(&stream).unwrap();
+    // A fill's value changed: captured again and applied in place (no memory nodes).
+    exec.update_args_with(|p| p.v = 5.0).unwrap();
+    exec.update_with(|p| p.v = 6.0).unwrap();
+    assert_eq!(
+        (exec.stats().updates, exec.stats().reinstantiations),
+        (2, 0)
+    );
+    assert_eq!(exec.temp_memory(), 8 << 20);
+    exec.verify().unwrap();
+    // Another capture gets memory of its own.
+    let mut y = DeviceBuffer::<f32>::zeros(&device, n).unwrap();
+    let other = streamgraph::Capture::new(&stream)
+        .own_temp_memory(true)
+        .capture(Chain {
+            program,
+            x: &mut y,
+            v: 2.0,
+            len_b: n,
+        })
+        .unwrap()
+        .instantiate()
+        .unwrap();
+    assert_eq!(other.temp_memory(), 8 << 20);
+    stream.synchronize().unwrap();
+}
+
+/// [`Chain`] on one and two streams in a graph's own memory: replays leave what eager runs
+/// leave, including after an update applied in place; the device's free memory falls by the
+/// graph's memory (about the plan's peak), and no graph memory is used.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn temporaries_in_a_graphs_own_memory_replay_like_eager_runs_values() {
+    let stream = Stream::on(None, 0).unwrap();
+    let device = stream.device();
+    for (two, n) in [(false, 8 << 20), (true, 8 << 20), (true, 1 << 16)] {
+        let program = chain_program(two, true);
+        let plan = plan_of(program, n, n).unwrap();
+        let mut x = DeviceBuffer::<f32>::zeros(&device, n).unwrap();
+        device.synchronize().unwrap();
+        device.trim_graph_memory().unwrap();
+        let (free_before, _) = device.memory_info().unwrap();
+        let mut exec = streamgraph::Capture::new(&stream)
+            .own_temp_memory(true)
+            .capture(Chain {
+                program,
+                x: &mut x,
+                v: 3.0,
+                len_b: n,
+            })
+            .unwrap()
+            .instantiate()
+            .unwrap();
+        for _ in 0..3 {
+            exec.launch(&stream).unwrap();
+        }
+        stream.synchronize().unwrap();
+        assert_eq!(exec.pipeline().x.to_vec_on(&stream).unwrap(), vec![3.0; n]);
+        exec.update_with(|p| p.v = 4.0).unwrap();
+        exec.launch(&stream).unwrap();
+        assert_eq!(exec.pipeline().x.to_vec_on(&stream).unwrap(), vec![4.0; n]);
+        assert_eq!(exec.stats().reinstantiations, 0);
+        let (free_after, _) = device.memory_info().unwrap();
+        let peak = plan.temp_peak_bytes();
+        let held = exec.temp_memory();
+        eprintln!(
+            "two streams {two}: plan peak {peak} B, the graph's memory {held} B, free memory {} B less",
+            free_before.saturating_sub(free_after)
+        );
+        assert_eq!(held, peak.next_multiple_of(2 << 20));
+        assert_eq!(device.graph_memory().unwrap().used, 0);
+        assert!(free_before.saturating_sub(free_after) <= held + (8 << 20));
+        exec.verify().unwrap();
+    }
+}

@@ -157,7 +157,8 @@ impl SwitchCase {
             origin.fill(&mut self.parts.y, f32::NAN)?;
         }
         let base = Baseline::take(&net.device)?;
-        let mut capture = Capture::new(origin).check(false);
+        // Its temporaries in memory of its own (2 MiB steps), as a graph set's are.
+        let mut capture = Capture::new(origin).check(false).own_temp_memory(true);
         let t0 = Instant::now();
         let graph = capture.capture(self.parts.step(net, 0))?;
         if check {
@@ -196,7 +197,7 @@ impl SwitchCase {
             run(i)?;
         }
         let after = base.over()?;
-        let reserved = net.device.graph_memory()?.reserved;
+        let reserved = exec.temp_memory() as u64 + net.device.graph_memory()?.reserved;
         let serve = timer.serve(&s.requests, |n| run(s.bucket(n)?))?;
         let stats = exec.stats();
         if check && (stats.updates, stats.reinstantiations) != (0, 0) {

@@ -126,6 +126,7 @@ impl NodeBook {
         rec.values.reserve(sizes.values);
         rec.orderings.clear();
         rec.orderings.reserve(sizes.orderings);
+        rec.memory_nodes = false;
         rec.blocks = None;
         rec.nodes = OnceCell::new();
         self.occurrences.clear();
@@ -550,6 +551,7 @@ impl NodeBook {
             // uses. A placed temporary's allocation and release make no node.
             Issued::Alloc(range, placed) => {
                 empty = placed;
+                self.rec.memory_nodes |= !placed;
                 remember(memory, range);
             }
             Issued::Free(_, placed) => empty = placed,

@@ -136,22 +136,23 @@ pub(crate) struct Captured {
     program: &'static Program,
     origin: Stream,
     plan: Option<Box<Plan>>,
+    /// The memory the temporaries were placed in.
+    arena: Option<Arc<TempArena>>,
 }
 
 /// The settings a graph keeps to capture its pipeline again (for updates).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct CaptureSettings {
     pub(crate) mode: CaptureMode,
     pub(crate) verify: bool,
-    /// The memory of the graph set the graph belongs to, where its temporaries are placed.
-    pub(crate) arena: Option<Arc<TempArena>>,
 }
 
 impl CaptureSettings {
-    /// A capture with these settings on `origin`.
-    pub(crate) fn capture(&self, origin: &Stream) -> Capture {
+    /// A capture with these settings on `origin`, placing temporaries in `arena` (the
+    /// memory of the graph captured before), if any.
+    pub(crate) fn capture(&self, origin: &Stream, arena: Option<Arc<TempArena>>) -> Capture {
         let mut capture = Capture::new(origin).mode(self.mode).check(self.verify);
-        capture.arena = self.arena.clone();
+        capture.arena = arena;
         capture
     }
 }
@@ -198,9 +199,12 @@ pub struct Capture {
     /// The built-in kernels of captured device blocks, loaded before the first capture that
     /// needs them.
     kernels: Option<Arc<CondKernels>>,
-    /// A graph set's memory: temporaries are placed in it at their plan's offsets instead of
-    /// being memory nodes (see `ffi/arena.rs`).
+    /// A graph set's memory (or a graph's, when capturing it again): temporaries are placed
+    /// in it at their plan's offsets instead of being memory nodes (see `ffi/arena.rs`).
     pub(crate) arena: Option<Arc<TempArena>>,
+    /// Whether each graph gets memory of its own for its temporaries
+    /// ([`Capture::own_temp_memory`]), where no `arena` is given.
+    own_temps: bool,
 }
 
 impl Capture {
@@ -232,6 +236,7 @@ impl Capture {
             spare: None,
             kernels: None,
             arena: None,
+            own_temps: false,
         }
     }
 
@@ -294,6 +299,44 @@ impl Capture {
         self
     }
 
+    /// Whether each graph this capture makes keeps its temporaries in device memory of its
+    /// own instead of graph memory nodes. Off by default.
+    ///
+    /// Memory nodes take graph memory, which the driver reserves in granules (32 MiB on
+    /// driver 580) and shares between graphs that do not run at once: many graphs cost about
+    /// one graph's peak, but a graph whose temporaries peak at 256 KiB holds 32 MiB. With
+    /// this on, the graph's temporaries sit at the offsets of its plan's layout
+    /// ([`Plan::temp_layout`]) in memory the graph owns, in the driver's allocation
+    /// granularity (2 MiB on Hopper), shared with no other graph: one graph holds about its
+    /// peak ([`GraphExec::temp_memory`](crate::GraphExec::temp_memory)), and its allocations
+    /// and releases make no nodes (they verify as operations without nodes), so a capture
+    /// again applies in place (`update`) where its graph keeps its shape. Launches of one
+    /// executable graph never overlap, and one instantiated anew replaces the old one only
+    /// after the old one's launches have finished, so its temporaries are never in use twice
+    /// at once. A [`GraphSet`](crate::GraphSet) does this for all its graphs in one memory.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{pipeline, Capture, DeviceBuffer, Stream};
+    /// pipeline! { pipeline Twice(y: &mut DeviceBuffer<f32>) {
+    ///     stream s;
+    ///     temp t: f32[y.len()];
+    ///     s: copy t <- y;
+    ///     s: copy y <- t;
+    /// } }
+    /// let stream = Stream::on(None, 0)?;
+    /// let mut y = DeviceBuffer::<f32>::zeros(&stream.device(), 1 << 16)?; // 256 KiB
+    /// let graph = Capture::new(&stream).own_temp_memory(true).capture(Twice::new(&mut y))?;
+    /// let exec = graph.instantiate()?;
+    /// assert_eq!(exec.temp_memory(), 2 << 20); // one 2 MiB granule, not a 32 MiB one
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
+    pub fn own_temp_memory(mut self, on: bool) -> Self {
+        self.own_temps = on;
+        self
+    }
+
     /// Whether [`Capture::run`] runs the pipeline eagerly when capturing it fails with an
     /// [`Error::Capture`]. Off by default.
     ///
@@ -338,7 +381,6 @@ impl Capture {
         CaptureSettings {
             mode: self.mode,
             verify: self.verify,
-            arena: self.arena.clone(),
         }
     }
 
@@ -352,6 +394,7 @@ impl Capture {
         // temporary's live range, which only the plan rules out for every issuer, would touch
         // freed memory.
         let mut placed = None;
+        let mut arena = self.arena.clone();
         let expect = if self.verify || !program.temps.is_empty() {
             let plan = Plan::build(pipeline)?;
             if self.verify {
@@ -361,7 +404,11 @@ impl Capture {
             }
             // In a graph set's memory the temporaries sit where the plan's layout puts them:
             // mapped before the capture begins (mapping is not allowed while it runs).
-            if let (Some(arena), false) = (&self.arena, plan.temporaries().is_empty()) {
+            if self.arena.is_none() && self.own_temps && !plan.temporaries().is_empty() {
+                // The graph's own memory (the next capture gets other memory).
+                arena = Some(TempArena::new(self.eager.origin().as_cudarc().context()));
+            }
+            if let (Some(arena), false) = (&arena, plan.temporaries().is_empty()) {
                 let layout = plan.temp_layout(TEMP_ALIGN);
                 placed = arena
                     .lease(layout.extent)
@@ -419,6 +466,9 @@ impl Capture {
                 self.mode.raw(),
             )),
         };
+        if placed.is_none() {
+            arena = None;
+        }
         let placement = placed.map(|(placement, lease)| {
             // The graph holds the memory its temporaries are in until its launches finish.
             book.keep.hold_other(Arc::new(lease));
@@ -482,6 +532,7 @@ impl Capture {
                     program,
                     origin,
                     plan,
+                    arena,
                 })
             }
             Err(e) => {
@@ -517,11 +568,12 @@ impl GraphCore {
             program,
             origin,
             plan,
+            arena,
         } = capture.capture_core(pipeline)?;
         let recorded = book.finish(&graph);
         // The next capture's book, without allocating it anew.
         capture.spare = Some(book);
-        let core = GraphCore::new(graph, program, origin, recorded);
+        let core = GraphCore::new(graph, program, origin, recorded, arena);
         if let Some(plan) = plan {
             core.verify_against(&plan)?;
         }

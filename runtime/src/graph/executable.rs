@@ -179,9 +179,10 @@ impl Executable {
 
     /// Captures `pipeline` anew with the first capture's settings.
     pub(super) fn recaptured<P: Pipeline>(&mut self, pipeline: &P) -> Result<GraphCore> {
-        let capture = self
-            .recapture
-            .get_or_insert_with(|| self.settings.capture(&self.base.origin));
+        let capture = self.recapture.get_or_insert_with(|| {
+            self.settings
+                .capture(&self.base.origin, self.base.arena.clone())
+        });
         GraphCore::capture(capture, pipeline)
     }
 

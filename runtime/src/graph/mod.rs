@@ -50,8 +50,10 @@ use std::collections::BTreeSet;
 use std::ffi::CString;
 use std::marker::PhantomData;
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::ffi::arena::TempArena;
 use crate::ffi::graph::{NodeHandle, OwnedGraph};
 use crate::issue::Pipeline;
 use crate::operand::DeviceRange;
@@ -102,6 +104,9 @@ pub(crate) struct GraphCore {
     origin: Stream,
     /// The operations, their shapes, values, memory and known nodes, as captured.
     recorded: Recorded,
+    /// The memory the temporaries are placed in (a graph set's, or the graph's own), which a
+    /// capture of the pipeline again reuses; `None`: memory nodes.
+    arena: Option<Arc<TempArena>>,
     /// Tables made from the above when first needed (captures that never need them do not
     /// pay for them, nor for the allocation that holds them).
     derived: OnceCell<Box<Derived>>,
@@ -130,12 +135,14 @@ impl GraphCore {
         program: &'static Program,
         origin: Stream,
         recorded: Recorded,
+        arena: Option<Arc<TempArena>>,
     ) -> GraphCore {
         GraphCore {
             raw,
             program,
             origin,
             recorded,
+            arena,
             derived: OnceCell::new(),
         }
     }

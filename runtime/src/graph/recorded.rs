@@ -33,6 +33,9 @@ pub(crate) struct Recorded {
     /// every statement issued, in order ([`sequence`]): two issues with equal sequences build
     /// graphs of one topology.
     pub(crate) orderings: Vec<(u32, u32)>,
+    /// Whether a temporary's allocation made a memory node (it was not placed in memory of
+    /// the graph's own or its graph set's).
+    pub(crate) memory_nodes: bool,
     /// The body graphs of device blocks and the runtime's own nodes; `None` without them.
     pub(crate) blocks: Option<Box<Blocks>>,
     /// The node of every operation (`None` for those that made none): made by the capture in

@@ -31,24 +31,28 @@ impl GraphCore {
 }
 
 impl GraphCore {
-    /// Whether the graph holds memory nodes: temporaries not placed in a graph set's memory.
+    /// Whether the graph holds memory nodes: temporaries not placed in memory of its own or
+    /// its graph set's.
     pub(crate) fn has_memory_nodes(&self) -> bool {
-        self.recorded.ops.iter().any(|op| {
-            op.created > 0
-                && matches!(
-                    op.statement.kind,
-                    crate::program::StatementKind::Alloc { .. }
-                )
-        })
+        self.recorded.memory_nodes
     }
 }
 
 impl<P> GraphExec<P> {
     /// The bytes of the pipeline's temporaries this graph allocates in each launch, as
-    /// captured (its memory-allocation nodes), summed; what the graph holds at once is
-    /// [`Plan::temp_peak_bytes`](crate::Plan::temp_peak_bytes) of its pipeline.
+    /// captured (its memory-allocation nodes, or places in its own memory), summed; what the
+    /// graph holds at once is [`Plan::temp_peak_bytes`](crate::Plan::temp_peak_bytes) of its
+    /// pipeline.
     pub fn temp_bytes(&self) -> usize {
         self.run.current().temp_bytes()
+    }
+
+    /// The bytes of device memory of its own the graph keeps its temporaries in
+    /// ([`Capture::own_temp_memory`](crate::Capture::own_temp_memory)), in the driver's
+    /// allocation granularity; 0 for a graph whose temporaries are memory nodes (their
+    /// memory is in [`GraphExec::graph_memory`]).
+    pub fn temp_memory(&self) -> usize {
+        self.run.current().arena.as_ref().map_or(0, |a| a.mapped())
     }
 
     /// The graph memory of the device this graph runs on ([`Device::graph_memory`](crate::Device::graph_memory)): what all
