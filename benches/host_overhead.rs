@@ -38,7 +38,9 @@
 //! - `update N`: `update_with` of a chain of `N` launches whose arguments change;
 //! - `rawupdate N`: the same by hand: the chain captured with new arguments,
 //!   `cuGraphExecUpdate`, the captured graph destroyed;
-//! - `args N`: `update_args_with` of the same chain (every launch's arguments change).
+//! - `args N`: `update_args_with` of the same chain (every launch's arguments change);
+//! - `same N`: `update_args_with` of the same chain, nothing changed: the walk that compares
+//!   every launch, what an update of a few changed launches costs beyond setting them.
 //!
 //! Each case prints the best of five rounds in nanoseconds per round. On a GPU these are
 //! wall-clock times (the comparison with raw code and the peers is `bench-harness`'s job, in
@@ -551,9 +553,16 @@ fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error>
                 Ok(exec.update_args_with(|p| p.base = r as u32 + 1)?)
             })
         }
+        "same" => {
+            let mut slot = DeviceBuffer::<u32>::zeros(&s.device, 1)?;
+            let mut exec = capture
+                .capture(Stamps::new(&s.k, &mut slot, n, 0))?
+                .instantiate()?;
+            best_of_five(iterations, |_| Ok(exec.update_args_with(|_| {})?))
+        }
         other => {
             Err(format!(
-                "no case `{other}`: raw, counted, capture, distinct, rawstamp, calls, gemms, rawgemms, diamond, eager, ediamond, set, rawset, update, rawupdate or args"
+                "no case `{other}`: raw, counted, capture, distinct, rawstamp, calls, gemms, rawgemms, diamond, eager, ediamond, set, rawset, update, rawupdate, args or same"
             )
             .into())
         }

@@ -42,8 +42,8 @@ use std::sync::Arc;
 
 use super::blocks;
 use super::book::{BookSizes, NodeBook, Recording};
-use super::temps::TempPlacement;
-use super::{Graph, GraphCore};
+use super::placement::place_temps;
+use super::GraphCore;
 use crate::error::{CaptureFault, Error, Result};
 use crate::exec::eager::Eager;
 use crate::exec::expect::Expected;
@@ -156,9 +156,6 @@ impl CaptureSettings {
         capture
     }
 }
-
-/// The alignment of a temporary placed in a graph set's memory: that of `cuMemAlloc`.
-const TEMP_ALIGN: usize = 256;
 
 /// Captures pipelines into CUDA graphs on an origin stream and the side streams it creates.
 ///
@@ -402,27 +399,10 @@ impl Capture {
             } else {
                 plan.check_temp_races()?;
             }
-            // In a graph set's memory the temporaries sit where the plan's layout puts them:
-            // mapped before the capture begins (mapping is not allowed while it runs).
-            if self.arena.is_none() && self.own_temps && !plan.temporaries().is_empty() {
-                // The graph's own memory (the next capture gets other memory).
-                arena = Some(TempArena::new(self.eager.origin().as_cudarc().context()));
-            }
-            if let (Some(arena), false) = (&arena, plan.temporaries().is_empty()) {
-                let layout = plan.temp_layout(TEMP_ALIGN);
-                placed = arena
-                    .lease(layout.extent)
-                    .map_err(|e| normalize(e, program, None))?
-                    .map(|lease| {
-                        let at = TempPlacement::new(
-                            arena.ordinal(),
-                            lease.base(),
-                            plan.temporaries(),
-                            &layout,
-                        );
-                        (at, lease)
-                    });
-            }
+            // In a graph set's memory (or the graph's own) the temporaries sit where the plan's
+            // layout puts them: mapped before the capture begins (not allowed while it runs).
+            placed = place_temps(&plan, &mut arena, self.own_temps, self.eager.origin())
+                .map_err(|e| normalize(e, program, None))?;
             Some(Box::new(Expected::new(Box::new(plan))))
         } else {
             None
@@ -579,103 +559,6 @@ impl GraphCore {
         }
         Ok(core)
     }
-}
-
-/// What [`Capture::run`] did.
-#[derive(Debug)]
-pub enum CaptureOutcome<P> {
-    /// The pipeline was captured.
-    Captured(Graph<P>),
-    /// Capturing failed with `fault` ([`Error::Capture`]); the capture was ended and the
-    /// pipeline ran eagerly on the same streams instead (only with
-    /// [`Capture::fallback_to_eager`]).
-    RanEagerly {
-        /// The pipeline, which ran eagerly.
-        pipeline: P,
-        /// Why capturing failed.
-        fault: Error,
-    },
-}
-
-impl<P> CaptureOutcome<P> {
-    /// Whether the pipeline was captured (rather than run eagerly).
-    pub fn is_captured(&self) -> bool {
-        matches!(self, CaptureOutcome::Captured(_))
-    }
-}
-
-impl Capture {
-    /// Captures `pipeline` into a CUDA graph that owns it.
-    ///
-    /// Errors: [`Error::Capture`] for capture faults (the capture is ended cleanly),
-    /// [`Error::GraphMismatch`] when verification is on and the graph differs from the
-    /// plan, [`Error::Race`] when verification is on and the pipeline has races, and the
-    /// errors of issuing a statement.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// use streamgraph::{pipeline, Capture, DeviceBuffer, Stream};
-    /// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>) { stream s; s: fill x = 1.0f32; } }
-    /// let stream = Stream::on(None, 0)?;
-    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
-    /// let mut capture = Capture::new(&stream); // its side streams and events serve every capture
-    /// let graph = capture.capture(Fill::new(&mut x))?; // owns the pipeline, so the borrow of `x`
-    /// graph.instantiate()?.replay(&stream, 10)?;
-    /// # Ok::<(), streamgraph::Error>(())
-    /// ```
-    pub fn capture<P: Pipeline>(&mut self, pipeline: P) -> Result<Graph<P>> {
-        let core = GraphCore::capture(self, &pipeline)?;
-        Ok(Graph::new(core, pipeline, self.settings()))
-    }
-
-    /// Captures `pipeline`, or — with [`Capture::fallback_to_eager`] and a capture fault —
-    /// runs it eagerly on the same streams and reports that it did.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// use streamgraph::{pipeline, Capture, CaptureOutcome, DeviceBuffer, Stream};
-    /// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>) { stream s; s: fill x = 1.0f32; } }
-    /// let stream = Stream::on(None, 0)?;
-    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
-    /// match Capture::new(&stream).fallback_to_eager(true).run(Fill::new(&mut x))? {
-    ///     CaptureOutcome::Captured(graph) => graph.instantiate()?.launch(&stream)?,
-    ///     CaptureOutcome::RanEagerly { fault, .. } => eprintln!("ran eagerly: {fault}"),
-    /// }
-    /// # Ok::<(), streamgraph::Error>(())
-    /// ```
-    pub fn run<P: Pipeline>(&mut self, pipeline: P) -> Result<CaptureOutcome<P>> {
-        match GraphCore::capture(self, &pipeline) {
-            Ok(core) => Ok(CaptureOutcome::Captured(Graph::new(
-                core,
-                pipeline,
-                self.settings(),
-            ))),
-            Err(fault @ Error::Capture { .. }) if self.falls_back() => {
-                self.run_eagerly(&pipeline)?;
-                Ok(CaptureOutcome::RanEagerly { pipeline, fault })
-            }
-            Err(e) => Err(e),
-        }
-    }
-}
-
-/// Captures `pipeline` on `origin` with the default options ([`Capture::new`]).
-///
-/// # Examples
-///
-/// ```no_run
-/// use streamgraph::{capture, pipeline, DeviceBuffer, Stream};
-/// pipeline! { pipeline Fill(x: &mut DeviceBuffer<f32>) { stream s; s: fill x = 1.0f32; } }
-/// let stream = Stream::on(None, 0)?;
-/// let mut x = DeviceBuffer::zeros(&stream.device(), 1024)?;
-/// let exec = capture(&stream, Fill::new(&mut x))?.instantiate()?;
-/// exec.replay(&stream, 10)?;
-/// # Ok::<(), streamgraph::Error>(())
-/// ```
-pub fn capture<P: Pipeline>(origin: &Stream, pipeline: P) -> Result<Graph<P>> {
-    Capture::new(origin).capture(pipeline)
 }
 
 #[cfg(test)]

@@ -72,7 +72,9 @@ mod collective;
 mod dot;
 mod exec;
 mod executable;
+mod outcome;
 mod pending;
+mod placement;
 mod recorded;
 mod recorder;
 mod set;
@@ -84,12 +86,13 @@ pub use crate::ffi::graph_exec::GraphExecHandle;
 
 pub use buckets::{Bucket, Buckets};
 use capture::CaptureSettings;
-pub use capture::{capture, Capture, CaptureMode, CaptureOutcome};
+pub use capture::{Capture, CaptureMode};
 #[cfg(feature = "testing")]
 pub use dot::captured_dot;
 pub use dot::side_by_side_dot;
 pub use exec::GraphExec;
 pub use executable::GraphStats;
+pub use outcome::{capture, CaptureOutcome};
 pub use set::{GraphSet, KeyStats, Prepare, Prepared};
 pub use verify::VerifyReport;
 #[cfg(feature = "testing")]
