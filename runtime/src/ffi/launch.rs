@@ -114,6 +114,35 @@ impl<'a> KernelArg<'a> {
         true
     }
 
+    /// Whether `recorded` starts with what [`KernelArg::encode_value`] would append for this
+    /// argument; how many bytes that is. Compares in place, appending nothing: what an
+    /// argument update asks of every launch that did not change.
+    #[inline]
+    pub(crate) fn matches_encoded(&self, recorded: &[u8]) -> Option<usize> {
+        if let Some(access) = &self.access {
+            let b: &[u8; 9] = recorded.get(..9)?.try_into().ok()?;
+            let ptr = u64::from_ne_bytes(b[1..].try_into().ok()?);
+            return (b[0] == 8 && ptr == access.range.ptr).then_some(9);
+        }
+        if self.size >= 256 || self.value.is_null() || !self.plain {
+            return None;
+        }
+        let n = self.size as usize;
+        let b = recorded.get(..1 + n)?;
+        if usize::from(b[0]) != n {
+            return None;
+        }
+        // SAFETY: as in `encode_value`: `value` points at a live primitive `T` of `size` bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(self.value.cast::<u8>(), n) };
+        let same = match n {
+            // The common scalars, without a call to `memcmp`.
+            4 => <[u8; 4]>::try_from(&b[1..]).ok() == <[u8; 4]>::try_from(bytes).ok(),
+            8 => <[u8; 8]>::try_from(&b[1..]).ok() == <[u8; 8]>::try_from(bytes).ok(),
+            _ => b[1..] == *bytes,
+        };
+        same.then_some(1 + n)
+    }
+
     /// What keeps the argument's memory allocated.
     pub(crate) fn holder(&self) -> memory::HolderKind<'a> {
         self.holder.0

@@ -11,7 +11,9 @@
 //! stops, and the pipeline is captured anew and applied as `update` does — which also
 //! overwrites whatever the walk had set before it stopped.
 
-use super::recorded::{encode, encode_block, encode_launch, LaunchShape, OPAQUE};
+use super::recorded::{
+    encode, encode_block, encode_launch, same_launch_values, CapturedOp, LaunchShape, OPAQUE,
+};
 use crate::error::Error;
 use crate::exec::record::Issued;
 use crate::ffi::graph::NodeHandle;
@@ -140,9 +142,14 @@ impl ArgState {
 pub(super) struct Updater<'s> {
     /// The graph whose statement sequence and operations the walk must match.
     core: &'s GraphCore,
+    /// Its operations and ordering statements (`(position, id)`), which together are its
+    /// statement sequence: the walk must issue the same.
+    ops: &'s [CapturedOp],
+    orderings: &'s [(u32, u32)],
     exec: &'s OwnedExec,
     state: &'s mut ArgState,
-    seq: usize,
+    /// The next ordering statement and operation the walk must issue.
+    ordering: usize,
     op: usize,
     scratch: Vec<u8>,
     /// Launches given new parameters.
@@ -160,9 +167,11 @@ impl<'s> Updater<'s> {
     ) -> Updater<'s> {
         Updater {
             core,
+            ops: &core.recorded.ops,
+            orderings: &core.recorded.orderings,
             exec,
             state,
-            seq: 0,
+            ordering: 0,
             op: 0,
             scratch: Vec::new(),
             set: 0,
@@ -179,7 +188,7 @@ impl<'s> Updater<'s> {
             return Ok(true);
         }
         walked?;
-        Ok(self.seq != self.core.sequence().len() || self.op != self.core.recorded.ops.len())
+        Ok(self.ordering != self.orderings.len() || self.op != self.ops.len())
     }
 
     /// Stops the walk: the pipeline must be captured anew.
@@ -188,23 +197,29 @@ impl<'s> Updater<'s> {
         Error::InvalidArgument(why.into())
     }
 
-    /// The next statement of the captured sequence must be `stmt`.
+    /// The next ordering statement of the captured sequence must be `stmt`, issued after as
+    /// many operations as it was.
     fn step(&mut self, stmt: &'static Statement) -> Result<(), Error> {
-        match self.core.sequence().get(self.seq) {
-            Some(&id) if id as usize == stmt.id => {
-                self.seq += 1;
+        match self.orderings.get(self.ordering) {
+            Some(&(at, id)) if at as usize == self.op && id as usize == stmt.id => {
+                self.ordering += 1;
                 Ok(())
             }
             _ => Err(self.stop("the pipeline issued other statements")),
         }
     }
 
-    /// The next operation, which must be `stmt`'s.
+    /// The next operation, which must be `stmt`'s, with no ordering statement of the captured
+    /// sequence left before it.
+    #[inline]
     fn next_op(&mut self, stmt: &'static Statement) -> Result<usize, Error> {
-        self.step(stmt)?;
         let i = self.op;
-        match self.core.recorded.ops.get(i) {
-            Some(op) if op.statement.id == stmt.id => {
+        let due = self
+            .orderings
+            .get(self.ordering)
+            .is_some_and(|&(at, _)| at as usize <= i);
+        match self.ops.get(i) {
+            Some(op) if std::ptr::eq(op.statement, stmt) && !due => {
                 self.op += 1;
                 Ok(i)
             }
@@ -276,28 +291,19 @@ impl<'s> Updater<'s> {
         self.set += 1;
         Ok(())
     }
-}
 
-impl Issuer for Updater<'_> {
-    fn launch(
+    /// Launch `i`, whose values or configuration changed: new parameters for its node.
+    #[inline(never)]
+    fn changed_launch(
         &mut self,
+        i: usize,
         stmt: &'static Statement,
         kernel: &Kernel,
         config: LaunchConfig,
         args: &[KernelArg<'_>],
     ) -> Result<(), Error> {
-        let i = self.next_op(stmt)?;
-        let Some(shape) = self.state.slot(i).and_then(|s| s.shape) else {
-            return Err(self.stop("a launch was captured as another operation"));
-        };
-        if kernel.handle() != shape.func || args.len() != shape.arity() {
-            return Err(self.stop("a launch runs another kernel"));
-        }
         self.scratch.clear();
         let comparable = encode_launch(args, &mut self.scratch);
-        if comparable && shape.config == config && self.state.values(i) == Some(&self.scratch[..]) {
-            return Ok(());
-        }
         // New parameters for the node: what its pointers address must be kept alive by the
         // executable graph, which holds device memory but not pinned memory this way (nor
         // cudarc slices, which no graph may use: the capture refuses them with its error). A
@@ -310,6 +316,39 @@ impl Issuer for Updater<'_> {
             return Err(self.cannot_set());
         }
         self.set_launch(i, stmt, kernel, config, args, comparable)
+    }
+}
+
+impl Issuer for Updater<'_> {
+    fn launch(
+        &mut self,
+        stmt: &'static Statement,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Result<(), Error> {
+        let i = self.next_op(stmt)?;
+        let Some(slot) = self.state.slots.get(i) else {
+            return Err(self.stop("a launch was captured as another operation"));
+        };
+        let Some(shape) = &slot.shape else {
+            return Err(self.stop("a launch was captured as another operation"));
+        };
+        if kernel.handle() != shape.func || args.len() != shape.arity() {
+            return Err(self.stop("a launch runs another kernel"));
+        }
+        // Unchanged (what most launches of an update are): compared in place.
+        let (start, len) = slot.span;
+        if shape.config == config && len != OPAQUE {
+            let recorded = self
+                .state
+                .bytes
+                .get(start as usize..start as usize + len as usize);
+            if recorded.is_some_and(|r| same_launch_values(args, r)) {
+                return Ok(());
+            }
+        }
+        self.changed_launch(i, stmt, kernel, config, args)
     }
 
     fn copy(

@@ -124,8 +124,6 @@ struct Derived {
     /// `touched` merged into disjoint `(device, start, end)` intervals in order, for a binary
     /// search per buffer argument of `set_kernel_args`.
     memory: OnceCell<Vec<(i32, u64, u64)>>,
-    /// Every statement issued, in order (see `recorded::sequence`).
-    sequence: OnceCell<Vec<u32>>,
     /// Per graph part (0: the graph, `k + 1`: body graph `k` of a device block), the indices
     /// of its operations in `ops`, in issue order.
     parts: OnceCell<Vec<Vec<usize>>>,
@@ -192,13 +190,6 @@ impl GraphCore {
     /// The operations of the graph itself (not of block bodies), in issue order.
     fn outer(&self) -> impl Iterator<Item = &CapturedOp> + '_ {
         self.recorded.ops.iter().filter(|op| op.part == 0)
-    }
-
-    /// The id of every statement issued, in order.
-    pub(super) fn sequence(&self) -> &[u32] {
-        self.derived()
-            .sequence
-            .get_or_init(|| recorded::sequence(&self.recorded.ops, &self.recorded.orderings))
     }
 
     /// The indices in `ops` of the operations of graph part `part` (see [`Derived::parts`]).

@@ -29,9 +29,9 @@ pub(crate) struct Recorded {
     /// The values of every operation (see [`encode`]), one after the other.
     pub(crate) values: Vec<u8>,
     /// The ordering statements (record, wait, wait_stream) issued: `(position, id)`, where
-    /// `position` is the number of operations booked before it. With `ops` it gives the id of
-    /// every statement issued, in order ([`sequence`]): two issues with equal sequences build
-    /// graphs of one topology.
+    /// `position` is the number of operations booked before it. With `ops` it gives every
+    /// statement issued, in order: two issues with equal `ops` statements and `orderings` build
+    /// graphs of one topology (what an argument update checks).
     pub(crate) orderings: Vec<(u32, u32)>,
     /// Whether a temporary's allocation made a memory node (it was not placed in memory of
     /// the graph's own or its graph set's).
@@ -165,6 +165,19 @@ pub(crate) fn encode_launch(args: &[KernelArg<'_>], out: &mut Vec<u8>) -> bool {
     args.iter().all(|a| a.encode_value(out))
 }
 
+/// Whether `recorded` is what [`encode_launch`] appends for `args`, compared in place.
+#[inline(always)]
+pub(crate) fn same_launch_values(args: &[KernelArg<'_>], recorded: &[u8]) -> bool {
+    let mut rest = recorded;
+    for a in args {
+        match a.matches_encoded(rest) {
+            Some(n) => rest = &rest[n..],
+            None => return false,
+        }
+    }
+    rest.is_empty()
+}
+
 /// Appends what a copy's or a fill's node is made of — its operands — to `out`, in a form
 /// that two issues of one statement compare by bytes (see [`encode_launch`]). Host functions
 /// are not compared (a graph keeps the ones it captured).
@@ -270,21 +283,6 @@ fn memory_signature(m: Memory, out: &mut Vec<u8>) {
     out.extend_from_slice(&(bytes as u64).to_le_bytes());
 }
 
-/// The id of every statement issued, in issue order: the operations' statements `ops`, with
-/// the ordering statements `orderings` (see [`Recorded::orderings`]) between them.
-pub(crate) fn sequence(ops: &[CapturedOp], orderings: &[(u32, u32)]) -> Vec<u32> {
-    let mut out = Vec::with_capacity(ops.len() + orderings.len());
-    let mut pending = orderings.iter().peekable();
-    for (i, op) in ops.iter().enumerate() {
-        while let Some(&(_, id)) = pending.next_if(|&&(at, _)| at as usize <= i) {
-            out.push(id);
-        }
-        out.push(op.statement.id as u32);
-    }
-    out.extend(pending.map(|&(_, id)| id));
-    out
-}
-
 /// The node of every operation in `ops`: those in `known` (`(operation index, node)` in
 /// operation order: nodes known as they were made) have theirs; the captured graph's other
 /// operations that made a node get `listed` (its nodes as `cuGraphGetNodes` lists them, in
@@ -352,28 +350,33 @@ mod tests {
     use crate::ffi::memory::Holder;
     use crate::plan::ProgramBuilder;
 
+    /// An argument update compares a launch's values in place (`same_launch_values`): equal
+    /// exactly when the encoding would be.
     #[test]
-    fn the_sequence_puts_ordering_statements_between_the_operations() {
-        let mut b = ProgramBuilder::new("Sequence");
-        let s = b.stream("s");
-        b.launch(s, "k", &[]);
-        b.launch(s, "k", &[]);
-        let program = b.build();
-        let op = |id: usize| CapturedOp {
-            statement: &program.statements[id],
-            occurrence: 1,
-            created: 1,
-            values: (0, 0),
-            part: 0,
-            shape: None,
-        };
-        let ops = [op(0), op(1), op(0)];
-        // Ordering statements (ids 7, 8, 9) before the first operation, between the second
-        // and the third, and after the last.
-        let orderings = [(0, 7), (2, 8), (3, 9)];
-        assert_eq!(sequence(&ops, &orderings), [7, 0, 1, 8, 0, 9]);
-        assert_eq!(sequence(&ops, &[]), [0, 1, 0]);
-        assert_eq!(sequence(&[], &[(0, 7), (0, 8)]), [7, 8]);
+    fn values_compared_in_place_agree_with_their_encoding() {
+        let (a, b, c, d) = (7u32, 2.5f64, 9u16, [1u8, 2, 3]);
+        let args = [
+            KernelArg::by_ref(&a, None, Holder::FOREIGN),
+            KernelArg::by_ref(&b, None, Holder::FOREIGN),
+            KernelArg::by_ref(&c, None, Holder::FOREIGN),
+        ];
+        let mut out = Vec::new();
+        assert!(encode_launch(&args, &mut out));
+        assert!(same_launch_values(&args, &out));
+        // Any byte off, a byte short or a byte more: not the same.
+        for i in 0..out.len() {
+            let mut off = out.clone();
+            off[i] ^= 1;
+            assert!(!same_launch_values(&args, &off), "byte {i}");
+        }
+        assert!(!same_launch_values(&args, &out[..out.len() - 1]));
+        let mut longer = out.clone();
+        longer.push(0);
+        assert!(!same_launch_values(&args, &longer));
+        // A value that cannot be compared (not a primitive) never matches.
+        let odd = [KernelArg::by_ref(&d, None, Holder::FOREIGN)];
+        assert!(!same_launch_values(&odd, &[3, 1, 2, 3]));
+        assert!(same_launch_values(&[], &[]));
     }
 
     #[test]
