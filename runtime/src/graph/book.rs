@@ -55,7 +55,7 @@ pub(crate) struct Recording {
     /// one pipeline, or sharing a flag) share a count.
     pub(crate) counters: Option<DeviceBuffer<u32>>,
     /// Where the temporaries go in a capture into a graph set's memory; `None`: memory nodes.
-    pub(crate) placement: Option<super::placement::TempPlacement>,
+    pub(crate) placement: Option<Box<super::placement::TempPlacement>>,
 }
 
 /// What a capture learns while the pipeline is issued: the node of every operation, and

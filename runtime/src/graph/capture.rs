@@ -390,8 +390,7 @@ impl Capture {
         // A pipeline with temporaries is always checked for races on them: a use outside a
         // temporary's live range, which only the plan rules out for every issuer, would touch
         // freed memory.
-        let mut placed = None;
-        let mut arena = self.arena.clone();
+        let (mut placed, mut arena) = (None, None);
         let expect = if self.verify || !program.temps.is_empty() {
             let plan = Plan::build(pipeline)?;
             if self.verify {
@@ -401,8 +400,14 @@ impl Capture {
             }
             // In a graph set's memory (or the graph's own) the temporaries sit where the plan's
             // layout puts them: mapped before the capture begins (not allowed while it runs).
-            placed = place_temps(&plan, &mut arena, self.own_temps, self.eager.origin())
-                .map_err(|e| normalize(e, program, None))?;
+            if !plan.temporaries().is_empty() {
+                arena = self.arena.clone();
+                placed = place_temps(&plan, &mut arena, self.own_temps, self.eager.origin())
+                    .map_err(|e| normalize(e, program, None))?;
+                if placed.is_none() {
+                    arena = None;
+                }
+            }
             Some(Box::new(Expected::new(Box::new(plan))))
         } else {
             None
@@ -446,9 +451,6 @@ impl Capture {
                 self.mode.raw(),
             )),
         };
-        if placed.is_none() {
-            arena = None;
-        }
         let placement = placed.map(|(placement, lease)| {
             // The graph holds the memory its temporaries are in until its launches finish.
             book.keep.hold_other(Arc::new(lease));

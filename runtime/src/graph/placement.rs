@@ -21,7 +21,7 @@ pub(crate) fn place_temps(
     arena: &mut Option<Arc<TempArena>>,
     own: bool,
     origin: &Stream,
-) -> Result<Option<(TempPlacement, TempLease)>> {
+) -> Result<Option<(Box<TempPlacement>, TempLease)>> {
     if plan.temporaries().is_empty() {
         return Ok(None);
     }
@@ -34,7 +34,7 @@ pub(crate) fn place_temps(
     let layout = plan.temp_layout(TEMP_ALIGN);
     Ok(arena.lease(layout.extent)?.map(|lease| {
         let at = TempPlacement::new(arena.ordinal(), lease.base(), plan.temporaries(), &layout);
-        (at, lease)
+        (Box::new(at), lease)
     }))
 }
 

@@ -348,7 +348,6 @@ pub(super) fn remember(memory: &mut Vec<DeviceRange>, range: DeviceRange) {
 mod tests {
     use super::*;
     use crate::ffi::memory::Holder;
-    use crate::plan::ProgramBuilder;
 
     /// An argument update compares a launch's values in place (`same_launch_values`): equal
     /// exactly when the encoding would be.
