@@ -394,6 +394,32 @@ impl Run {
 
 /// Up to 6 streams, 4 events and 64 statements of every kind, and up to 3 temporaries of 1 to
 /// 32 elements (the buffers have 16) used in place of buffers.
+/// `got` holds what the host simulation of `model` computes.
+fn check_model(model: &Model, got: &Outcome, seed: u64, what: &str) {
+    let diffs = model.differences(got);
+    assert!(
+        diffs.is_empty(),
+        "seed {seed}, {what}: {} value(s) differ from the host simulation: {:?}",
+        diffs.len(),
+        &diffs[..diffs.len().min(8)]
+    );
+}
+
+/// `got` holds what the eager run left, wherever no race decides.
+fn like_eager(model: &Model, got: &Outcome, eager: &Outcome, seed: u64, what: &str) {
+    assert_eq!(got.slots, eager.slots, "seed {seed}, {what}");
+    for (w, clean) in model.clean_words.iter().enumerate() {
+        if *clean {
+            assert_eq!(
+                got.words[w],
+                eager.words[w],
+                "seed {seed}, {what}: {}",
+                model.word_name(w)
+            );
+        }
+    }
+}
+
 fn options() -> RandomOptions {
     RandomOptions {
         streams: (1, 6),
@@ -426,15 +452,7 @@ fn random_programs_capture_exactly_their_plan_and_replay_like_eager_runs() {
         let model = Model::new(&random, &plan);
         let n = plan.len();
         let (run, mut outputs) = Run::new(&rig, &model);
-        let check = |got: &Outcome, what: &str| {
-            let diffs = model.differences(got);
-            assert!(
-                diffs.is_empty(),
-                "seed {seed}, {what}: {} value(s) differ from the host simulation: {:?}",
-                diffs.len(),
-                &diffs[..diffs.len().min(8)]
-            );
-        };
+        let check = |got: &Outcome, what: &str| check_model(&model, got, seed, what);
 
         let eager_outcome = {
             let pipe = run.pipe(&rig, &mut memory, &mut outputs, &random, 5_000);
@@ -463,17 +481,7 @@ fn random_programs_capture_exactly_their_plan_and_replay_like_eager_runs() {
             check(&replayed, &what);
             run.check_hosts(&random, &plan, replay + 2, &what);
             // The same as the eager run wherever no race decides.
-            assert_eq!(replayed.slots, eager_outcome.slots, "seed {seed}, {what}");
-            for (w, clean) in model.clean_words.iter().enumerate() {
-                if *clean {
-                    assert_eq!(
-                        replayed.words[w],
-                        eager_outcome.words[w],
-                        "seed {seed}, {what}: {}",
-                        model.word_name(w)
-                    );
-                }
-            }
+            like_eager(&model, &replayed, &eager_outcome, seed, &what);
         }
         drop(exec);
         programs += 1;
@@ -618,15 +626,7 @@ fn random_programs_with_temporaries_replay_through_graph_sets_values() {
         let model = Model::new(&random, &plan);
         let n = plan.len();
         let (run, mut outputs) = Run::new(&rig, &model);
-        let check = |got: &Outcome, what: &str| {
-            let diffs = model.differences(got);
-            assert!(
-                diffs.is_empty(),
-                "seed {seed}, {what}: {} value(s) differ from the host simulation: {:?}",
-                diffs.len(),
-                &diffs[..diffs.len().min(8)]
-            );
-        };
+        let check = |got: &Outcome, what: &str| check_model(&model, got, seed, what);
         let eager_outcome = {
             let pipe = run.pipe(&rig, &mut memory, &mut outputs, &random, 5_000);
             eager.run(&rig.reset(&pipe)).unwrap();
@@ -646,17 +646,7 @@ fn random_programs_with_temporaries_replay_through_graph_sets_values() {
             let got = Run::outcome(&pipe, origin, n);
             check(&got, &what);
             run.check_hosts(&random, &plan, round + 2, &what);
-            assert_eq!(got.slots, eager_outcome.slots, "seed {seed}, {what}");
-            for (w, clean) in model.clean_words.iter().enumerate() {
-                if *clean {
-                    assert_eq!(
-                        got.words[w],
-                        eager_outcome.words[w],
-                        "seed {seed}, {what}: {}",
-                        model.word_name(w)
-                    );
-                }
-            }
+            like_eager(&model, &got, &eager_outcome, seed, &what);
         }
         let stats = set.stats(&0).unwrap();
         assert_eq!((stats.captures, stats.launches), (1, 3), "seed {seed}");
