@@ -533,11 +533,30 @@ fn random_programs_capture_exactly_their_plan_and_replay_like_eager_runs() {
 #[test]
 #[ignore = "needs a CUDA driver (a GPU, or the stand-in driver of benches/stub-driver)"]
 fn random_programs_with_temporaries_capture_as_planned() {
+    let mut capture = None;
+    let (programs, temps) = each_temp_program(|rig, seed, plan, pipe| {
+        let capture = capture.get_or_insert_with(|| {
+            Capture::new(&rig.origin)
+                .check(false)
+                .cross_check_nodes(true)
+        });
+        let graph = capture
+            .capture(pipe)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let report = graph
+            .verify()
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        assert_eq!(report.operations, plan.len(), "seed {seed}");
+    });
+    println!("{programs} programs with {temps} temporaries captured as planned");
+    assert!(programs > 1000, "{programs}");
+}
+
+/// Runs `f` on every program of the first 2,000 seeds of the GPU suite that holds temporaries,
+/// with its plan and its pipeline (no spinning); returns how many programs and temporaries.
+fn each_temp_program(mut f: impl FnMut(&Rig, u64, &Plan, RandomPipe<'_>)) -> (usize, usize) {
     let options = options();
     let (rig, mut memory) = Rig::new(&options);
-    let mut capture = Capture::new(&rig.origin)
-        .check(false)
-        .cross_check_nodes(true);
     let (mut programs, mut temps) = (0, 0);
     for seed in 0..2000u64 {
         let random = RandomProgram::with_options(seed, options.clone());
@@ -547,19 +566,16 @@ fn random_programs_with_temporaries_capture_as_planned() {
         let plan = random.plan().unwrap();
         let model = Model::new(&random, &plan);
         let (run, mut outputs) = Run::new(&rig, &model);
-        let pipe = run.pipe(&rig, &mut memory, &mut outputs, &random, 0);
-        let graph = capture
-            .capture(pipe)
-            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-        let report = graph
-            .verify()
-            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-        assert_eq!(report.operations, plan.len(), "seed {seed}");
+        f(
+            &rig,
+            seed,
+            &plan,
+            run.pipe(&rig, &mut memory, &mut outputs, &random, 0),
+        );
         programs += 1;
         temps += random.temps().len();
     }
-    println!("{programs} programs with {temps} temporaries captured as planned");
-    assert!(programs > 1000, "{programs}");
+    (programs, temps)
 }
 
 /// The programs of the GPU suite that hold temporaries, captured through a `GraphSet`: their
@@ -570,18 +586,7 @@ fn random_programs_with_temporaries_capture_as_planned() {
 #[test]
 #[ignore = "needs a CUDA driver (a GPU, or the stand-in driver of benches/stub-driver)"]
 fn random_programs_with_temporaries_capture_into_graph_sets_as_planned() {
-    let options = options();
-    let (rig, mut memory) = Rig::new(&options);
-    let (mut programs, mut temps) = (0, 0);
-    for seed in 0..2000u64 {
-        let random = RandomProgram::with_options(seed, options.clone());
-        if random.temps().is_empty() {
-            continue;
-        }
-        let plan = random.plan().unwrap();
-        let model = Model::new(&random, &plan);
-        let (run, mut outputs) = Run::new(&rig, &model);
-        let pipe = run.pipe(&rig, &mut memory, &mut outputs, &random, 0);
+    let (programs, temps) = each_temp_program(|rig, seed, plan, pipe| {
         let capture = Capture::new(&rig.origin)
             .check(false)
             .cross_check_nodes(true);
@@ -597,9 +602,7 @@ fn random_programs_with_temporaries_capture_into_graph_sets_as_planned() {
             plan.temp_layout(256).extent.next_multiple_of(2 << 20),
             "seed {seed}"
         );
-        programs += 1;
-        temps += random.temps().len();
-    }
+    });
     println!("{programs} programs with {temps} temporaries captured into graph sets as planned");
     assert!(programs > 1000, "{programs}");
 }
