@@ -106,7 +106,12 @@ impl ArgState {
     }
 
     fn values(&self, i: usize) -> Option<&[u8]> {
-        let (start, len) = self.slots.get(i)?.span;
+        self.span_values(self.slots.get(i)?.span)
+    }
+
+    /// The values at `span` of [`ArgState::bytes`]; `None` for [`OPAQUE`] ones.
+    #[inline]
+    fn span_values(&self, (start, len): (u32, u32)) -> Option<&[u8]> {
         if len == OPAQUE {
             return None;
         }
@@ -338,15 +343,13 @@ impl Issuer for Updater<'_> {
             return Err(self.stop("a launch runs another kernel"));
         }
         // Unchanged (what most launches of an update are): compared in place.
-        let (start, len) = slot.span;
-        if shape.config == config && len != OPAQUE {
-            let recorded = self
+        if shape.config == config
+            && self
                 .state
-                .bytes
-                .get(start as usize..start as usize + len as usize);
-            if recorded.is_some_and(|r| same_launch_values(args, r)) {
-                return Ok(());
-            }
+                .span_values(slot.span)
+                .is_some_and(|r| same_launch_values(args, r))
+        {
+            return Ok(());
         }
         self.changed_launch(i, stmt, kernel, config, args)
     }
