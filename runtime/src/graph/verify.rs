@@ -79,18 +79,24 @@ pub(crate) fn check_edges(
     };
     let missing = describe(&mut model.difference(captured));
     let extra = describe(&mut captured.difference(&model));
-    let reach = plan.graph_reach().of_edges(captured.iter());
     if let Some(end) = end {
+        let reach = plan.graph_reach().of_edges(captured.iter());
         problems.extend(end_problems(plan, &reach, end, nodeless));
     }
-    let contracted_reach;
-    let target = if nodeless.is_empty() {
-        plan.graph_reach()
+    let differing = if nodeless.is_empty() {
+        let reach = plan.graph_reach().of_edges(captured.iter());
+        plan.graph_reach().compare(&reach, 8)
     } else {
-        contracted_reach = plan.graph_reach().of_edges(model.iter());
-        &contracted_reach
+        // Compared on the operations with nodes: those without order nothing in either graph
+        // (the plan's edges are contracted around them, the capture has none).
+        let (target, kept) = plan.graph_reach().restricted(nodeless, model.iter());
+        let (reach, _) = plan.graph_reach().restricted(nodeless, captured.iter());
+        let mut differing = target.compare(&reach, 8);
+        for pair in &mut differing.examples {
+            *pair = (kept[pair.0], kept[pair.1]);
+        }
+        differing
     };
-    let differing = target.compare(&reach, 8);
     if !differing.is_equal() {
         let pairs: Vec<String> = differing
             .examples

@@ -161,6 +161,41 @@ impl Reach {
         Reach::new(&chain_of, edges)
     }
 
+    /// The relation of `edges` on this relation's nodes less those in `dropped`, renumbered
+    /// in order, with the chains they were on; and the old index of each new node.
+    ///
+    /// Operations that made no graph node break their stream's chain in both a plan
+    /// contracted around them and its capture, so that neither relation would be exact on
+    /// all the nodes; without them, each stream is a chain again and the clocks answer.
+    /// Edges with an endpoint in `dropped` are left out.
+    pub(crate) fn restricted<'e, E>(
+        &self,
+        dropped: &BTreeSet<usize>,
+        edges: E,
+    ) -> (Reach, Vec<usize>)
+    where
+        E: IntoIterator<Item = &'e (usize, usize)>,
+    {
+        let mut index = vec![usize::MAX; self.len()];
+        let mut kept = Vec::with_capacity(self.len().saturating_sub(dropped.len()));
+        let mut chain_of = Vec::with_capacity(kept.capacity());
+        for (old, &c) in self.chain.iter().enumerate() {
+            if !dropped.contains(&old) {
+                index[old] = kept.len();
+                kept.push(old);
+                chain_of.push(c as usize);
+            }
+        }
+        let renamed: Vec<(usize, usize)> = edges
+            .into_iter()
+            .filter_map(|&(a, b)| {
+                let (x, y) = (*index.get(a)?, *index.get(b)?);
+                (x != usize::MAX && y != usize::MAX).then_some((x, y))
+            })
+            .collect();
+        (Reach::new(&chain_of, &renamed), kept)
+    }
+
     /// The number of nodes.
     pub fn len(&self) -> usize {
         self.position.len()
@@ -378,6 +413,41 @@ mod tests {
     /// Every node on a chain of its own.
     fn own_chains(n: usize, edges: &[(usize, usize)]) -> Reach {
         Reach::new(&(0..n).collect::<Vec<_>>(), edges)
+    }
+
+    #[test]
+    fn nodes_left_out_leave_their_chains_whole() {
+        // Chain 0: 0 -> 1 -> 2; chain 1: 3 -> 4; 1 -> 4 across. Node 1 made no graph node:
+        // the plan's edges contracted around it are 0 -> 2, 0 -> 4, 3 -> 4.
+        let plan = Reach::new(&[0, 0, 0, 1, 1], &[(0, 1), (1, 2), (3, 4), (1, 4)]);
+        let dropped = BTreeSet::from([1]);
+        let contracted = [(0, 2), (0, 4), (3, 4)];
+        let (model, kept) = plan.restricted(&dropped, &contracted);
+        assert_eq!(kept, vec![0, 2, 3, 4]);
+        assert!(model.exact(), "each chain is whole again: clocks answer");
+        let pairs: Vec<(usize, usize)> = (0..4)
+            .flat_map(|a| (0..4).map(move |b| (a, b)))
+            .filter(|&(a, b)| model.reaches(a, b))
+            .map(|(a, b)| (kept[a], kept[b]))
+            .collect();
+        assert_eq!(pairs, vec![(0, 2), (0, 4), (3, 4)]);
+        // On all five nodes the same edges break chain 0 (1 reaches nothing and nothing
+        // reaches it), so the clocks alone would not answer.
+        assert!(!plan.of_edges(&contracted).exact());
+        // A capture that lacks the edge across: found, exactly, by clocks.
+        let (captured, _) = plan.restricted(&dropped, &[(0, 2), (3, 4)]);
+        assert!(captured.exact());
+        let c = model.compare(&captured, 8);
+        assert_eq!((c.count, c.at_least), (1, false));
+        let found: Vec<(usize, usize)> = c
+            .examples
+            .iter()
+            .map(|&(a, b)| (kept[a], kept[b]))
+            .collect();
+        assert_eq!(found, vec![(0, 4)]);
+        // Edges with an end left out are dropped, not renumbered onto other nodes.
+        let (stray, _) = plan.restricted(&dropped, &[(0, 1), (1, 2), (0, 2)]);
+        assert!(stray.reaches(0, 1) && !stray.reaches(2, 3));
     }
 
     #[test]
