@@ -19,6 +19,8 @@
 mod collective;
 #[path = "harness/decode.rs"]
 mod decode;
+#[path = "harness/decode_shapes.rs"]
+mod decode_shapes;
 #[path = "harness/diamond.rs"]
 mod diamond;
 #[path = "harness/few_graphs.rs"]

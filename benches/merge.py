@@ -354,7 +354,7 @@ def goals(rows):
         if r["system"] not in ("streamgraph-set", "streamgraph-switch") or r["p50"] is None:
             continue
         me, p = r["system"], r["params"]
-        label = f"b {p.get('batch_min')}..{p.get('batch_max')}"
+        label = f"{p.get('step', 'mlp')} step, b {p.get('batch_min')}..{p.get('batch_max')}"
 
         def vs(system, variant, metric, me=me, p=p):
             return ratio(q.get(me, "W14", variant, metric, **p), q.get(system, "W14", variant, metric, **p))

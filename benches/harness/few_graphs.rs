@@ -40,22 +40,35 @@ use std::time::Instant;
 
 use ::streamgraph::ops::Gemm;
 use ::streamgraph::{
-    pipeline, Buckets, Capture, Device, DeviceBuffer, Eager, GraphSet, Kernel, Plan, Stream,
+    pipeline, Buckets, Capture, Device, DeviceBuffer, DeviceFlag, Eager, GraphSet, Kernel,
+    Pipeline, Plan, Stream,
 };
 use cudarc::driver::sys;
 
+use crate::decode_shapes::{DecodeKernels, DecodeNet};
 use crate::gpu::{BenchError, Event};
 use crate::many_shapes::{blocks, mib, Baseline, Net, Shapes, BIAS_BLOCK};
-use crate::one_graph::SwitchCase;
+use crate::one_graph::{SwitchCase, SwitchParts, SwitchStep};
 use crate::runner::{metric, Case, Metric, Setup};
 use crate::stats;
 
 type Result<T> = std::result::Result<T, BenchError>;
 
+/// The step W14 serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServedStep {
+    /// W13's MLP step (three cuBLAS GEMMs, `bias_act` after each).
+    Mlp,
+    /// W12's decode-like step with a batch (`decode_shapes.rs`): `layers` diamond layers over
+    /// four streams, five short elementwise kernels each.
+    Decode { layers: usize },
+}
+
 /// W14's size: the step's shapes (one graph per batch size) and the requests served per
 /// sample.
 #[derive(Debug, Clone)]
 pub struct Served {
+    pub step: ServedStep,
     pub shapes: Shapes,
     /// Requests per sample.
     pub requests: usize,
@@ -133,6 +146,48 @@ pipeline! {
     }
 }
 
+/// A step that W14 serves at every batch size: what its systems need of it.
+pub(crate) trait Model: Sync + 'static {
+    /// The step of one batch size, writing the first rows of the output.
+    type Step<'a>: Pipeline
+    where
+        Self: 'a;
+    /// Every batch size's step in one graph, a device `switch` picking one (`one_graph.rs`).
+    type Switch<'a>: Pipeline
+    where
+        Self: 'a;
+
+    fn device(&self) -> &Device;
+    /// Rows of each batch, ascending.
+    fn batches(&self) -> &[usize];
+    /// Elements of the output's rows at batch `i`.
+    fn n(&self, i: usize) -> usize;
+    /// Batch `i`'s step, writing the first `n(i)` elements of `y` (the largest batch's).
+    fn step<'a>(&'a self, y: &'a mut DeviceBuffer<f32>, i: usize) -> Self::Step<'a>;
+    /// After batch `i`'s step ran on `origin` into `y`, poisoned with NaN before: its first
+    /// and last rows against the CPU reference, and the row after them untouched.
+    fn check_output(
+        &self,
+        workload: &str,
+        i: usize,
+        origin: &Stream,
+        y: &DeviceBuffer<f32>,
+    ) -> Result<()>;
+    /// The switch's step, its index set to `index` first.
+    fn switch<'a>(&'a self, parts: &'a mut SwitchParts, index: u32) -> Self::Switch<'a>;
+    /// The switch step's output.
+    fn switch_output<'p>(step: &'p Self::Switch<'_>) -> &'p DeviceBuffer<f32>;
+    /// The switch step's index.
+    fn switch_flag<'p, 'a>(step: &'p Self::Switch<'a>) -> &'p &'a mut DeviceFlag
+    where
+        Self: 'a;
+
+    /// Elements of the output: the largest batch's.
+    fn output_len(&self) -> usize {
+        self.n(self.batches().len() - 1)
+    }
+}
+
 /// Batch `i`'s step on `net`, writing the first rows of `y`.
 fn step<'a>(net: &'a Net, y: &'a mut DeviceBuffer<f32>, i: usize) -> BucketStep<'a, 'a> {
     BucketStep::new(
@@ -147,37 +202,107 @@ fn step<'a>(net: &'a Net, y: &'a mut DeviceBuffer<f32>, i: usize) -> BucketStep<
     )
 }
 
-/// What every system of W14 shares: the network, the buckets, the requests, the plan's peak.
-pub(crate) struct Shared {
-    pub(crate) net: &'static Net,
+impl Model for Net {
+    type Step<'a> = BucketStep<'a, 'a>;
+    type Switch<'a> = SwitchStep<'a, 'a>;
+
+    fn device(&self) -> &Device {
+        &self.device
+    }
+
+    fn batches(&self) -> &[usize] {
+        &self.p.batches
+    }
+
+    fn n(&self, i: usize) -> usize {
+        Net::n(self, i)
+    }
+
+    fn step<'a>(&'a self, y: &'a mut DeviceBuffer<f32>, i: usize) -> BucketStep<'a, 'a> {
+        step(self, y, i)
+    }
+
+    fn check_output(
+        &self,
+        workload: &str,
+        i: usize,
+        origin: &Stream,
+        y: &DeviceBuffer<f32>,
+    ) -> Result<()> {
+        Net::check_output(self, workload, i, origin, y)
+    }
+
+    fn switch<'a>(&'a self, parts: &'a mut SwitchParts, index: u32) -> SwitchStep<'a, 'a> {
+        SwitchStep::new(
+            &self.x,
+            &mut parts.y,
+            &mut parts.arm,
+            parts.stamp,
+            index,
+            &self.ws,
+            &self.bs,
+            &self.gemms,
+            self.bias_act,
+            &parts.ns,
+            parts.ns.last().copied().unwrap_or(0),
+            self.p.width as u32,
+        )
+    }
+
+    fn switch_output<'p>(step: &'p SwitchStep<'_, '_>) -> &'p DeviceBuffer<f32> {
+        step.y
+    }
+
+    fn switch_flag<'p, 'a>(step: &'p SwitchStep<'a, 'a>) -> &'p &'a mut DeviceFlag
+    where
+        Self: 'a,
+    {
+        &step.arm
+    }
+}
+
+/// What every system of W14 shares: the step, the buckets, the requests, the plan's peak.
+pub(crate) struct Shared<M: Model> {
+    pub(crate) model: &'static M,
     buckets: Buckets,
     /// Request sizes of every sample, in order.
     pub(crate) requests: Vec<usize>,
-    /// `Plan::temp_peak_bytes` of [`BucketStep`] at the largest batch.
+    /// `Plan::temp_peak_bytes` of the step at the largest batch.
     peak_largest: usize,
 }
 
-impl Shared {
-    fn new(device: &Device, p: &Served, bias_act: &'static Kernel) -> Result<&'static Shared> {
-        let net: &'static Net = Box::leak(Box::new(Net::new(device, &p.shapes, bias_act)?));
-        let buckets = Buckets::new(p.shapes.batches.iter().copied())?;
-        let mut y = DeviceBuffer::<f32>::zeros(device, net.p.max_batch() * net.p.width)?;
-        let last = net.p.batches.len() - 1;
-        let plan = Plan::build(&step(net, &mut y, last))?;
+impl<M: Model> Shared<M> {
+    /// The shared parts over `model`: the largest batch's plan checked for races, and every
+    /// batch's step run eagerly once and synchronized (cuBLAS's kernels load there, not during
+    /// a capture or a cycle).
+    fn new(model: &'static M, p: &Served) -> Result<&'static Shared<M>> {
+        let device = model.device();
+        let batches = model.batches();
+        let buckets = Buckets::new(batches.iter().copied())?;
+        let mut y = DeviceBuffer::<f32>::zeros(device, model.output_len())?;
+        let last = batches.len() - 1;
+        let plan = Plan::build(&model.step(&mut y, last))?;
         plan.check_races()?;
         let peak_largest = plan.temp_peak_bytes();
-        net.warm(|eager, i| Ok(eager.run(&step(net, &mut y, i))?))?;
+        let origin = Stream::new(device, 0)?;
+        let mut eager = Eager::new(&origin);
+        eager.check(false);
+        for i in 0..batches.len() {
+            eager.run(&model.step(&mut y, i))?;
+            origin.synchronize()?;
+        }
+        device.synchronize()?;
         Ok(Box::leak(Box::new(Shared {
-            net,
+            model,
             buckets,
-            requests: requests(p.seed, p.requests, net.p.max_batch()),
+            requests: requests(p.seed, p.requests, *batches.last().unwrap_or(&0)),
             peak_largest,
         })))
     }
 
     /// The index of the batch size `size` (one of the buckets).
     fn index(&self, size: usize) -> usize {
-        self.net.p.batches.partition_point(|&b| b < size)
+        self.model.batches().partition_point(|&b| b < size)
     }
 
     /// The bucket index of a request of `n` rows.
@@ -256,57 +381,56 @@ fn us_since(t0: Instant) -> f64 {
 }
 
 /// `streamgraph-set`: the 32 graphs in a `GraphSet`.
-struct SetCase {
-    s: &'static Shared,
+struct SetCase<M: Model> {
+    s: &'static Shared<M>,
     origin: Stream,
     y: DeviceBuffer<f32>,
     timer: Timer,
 }
 
-impl SetCase {
+impl<M: Model> SetCase<M> {
     fn cycle(&mut self, check: bool) -> Result<Vec<f64>> {
-        let (s, net) = (self.s, self.s.net);
-        let base = Baseline::take(&net.device)?;
+        let (s, m) = (self.s, self.s.model);
+        let batches = m.batches();
+        let base = Baseline::take(m.device())?;
         let capture = Capture::new(&self.origin).check(false);
-        let mut set: GraphSet<usize> = GraphSet::with_capture(capture, net.p.batches.len());
+        let mut set: GraphSet<usize> = GraphSet::with_capture(capture, batches.len());
         let y = &mut self.y;
-        let prepared = set.prepare_all(net.p.batches.iter().rev().copied(), |&b, prepare| {
-            prepare.pipeline(&step(net, y, s.index(b)))
+        let prepared = set.prepare_all(batches.iter().rev().copied(), |&b, prepare| {
+            prepare.pipeline(&m.step(y, s.index(b)))
         })?;
         let capture_ms = prepared.elapsed.as_secs_f64() * 1e3;
-        if prepared.captured != net.p.batches.len() || set.len() != prepared.captured {
+        if prepared.captured != batches.len() || set.len() != prepared.captured {
             return Err(BenchError::Check(format!(
                 "W14: prepare_all captured {} graphs and the set holds {}, not {}",
                 prepared.captured,
                 set.len(),
-                net.p.batches.len()
+                batches.len()
             )));
         }
-        for (i, &b) in net.p.batches.iter().enumerate() {
-            set.launch(&self.origin, b, &step(net, y, i))?;
+        for (i, &b) in batches.iter().enumerate() {
+            set.launch(&self.origin, b, &m.step(y, i))?;
         }
         let after = base.over()?;
         // The set's own memory for its temporaries, and graph memory should any graph hold
         // memory nodes.
-        let reserved = set.temp_memory() as u64 + net.device.graph_memory()?.reserved;
+        let reserved = set.temp_memory() as u64 + m.device().graph_memory()?.reserved;
         if check {
-            for (i, &b) in net.p.batches.iter().enumerate() {
-                set.verify(&b, &step(net, y, i))?;
+            for (i, &b) in batches.iter().enumerate() {
+                set.verify(&b, &m.step(y, i))?;
             }
-            for i in [0, net.p.batches.len() - 1] {
+            for i in [0, batches.len() - 1] {
                 self.origin.fill(y, f32::NAN)?;
-                set.launch(&self.origin, net.p.batches[i], &step(net, y, i))?;
-                net.check_output("W14 (streamgraph-set)", i, &self.origin, y)?;
+                set.launch(&self.origin, batches[i], &m.step(y, i))?;
+                m.check_output("W14 (streamgraph-set)", i, &self.origin, y)?;
             }
         }
         let serve = self.timer.serve(&s.requests, |n| {
             let i = s.bucket(n)?;
-            Ok(set.launch(&self.origin, net.p.batches[i], &step(net, y, i))?)
+            Ok(set.launch(&self.origin, batches[i], &m.step(y, i))?)
         })?;
         if check {
-            let recaptured = net
-                .p
-                .batches
+            let recaptured = batches
                 .iter()
                 .filter_map(|b| set.stats(b))
                 .any(|k| k.captures != 1 || k.instantiations != 1);
@@ -324,69 +448,90 @@ impl SetCase {
     }
 }
 
-impl Case for SetCase {
+impl<M: Model> Case for SetCase<M> {
     fn sample(&mut self) -> Result<Vec<f64>> {
         self.cycle(false)
     }
 }
 
 /// `eager`: the same pipeline issued by `Eager` per request.
-struct EagerCase {
-    s: &'static Shared,
+struct EagerCase<M: Model> {
+    s: &'static Shared<M>,
     origin: Stream,
     eager: Eager,
     y: DeviceBuffer<f32>,
     timer: Timer,
 }
 
-impl EagerCase {
+impl<M: Model> EagerCase<M> {
     fn cycle(&mut self, check: bool) -> Result<Vec<f64>> {
-        let (s, net) = (self.s, self.s.net);
+        let (s, m) = (self.s, self.s.model);
+        let (device, batches) = (m.device(), m.batches());
         // The pool returns what it holds at the baseline's synchronization, then keeps what the
         // cycle's steps free for the next (what a serving loop sets).
-        net.device.set_temp_release_threshold(0)?;
-        let base = Baseline::take(&net.device)?;
-        net.device.set_temp_release_threshold(u64::MAX)?;
+        device.set_temp_release_threshold(0)?;
+        let base = Baseline::take(device)?;
+        device.set_temp_release_threshold(u64::MAX)?;
         let y = &mut self.y;
-        for i in 0..net.p.batches.len() {
-            self.eager.run(&step(net, y, i))?;
+        for i in 0..batches.len() {
+            self.eager.run(&m.step(y, i))?;
         }
         let after = base.over()?;
-        let reserved = net.device.graph_memory()?.reserved;
+        let reserved = device.graph_memory()?.reserved;
         if check {
-            for i in [0, net.p.batches.len() - 1] {
+            for i in [0, batches.len() - 1] {
                 self.origin.fill(y, f32::NAN)?;
-                self.eager.run(&step(net, y, i))?;
-                net.check_output("W14 (eager)", i, &self.origin, y)?;
+                self.eager.run(&m.step(y, i))?;
+                m.check_output("W14 (eager)", i, &self.origin, y)?;
             }
         }
         let eager = &mut self.eager;
         let serve = self.timer.serve(&s.requests, |n| {
             let i = s.bucket(n)?;
-            eager.run(&step(net, y, i))?;
+            eager.run(&m.step(y, i))?;
             Ok(())
         })?;
-        net.device.set_temp_release_threshold(0)?;
+        device.set_temp_release_threshold(0)?;
         base.end()?;
         Ok(s.metrics(0.0, after, reserved, serve))
     }
 }
 
-impl Case for EagerCase {
+impl<M: Model> Case for EagerCase<M> {
     fn sample(&mut self) -> Result<Vec<f64>> {
         self.cycle(false)
     }
 }
 
-/// W14's systems on one shared network (made once, leaked), each set up with one checked
-/// cycle.
+/// W14's systems over the MLP step (`ServedStep::Mlp`) or the decode-like step, on one shared
+/// model (made once, leaked), each set up with one checked cycle.
 pub fn setups(
     device: &Device,
     p: &Served,
     bias_act: &'static Kernel,
+    decode: DecodeKernels,
     stamp: &'static Kernel,
 ) -> Vec<Setup<'static>> {
-    let s = match Shared::new(device, p, bias_act) {
+    match p.step {
+        ServedStep::Mlp => {
+            let net = Net::new(device, &p.shapes, bias_act).map(|net| &*Box::leak(Box::new(net)));
+            setups_of(net, p, stamp)
+        }
+        ServedStep::Decode { layers } => {
+            let model = DecodeNet::new(device, &p.shapes, layers, decode)
+                .map(|model| &*Box::leak(Box::new(model)));
+            setups_of(model, p, stamp)
+        }
+    }
+}
+
+/// W14's systems on `model`.
+fn setups_of<M: Model>(
+    model: Result<&'static M>,
+    p: &Served,
+    stamp: &'static Kernel,
+) -> Vec<Setup<'static>> {
+    let s = match model.and_then(|m| Shared::new(m, p)) {
         Ok(s) => s,
         Err(e) => {
             let why = format!("W14's shared setup: {e}");
@@ -397,7 +542,8 @@ pub fn setups(
             ];
         }
     };
-    let y = || DeviceBuffer::<f32>::zeros(device, s.net.p.max_batch() * s.net.p.width);
+    let device = s.model.device();
+    let y = || DeviceBuffer::<f32>::zeros(device, s.model.output_len());
     let set = || -> Result<Box<dyn Case>> {
         let origin = Stream::new(device, 0)?;
         let timer = Timer::new(&origin)?;
@@ -425,7 +571,7 @@ pub fn setups(
         case.cycle(true)?;
         Ok(Box::new(case))
     };
-    let switch = || -> Result<Box<dyn Case>> { Ok(Box::new(SwitchCase::new(device, s, stamp)?)) };
+    let switch = || -> Result<Box<dyn Case>> { Ok(Box::new(SwitchCase::new(s, stamp)?)) };
     vec![
         ("streamgraph-set", set()),
         ("eager", eager()),

@@ -22,7 +22,15 @@ pub const WORK_BLOCK: u32 = 256;
 /// unsigned n, unsigned cols, unsigned relu)`), launched with 256-thread blocks covering `y`.
 pub const BIAS_ACT: &str = "bias_act";
 
-/// Every kernel but [`WORK`] and [`BIAS_ACT`] runs as one block of one thread.
+/// See [`SOURCE`]: a branch of W14's decode-like step (`decode_branch(float *h, const float
+/// *s, unsigned n, float a, float c)`), launched with 256-thread blocks covering `h`.
+pub const DECODE_BRANCH: &str = "decode_branch";
+/// See [`SOURCE`]: the join of a layer of W14's decode-like step (`decode_mix(float *y, const
+/// float *h0, …, const float *h3, unsigned n)`), launched as [`DECODE_BRANCH`].
+pub const DECODE_MIX: &str = "decode_mix";
+
+/// Every kernel but [`WORK`], [`BIAS_ACT`] and the decode kernels runs as one block of one
+/// thread.
 pub const GRID: u32 = 1;
 /// Threads per block.
 pub const BLOCK: u32 = 1;

@@ -66,7 +66,7 @@ impl Shapes {
         self.batches.last().copied().unwrap_or(0)
     }
 
-    fn check(&self) -> Result<()> {
+    pub(crate) fn check(&self) -> Result<()> {
         let ascending = self.batches.windows(2).all(|w| w[0] < w[1]);
         if self.width == 0
             || self.batches.first().is_none_or(|&b| b == 0)

@@ -12,17 +12,16 @@
 //! conditional body holds no allocation), each arm using their first `n` elements; so the
 //! graph holds what the largest graph of the set holds.
 
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use ::streamgraph::ops::Gemm;
 use ::streamgraph::{
-    pipeline, Capture, Device, DeviceBuffer, DeviceFlag, Kernel, KernelArg, OpRef, Plan, Stream,
+    pipeline, Capture, DeviceBuffer, DeviceFlag, Kernel, KernelArg, OpRef, Pipeline, Plan, Stream,
 };
 
-use crate::few_graphs::{Shared, Timer};
+use crate::few_graphs::{Model, Shared, Timer};
 use crate::gpu::BenchError;
-use crate::many_shapes::{blocks, ms_since, Baseline, Net, BIAS_BLOCK};
+use crate::many_shapes::{blocks, ms_since, Baseline, BIAS_BLOCK};
 use crate::runner::Case;
 
 type Result<T> = std::result::Result<T, BenchError>;
@@ -74,114 +73,92 @@ macro_rules! switch_step {
 
 switch_step!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
 
-/// The arms [`SwitchStep`] has.
+/// The arms [`SwitchStep`] has (and every switch step of W14).
 pub const ARMS: usize = 32;
 
-/// What [`SwitchStep`] borrows besides the network: the output, the flag, the ops.
-struct Parts {
+/// What a switch step borrows besides its model: the output, the flag, the sizes.
+pub(crate) struct SwitchParts {
     /// `stamp(unsigned int *slot, unsigned int value)`: sets the switch's index.
-    stamp: &'static Kernel,
-    /// `Net::gemms`, called in the switch's arms (`ops::Gemm` is a `BodyOp`).
-    gemms: &'static [Gemm<f32>],
-    /// Elements of each batch's activations (`Net::n`).
-    ns: Vec<usize>,
-    y: DeviceBuffer<f32>,
-    arm: DeviceFlag,
-}
-
-impl Parts {
-    /// The step of every batch of `net`, the switch's index set to `index` first.
-    fn step<'a>(&'a mut self, net: &'a Net, index: u32) -> SwitchStep<'a, 'a> {
-        SwitchStep::new(
-            &net.x,
-            &mut self.y,
-            &mut self.arm,
-            self.stamp,
-            index,
-            &net.ws,
-            &net.bs,
-            self.gemms,
-            net.bias_act,
-            &self.ns,
-            self.ns.last().copied().unwrap_or(0),
-            net.p.width as u32,
-        )
-    }
+    pub(crate) stamp: &'static Kernel,
+    /// Elements of each batch's activations and output rows (`Model::n`).
+    pub(crate) ns: Vec<usize>,
+    pub(crate) y: DeviceBuffer<f32>,
+    pub(crate) arm: DeviceFlag,
 }
 
 /// `streamgraph-switch`: one graph, its `switch` picking the bucket.
-pub(crate) struct SwitchCase {
-    s: &'static Shared,
-    parts: Parts,
+pub(crate) struct SwitchCase<M: Model> {
+    s: &'static Shared<M>,
+    parts: SwitchParts,
     origin: Stream,
     timer: Timer,
+    /// The statement that sets the switch's index.
+    set_index: OpRef,
 }
 
-impl SwitchCase {
-    /// The case on `s`'s network, its plan checked for races, after one checked cycle.
-    pub(crate) fn new(
-        device: &Device,
-        s: &'static Shared,
-        stamp: &'static Kernel,
-    ) -> Result<SwitchCase> {
-        let net = s.net;
-        if net.p.batches.len() != ARMS {
+impl<M: Model> SwitchCase<M> {
+    /// The case on `s`'s model, its plan checked for races, after one checked cycle.
+    pub(crate) fn new(s: &'static Shared<M>, stamp: &'static Kernel) -> Result<SwitchCase<M>> {
+        let m = s.model;
+        let device = m.device();
+        if m.batches().len() != ARMS {
             return Err(BenchError::Setup(format!(
                 "W14's switch has {ARMS} arms, one per batch size; {} batch sizes given",
-                net.p.batches.len()
+                m.batches().len()
             )));
         }
         let origin = Stream::new(device, 0)?;
+        let mut parts = SwitchParts {
+            stamp,
+            ns: (0..ARMS).map(|i| m.n(i)).collect(),
+            y: DeviceBuffer::<f32>::zeros(device, m.output_len())?,
+            arm: DeviceFlag::new(device, 0)?,
+        };
+        let program = m.switch(&mut parts, 0).program();
+        let Some(set_index) = program
+            .statements
+            .iter()
+            .find(|st| st.text.contains("launch set_arm"))
+            .map(OpRef::new)
+        else {
+            return Err(BenchError::Setup(
+                "W14: the switch step has no `launch set_arm` statement".into(),
+            ));
+        };
         let mut case = SwitchCase {
             s,
-            parts: Parts {
-                stamp,
-                gemms: &net.gemms,
-                ns: (0..ARMS).map(|i| net.n(i)).collect(),
-                y: DeviceBuffer::<f32>::zeros(device, net.p.max_batch() * net.p.width)?,
-                arm: DeviceFlag::new(device, 0)?,
-            },
+            parts,
             timer: Timer::new(&origin)?,
             origin,
+            set_index,
         };
-        Plan::build(&case.parts.step(net, 0))?.check_races()?;
+        Plan::build(&m.switch(&mut case.parts, 0))?.check_races()?;
         case.cycle(true)?;
         Ok(case)
     }
 
     fn cycle(&mut self, check: bool) -> Result<Vec<f64>> {
-        let (s, net) = (self.s, self.s.net);
+        let (s, m) = (self.s, self.s.model);
         let (origin, timer, stamp) = (&self.origin, &self.timer, self.parts.stamp);
         if check {
             // The checks below read rows that no run wrote since.
             origin.fill(&mut self.parts.y, f32::NAN)?;
         }
-        let base = Baseline::take(&net.device)?;
+        let base = Baseline::take(m.device())?;
         // Its temporaries in memory of its own (2 MiB steps), as a graph set's are.
         let mut capture = Capture::new(origin).check(false).own_temp_memory(true);
         let t0 = Instant::now();
-        let graph = capture.capture(self.parts.step(net, 0))?;
+        let graph = capture.capture(m.switch(&mut self.parts, 0))?;
         if check {
             graph.verify()?;
         }
         let exec = graph.instantiate()?;
         exec.upload(origin)?;
         let capture_ms = ms_since(t0);
-        let set_index = SET_INDEX.get_or_init(|| {
-            SwitchStep::PROGRAM
-                .statements
-                .iter()
-                .find(|st| st.text.contains("launch set_arm"))
-                .map(OpRef::new)
-        });
-        let Some(set_index) = *set_index else {
-            return Err(BenchError::Setup(
-                "W14: SwitchStep has no `launch set_arm` statement".into(),
-            ));
-        };
+        let set_index = self.set_index;
         let run = |i: usize| -> Result<()> {
             let index = i as u32;
-            let arm = KernelArg::write_through(&exec.pipeline().arm);
+            let arm = KernelArg::write_through(M::switch_flag(exec.pipeline()));
             exec.set_kernel_args(set_index, stamp, &[arm, KernelArg::value(&index)])?;
             Ok(exec.launch(origin)?)
         };
@@ -190,14 +167,15 @@ impl SwitchCase {
             // last row, NaN until it runs.
             for i in [0, ARMS - 1] {
                 run(i)?;
-                net.check_output("W14 (streamgraph-switch)", i, origin, exec.pipeline().y)?;
+                let y = M::switch_output(exec.pipeline());
+                m.check_output("W14 (streamgraph-switch)", i, origin, y)?;
             }
         }
         for i in 0..ARMS {
             run(i)?;
         }
         let after = base.over()?;
-        let reserved = exec.temp_memory() as u64 + net.device.graph_memory()?.reserved;
+        let reserved = exec.temp_memory() as u64 + m.device().graph_memory()?.reserved;
         let serve = timer.serve(&s.requests, |n| run(s.bucket(n)?))?;
         let stats = exec.stats();
         if check && (stats.updates, stats.reinstantiations) != (0, 0) {
@@ -212,10 +190,7 @@ impl SwitchCase {
     }
 }
 
-/// The statement that sets the switch's index, found once.
-static SET_INDEX: OnceLock<Option<OpRef>> = OnceLock::new();
-
-impl Case for SwitchCase {
+impl<M: Model> Case for SwitchCase<M> {
     fn sample(&mut self) -> Result<Vec<f64>> {
         self.cycle(false)
     }

@@ -56,6 +56,10 @@ struct Kernels {
     bias_act: Kernel,
     /// `spin(unsigned long long ns)` (W12).
     spin: Kernel,
+    /// `decode_branch(float *h, const float *s, unsigned n, float a, float c)` (W14).
+    decode_branch: Kernel,
+    /// `decode_mix(float *y, const float *h0, …, const float *h3, unsigned n)` (W14).
+    decode_mix: Kernel,
 }
 
 /// What every streamgraph case shares: the device and the loaded kernels.
@@ -81,8 +85,10 @@ fn open() -> Result<Shared> {
     // `DeviceBuffer<u32>` (in `one_graph.rs`, a `DeviceFlag`, one `u32`) and a `u32`, `countdown` two one-word `u32` buffers (a
     // `DeviceBuffer<u32>` and a `DeviceFlag`), `work` (in `overlap.rs`) a
     // `DeviceBuffer<f32>` and two `u32`s, and `bias_act` (in `mlp.rs`) a written and a read
-    // `DeviceBuffer<f32>` and three `u32`s, and `spin` (in `decode.rs`) a `u64`: their C
-    // signatures in `kernels.cu`.
+    // `DeviceBuffer<f32>` and three `u32`s, `spin` (in `decode.rs`) a `u64`, `decode_branch`
+    // (in `decode_shapes.rs`) a written and a read `f32` buffer, a `u32` and two `f32`s, and
+    // `decode_mix` a written and four read `f32` buffers and a `u32`: their C signatures in
+    // `kernels.cu`.
     let kernels = unsafe {
         Kernels {
             empty: module.kernel(kernels::EMPTY)?,
@@ -91,6 +97,8 @@ fn open() -> Result<Shared> {
             work: module.kernel(kernels::WORK)?,
             bias_act: module.kernel(kernels::BIAS_ACT)?,
             spin: module.kernel(kernels::SPIN)?,
+            decode_branch: module.kernel(kernels::DECODE_BRANCH)?,
+            decode_mix: module.kernel(kernels::DECODE_MIX)?,
         }
     };
     let stream = Stream::new(&device, 0)?;
@@ -342,7 +350,14 @@ pub fn w13(p: &Shapes) -> Vec<crate::runner::Setup<'static>> {
 /// and `bias_act` kernel.
 pub fn w14(p: &Served) -> Vec<crate::runner::Setup<'static>> {
     match shared() {
-        Ok(sg) => crate::few_graphs::setups(&sg.device, p, &sg.kernels.bias_act, &sg.kernels.stamp),
+        Ok(sg) => {
+            let decode = crate::decode_shapes::DecodeKernels {
+                branch: &sg.kernels.decode_branch,
+                mix: &sg.kernels.decode_mix,
+            };
+            let k = &sg.kernels;
+            crate::few_graphs::setups(&sg.device, p, &k.bias_act, decode, &k.stamp)
+        }
         Err(e) => {
             let why = e.to_string();
             vec![

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use crate::collective::{self, AllReduce};
 use crate::decode::{self, Decode};
-use crate::few_graphs::{self, Served};
+use crate::few_graphs::{self, Served, ServedStep};
 use crate::gpu::Gpu;
 use crate::many_shapes::{self, Shapes};
 use crate::mlp::{self, Mlp};
@@ -98,9 +98,10 @@ pub struct Sizes {
     /// W13's many shapes: three layers of 1,024, one graph per batch of 8, 16, …, 256 (the
     /// issue's), and of 256, 512, …, 8,192.
     pub w13: Vec<Shapes>,
-    /// W14's many shapes, few graphs: W13's step at 8, 16, …, 256 rows, one graph per batch
-    /// size, serving a seeded sequence of requests of 1 … 256 rows.
-    pub w14: Served,
+    /// W14's many shapes, few graphs: W13's step, then W12's decode-like step with a batch
+    /// (40 layers), at 8, 16, …, 256 rows, one graph per batch size, serving a seeded sequence
+    /// of requests of 1 … 256 rows.
+    pub w14: Vec<Served>,
     /// Workloads to run (`W1` …); all when empty.
     pub only: Vec<String>,
 }
@@ -167,14 +168,18 @@ impl Sizes {
                     batches: (1..=32).map(|k| k * step).collect(),
                 })
                 .collect(),
-            w14: Served {
-                shapes: Shapes {
-                    width: 1_024,
-                    batches: (1..=32).map(|k| k * 8).collect(),
-                },
-                requests: W14_REQUESTS,
-                seed: W14_SEED,
-            },
+            w14: [ServedStep::Mlp, ServedStep::Decode { layers: 40 }]
+                .into_iter()
+                .map(|step| Served {
+                    step,
+                    shapes: Shapes {
+                        width: 1_024,
+                        batches: (1..=32).map(|k| k * 8).collect(),
+                    },
+                    requests: W14_REQUESTS,
+                    seed: W14_SEED,
+                })
+                .collect(),
             only: Vec::new(),
         }
     }
@@ -515,18 +520,24 @@ pub fn run_all(gpu: &Gpu, plan: &Sizes) -> Vec<Row> {
         }
     }
     if plan.wants("W14") {
-        let p = &plan.w14;
-        let params = json!({
-            "layers": many_shapes::LAYERS,
-            "width": p.shapes.width,
-            "graphs": p.shapes.batches.len(),
-            "batch_min": p.shapes.batches.first(),
-            "batch_max": p.shapes.max_batch(),
-            "requests": p.requests,
-            "seed": p.seed,
-        });
-        let s = spec("W14", params, few_graphs::W14_METRICS, 1, reps);
-        step("W14", s, streamgraph::w14(p));
+        for p in &plan.w14 {
+            let (name, layers) = match p.step {
+                ServedStep::Mlp => ("mlp", many_shapes::LAYERS),
+                ServedStep::Decode { layers } => ("decode", layers),
+            };
+            let params = json!({
+                "step": name,
+                "layers": layers,
+                "width": p.shapes.width,
+                "graphs": p.shapes.batches.len(),
+                "batch_min": p.shapes.batches.first(),
+                "batch_max": p.shapes.max_batch(),
+                "requests": p.requests,
+                "seed": p.seed,
+            });
+            let s = spec("W14", params, few_graphs::W14_METRICS, 1, reps);
+            step("W14", s, streamgraph::w14(p));
+        }
     }
     rows
 }

@@ -46,6 +46,8 @@ SIZES = {
     "w14_batches": [8 * k for k in range(1, 33)],
     "w14_requests": 256,
     "w14_seed": 14,
+    # W14's second step: W12's diamond with a batch, 40 layers (`ServedStep::Decode`).
+    "w14_decode_layers": 40,
 }
 MIN_REPS = 30
 WARMUP = {"W1": 3, "W2": 5, "W3": 5, "W4": 5, "W5": 3, "W6": 1, "W7": 2, "W9": 2, "W10": 2, "W11": 3,
@@ -270,12 +272,26 @@ def w13_plan_bytes(width, batches):
     return per_row * batches[-1], per_row * sum(batches)
 
 
-def w14_params(sizes):
-    """W14's parameters as the harness reports them."""
+# W14's steps, in the harness's order (`workloads::Sizes::full`'s `w14`).
+W14_STEPS = ("mlp", "decode")
+
+
+def w14_params(sizes, step):
+    """W14's parameters of `step` ("mlp" or "decode") as the harness reports them."""
     batches = sizes["w14_batches"]
+    layers = W13_LAYERS if step == "mlp" else sizes["w14_decode_layers"]
     return {"batch_max": batches[-1], "batch_min": batches[0], "graphs": len(batches),
-            "layers": W13_LAYERS, "requests": sizes["w14_requests"], "seed": sizes["w14_seed"],
-            "width": sizes["w14_width"]}
+            "layers": layers, "requests": sizes["w14_requests"], "seed": sizes["w14_seed"],
+            "step": step, "width": sizes["w14_width"]}
+
+
+def w14_plan_bytes(sizes, step):
+    """`Plan::temp_peak_bytes` of the largest batch's step: W13's two activations, or the
+    decode step's four branch outputs, all live at once."""
+    width, largest = sizes["w14_width"], sizes["w14_batches"][-1]
+    if step == "mlp":
+        return w13_plan_bytes(width, sizes["w14_batches"])[0]
+    return 4 * width * largest * 4
 
 
 def w14_requests(seed, count, largest):
@@ -346,6 +362,8 @@ class CoreKernels:
             self.spin = obj.get_kernel("spin")
             self.work = obj.get_kernel("work")
             self.bias_act = obj.get_kernel("bias_act")
+            self.decode_branch = obj.get_kernel("decode_branch")
+            self.decode_mix = obj.get_kernel("decode_mix")
         except Exception as e:
             raise PeerError(f"NVRTC (through cuda.core.Program) could not build kernels.cu for {arch}: {e}") from e
         self.config = core.LaunchConfig(grid=1, block=1)

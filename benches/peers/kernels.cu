@@ -59,3 +59,23 @@ extern "C" __global__ void bias_act(float *y, const float *b, unsigned int n, un
         y[i] = relu ? fmaxf(v, 0.0f) : v;
     }
 }
+
+// W14's decode-like step (a branch and the join of one layer of W12's diamond, on `n` floats,
+// launched with 256-thread blocks covering them): a branch writes h = max(a * s + c, 0) from
+// the state `s`; the join folds the four branches into the state, y = 0.5 y + 0.25 (h0 + h1 +
+// h2 + h3).
+extern "C" __global__ void decode_branch(float *h, const float *s, unsigned int n, float a,
+                                         float c) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        h[i] = fmaxf(a * s[i] + c, 0.0f);
+    }
+}
+
+extern "C" __global__ void decode_mix(float *y, const float *h0, const float *h1, const float *h2,
+                                      const float *h3, unsigned int n) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        y[i] = 0.5f * y[i] + 0.25f * (((h0[i] + h1[i]) + h2[i]) + h3[i]);
+    }
+}

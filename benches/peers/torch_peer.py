@@ -156,6 +156,65 @@ class ManyShapes:
         self.torch.cuda.empty_cache()
 
 
+class DecodeShapes(ManyShapes):
+    """The harness's `decode_shapes.rs` step (W14's second): the state `y` starts as a copy of
+    `x`, then `layers` layers of W12's diamond over four torch streams (`wait_stream` forks and
+    joins): `decode_branch` on each stream into one of four tensors allocated at the step's
+    start (the harness's temporaries), then `decode_mix` on the origin. Static max-size `x` and
+    `y`, each batch on their first `b` rows; `check`, `capture_all` and `warm` as `ManyShapes`."""
+
+    SLOPE = (0.25, 0.375, 0.5, 0.625)
+
+    def __init__(self, torch, k, width, batches, layers):
+        import numpy as np
+
+        self.torch, self.k, self.np = torch, k, np
+        self.width, self.batches, self.bmax, self.layers = width, batches, batches[-1], layers
+        gen = torch.Generator().manual_seed(14)
+        self.x = (torch.rand(self.bmax, width, generator=gen) * 2 - 1).cuda()
+        self.y = torch.zeros(self.bmax, width, device="cuda")
+        self.stream = torch.cuda.Stream()
+        self.sides = [torch.cuda.Stream() for _ in range(3)]
+        self.cs = k.wrap(self.stream.cuda_stream)
+        self.side_cs = [k.wrap(t.cuda_stream) for t in self.sides]
+        self.configs = {b: k.core.LaunchConfig(grid=(b * width + 255) // 256, block=256) for b in batches}
+        want = self.x.double()
+        for layer in range(layers):
+            total = sum(torch.relu(self.SLOPE[j] * want + self.offset(layer, j)) for j in range(4))
+            want = 0.5 * want + 0.25 * total
+        self.want = want
+
+    @staticmethod
+    def offset(layer, j):
+        """`c` of branch `j` in `layer`, as `decode_shapes::offset` (rounded to f32 there too)."""
+        import numpy as np
+
+        return float(np.float32(0.02) * np.float32((layer + j) % 5) - np.float32(0.03))
+
+    def step(self, b):
+        torch, np, k = self.torch, self.np, self.k
+        n = b * self.width
+        cfg, nn = self.configs[b], np.uint32(n)
+        y = self.y[:b]
+        y.copy_(self.x[:b])
+        hs = [torch.empty(n, device="cuda") for _ in range(4)]
+        launch_on = [self.cs] + self.side_cs
+        for layer in range(self.layers):
+            for t in self.sides:
+                t.wait_stream(self.stream)
+            for j in range(4):
+                k.launch(launch_on[j], cfg, k.decode_branch, int(hs[j].data_ptr()), int(y.data_ptr()), nn,
+                         np.float32(self.SLOPE[j]), np.float32(self.offset(layer, j)))
+            for t in self.sides:
+                self.stream.wait_stream(t)
+            k.launch(self.cs, cfg, k.decode_mix, int(y.data_ptr()), *[int(h.data_ptr()) for h in hs], nn)
+
+    def release(self):
+        del self.x, self.y, self.want
+        self.torch.cuda.synchronize()
+        self.torch.cuda.empty_cache()
+
+
 class Baseline:
     """The device memory in use when a cycle starts (`mem_get_info`, after `empty_cache`), and
     the caching allocator's reserved and allocated bytes then."""
@@ -223,8 +282,9 @@ def w13(torch, k, col, width, batches):
     m.release()
 
 
-def w14(torch, k, col, sz):
-    """W14: W13's 32 graphs in one pool (largest first) serving requests of seeded random sizes,
+def w14(torch, k, col, sz, step):
+    """W14 over `step` ("mlp": W13's `ManyShapes`; "decode": `DecodeShapes`): the 32 graphs in
+    one pool (largest first) serving requests of seeded random sizes,
     each padded to its bucket (the smallest batch size that holds it) and that bucket's graph
     replayed. Each sample is one cycle: baseline; every capture (host ms, capture_end also
     instantiates); every graph replayed once, smallest first; memory in use over the baseline and
@@ -232,12 +292,15 @@ def w14(torch, k, col, sz):
     them); then every request alone: the start event, bucket lookup and `replay()` (host µs), the
     end event, `end.synchronize()` (wall µs from the call), device µs between the events; the
     medians over the requests. Then the graphs are deleted and the cache emptied."""
-    batches = sz["w14_batches"]
-    params = c.w14_params(sz)
+    batches, width = sz["w14_batches"], sz["w14_width"]
+    params = c.w14_params(sz, step)
     mib = float(1 << 20)
-    peak_largest, _ = c.w13_plan_bytes(sz["w14_width"], batches)
+    peak_largest = c.w14_plan_bytes(sz, step)
     requests = c.w14_requests(sz["w14_seed"], sz["w14_requests"], batches[-1])
-    m = ManyShapes(torch, k, sz["w14_width"], batches)
+    if step == "mlp":
+        m = ManyShapes(torch, k, width, batches)
+    else:
+        m = DecodeShapes(torch, k, width, batches, sz["w14_decode_layers"])
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
     def serve(graphs):
@@ -754,11 +817,12 @@ def main():
     # W14 ----------------------------------------------------------------------------------
     if col.wants("W14"):
         if alone:
-            w14(torch, k, col, sz)
+            for step in c.W14_STEPS:
+                w14(torch, k, col, sz, step)
         else:
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
-            child(col, args, "W14", [c.w14_params(sz)])
+            child(col, args, "W14", [c.w14_params(sz, step) for step in c.W14_STEPS])
 
     torch.cuda.synchronize()
     col.finish({

@@ -37,6 +37,7 @@ macro_rules! source {
 const SOURCES: &[(&str, &str)] = &[
     source!("benches/harness/collective.rs"),
     source!("benches/harness/decode.rs"),
+    source!("benches/harness/decode_shapes.rs"),
     source!("benches/harness/diamond.rs"),
     source!("benches/harness/few_graphs.rs"),
     source!("benches/harness/gpu.rs"),
