@@ -31,6 +31,7 @@
 //! the replays alike. `plan_random` checks the model against every order the plan allows.
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
+mod common;
 #[path = "random_support/mod.rs"]
 mod random_support;
 
@@ -433,6 +434,7 @@ fn options() -> RandomOptions {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn random_programs_capture_exactly_their_plan_and_replay_like_eager_runs() {
+    let _serial = common::serial();
     let options = options();
     let (rig, mut memory) = Rig::new(&options);
     let origin = &rig.origin;
@@ -533,6 +535,7 @@ fn random_programs_capture_exactly_their_plan_and_replay_like_eager_runs() {
 #[test]
 #[ignore = "needs a CUDA driver (a GPU, or the stand-in driver of benches/stub-driver)"]
 fn random_programs_with_temporaries_capture_as_planned() {
+    let _serial = common::serial();
     let mut capture = None;
     let (programs, temps) = each_temp_program(|rig, seed, plan, pipe| {
         let capture = capture.get_or_insert_with(|| {
@@ -586,6 +589,7 @@ fn each_temp_program(mut f: impl FnMut(&Rig, u64, &Plan, RandomPipe<'_>)) -> (us
 #[test]
 #[ignore = "needs a CUDA driver (a GPU, or the stand-in driver of benches/stub-driver)"]
 fn random_programs_with_temporaries_capture_into_graph_sets_as_planned() {
+    let _serial = common::serial();
     let (programs, temps) = each_temp_program(|rig, seed, plan, pipe| {
         let capture = Capture::new(&rig.origin)
             .check(false)
@@ -614,6 +618,7 @@ fn random_programs_with_temporaries_capture_into_graph_sets_as_planned() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn random_programs_with_temporaries_replay_through_graph_sets_values() {
+    let _serial = common::serial();
     let options = options();
     let (rig, mut memory) = Rig::new(&options);
     let origin = &rig.origin;
@@ -679,6 +684,7 @@ fn random_programs_with_temporaries_replay_through_graph_sets_values() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn dropped_orderings_show_in_the_values() {
+    let _serial = common::serial();
     // Without temporaries: a dropped ordering could move a use of one outside its live range.
     let options = RandomOptions {
         temps: (0, 0),

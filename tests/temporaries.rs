@@ -5,6 +5,8 @@
 // Tests fail loudly on purpose: an unwrap names the failing call.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::borrow::Cow;
 
 use streamgraph::__private::{copy, fill, temp_alloc, temp_free, temporaries};
@@ -270,6 +272,7 @@ const GRANULE: u64 = 32 << 20;
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn eager_and_replayed_temporaries_give_the_same_values_values() {
+    let _serial = common::serial();
     let stream = Stream::on(None, 0).unwrap();
     let device = stream.device();
     // Temporaries of 32 MiB: graph memory is reserved in 32 MiB granules on driver 580.
@@ -330,6 +333,7 @@ fn eager_and_replayed_temporaries_give_the_same_values_values() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn captured_temporaries_are_memory_nodes_verified_and_kept_across_updates() {
+    let _serial = common::serial();
     let stream = Stream::on(None, 0).unwrap();
     let device = stream.device();
     let program = chain_program(true, true);
@@ -378,6 +382,7 @@ fn captured_temporaries_are_memory_nodes_verified_and_kept_across_updates() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_reinstantiated_graph_with_temporaries_runs_the_new_values() {
+    let _serial = common::serial();
     let stream = Stream::on(None, 0).unwrap();
     let device = stream.device();
     let program = chain_program(true, true);
@@ -409,6 +414,7 @@ fn a_reinstantiated_graph_with_temporaries_runs_the_new_values() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn temporaries_in_a_graphs_own_memory_make_no_memory_nodes() {
+    let _serial = common::serial();
     let stream = Stream::on(None, 0).unwrap();
     let device = stream.device();
     let program = chain_program(true, true);
@@ -463,6 +469,7 @@ fn temporaries_in_a_graphs_own_memory_make_no_memory_nodes() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn temporaries_in_a_graphs_own_memory_replay_like_eager_runs_values() {
+    let _serial = common::serial();
     let stream = Stream::on(None, 0).unwrap();
     let device = stream.device();
     for (two, n) in [(false, 8 << 20), (true, 8 << 20), (true, 1 << 16)] {
