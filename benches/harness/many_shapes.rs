@@ -291,25 +291,38 @@ impl Net {
         y: &DeviceBuffer<f32>,
     ) -> Result<()> {
         let (w, b) = (self.p.width, self.p.batches[i]);
-        origin.synchronize()?;
-        let row = |r: usize| y.slice(r * w..(r + 1) * w).to_vec_on(origin);
-        for r in [0, b - 1] {
-            self.data
-                .check_row(&self.mlp, r, &row(r)?)
-                .map_err(|e| match e {
-                    BenchError::Check(why) => {
-                        BenchError::Check(format!("{workload}, the graph of batch {b}: {why}"))
-                    }
-                    other => other,
-                })?;
-        }
-        if b < self.p.max_batch() && row(b)?.iter().any(|v| !v.is_nan()) {
-            return Err(BenchError::Check(format!(
-                "{workload}: the graph of batch {b} wrote row {b}, past its batch"
-            )));
-        }
-        Ok(())
+        check_rows(workload, origin, y, (w, b, self.p.max_batch()), |r, got| {
+            self.data.check_row(&self.mlp, r, got).map_err(|e| match e {
+                BenchError::Check(why) => {
+                    BenchError::Check(format!("{workload}, the graph of batch {b}: {why}"))
+                }
+                other => other,
+            })
+        })
     }
+}
+
+/// After batch `b`'s step ran on `origin` into `y` (rows of `w` elements of the largest batch,
+/// `max` rows, poisoned with NaN before): `check(r, row)` on its first and last rows, then the
+/// row after its last untouched. `workload` names the failure.
+pub(crate) fn check_rows(
+    workload: &str,
+    origin: &Stream,
+    y: &DeviceBuffer<f32>,
+    (w, b, max): (usize, usize, usize),
+    mut check: impl FnMut(usize, &[f32]) -> Result<()>,
+) -> Result<()> {
+    origin.synchronize()?;
+    let row = |r: usize| y.slice(r * w..(r + 1) * w).to_vec_on(origin);
+    for r in [0, b - 1] {
+        check(r, &row(r)?)?;
+    }
+    if b < max && row(b)?.iter().any(|v| !v.is_nan()) {
+        return Err(BenchError::Check(format!(
+            "{workload}: the graph of batch {b} wrote row {b}, past its batch"
+        )));
+    }
+    Ok(())
 }
 
 /// W13's model: the shared [`Net`], the output every graph shares, and the plan's numbers.
