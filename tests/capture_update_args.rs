@@ -229,3 +229,126 @@ fn many_updates_over_the_same_memory_never_capture_anew() {
     assert_eq!(got[0], 500);
     assert_eq!(got[1], 401);
 }
+
+/// A parameter type without a [`streamgraph::ParamKey`]: the statements that read it are
+/// walked on every argument update.
+struct Tag(u32);
+
+streamgraph::pipeline! {
+    /// Statements that read parameters of their own: `x = a`, `y = b + i` for `i` in `0..n`
+    /// (the last wins), `z` filled with `c`, `w = tag.0`.
+    pipeline Split(
+        write: &streamgraph::Kernel,
+        x: &mut DeviceBuffer<u32>,
+        y: &mut DeviceBuffer<u32>,
+        z: &mut DeviceBuffer<u32>,
+        w: &mut DeviceBuffer<u32>,
+        a: u32,
+        b: u32,
+        n: usize,
+        c: u32,
+        tag: &Tag,
+    ) {
+        stream s;
+        s: launch write<<<1, 1>>>(&mut x, a);
+        for i in 0..n {
+            s: launch write<<<1, 1>>>(&mut y, b + i as u32);
+        }
+        s: fill z = c;
+        s: launch write<<<1, 1>>>(&mut w, tag.0);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn statements_whose_parameters_did_not_change_are_skipped() {
+    let (k, origin) = setup();
+    let zeros = || DeviceBuffer::<u32>::zeros(&k.device, 1).unwrap();
+    let (mut x, mut y, mut z, mut w) = (zeros(), zeros(), zeros(), zeros());
+    let (tag, other_tag) = (Tag(7), Tag(8));
+    let pipeline = Split::new(
+        &k.write_value,
+        &mut x,
+        &mut y,
+        &mut z,
+        &mut w,
+        1,
+        10,
+        3,
+        5,
+        &tag,
+    );
+    let mut exec = capture(&origin, pipeline).unwrap().instantiate().unwrap();
+    let run = |exec: &streamgraph::GraphExec<Split<'_>>| {
+        exec.launch(&origin).unwrap();
+        origin.synchronize().unwrap();
+        let p = exec.pipeline();
+        [&p.x, &p.y, &p.z, &p.w].map(|b| b.to_vec().unwrap()[0])
+    };
+    assert_eq!(run(&exec), [1, 12, 5, 7]);
+    // The first update walks every statement (the keys the nodes run are not known yet).
+    let before = exec.stats();
+    exec.update_args_with(|_| {}).unwrap();
+    let after = exec.stats();
+    assert_eq!(
+        (after.nodes_set, after.args_skipped),
+        (before.nodes_set, before.args_skipped)
+    );
+
+    // Nothing changed: every launch and the fill are skipped but `w`'s, whose `tag` has no key.
+    let before = exec.stats();
+    exec.update_args_with(|_| {}).unwrap();
+    let after = exec.stats();
+    assert_eq!(after.args_skipped - before.args_skipped, 5);
+    assert_eq!(after.nodes_set - before.nodes_set, 0);
+
+    // `a` changed: its launch alone is walked (and set), the others skipped.
+    let before = exec.stats();
+    exec.update_args_with(|p| p.a = 2).unwrap();
+    let after = exec.stats();
+    assert_eq!(after.nodes_set - before.nodes_set, 1);
+    assert_eq!(after.args_skipped - before.args_skipped, 4);
+    assert_eq!(run(&exec), [2, 12, 5, 7]);
+
+    // `b` changed: the loop's three launches.
+    let before = exec.stats();
+    exec.update_args_with(|p| p.b = 20).unwrap();
+    let after = exec.stats();
+    assert_eq!(after.nodes_set - before.nodes_set, 3);
+    assert_eq!(after.args_skipped - before.args_skipped, 2);
+    assert_eq!(run(&exec), [2, 22, 5, 7]);
+
+    // A parameter without a key is compared: a new `tag` sets `w`'s launch.
+    let before = exec.stats();
+    exec.update_args_with(|p| p.tag = &other_tag).unwrap();
+    assert_eq!(exec.stats().nodes_set - before.nodes_set, 1);
+    assert_eq!(run(&exec), [2, 22, 5, 8]);
+
+    // `set_kernel_args` makes a node's values unknown: the next update walks it again, and
+    // brings it back to the pipeline's value.
+    let op = streamgraph::OpRef {
+        statement: &Split::PROGRAM.statements[0],
+        occurrence: 1,
+    };
+    let slot = exec.pipeline().x.slice(0..1);
+    exec.set_kernel_args(
+        op,
+        &k.write_value,
+        &[KernelArg::read(&slot), KernelArg::value(&99u32)],
+    )
+    .unwrap();
+    assert_eq!(run(&exec), [99, 22, 5, 8]);
+    let before = exec.stats();
+    exec.update_args_with(|_| {}).unwrap();
+    assert_eq!(exec.stats().nodes_set - before.nodes_set, 1);
+    assert_eq!(run(&exec), [2, 22, 5, 8]);
+
+    // A fill's new value is captured anew, as before; then the keys are walked for again.
+    exec.update_args_with(|p| p.c = 6).unwrap();
+    assert_eq!(exec.stats().updates, 1);
+    assert_eq!(run(&exec), [2, 22, 6, 8]);
+    exec.update_args_with(|p| p.a = 3).unwrap();
+    exec.update_args_with(|p| p.a = 4).unwrap();
+    assert_eq!(run(&exec), [4, 22, 6, 8]);
+    exec.verify().unwrap();
+}

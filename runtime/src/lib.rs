@@ -52,7 +52,8 @@ pub use graph::{
 #[cfg_attr(docsrs, doc(cfg(feature = "cublas")))]
 pub use half;
 pub use issue::{
-    Body, CollectivePart, Issuer, LaunchDims, LaunchKernel, Pipeline, StreamOptions, ValueParameter,
+    param_bit, Body, CollectivePart, Issuer, KeyWriter, LaunchDims, LaunchKernel, ParamKey,
+    ParamKeys, Pipeline, StreamOptions, ValueParameter, MAX_KEYED_ELEMENTS,
 };
 pub use memory::{
     CopySource, CopyTarget, CudarcView, CudarcViewMut, DeviceBuffer, DeviceFlag, DeviceMemory,
@@ -92,7 +93,8 @@ pub mod __private {
         host, if_else, kernel_with, limit, switch, temp_alloc, temp_free, temporaries, while_loop,
     };
     pub use crate::issue::{
-        Body, Issuer, LaunchDims, LaunchKernel, Pipeline, StreamOptions, ValueParameter,
+        Body, Issuer, KeyedParam, LaunchDims, LaunchKernel, ParamKeys, ParamProbe, Pipeline,
+        StreamOptions, UnkeyedParam, ValueParameter,
     };
     // `GraphCopySource`, `NotPageable` and `PageableHost` are named by no generated code, but by
     // the compiler's message on pageable host memory, which this path keeps short.

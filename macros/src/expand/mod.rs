@@ -6,6 +6,7 @@
 
 mod operand;
 mod program;
+mod reads;
 mod statement;
 #[cfg(test)]
 mod tests;
@@ -184,7 +185,15 @@ pub fn expand(program: &Program) -> TokenStream {
             ::std::borrow::Cow::Owned(::std::vec![#(#options),*])
         }
     };
-    let body = nodes(program, &program.body);
+    let reads = reads::statement_reads(program, &params);
+    let body = nodes(program, &reads, &program.body);
+    let keys = params.iter().map(|p| {
+        let name = &p.name;
+        match p.kind {
+            ParamKind::Shared | ParamKind::Mut => quote!(&*self.#name),
+            ParamKind::Value => quote!(&self.#name),
+        }
+    });
     // With temporaries, the statements run in a scope whose lifetime brands them, so that
     // none outlives the issue (see the runtime's `temporaries`).
     let body = if program.temps.is_empty() {
@@ -238,6 +247,12 @@ pub fn expand(program: &Program) -> TokenStream {
             ) -> ::core::result::Result<(), ::streamgraph::__private::Error> {
                 #bindings
                 #body
+            }
+
+            fn param_keys(&self, __keys: &mut ::streamgraph::__private::ParamKeys) {
+                #[allow(unused_imports)]
+                use ::streamgraph::__private::{KeyedParam as _, UnkeyedParam as _};
+                #( (&&::streamgraph::__private::ParamProbe(#keys)).param_key(__keys); )*
             }
         }
     }

@@ -10,23 +10,25 @@ use super::operand::{
 };
 use crate::model::{write_form, Arg, BlockShape, Kind, Node, ParamKind, Program};
 
-pub(super) fn nodes(program: &Program, nodes: &[Node]) -> TokenStream {
-    nodes.iter().map(|n| node(program, n)).collect()
+/// The issuing code of `nodes`; `reads[i]` is what statement `i` reads when an argument
+/// update may skip it ([`super::reads`]).
+pub(super) fn nodes(program: &Program, reads: &[Option<u64>], nodes: &[Node]) -> TokenStream {
+    nodes.iter().map(|n| node(program, reads, n)).collect()
 }
 
-fn node(program: &Program, node: &Node) -> TokenStream {
+fn node(program: &Program, reads: &[Option<u64>], node: &Node) -> TokenStream {
     match node {
         Node::Stmt(i) if matches!(program.statements[*i].kind, Kind::Alloc { .. }) => {
             temp_alloc(program, *i)
         }
-        Node::Stmt(i) => statement(program, *i),
+        Node::Stmt(i) => statement(program, *i, reads.get(*i).copied().flatten()),
         Node::For {
             for_token,
             pat,
             expr,
             body,
         } => {
-            let body = nodes(program, body);
+            let body = nodes(program, reads, body);
             quote!(#for_token #pat in #expr { #body })
         }
         Node::If {
@@ -35,14 +37,14 @@ fn node(program: &Program, node: &Node) -> TokenStream {
             then,
             otherwise,
         } => {
-            let then = nodes(program, then);
+            let then = nodes(program, reads, then);
             let otherwise = otherwise.as_ref().map(|o| {
-                let o = nodes(program, o);
+                let o = nodes(program, reads, o);
                 quote!(else { #o })
             });
             quote!(#if_token #cond { #then } #otherwise)
         }
-        Node::Block { stmt, bodies } => device_block(program, *stmt, bodies),
+        Node::Block { stmt, bodies } => device_block(program, reads, *stmt, bodies),
     }
 }
 
@@ -90,7 +92,12 @@ pub(super) fn temp_exclusive(name: &syn::Ident) -> syn::Ident {
 
 /// A device `while`/`if`/`switch`: one issuer call with the bodies as closures over a
 /// `dyn Issuer`.
-fn device_block(program: &Program, i: usize, bodies: &[Vec<Node>]) -> TokenStream {
+fn device_block(
+    program: &Program,
+    reads: &[Option<u64>],
+    i: usize,
+    bodies: &[Vec<Node>],
+) -> TokenStream {
     let p = quote!(::streamgraph::__private);
     let stmt = &program.statements[i];
     let Kind::Block {
@@ -110,7 +117,7 @@ fn device_block(program: &Program, i: usize, bodies: &[Vec<Node>]) -> TokenStrea
     let span = flag.span();
     let flag = quote_spanned!(span=> { let __flag: &#p::DeviceFlag = #name; __flag });
     let closure = |nodes_: &[Node]| {
-        let code = nodes(program, nodes_);
+        let code = nodes(program, reads, nodes_);
         quote! {
             &mut |__issuer: &mut dyn #p::Issuer| -> ::core::result::Result<(), #p::Error> {
                 #code
@@ -148,7 +155,9 @@ fn device_block(program: &Program, i: usize, bodies: &[Vec<Node>]) -> TokenStrea
     }
 }
 
-fn statement(program: &Program, i: usize) -> TokenStream {
+/// Statement `i`'s issuing code; with `reads`, asked first whether the issuer holds what it
+/// would issue already (an argument update that found none of those parameters changed).
+fn statement(program: &Program, i: usize, reads: Option<u64>) -> TokenStream {
     let stmt = &program.statements[i];
     let p = quote!(::streamgraph::__private);
     let call = match &stmt.kind {
@@ -321,10 +330,18 @@ fn statement(program: &Program, i: usize) -> TokenStream {
         }
     };
     let stmt_var = format_ident!("__stmt");
+    let issue = quote!(#call.map_err(|e| e.in_statement(#stmt_var))?;);
+    let issue = match reads {
+        Some(mask) => {
+            let mask = proc_macro2::Literal::u64_suffixed(mask);
+            quote!(if !__issuer.unchanged(#stmt_var, #mask) { #issue })
+        }
+        None => issue,
+    };
     quote! {
         {
             let #stmt_var: &'static #p::Statement = &Self::PROGRAM.statements[#i];
-            #call.map_err(|e| e.in_statement(#stmt_var))?;
+            #issue
         }
     }
 }

@@ -353,6 +353,11 @@ impl FunctionHandle {
     pub(super) fn of_raw(func: CUfunction) -> FunctionHandle {
         FunctionHandle(func as usize)
     }
+
+    /// The identity as a number (for parameter keys).
+    pub(crate) fn identity(self) -> u64 {
+        self.0 as u64
+    }
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use crate::ffi::graph_exec::OwnedExec;
 use crate::ffi::keep::Keep;
 use crate::ffi::memory::{HolderKind, MemoryMut, MemoryRef};
 use crate::ffi::KernelArg;
-use crate::issue::{Body, Issuer};
+use crate::issue::{Body, Issuer, ParamKeys, Pipeline};
 use crate::memory::DeviceFlag;
 use crate::module::Kernel;
 use crate::operand::{FillPattern, HostFn, LaunchConfig};
@@ -35,6 +35,12 @@ use super::GraphCore;
 pub(super) struct ArgState {
     slots: Vec<Slot>,
     bytes: Vec<u8>,
+    /// The parameter keys of the pipeline value whose arguments the nodes run, when `keyed`:
+    /// after a walk that saw every statement (not before one, nor after one that failed).
+    keys: ParamKeys,
+    keyed: bool,
+    /// The keys of the pipeline being walked.
+    next: ParamKeys,
 }
 
 /// One operation of an executable graph, as [`ArgState`] knows it.
@@ -46,12 +52,16 @@ pub(super) struct Slot {
     pub(super) shape: Option<LaunchShape>,
     /// Where its values lie in [`ArgState::bytes`]; [`OPAQUE`] as length when unknown.
     span: (u32, u32),
+    /// A walk saw its values, and they touch no host memory: a walk whose statement's
+    /// parameters did not change may leave its node as it is ([`Issuer::unchanged`]).
+    skippable: bool,
 }
 
 impl Slot {
     /// The operation got values from elsewhere (`set_kernel_args`): they are unknown now.
     pub(super) fn forget(&mut self) {
         self.span.1 = OPAQUE;
+        self.skippable = false;
     }
 }
 
@@ -70,10 +80,36 @@ impl ArgState {
                     node: nodes.get(i).copied().flatten(),
                     shape: core.launch_shape(i),
                     span: op.values,
+                    skippable: false,
                 })
                 .collect(),
             bytes: core.recorded.values.clone(),
+            keys: ParamKeys::default(),
+            keyed: false,
+            next: ParamKeys::default(),
         })
+    }
+
+    /// Takes `pipeline`'s parameter keys for a walk; returns the parameters that changed
+    /// since the last walk that saw every statement (all of them when there was none). Until
+    /// [`ArgState::commit`], the nodes' keys are unknown.
+    pub(super) fn begin<P: Pipeline + ?Sized>(&mut self, pipeline: &P) -> u64 {
+        self.next.clear();
+        pipeline.param_keys(&mut self.next);
+        let changed = if self.keyed {
+            self.keys.changed(&self.next)
+        } else {
+            !0
+        };
+        self.keyed = false;
+        changed
+    }
+
+    /// The walk [`ArgState::begin`] began saw every statement: the nodes run the values of
+    /// the pipeline it took the keys of.
+    pub(super) fn commit(&mut self) {
+        std::mem::swap(&mut self.keys, &mut self.next);
+        self.keyed = true;
     }
 
     /// The state in `cell`, made from `core` and `base` (see [`ArgState::of`]) if it has none.
@@ -157,20 +193,28 @@ pub(super) struct Updater<'s> {
     ordering: usize,
     op: usize,
     scratch: Vec<u8>,
+    /// The parameters whose keys changed ([`ArgState::begin`]).
+    changed: u64,
     /// Launches given new parameters.
     pub(super) set: u64,
+    /// Operations left as they were, their statements' parameters unchanged.
+    pub(super) skipped: u64,
     /// What the new parameters touch.
     pub(super) keep: Keep,
     recapture: bool,
 }
 
 impl<'s> Updater<'s> {
-    pub(super) fn new(
+    /// A walk against `core`'s operations run by `exec` as `state` says, for `pipeline`.
+    pub(super) fn new<P: Pipeline + ?Sized>(
         core: &'s GraphCore,
         exec: &'s OwnedExec,
         state: &'s mut ArgState,
+        pipeline: &P,
     ) -> Updater<'s> {
+        let changed = state.begin(pipeline);
         Updater {
+            changed,
             core,
             ops: &core.recorded.ops,
             orderings: &core.recorded.orderings,
@@ -180,6 +224,7 @@ impl<'s> Updater<'s> {
             op: 0,
             scratch: Vec::new(),
             set: 0,
+            skipped: 0,
             keep: Keep::default(),
             recapture: false,
         }
@@ -187,13 +232,18 @@ impl<'s> Updater<'s> {
 
     /// Whether the pipeline must be captured anew after the walk that returned `walked` (it
     /// issued other statements, a launch runs another kernel, a copy or fill changed, or a
-    /// changed launch takes pinned memory); `Err` for an error of the walk itself.
-    pub(super) fn needs_capture(&self, walked: Result<(), Error>) -> Result<bool, Error> {
+    /// changed launch takes pinned memory); `Err` for an error of the walk itself. When
+    /// neither, the nodes run the walked pipeline's values: its parameter keys are theirs.
+    pub(super) fn needs_capture(&mut self, walked: Result<(), Error>) -> Result<bool, Error> {
         if self.recapture {
             return Ok(true);
         }
         walked?;
-        Ok(self.ordering != self.orderings.len() || self.op != self.ops.len())
+        let partial = self.ordering != self.orderings.len() || self.op != self.ops.len();
+        if !partial {
+            self.state.commit();
+        }
+        Ok(partial)
     }
 
     /// Stops the walk: the pipeline must be captured anew.
@@ -229,6 +279,14 @@ impl<'s> Updater<'s> {
                 Ok(i)
             }
             _ => Err(self.stop("the pipeline issued other operations")),
+        }
+    }
+
+    /// Operation `i`'s values were compared, and touch no host memory when `device_only`.
+    #[inline]
+    fn seen(&mut self, i: usize, device_only: bool) {
+        if let Some(slot) = self.state.slot(i) {
+            slot.skippable = device_only;
         }
     }
 
@@ -293,6 +351,8 @@ impl<'s> Updater<'s> {
         }
         self.state
             .set(i, config, comparable.then_some(&self.scratch[..]));
+        // Its buffers are device memory (`changed_launch` sends the others to a capture).
+        self.seen(i, true);
         self.set += 1;
         Ok(())
     }
@@ -349,9 +409,38 @@ impl Issuer for Updater<'_> {
                 .span_values(slot.span)
                 .is_some_and(|r| same_launch_values(args, r))
         {
+            let device_only = args
+                .iter()
+                .all(|a| a.access().is_none() || device_held(a.holder()));
+            if let Some(slot) = self.state.slot(i) {
+                slot.skippable = device_only;
+            }
             return Ok(());
         }
         self.changed_launch(i, stmt, kernel, config, args)
+    }
+
+    fn unchanged(&mut self, stmt: &'static Statement, reads: u64) -> bool {
+        if reads & self.changed != 0 {
+            return false;
+        }
+        // The next operation must be the statement's, with its values known and in device
+        // memory; else the statement is walked, which finds out what differs.
+        let i = self.op;
+        let due = self
+            .orderings
+            .get(self.ordering)
+            .is_some_and(|&(at, _)| at as usize <= i);
+        let ours = self
+            .ops
+            .get(i)
+            .is_some_and(|op| std::ptr::eq(op.statement, stmt));
+        if due || !ours || !self.state.slots.get(i).is_some_and(|s| s.skippable) {
+            return false;
+        }
+        self.op += 1;
+        self.skipped += 1;
+        true
     }
 
     fn copy(
@@ -363,6 +452,7 @@ impl Issuer for Updater<'_> {
         let dst = dst.memory_ref();
         let i = self.next_op(stmt)?;
         if self.encode(&Issued::Copy(dst, src)) && self.state.values(i) == Some(&self.scratch[..]) {
+            self.seen(i, device_memory(&dst) && device_memory(&src));
             Ok(())
         } else {
             Err(self.stop("a copy changed"))
@@ -380,6 +470,7 @@ impl Issuer for Updater<'_> {
         if self.encode(&Issued::Fill(dst, pattern))
             && self.state.values(i) == Some(&self.scratch[..])
         {
+            self.seen(i, device_memory(&dst));
             Ok(())
         } else {
             Err(self.stop("a fill changed"))
@@ -530,6 +621,21 @@ impl Updater<'_> {
     }
 }
 
+/// Whether memory of `holder` is device memory, which a node may keep addressing while its
+/// statement's parameters are unchanged (the graph keeps it allocated, and Rust code reads it
+/// only through stream-ordered copies); not host memory, which Rust code may read directly.
+fn device_held(holder: HolderKind<'_>) -> bool {
+    matches!(
+        holder,
+        HolderKind::Device(_) | HolderKind::Temporary | HolderKind::Foreign
+    )
+}
+
+/// Whether `m` is device memory of a holder [`device_held`] accepts.
+fn device_memory(m: &MemoryRef<'_>) -> bool {
+    matches!(m.memory(), crate::operand::Memory::Device(_)) && device_held(m.holder())
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -546,10 +652,14 @@ mod tests {
             node: None,
             shape: None,
             span,
+            skippable: false,
         };
         let mut state = ArgState {
             slots: vec![slot((0, 2)), slot((2, 0))],
             bytes: vec![1, 2],
+            keys: ParamKeys::default(),
+            keyed: false,
+            next: ParamKeys::default(),
         };
         assert_eq!(state.values(0), Some(&[1u8, 2][..]));
         assert_eq!(state.values(1), Some(&[][..]));

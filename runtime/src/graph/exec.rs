@@ -342,6 +342,18 @@ impl<P: Pipeline> GraphExec<P> {
     /// cost is one walk of the pipeline plus one driver call per changed launch, so it scales
     /// with what changed. Returns the previous pipeline.
     ///
+    /// The walk skips what cannot have changed: `pipeline!` gives each launch, copy and fill
+    /// the parameters its expressions name (with those of the host `for`s and `if`s around
+    /// it), the update compares every parameter's [`ParamKey`](crate::ParamKey) with that of
+    /// the values the nodes run, and a statement none of whose parameters changed is not
+    /// evaluated at all ([`GraphStats::args_skipped`](super::GraphStats::args_skipped)). So
+    /// an update of one scalar costs the statements that read it, plus a few instructions per
+    /// other statement. Expressions are taken to be functions of what they name (a function
+    /// they call must not read global state; pass such a value as a parameter): a statement
+    /// that calls a macro, has an `unsafe` block or calls a method on a static
+    /// (`COUNTER.load(..)`) is evaluated every time, as is one reading a parameter whose type
+    /// has no key; the first update after a capture evaluates everything.
+    ///
     /// New buffers of changed launches are kept allocated by the executable graph from now on,
     /// as [`GraphExec::update`] keeps them (and what earlier arguments used until the graph is
     /// updated anew or dropped). Arguments of types that are not primitive (`#[repr(C)]`

@@ -36,6 +36,9 @@ pub struct GraphStats {
     /// Launch nodes given new parameters in place, by [`GraphExec::set_kernel_args`](super::GraphExec::set_kernel_args) and
     /// [`GraphExec::update_args`](super::GraphExec::update_args).
     pub nodes_set: u64,
+    /// Operations an argument update left as they were without evaluating their statements,
+    /// since none of the parameters those read changed ([`ParamKey`](crate::ParamKey)).
+    pub args_skipped: u64,
 }
 
 /// An executable graph, the graphs it was made from, and what was done with it.
@@ -58,6 +61,7 @@ pub(super) struct Executable {
     reinstantiations: u64,
     args_updates: u64,
     nodes_set: Cell<u64>,
+    args_skipped: u64,
 }
 
 impl Executable {
@@ -80,6 +84,7 @@ impl Executable {
             reinstantiations: 0,
             args_updates: 0,
             nodes_set: Cell::new(0),
+            args_skipped: 0,
         })
     }
 
@@ -121,6 +126,7 @@ impl Executable {
             reinstantiations: self.reinstantiations,
             args_updates: self.args_updates,
             nodes_set: self.nodes_set.get(),
+            args_skipped: self.args_skipped,
         }
     }
 
@@ -196,12 +202,17 @@ impl Executable {
     /// Brings the executable graph to `pipeline`'s values (see
     /// [`GraphExec::update_args`](super::GraphExec::update_args)).
     pub(super) fn apply_args<P: Pipeline>(&mut self, pipeline: &P) -> Result<()> {
-        let (recapture, keep, set) = {
+        let (recapture, keep, set, skipped) = {
             let core = self.latest.as_ref().unwrap_or(&self.base);
             let state = ArgState::in_cell(self.args.get_mut(), core, &self.base)?;
-            let mut updater = Updater::new(core, &self.exec, state);
+            let mut updater = Updater::new(core, &self.exec, state, pipeline);
             match catch_unwind(AssertUnwindSafe(|| pipeline.issue(&mut updater))) {
-                Ok(walked) => (updater.needs_capture(walked), updater.keep, updater.set),
+                Ok(walked) => (
+                    updater.needs_capture(walked),
+                    updater.keep,
+                    updater.set,
+                    updater.skipped,
+                ),
                 Err(panic) => {
                     // Nodes set before the panic run the new arguments from the next launch
                     // on: their memory must stay allocated however the panic is handled.
@@ -215,6 +226,7 @@ impl Executable {
         // error (a node may have been changed).
         let held = self.exec.hold_more(keep);
         self.nodes_set.set(self.nodes_set.get() + set);
+        self.args_skipped += skipped;
         if recapture? || !held || self.exec.extra_keeps() > MAX_EXTRA_KEEPS {
             // Capture anew (which also lets go of what earlier argument updates held, once
             // the launches before it finish).

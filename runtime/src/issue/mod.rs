@@ -19,9 +19,14 @@ use crate::operand::{FillPattern, HostFn, LaunchConfig, ReduceOp};
 use crate::program::{Program, Statement};
 
 mod collective;
+mod keys;
 
 pub(crate) use collective::check_collective;
 pub use collective::CollectivePart;
+pub use keys::{
+    param_bit, KeyWriter, KeyedParam, ParamKey, ParamKeys, ParamProbe, UnkeyedParam,
+    MAX_KEYED_ELEMENTS,
+};
 
 /// A pipeline: a program and the run-time values its statements issue.
 ///
@@ -43,6 +48,14 @@ pub trait Pipeline {
     ///
     /// Stops at the first error; the error names the statement.
     fn issue<I: Issuer + ?Sized>(&self, issuer: &mut I) -> Result<(), Error>;
+
+    /// Writes the key of each parameter, in declaration order, to `keys` ([`ParamKey`]; a
+    /// parameter whose type has none through [`ParamKeys::unkeyed`]): what an argument update
+    /// compares to find the statements it must walk ([`Issuer::unchanged`]). `pipeline!`
+    /// writes them; the default writes none, and then every statement counts as changed.
+    fn param_keys(&self, keys: &mut ParamKeys) {
+        let _ = keys;
+    }
 }
 
 /// What `launch KERNEL<<<…>>>(…)` in [`pipeline!`](crate::Pipeline) accepts as `KERNEL`: a
@@ -167,6 +180,17 @@ impl StreamOptions {
 /// Ordering statements (`record`, `wait`, `wait_stream`) carry their event/stream indices in
 /// [`Statement::kind`]; operations carry their run-time arguments.
 pub trait Issuer {
+    /// Asked before the statement `stmt` evaluates its expressions, by a statement whose
+    /// expressions are functions of the parameters in `reads` ([`param_bit`] of each):
+    /// `true` when the issuer already holds what the statement would issue (an argument
+    /// update whose graph runs values of equal [`ParamKey`]s), and then the statement is not
+    /// issued. The default, and every issuer that runs or records statements, says `false`.
+    #[inline]
+    fn unchanged(&mut self, stmt: &'static Statement, reads: u64) -> bool {
+        let _ = (stmt, reads);
+        false
+    }
+
     /// `launch KERNEL<<<GRID, BLOCK, SHARED>>>(ARGS)` on `stmt.stream`.
     fn launch(
         &mut self,

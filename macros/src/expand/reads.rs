@@ -1,0 +1,275 @@
+//! Which parameters each statement's expressions read: an argument update (the runtime's
+//! `Issuer::unchanged`) skips a statement none of whose parameters changed.
+//!
+//! A statement's values are taken to be a function of the parameters its expressions name,
+//! of the loop variables of the host `for`s around it (themselves functions of their loops'
+//! expressions) and of constants. What the expressions cannot be seen to depend on that way
+//! makes the statement one that is always walked: a macro call, an `unsafe` block, a method
+//! called on a path that is no parameter or local (a static's interior, `COUNTER.load(..)`).
+//! Only launches, copies and fills are skipped; the runtime compares every other statement.
+
+use syn::visit::Visit;
+use syn::{Expr, Ident, Pat};
+
+use crate::model::{Arg, Kind, Node, Param, Program};
+
+/// The bit of parameter `i`, as the runtime's `param_bit` (parameters from the 64th on share
+/// the last bit).
+fn param_bit(i: usize) -> u64 {
+    1 << i.min(63)
+}
+
+/// Per statement id: the parameters it reads, when it may be skipped.
+pub(super) fn statement_reads(program: &Program, params: &[&Param]) -> Vec<Option<u64>> {
+    let mut walk = Walk {
+        program,
+        params,
+        locals: program.temps.iter().map(|t| t.name.clone()).collect(),
+        out: vec![None; program.statements.len()],
+    };
+    walk.nodes(&program.body, Some(0));
+    walk.out
+}
+
+struct Walk<'a> {
+    program: &'a Program,
+    params: &'a [&'a Param],
+    /// Names in scope that are no parameter: temporaries, loop variables.
+    locals: Vec<Ident>,
+    out: Vec<Option<u64>>,
+}
+
+impl Walk<'_> {
+    /// `nodes` under host control flow that reads `outer` (`None`: what it reads cannot be
+    /// told).
+    fn nodes(&mut self, nodes: &[Node], outer: Option<u64>) {
+        for node in nodes {
+            match node {
+                Node::Stmt(i) => {
+                    let reads = outer.zip(self.statement(*i)).map(|(a, b)| a | b);
+                    if let Some(slot) = self.out.get_mut(*i) {
+                        *slot = reads;
+                    }
+                }
+                Node::For {
+                    pat, expr, body, ..
+                } => {
+                    let inner = outer.zip(self.exprs([expr])).map(|(a, b)| a | b);
+                    let depth = self.locals.len();
+                    bind(pat, &mut self.locals);
+                    self.nodes(body, inner);
+                    self.locals.truncate(depth);
+                }
+                Node::If {
+                    cond,
+                    then,
+                    otherwise,
+                    ..
+                } => {
+                    let inner = outer.zip(self.exprs([cond])).map(|(a, b)| a | b);
+                    self.nodes(then, inner);
+                    if let Some(o) = otherwise {
+                        self.nodes(o, inner);
+                    }
+                }
+                // A body's statements are issued whatever the flag holds.
+                Node::Block { bodies, .. } => {
+                    for body in bodies {
+                        self.nodes(body, outer);
+                    }
+                }
+            }
+        }
+    }
+
+    /// What statement `i`'s expressions read, when it is a launch, copy or fill.
+    fn statement(&self, i: usize) -> Option<u64> {
+        let stmt = self.program.statements.get(i)?;
+        match &stmt.kind {
+            Kind::Launch {
+                kernel,
+                grid,
+                block,
+                shared,
+                args,
+            } => {
+                let args = args.iter().map(|a| match a {
+                    Arg::Write(b) | Arg::Read(b) => &b.expr,
+                    Arg::Value(e) => e,
+                });
+                let fixed = [kernel, grid, block].into_iter().chain(shared);
+                self.exprs(fixed.chain(args))
+            }
+            Kind::Copy { dst, src } => self.exprs([&dst.expr, &src.expr]),
+            Kind::Fill { dst, value } => self.exprs([&dst.expr, value]),
+            _ => None,
+        }
+    }
+
+    /// The parameters `exprs` read; `None` when they may read more.
+    fn exprs<'e>(&self, exprs: impl IntoIterator<Item = &'e Expr>) -> Option<u64> {
+        let mut reads = Reads {
+            params: self.params,
+            locals: &self.locals,
+            mask: 0,
+            told: true,
+        };
+        for e in exprs {
+            reads.visit_expr(e);
+        }
+        reads.told.then_some(reads.mask)
+    }
+}
+
+/// Adds the names `pat` binds to `locals`.
+fn bind(pat: &Pat, locals: &mut Vec<Ident>) {
+    struct Names<'l>(&'l mut Vec<Ident>);
+    impl Visit<'_> for Names<'_> {
+        fn visit_pat_ident(&mut self, p: &syn::PatIdent) {
+            self.0.push(p.ident.clone());
+            syn::visit::visit_pat_ident(self, p);
+        }
+    }
+    Names(locals).visit_pat(pat);
+}
+
+/// The parameters an expression names (every identifier that is a parameter's name: a field
+/// or method of that name only adds a parameter, which costs a comparison, never a change
+/// missed), and whether that is all it reads.
+struct Reads<'a> {
+    params: &'a [&'a Param],
+    locals: &'a [Ident],
+    mask: u64,
+    told: bool,
+}
+
+impl Reads<'_> {
+    fn is_param(&self, name: &Ident) -> bool {
+        self.params.iter().any(|p| p.name == *name)
+    }
+
+    /// Whether `e` (behind references, parentheses, fields and indices) is a path that names
+    /// no parameter or local: a static or something else outside the pipeline.
+    fn outside(&self, mut e: &Expr) -> bool {
+        loop {
+            e = match e {
+                Expr::Paren(p) => &p.expr,
+                Expr::Reference(r) => &r.expr,
+                Expr::Field(f) => &f.base,
+                Expr::Index(i) => &i.expr,
+                Expr::Group(g) => &g.expr,
+                Expr::Path(p) => {
+                    return match p.path.get_ident() {
+                        Some(name) => !self.is_param(name) && !self.locals.contains(name),
+                        None => true,
+                    };
+                }
+                _ => return false,
+            };
+        }
+    }
+}
+
+impl Visit<'_> for Reads<'_> {
+    fn visit_ident(&mut self, name: &Ident) {
+        if let Some(k) = self.params.iter().position(|p| p.name == *name) {
+            self.mask |= param_bit(k);
+        }
+    }
+
+    fn visit_macro(&mut self, m: &syn::Macro) {
+        // Its tokens are not expressions to look into.
+        self.told = false;
+        syn::visit::visit_macro(self, m);
+    }
+
+    fn visit_expr_unsafe(&mut self, e: &syn::ExprUnsafe) {
+        self.told = false;
+        syn::visit::visit_expr_unsafe(self, e);
+    }
+
+    fn visit_expr_method_call(&mut self, call: &syn::ExprMethodCall) {
+        if self.outside(&call.receiver) {
+            self.told = false;
+        }
+        syn::visit::visit_expr_method_call(self, call);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Errors;
+
+    fn reads(src: &str) -> Vec<Option<u64>> {
+        let input = syn::parse_str(src).expect("parses");
+        let mut errors = Errors::default();
+        let program = Program::from_syntax(input, &mut errors);
+        let params: Vec<&Param> = program.params.iter().filter(|p| p.temp.is_none()).collect();
+        statement_reads(&program, &params)
+    }
+
+    #[test]
+    fn a_launch_reads_the_parameters_it_names() {
+        let r = reads(
+            "pipeline P(k: &Kernel, x: &mut DeviceBuffer<f32>, y: &DeviceBuffer<f32>, n: u32, m: u32) {
+                stream s;
+                s: launch k<<<n, 256>>>(&mut x, n);
+                s: launch k<<<1, 1>>>(&y.slice(0..m as usize));
+                s: fill x = 1.0f32;
+                s: copy x <- y;
+            }",
+        );
+        assert_eq!(
+            r,
+            vec![Some(0b1011), Some(0b10101), Some(0b10), Some(0b110)]
+        );
+    }
+
+    #[test]
+    fn host_control_flow_adds_what_it_reads() {
+        let r = reads(
+            "pipeline P(k: &Kernel, x: &mut DeviceBuffer<f32>, n: usize, on: bool) {
+                stream s;
+                for i in 0..n {
+                    if on { s: launch k<<<1, 1>>>(&mut x, i as u32); }
+                }
+            }",
+        );
+        assert_eq!(r, vec![Some(0b1111)]);
+    }
+
+    #[test]
+    fn what_cannot_be_told_is_always_walked() {
+        let r = reads(
+            "pipeline P(k: &Kernel, x: &mut DeviceBuffer<u32>, cb: &Cb) {
+                stream s;
+                s: launch k<<<1, 1>>>(&mut x, COUNTER.load(Relaxed));
+                s: launch k<<<1, 1>>>(&mut x, dbg!(1u32));
+                s: launch k<<<1, 1>>>(&mut x, helper(BLOCK));
+                s: host cb;
+                s: launch k<<<1, 1>>>(&mut x, x.len() as u32);
+            }",
+        );
+        assert_eq!(r, vec![None, None, Some(0b11), None, Some(0b11)]);
+    }
+
+    #[test]
+    fn temporaries_and_loop_variables_are_locals() {
+        let r = reads(
+            "pipeline P(k: &Kernel, n: usize) {
+                stream s;
+                temp t: f32[n];
+                for i in 0..2 {
+                    s: launch k<<<1, 1>>>(&mut t, t.len() as u32 + i);
+                }
+            }",
+        );
+        let launch = r.iter().flatten().copied().collect::<Vec<_>>();
+        assert_eq!(
+            launch,
+            vec![0b1],
+            "only the kernel: the temporary is a local"
+        );
+    }
+}
