@@ -46,7 +46,7 @@ if [ "${1:-}" = --guard ] || [ "${1:-}" = --baseline ]; then
   raw=$(per raw $n); cap=$(per capture $n)
   rawset=$(per rawset $n); set=$(per set $n)
   rawupd=$(per rawupdate $n); upd=$(per update $n)
-  args=$(per args $n); same=$(per same $n)
+  args=$(per args $n); same=$(per same $n); tail=$(per tail $n)
   calls=$(per calls $n); calls2=$(per calls2 $n); cap2=$(per capture $(( 2 * n )))
   distinct=$(per distinct $n); rawstamp=$(per rawstamp $n)
   gemms=$(per gemms $n); rawgemms=$(per rawgemms $n)
@@ -61,6 +61,7 @@ set_kernel_args $(( (set - rawset) / n ))
 update $(( (upd - rawupd) / n ))
 update_args $(( args / n ))
 update_args_same $(( same / n ))
+update_args_one $(( (tail - rawset / n) / n ))
 TXT
 )
   if [ "$1" = --baseline ]; then
@@ -70,7 +71,9 @@ TXT
       echo "# of its own, over the same launch by hand; call_gemm: per captured call of ops::Gemm over"
       echo "# cublasGemmEx by hand (stand-in cuBLAS); set_kernel_args: per call; update: per updated launch (re-capture"
       echo "# + exec update); update_args: per launch, every one changed; update_args_same: per launch,"
-      echo "# none changed (the walk that compares them)."
+      echo "# none changed (their parameters' keys compared, the launches skipped); update_args_one:"
+      echo "# per launch, over setting one node by hand, when one launch of N + 1 reads the one"
+      echo "# parameter that changed."
       echo "$measured"; } > "$baseline"
     cat "$baseline"
     exit 0

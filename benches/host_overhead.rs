@@ -39,8 +39,10 @@
 //! - `rawupdate N`: the same by hand: the chain captured with new arguments,
 //!   `cuGraphExecUpdate`, the captured graph destroyed;
 //! - `args N`: `update_args_with` of the same chain (every launch's arguments change);
-//! - `same N`: `update_args_with` of the same chain, nothing changed: the walk that compares
-//!   every launch, what an update of a few changed launches costs beyond setting them.
+//! - `same N`: `update_args_with` of the same chain, nothing changed: every launch's
+//!   parameters unchanged, so the walk skips them (what a relaunch of a graph set's key costs);
+//! - `tail N`: `update_args_with` of the same chain and one launch more, which alone reads
+//!   the parameter that changes: `N` launches skipped, one set.
 //!
 //! Each case prints the best of five rounds in nanoseconds per round. On a GPU these are
 //! wall-clock times (the comparison with raw code and the peers is `bench-harness`'s job, in
@@ -60,8 +62,8 @@ use cudarc::driver::sys;
 use diamond::Diamond4;
 use streamgraph::ops::{Gemm, GemmConfig};
 use streamgraph::{
-    pipeline, CallStream, Capture, Device, DeviceBuffer, Dim3, Eager, Kernel, KernelArg,
-    LaunchConfig, Module, Stream, StreamOp,
+    pipeline, CallStream, Capture, Device, DeviceBuffer, Dim3, Eager, Kernel, KernelArg, KeyWriter,
+    LaunchConfig, Module, ParamKey, Stream, StreamOp,
 };
 
 /// What a case fails with: a streamgraph error, a driver error of the hand-written capture, or
@@ -75,6 +77,15 @@ pub struct Kernels {
     pub empty: Kernel,
     /// Stores its value through its pointer.
     pub stamp: Kernel,
+}
+
+/// A key of both kernels: argument updates skip the statements whose parameters did not
+/// change.
+impl ParamKey for Kernels {
+    fn key(&self, out: &mut KeyWriter<'_>) {
+        self.empty.key(out);
+        self.stamp.key(out);
+    }
 }
 
 const SOURCE: &str = r#"
@@ -148,6 +159,17 @@ pipeline! {
         for i in 0..n {
             main: launch k.stamp<<<1, 1>>>(&mut slot, base.wrapping_add(i as u32));
         }
+    }
+}
+
+pipeline! {
+    /// [`Stamps`], then one launch of `stamp` storing `tail`.
+    pipeline Tail(k: &Kernels, slot: &mut DeviceBuffer<u32>, n: usize, base: u32, tail: u32) {
+        stream main;
+        for i in 0..n {
+            main: launch k.stamp<<<1, 1>>>(&mut slot, base.wrapping_add(i as u32));
+        }
+        main: launch k.stamp<<<1, 1>>>(&mut slot, tail);
     }
 }
 
@@ -560,9 +582,18 @@ fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error>
                 .instantiate()?;
             best_of_five(iterations, |_| Ok(exec.update_args_with(|_| {})?))
         }
+        "tail" => {
+            let mut slot = DeviceBuffer::<u32>::zeros(&s.device, 1)?;
+            let mut exec = capture
+                .capture(Tail::new(&s.k, &mut slot, n, 0, 0))?
+                .instantiate()?;
+            best_of_five(iterations, |r| {
+                Ok(exec.update_args_with(|p| p.tail = r as u32 + 1)?)
+            })
+        }
         other => {
             Err(format!(
-                "no case `{other}`: raw, counted, capture, distinct, rawstamp, calls, gemms, rawgemms, diamond, eager, ediamond, set, rawset, update, rawupdate, args or same"
+                "no case `{other}`: raw, counted, capture, distinct, rawstamp, calls, gemms, rawgemms, diamond, eager, ediamond, set, rawset, update, rawupdate, args, same or tail"
             )
             .into())
         }

@@ -42,7 +42,7 @@ use std::time::Instant;
 use ::streamgraph::ops::{Gemm, GemmConfig};
 use ::streamgraph::{
     pipeline, Capture, Device, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRange, Eager,
-    GraphExec, GraphMemory, Kernel, Pipeline, Plan, Stream,
+    GraphExec, GraphMemory, Kernel, KeyWriter, ParamKey, Pipeline, Plan, Stream,
 };
 
 use crate::gpu::BenchError;
@@ -123,6 +123,14 @@ pub(crate) fn used(device: &Device) -> Result<usize> {
 /// would own it). See the `unsafe impl`s for why it is sound here.
 pub struct Rows {
     range: DeviceRange,
+}
+
+/// The memory it names: argument updates skip the statements that read only unchanged keys.
+impl ParamKey for Rows {
+    fn key(&self, out: &mut KeyWriter<'_>) {
+        out.write_u64(self.range.ptr);
+        out.write_u64(self.range.bytes as u64);
+    }
 }
 
 // SAFETY: the range is the first bytes of `Model::y`, a `DeviceBuffer<f32>` of the model,

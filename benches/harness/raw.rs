@@ -769,6 +769,8 @@ impl Case for W5<'_> {
             partial[0],
             partial[1],
             partial[2],
+            // The keyed variant changes the same 1 % of the launches: the same sets by hand.
+            partial[0],
         ])
     }
 }

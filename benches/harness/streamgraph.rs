@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use ::streamgraph::{
     pipeline, Capture, Device, DeviceBuffer, DeviceFlag, Eager, EagerStats, Graph, GraphExec,
-    Kernel, KernelArg, Module, OpRef, Pipeline, Plan, Stream,
+    Kernel, KernelArg, KeyWriter, Module, OpRef, ParamKey, Pipeline, Plan, Stream,
 };
 use cudarc::driver::sys;
 
@@ -60,6 +60,35 @@ struct Kernels {
     decode_branch: Kernel,
     /// `decode_mix(float *y, const float *h0, …, const float *h3, unsigned n)` (W14).
     decode_mix: Kernel,
+}
+
+/// A key of every kernel: argument updates skip the statements whose parameters, kernels
+/// included, did not change.
+impl ParamKey for Kernels {
+    fn key(&self, out: &mut KeyWriter<'_>) {
+        let Kernels {
+            empty,
+            stamp,
+            countdown,
+            work,
+            bias_act,
+            spin,
+            decode_branch,
+            decode_mix,
+        } = self;
+        for k in [
+            empty,
+            stamp,
+            countdown,
+            work,
+            bias_act,
+            spin,
+            decode_branch,
+            decode_mix,
+        ] {
+            k.key(out);
+        }
+    }
 }
 
 /// What every streamgraph case shares: the device and the loaded kernels.
@@ -234,6 +263,21 @@ pipeline! {
         stream main;
         for i in 0..n {
             main: launch k.stamp<<<GRID, BLOCK>>>(&mut slot, base.wrapping_add(i as u32));
+        }
+    }
+}
+
+pipeline! {
+    /// W5's keyed partial update: the first `m` launches store `head + i`, the others
+    /// `rest + i`; a new `head` changes those `m` launches alone, and an argument update
+    /// skips the others without evaluating them (their parameters' keys are unchanged).
+    pipeline Keyed(k: &Kernels, slot: &mut DeviceBuffer<u32>, head: u32, m: usize, rest: u32, n: usize) {
+        stream main;
+        for i in 0..m {
+            main: launch k.stamp<<<GRID, BLOCK>>>(&mut slot, head.wrapping_add(i as u32));
+        }
+        for i in m..n {
+            main: launch k.stamp<<<GRID, BLOCK>>>(&mut slot, rest.wrapping_add(i as u32));
         }
     }
 }
@@ -671,6 +715,8 @@ struct W5 {
     iteration: u32,
     /// The partial-update variants' executable graph (its own slot).
     valued: GraphExec<Valued<'static>>,
+    /// The keyed partial update's (its own slot).
+    keyed: GraphExec<Keyed<'static>>,
 }
 
 /// W5. [`Stamps`] with `n = p.nodes`, captured and instantiated once. Each sample, in
@@ -717,6 +763,14 @@ pub fn w5<'g>(_gpu: &'g Gpu, p: &Update) -> Setup<'g> {
     let valued = Valued::new(&sg.kernels, valued_slot, values, p.nodes);
     check_plan(&valued)?;
     let valued = instantiate_verified(&mut capture_on(&timed.origin), valued)?;
+    let keyed_slot: &'static mut DeviceBuffer<u32> =
+        Box::leak(Box::new(DeviceBuffer::zeros(&sg.device, 1)?));
+    let m = p.nodes.div_ceil(W5_STEPS[0]);
+    let keyed = Keyed::new(&sg.kernels, keyed_slot, 0, m, 0, p.nodes);
+    check_plan(&keyed)?;
+    let mut keyed = instantiate_verified(&mut capture_on(&timed.origin), keyed)?;
+    // The first argument update walks every statement and learns the keys the nodes run.
+    keyed.update_args_with(|_| {})?;
     Ok(Box::new(W5 {
         timed,
         k: &sg.kernels,
@@ -727,6 +781,7 @@ pub fn w5<'g>(_gpu: &'g Gpu, p: &Update) -> Setup<'g> {
         spare: DeviceBuffer::zeros(&sg.device, 1)?,
         iteration: 0,
         valued,
+        keyed,
     }))
 }
 
@@ -820,6 +875,23 @@ impl Case for W5 {
                 "update_args: last node stored {got:?}, expected {expected}"
             )));
         }
+
+        // The keyed 1 %: a new `head`, read by the first 1 % of the launches alone.
+        let before = self.keyed.stats();
+        let head = base.wrapping_add(7);
+        let t0 = Instant::now();
+        self.keyed.update_args_with(|p| p.head = head)?;
+        let keyed = us_since(t0);
+        let after = self.keyed.stats();
+        let m = self.keyed.pipeline().m;
+        let skipped = after.args_skipped - before.args_skipped;
+        if after.nodes_set - before.nodes_set != m as u64 || skipped != (self.nodes - m) as u64 {
+            return Err(BenchError::Check(format!(
+                "keyed update_args set {} node(s) and skipped {skipped}, expected {m} and {}",
+                after.nodes_set - before.nodes_set,
+                self.nodes - m
+            )));
+        }
         Ok(vec![
             set_params / n,
             replay_dev / n,
@@ -829,6 +901,7 @@ impl Case for W5 {
             partial[0],
             partial[1],
             partial[2],
+            keyed,
         ])
     }
 }

@@ -232,6 +232,7 @@ pub const W5_METRICS: &[Metric] = &[
     metric("update_args", "host_1pct", "us"),
     metric("update_args", "host_10pct", "us"),
     metric("update_args", "host_100pct", "us"),
+    metric("update_args", "host_1pct_keyed", "us"),
 ];
 
 /// W14's requests per sample, and their seed (`few_graphs::requests`).
