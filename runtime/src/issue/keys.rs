@@ -84,7 +84,7 @@ pub struct ParamKeys {
     unknown: u64,
 }
 
-/// The bit of parameter `i` in the parameter sets of [`ParamKeys::changed`] and
+/// The bit of parameter `i` in the parameter sets of argument updates and
 /// [`Issuer::unchanged`](super::Issuer::unchanged): bit `i`, and bit 63 for every parameter
 /// from the 64th on.
 #[inline]
