@@ -35,6 +35,11 @@ use super::GraphCore;
 pub(super) struct ArgState {
     slots: Vec<Slot>,
     bytes: Vec<u8>,
+    /// Per operation, its statement's address with bit 0 set when a walk saw its values and
+    /// they touch no host memory, so that a walk whose statement's parameters did not change
+    /// may leave its node as it is ([`Issuer::unchanged`]); 0 otherwise. Apart from the
+    /// slots, so that a walk that skips reads one word an operation.
+    marks: Vec<usize>,
     /// The parameter keys of the pipeline value whose arguments the nodes run, when `keyed`:
     /// after a walk that saw every statement (not before one, nor after one that failed).
     keys: ParamKeys,
@@ -52,17 +57,6 @@ pub(super) struct Slot {
     pub(super) shape: Option<LaunchShape>,
     /// Where its values lie in [`ArgState::bytes`]; [`OPAQUE`] as length when unknown.
     span: (u32, u32),
-    /// A walk saw its values, and they touch no host memory: a walk whose statement's
-    /// parameters did not change may leave its node as it is ([`Issuer::unchanged`]).
-    skippable: bool,
-}
-
-impl Slot {
-    /// The operation got values from elsewhere (`set_kernel_args`): they are unknown now.
-    pub(super) fn forget(&mut self) {
-        self.span.1 = OPAQUE;
-        self.skippable = false;
-    }
 }
 
 impl ArgState {
@@ -80,10 +74,10 @@ impl ArgState {
                     node: nodes.get(i).copied().flatten(),
                     shape: core.launch_shape(i),
                     span: op.values,
-                    skippable: false,
                 })
                 .collect(),
             bytes: core.recorded.values.clone(),
+            marks: vec![0; core.recorded.ops.len()],
             keys: ParamKeys::default(),
             keyed: false,
             next: ParamKeys::default(),
@@ -139,6 +133,23 @@ impl ArgState {
     #[inline]
     pub(super) fn slot(&mut self, i: usize) -> Option<&mut Slot> {
         self.slots.get_mut(i)
+    }
+
+    /// Operation `i` got values from elsewhere (`set_kernel_args`): they are unknown now.
+    #[inline]
+    pub(super) fn forget(&mut self, i: usize) {
+        if let Some(slot) = self.slots.get_mut(i) {
+            slot.span.1 = OPAQUE;
+        }
+        self.mark(i, None);
+    }
+
+    /// Operation `i`, of `stmt`, may be skipped by a walk when `stmt` is given.
+    #[inline]
+    fn mark(&mut self, i: usize, stmt: Option<&'static Statement>) {
+        if let Some(m) = self.marks.get_mut(i) {
+            *m = stmt.map_or(0, skip_mark);
+        }
     }
 
     fn values(&self, i: usize) -> Option<&[u8]> {
@@ -285,9 +296,8 @@ impl<'s> Updater<'s> {
     /// Operation `i`'s values were compared, and touch no host memory when `device_only`.
     #[inline]
     fn seen(&mut self, i: usize, device_only: bool) {
-        if let Some(slot) = self.state.slot(i) {
-            slot.skippable = device_only;
-        }
+        let stmt = self.ops.get(i).map(|op| op.statement);
+        self.state.mark(i, stmt.filter(|_| device_only));
     }
 
     /// Encodes `issued` into the scratch buffer; `false` when it cannot be compared.
@@ -331,9 +341,7 @@ impl<'s> Updater<'s> {
                 self.keep.hold(a.holder(), access.mode == AccessMode::Write);
             }
         }
-        if let Some(slot) = self.state.slot(i) {
-            slot.forget();
-        }
+        self.state.forget(i);
         if let Err(e) = self.exec.set_kernel_args(node, func, &config, args) {
             // A node in a block's body the driver would not set (its slot is forgotten, what
             // it may run now is kept): captured anew, which sets every node.
@@ -412,9 +420,7 @@ impl Issuer for Updater<'_> {
             let device_only = args
                 .iter()
                 .all(|a| a.access().is_none() || device_held(a.holder()));
-            if let Some(slot) = self.state.slot(i) {
-                slot.skippable = device_only;
-            }
+            self.seen(i, device_only);
             return Ok(());
         }
         self.changed_launch(i, stmt, kernel, config, args)
@@ -431,11 +437,7 @@ impl Issuer for Updater<'_> {
             .orderings
             .get(self.ordering)
             .is_some_and(|&(at, _)| at as usize <= i);
-        let ours = self
-            .ops
-            .get(i)
-            .is_some_and(|op| std::ptr::eq(op.statement, stmt));
-        if due || !ours || !self.state.slots.get(i).is_some_and(|s| s.skippable) {
+        if due || self.state.marks.get(i) != Some(&skip_mark(stmt)) {
             return false;
         }
         self.op += 1;
@@ -621,6 +623,13 @@ impl Updater<'_> {
     }
 }
 
+/// [`ArgState::marks`]' word of an operation of `stmt` that a walk may skip (statements are
+/// aligned to more than 1 byte, so bit 0 of their address is free).
+#[inline]
+fn skip_mark(stmt: &'static Statement) -> usize {
+    std::ptr::from_ref(stmt) as usize | 1
+}
+
 /// Whether memory of `holder` is device memory, which a node may keep addressing while its
 /// statement's parameters are unchanged (the graph keeps it allocated, and Rust code reads it
 /// only through stream-ordered copies); not host memory, which Rust code may read directly.
@@ -652,11 +661,11 @@ mod tests {
             node: None,
             shape: None,
             span,
-            skippable: false,
         };
         let mut state = ArgState {
             slots: vec![slot((0, 2)), slot((2, 0))],
             bytes: vec![1, 2],
+            marks: vec![0; 2],
             keys: ParamKeys::default(),
             keyed: false,
             next: ParamKeys::default(),
@@ -668,7 +677,7 @@ mod tests {
         assert_eq!(state.bytes.len(), 2, "same length: in place");
         state.set(0, config, Some(&[5, 6, 7]));
         assert_eq!(state.values(0), Some(&[5u8, 6, 7][..]));
-        state.slot(0).unwrap().forget();
+        state.forget(0);
         assert_eq!(state.values(0), None);
         state.set(1, config, None);
         assert_eq!(state.values(1), None);

@@ -175,7 +175,7 @@ impl Executable {
             )));
         };
         // The values the node runs are the caller's now, not the pipeline's.
-        slot.forget();
+        state.forget(index);
         self.exec
             .set_kernel_args(node, func, &shape.config, args)
             .map_err(|e| Error::driver("cuGraphExecKernelNodeSetParams", e))?;
