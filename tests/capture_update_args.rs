@@ -352,3 +352,89 @@ fn statements_whose_parameters_did_not_change_are_skipped() {
     assert_eq!(run(&exec), [4, 22, 6, 8]);
     exec.verify().unwrap();
 }
+
+streamgraph::pipeline! {
+    /// A fork and join around a temporary: `t = a` on a side stream, then `out[0..n] = t`
+    /// copied and `out[n] = b`, each read by the parameters it names.
+    pipeline Keyed(
+        write: &streamgraph::Kernel,
+        out: &mut DeviceBuffer<u32>,
+        a: u32,
+        b: u32,
+        n: usize,
+    ) {
+        stream s;
+        stream side;
+        temp t: u32[1];
+        side: wait_stream s;
+        side: launch write<<<1, 1>>>(&mut t, a);
+        s: wait_stream side;
+        for i in 0..n {
+            s: copy out.slice(i..i + 1) <- t;
+        }
+        s: launch write<<<1, 1>>>(&mut out.slice_mut(n..n + 1), b);
+    }
+}
+
+/// What `pipeline!` says of a pipeline's walk (no GPU needed).
+#[test]
+fn keys_decide_the_walk_of_pipelines_whose_expressions_read_their_parameters() {
+    // `Split`'s walk is told, though `tag` has no key; `Stamps` is written by hand, so it
+    // has the default.
+    let keyed = [Keyed::KEYED_WALK, Split::KEYED_WALK, Stamps::KEYED_WALK];
+    assert_eq!(keyed, [true, true, false]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn an_update_in_which_no_key_changed_walks_nothing() {
+    let (k, origin) = setup();
+    let mut out = DeviceBuffer::<u32>::zeros(&k.device, 4).unwrap();
+    let pipeline = Keyed::new(&k.write_value, &mut out, 5, 9, 3);
+    let mut exec = capture(&origin, pipeline).unwrap().instantiate().unwrap();
+    let run = |exec: &streamgraph::GraphExec<Keyed<'_>>| {
+        exec.launch(&origin).unwrap();
+        origin.synchronize().unwrap();
+        exec.pipeline().out.to_vec().unwrap()
+    };
+    assert_eq!(run(&exec), [5, 5, 5, 9]);
+    // The first update walks everything; later ones in which nothing changed walk nothing and
+    // leave the five launches and copies as they are.
+    exec.update_args_with(|_| {}).unwrap();
+    for _ in 0..2 {
+        let before = exec.stats();
+        exec.update_args_with(|_| {}).unwrap();
+        let after = exec.stats();
+        assert_eq!(after.args_skipped - before.args_skipped, 5);
+        assert_eq!(after.nodes_set, before.nodes_set);
+    }
+    // A changed key walks, and sets only what reads it.
+    let before = exec.stats();
+    exec.update_args_with(|p| p.b = 10).unwrap();
+    let after = exec.stats();
+    assert_eq!(after.nodes_set - before.nodes_set, 1);
+    assert_eq!(after.args_skipped - before.args_skipped, 4);
+    assert_eq!(run(&exec), [5, 5, 5, 10]);
+    // `set_kernel_args` makes a node's values unknown: the next update walks again and
+    // brings it back, then nothing is walked again.
+    let op = streamgraph::OpRef {
+        statement: &Keyed::PROGRAM.statements[Keyed::PROGRAM.statements.len() - 1],
+        occurrence: 1,
+    };
+    let slot = exec.pipeline().out.slice(3..4);
+    exec.set_kernel_args(
+        op,
+        &k.write_value,
+        &[KernelArg::read(&slot), KernelArg::value(&77u32)],
+    )
+    .unwrap();
+    assert_eq!(run(&exec), [5, 5, 5, 77]);
+    let before = exec.stats();
+    exec.update_args_with(|_| {}).unwrap();
+    assert_eq!(exec.stats().nodes_set - before.nodes_set, 1);
+    assert_eq!(run(&exec), [5, 5, 5, 10]);
+    let before = exec.stats();
+    exec.update_args_with(|_| {}).unwrap();
+    assert_eq!(exec.stats().args_skipped - before.args_skipped, 5);
+    exec.verify().unwrap();
+}

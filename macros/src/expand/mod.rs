@@ -186,6 +186,7 @@ pub fn expand(program: &Program) -> TokenStream {
         }
     };
     let reads = reads::statement_reads(program, &params);
+    let keyed_walk = reads::walk_keyed(program, &params, &reads);
     let body = nodes(program, &reads, &program.body);
     let keys = params.iter().map(|p| {
         let name = &p.name;
@@ -231,6 +232,8 @@ pub fn expand(program: &Program) -> TokenStream {
         }
 
         impl #impl_generics ::streamgraph::__private::Pipeline for #name #ty_generics #where_clause {
+            const KEYED_WALK: bool = #keyed_walk;
+
             fn program(&self) -> &'static ::streamgraph::__private::Program {
                 Self::PROGRAM
             }

@@ -31,6 +31,22 @@ pub(super) fn statement_reads(program: &Program, params: &[&Param]) -> Vec<Optio
     walk.out
 }
 
+/// Whether every statement `program` can issue is decided by its parameters' keys: a launch,
+/// copy or fill with `reads`, an ordering statement, a host function or a temporary's
+/// allocation or release whose size reads only parameters, locals and constants, each under
+/// host control flow of such expressions; no device block, `call` or collective. An argument
+/// update whose keys did not change may then walk nothing (the runtime's
+/// `Pipeline::KEYED_WALK`).
+pub(super) fn walk_keyed(program: &Program, params: &[&Param], reads: &[Option<u64>]) -> bool {
+    let mut walk = Walk {
+        program,
+        params,
+        locals: program.temps.iter().map(|t| t.name.clone()).collect(),
+        out: Vec::new(),
+    };
+    walk.keyed(&program.body, reads)
+}
+
 struct Walk<'a> {
     program: &'a Program,
     params: &'a [&'a Param],
@@ -79,6 +95,60 @@ impl Walk<'_> {
                     }
                 }
             }
+        }
+    }
+
+    /// Whether `nodes` are decided by the parameters' keys (see [`walk_keyed`]).
+    fn keyed(&mut self, nodes: &[Node], reads: &[Option<u64>]) -> bool {
+        nodes.iter().all(|node| match node {
+            Node::Stmt(i) => self.stmt_keyed(*i, reads),
+            // An ordering statement or temporary in a loop needs the loop's expression told
+            // here (a launch's `reads` say so already).
+            Node::For {
+                pat, expr, body, ..
+            } => {
+                if self.exprs([expr]).is_none() {
+                    return false;
+                }
+                let depth = self.locals.len();
+                bind(pat, &mut self.locals);
+                let keyed = self.keyed(body, reads);
+                self.locals.truncate(depth);
+                keyed
+            }
+            Node::If {
+                cond,
+                then,
+                otherwise,
+                ..
+            } => {
+                self.exprs([cond]).is_some()
+                    && self.keyed(then, reads)
+                    && otherwise.as_ref().is_none_or(|o| self.keyed(o, reads))
+            }
+            Node::Block { .. } => false,
+        })
+    }
+
+    /// Whether statement `i` is decided by the parameters' keys (its host control flow is
+    /// checked by [`Walk::keyed`]).
+    fn stmt_keyed(&self, i: usize, reads: &[Option<u64>]) -> bool {
+        let Some(stmt) = self.program.statements.get(i) else {
+            return false;
+        };
+        match &stmt.kind {
+            Kind::Launch { .. } | Kind::Copy { .. } | Kind::Fill { .. } => {
+                reads.get(i).is_some_and(Option::is_some)
+            }
+            Kind::Record { .. } | Kind::Wait { .. } | Kind::WaitStream { .. } => true,
+            // The graph keeps the host functions it captured; an update compares none.
+            Kind::Host { .. } => true,
+            Kind::Alloc { temp } | Kind::Free { temp } => self
+                .program
+                .temps
+                .get(*temp)
+                .is_some_and(|t| self.exprs([&t.len]).is_some()),
+            Kind::Call { .. } | Kind::Block { .. } | Kind::Collective { .. } => false,
         }
     }
 
@@ -252,6 +322,64 @@ mod tests {
             }",
         );
         assert_eq!(r, vec![None, None, Some(0b11), None, Some(0b11)]);
+    }
+
+    fn keyed(src: &str) -> bool {
+        let input = syn::parse_str(src).expect("parses");
+        let mut errors = Errors::default();
+        let program = Program::from_syntax(input, &mut errors);
+        assert_eq!(errors.count(), 0, "{src}");
+        let params: Vec<&Param> = program.params.iter().filter(|p| p.temp.is_none()).collect();
+        let reads = statement_reads(&program, &params);
+        walk_keyed(&program, &params, &reads)
+    }
+
+    #[test]
+    fn keys_decide_a_walk_of_told_statements_orderings_and_temporaries() {
+        assert!(keyed(
+            "pipeline P(k: &Kernel, x: &mut DeviceBuffer<f32>, n: usize, on: bool, cb: &Cb) {
+                stream s;
+                stream t;
+                event e;
+                temp h: f32[n];
+                for i in 0..n {
+                    t: wait_stream s;
+                    t: launch k<<<1, 1>>>(&mut h, i as u32);
+                    if on { t: record e; s: wait e; }
+                    s: wait_stream t;
+                    s: copy x.slice(0..n) <- h;
+                }
+                s: host cb;
+            }",
+        ));
+    }
+
+    #[test]
+    fn keys_do_not_decide_what_cannot_be_told_nor_blocks_and_calls() {
+        for body in [
+            "s: launch k<<<1, 1>>>(&mut x, COUNTER.load(Relaxed));",
+            "for _ in 0..COUNTER.load(Relaxed) { s: wait_stream t; }",
+            "if dbg!(n > 1) { s: record e; }",
+            "s: call op(&mut x);",
+            "s: while flag { s: fill x = 1.0f32; }",
+        ] {
+            let src = format!(
+                "pipeline P(k: &Kernel, x: &mut DeviceBuffer<f32>, n: usize, op: &Op, flag: &mut DeviceFlag) {{
+                    stream s;
+                    stream t;
+                    event e;
+                    {body}
+                }}"
+            );
+            assert!(!keyed(&src), "{body}");
+        }
+        assert!(!keyed(
+            "pipeline P(k: &Kernel, n: usize) {
+                stream s;
+                temp h: f32[SIZE.load(Relaxed) + n];
+                s: launch k<<<1, 1>>>(&mut h);
+            }",
+        ));
     }
 
     #[test]

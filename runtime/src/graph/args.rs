@@ -46,6 +46,13 @@ pub(super) struct ArgState {
     keyed: bool,
     /// The keys of the pipeline being walked.
     next: ParamKeys,
+    /// How many marks are set (operations a walk may skip), and how many operations are
+    /// launches, copies and fills (the only ones marked) when no operation is of a kind a walk
+    /// compares otherwise (a device block, a `call`, a collective); [`NOT_WHOLE`] when one
+    /// is. When all are marked and `keyed`, a pipeline whose walk its keys decide
+    /// ([`Pipeline::KEYED_WALK`]) is not walked at all when no key changed.
+    marked: usize,
+    whole: usize,
 }
 
 /// One operation of an executable graph, as [`ArgState`] knows it.
@@ -81,6 +88,8 @@ impl ArgState {
             keys: ParamKeys::default(),
             keyed: false,
             next: ParamKeys::default(),
+            marked: 0,
+            whole: whole_walk(&core.recorded.ops).unwrap_or(NOT_WHOLE),
         })
     }
 
@@ -104,6 +113,20 @@ impl ArgState {
     pub(super) fn commit(&mut self) {
         std::mem::swap(&mut self.keys, &mut self.next);
         self.keyed = true;
+    }
+
+    /// After [`ArgState::begin`] found no key `changed`, for a pipeline whose keys decide its
+    /// walk when `keyed_walk` ([`Pipeline::KEYED_WALK`]): how many operations the nodes run
+    /// as they are when the walk is left out — the last walk saw every statement, every
+    /// launch, copy and fill is one a walk may skip, and no operation is compared otherwise.
+    /// The nodes' keys are known again.
+    #[inline]
+    pub(super) fn whole_unchanged(&mut self, keyed_walk: bool, changed: u64) -> Option<u64> {
+        if !keyed_walk || changed != 0 || self.whole != self.marked {
+            return None;
+        }
+        self.commit();
+        Some(self.marked as u64)
     }
 
     /// The state in `cell`, made from `core` and `base` (see [`ArgState::of`]) if it has none.
@@ -141,14 +164,20 @@ impl ArgState {
         if let Some(slot) = self.slots.get_mut(i) {
             slot.span.1 = OPAQUE;
         }
-        self.mark(i, None);
+        if let Some(m) = self.marks.get_mut(i).filter(|m| **m != 0) {
+            *m = 0;
+            self.marked -= 1;
+        }
     }
 
     /// Operation `i`, of `stmt`, may be skipped by a walk when `stmt` is given.
     #[inline]
     fn mark(&mut self, i: usize, stmt: Option<&'static Statement>) {
         if let Some(m) = self.marks.get_mut(i) {
-            *m = stmt.map_or(0, skip_mark);
+            let new = stmt.map_or(0, skip_mark);
+            // Only launches, copies and fills are marked.
+            self.marked = self.marked + usize::from(new != 0) - usize::from(*m != 0);
+            *m = new;
         }
     }
 
@@ -216,14 +245,14 @@ pub(super) struct Updater<'s> {
 }
 
 impl<'s> Updater<'s> {
-    /// A walk against `core`'s operations run by `exec` as `state` says, for `pipeline`.
-    pub(super) fn new<P: Pipeline + ?Sized>(
+    /// A walk against `core`'s operations run by `exec` as `state` says, in which the
+    /// parameters of `changed` changed ([`ArgState::begin`]).
+    pub(super) fn new(
         core: &'s GraphCore,
         exec: &'s OwnedExec,
         state: &'s mut ArgState,
-        pipeline: &P,
+        changed: u64,
     ) -> Updater<'s> {
-        let changed = state.begin(pipeline);
         Updater {
             changed,
             core,
@@ -341,7 +370,11 @@ impl<'s> Updater<'s> {
                 self.keep.hold(a.holder(), access.mode == AccessMode::Write);
             }
         }
-        self.state.forget(i);
+        // Its values are unknown until the call succeeds. (Its mark may stay: a walk that
+        // fails leaves the keys unknown, and the next walk sees every statement.)
+        if let Some(slot) = self.state.slots.get_mut(i) {
+            slot.span.1 = OPAQUE;
+        }
         if let Err(e) = self.exec.set_kernel_args(node, func, &config, args) {
             // A node in a block's body the driver would not set (its slot is forgotten, what
             // it may run now is kept): captured anew, which sets every node.
@@ -623,6 +656,21 @@ impl Updater<'_> {
     }
 }
 
+/// [`ArgState`]'s `whole` of a graph with an operation a walk compares otherwise: more than
+/// it can mark.
+const NOT_WHOLE: usize = usize::MAX;
+
+/// How many of `ops` are launches, copies and fills, when every other one is a host
+/// function or a temporary's allocation or release (what [`ArgState::whole_unchanged`] may
+/// leave unwalked); `None` when one is a device block, a `call` or a collective.
+fn whole_walk(ops: &[CapturedOp]) -> Option<usize> {
+    ops.iter().try_fold(0, |n, op| match op.statement.kind {
+        StatementKind::Launch { .. } | StatementKind::Copy | StatementKind::Fill => Some(n + 1),
+        StatementKind::Host | StatementKind::Alloc { .. } | StatementKind::Free { .. } => Some(n),
+        _ => None,
+    })
+}
+
 /// [`ArgState::marks`]' word of an operation of `stmt` that a walk may skip (statements are
 /// aligned to more than 1 byte, so bit 0 of their address is free).
 #[inline]
@@ -669,6 +717,8 @@ mod tests {
             keys: ParamKeys::default(),
             keyed: false,
             next: ParamKeys::default(),
+            marked: 0,
+            whole: NOT_WHOLE,
         };
         assert_eq!(state.values(0), Some(&[1u8, 2][..]));
         assert_eq!(state.values(1), Some(&[][..]));

@@ -352,7 +352,12 @@ impl<P: Pipeline> GraphExec<P> {
     /// they call must not read global state; pass such a value as a parameter): a statement
     /// that calls a macro, has an `unsafe` block or calls a method on a static
     /// (`COUNTER.load(..)`) is evaluated every time, as is one reading a parameter whose type
-    /// has no key; the first update after a capture evaluates everything.
+    /// has no key; the first update after a capture evaluates everything. When no key
+    /// changed and every statement the pipeline can issue is decided by them
+    /// ([`Pipeline::KEYED_WALK`](crate::Pipeline::KEYED_WALK): no statement evaluated every
+    /// time, no device block, `call` or collective), the pipeline is not walked at all: the
+    /// update costs the keys' comparison, whatever the pipeline's size (what a
+    /// [`GraphSet`](crate::GraphSet)'s launch of a key it holds costs).
     ///
     /// New buffers of changed launches are kept allocated by the executable graph from now on,
     /// as [`GraphExec::update`] keeps them (and what earlier arguments used until the graph is

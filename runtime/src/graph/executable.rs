@@ -205,7 +205,13 @@ impl Executable {
         let (recapture, keep, set, skipped) = {
             let core = self.latest.as_ref().unwrap_or(&self.base);
             let state = ArgState::in_cell(self.args.get_mut(), core, &self.base)?;
-            let mut updater = Updater::new(core, &self.exec, state, pipeline);
+            let changed = state.begin(pipeline);
+            // No key changed, and the keys decide the whole walk: the nodes run these values.
+            if let Some(skipped) = state.whole_unchanged(P::KEYED_WALK, changed) {
+                self.args_skipped += skipped;
+                return Ok(());
+            }
+            let mut updater = Updater::new(core, &self.exec, state, changed);
             match catch_unwind(AssertUnwindSafe(|| pipeline.issue(&mut updater))) {
                 Ok(walked) => (
                     updater.needs_capture(walked),

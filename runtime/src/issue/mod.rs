@@ -34,6 +34,19 @@ pub use keys::{
 /// implement it for a program built at run time ([`crate::ProgramBuilder`]), since executors
 /// only ask [`Pipeline::program`].
 pub trait Pipeline {
+    /// Whether every statement this pipeline can issue, and every value it issues, is a
+    /// function of the keys [`Pipeline::param_keys`] writes: `pipeline!` sets it when each
+    /// statement is a launch, copy or fill whose expressions can be told (see
+    /// [`Issuer::unchanged`]), an ordering statement, a host function or a temporary of such a
+    /// size, under host `for`s and `if`s of such expressions, with no device block, `call` or
+    /// collective. An argument update in which no key changed then walks nothing: the
+    /// executable graph's nodes run those values already.
+    ///
+    /// A wrong `true` cannot cause undefined behaviour: like a wrong [`ParamKey`], it leaves
+    /// nodes on values they ran before, which touch only memory the graph keeps allocated (an
+    /// operation that touches host memory is never left out of a walk).
+    const KEYED_WALK: bool = false;
+
     /// The static description this value issues: streams, events, statements with access sets
     /// and locations. The same program object on every call.
     fn program(&self) -> &'static Program;
