@@ -11,212 +11,23 @@
 //! stops, and the pipeline is captured anew and applied as `update` does — which also
 //! overwrites whatever the walk had set before it stopped.
 
+use super::arg_state::{skip_mark, ArgState};
 use super::recorded::{
-    encode, encode_block, encode_launch, same_launch_values, CapturedOp, LaunchShape, OPAQUE,
+    encode, encode_block, encode_launch, same_launch_values, CapturedOp, OPAQUE,
 };
 use crate::error::Error;
 use crate::exec::record::Issued;
-use crate::ffi::graph::NodeHandle;
 use crate::ffi::graph_exec::OwnedExec;
 use crate::ffi::keep::Keep;
 use crate::ffi::memory::{HolderKind, MemoryMut, MemoryRef};
 use crate::ffi::KernelArg;
-use crate::issue::{Body, Issuer, ParamKeys, Pipeline};
+use crate::issue::{Body, Issuer};
 use crate::memory::DeviceFlag;
 use crate::module::Kernel;
 use crate::operand::{FillPattern, HostFn, LaunchConfig};
 use crate::program::{AccessMode, Statement, StatementKind};
 
 use super::GraphCore;
-
-/// What an executable graph's launch nodes run now: their nodes, shapes and argument values,
-/// one slot per operation (what `set_kernel_args` reads for a node lies together).
-#[derive(Debug)]
-pub(super) struct ArgState {
-    slots: Vec<Slot>,
-    bytes: Vec<u8>,
-    /// Per operation, its statement's address with bit 0 set when a walk saw its values and
-    /// they touch no host memory, so that a walk whose statement's parameters did not change
-    /// may leave its node as it is ([`Issuer::unchanged`]); 0 otherwise. Apart from the
-    /// slots, so that a walk that skips reads one word an operation.
-    marks: Vec<usize>,
-    /// The parameter keys of the pipeline value whose arguments the nodes run, when `keyed`:
-    /// after a walk that saw every statement (not before one, nor after one that failed).
-    keys: ParamKeys,
-    keyed: bool,
-    /// The keys of the pipeline being walked.
-    next: ParamKeys,
-    /// How many marks are set (operations a walk may skip), and how many operations are
-    /// launches, copies and fills (the only ones marked) when no operation is of a kind a walk
-    /// compares otherwise (a device block, a `call`, a collective); [`NOT_WHOLE`] when one
-    /// is. When all are marked and `keyed`, a pipeline whose walk its keys decide
-    /// ([`Pipeline::KEYED_WALK`]) is not walked at all when no key changed.
-    marked: usize,
-    whole: usize,
-}
-
-/// One operation of an executable graph, as [`ArgState`] knows it.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Slot {
-    /// Its node in the graph the executable graph was instantiated from.
-    pub(super) node: Option<NodeHandle>,
-    /// The launch's shape as its node runs it now (`None` for other operations).
-    pub(super) shape: Option<LaunchShape>,
-    /// Where its values lie in [`ArgState::bytes`]; [`OPAQUE`] as length when unknown.
-    span: (u32, u32),
-}
-
-impl ArgState {
-    /// The state of a freshly captured graph `core`, whose operations are those of `base`, the
-    /// graph the executable graph was instantiated from (the nodes are `base`'s).
-    pub(super) fn of(core: &GraphCore, base: &GraphCore) -> Result<ArgState, Error> {
-        let nodes = base.node_map()?;
-        Ok(ArgState {
-            slots: core
-                .recorded
-                .ops
-                .iter()
-                .enumerate()
-                .map(|(i, op)| Slot {
-                    node: nodes.get(i).copied().flatten(),
-                    shape: core.launch_shape(i),
-                    span: op.values,
-                })
-                .collect(),
-            bytes: core.recorded.values.clone(),
-            marks: vec![0; core.recorded.ops.len()],
-            keys: ParamKeys::default(),
-            keyed: false,
-            next: ParamKeys::default(),
-            marked: 0,
-            whole: whole_walk(&core.recorded.ops).unwrap_or(NOT_WHOLE),
-        })
-    }
-
-    /// Takes `pipeline`'s parameter keys for a walk; returns the parameters that changed
-    /// since the last walk that saw every statement (all of them when there was none). Until
-    /// [`ArgState::commit`], the nodes' keys are unknown.
-    pub(super) fn begin<P: Pipeline + ?Sized>(&mut self, pipeline: &P) -> u64 {
-        self.next.clear();
-        pipeline.param_keys(&mut self.next);
-        let changed = if self.keyed {
-            self.keys.changed(&self.next)
-        } else {
-            !0
-        };
-        self.keyed = false;
-        changed
-    }
-
-    /// The walk [`ArgState::begin`] began saw every statement: the nodes run the values of
-    /// the pipeline it took the keys of.
-    pub(super) fn commit(&mut self) {
-        std::mem::swap(&mut self.keys, &mut self.next);
-        self.keyed = true;
-    }
-
-    /// After [`ArgState::begin`] found no key `changed`, for a pipeline whose keys decide its
-    /// walk when `keyed_walk` ([`Pipeline::KEYED_WALK`]): how many operations the nodes run
-    /// as they are when the walk is left out — the last walk saw every statement, every
-    /// launch, copy and fill is one a walk may skip, and no operation is compared otherwise.
-    /// The nodes' keys are known again.
-    #[inline]
-    pub(super) fn whole_unchanged(&mut self, keyed_walk: bool, changed: u64) -> Option<u64> {
-        if !keyed_walk || changed != 0 || self.whole != self.marked {
-            return None;
-        }
-        self.commit();
-        Some(self.marked as u64)
-    }
-
-    /// The state in `cell`, made from `core` and `base` (see [`ArgState::of`]) if it has none.
-    #[inline]
-    pub(super) fn in_cell<'c>(
-        cell: &'c mut Option<ArgState>,
-        core: &GraphCore,
-        base: &GraphCore,
-    ) -> Result<&'c mut ArgState, Error> {
-        match cell {
-            Some(state) => Ok(state),
-            None => ArgState::first(cell, core, base),
-        }
-    }
-
-    /// [`ArgState::in_cell`] when `cell` is empty.
-    #[cold]
-    fn first<'c>(
-        cell: &'c mut Option<ArgState>,
-        core: &GraphCore,
-        base: &GraphCore,
-    ) -> Result<&'c mut ArgState, Error> {
-        Ok(cell.insert(ArgState::of(core, base)?))
-    }
-
-    /// Operation `i`.
-    #[inline]
-    pub(super) fn slot(&mut self, i: usize) -> Option<&mut Slot> {
-        self.slots.get_mut(i)
-    }
-
-    /// Operation `i` got values from elsewhere (`set_kernel_args`): they are unknown now.
-    #[inline]
-    pub(super) fn forget(&mut self, i: usize) {
-        if let Some(slot) = self.slots.get_mut(i) {
-            slot.span.1 = OPAQUE;
-        }
-        if let Some(m) = self.marks.get_mut(i).filter(|m| **m != 0) {
-            *m = 0;
-            self.marked -= 1;
-        }
-    }
-
-    /// Operation `i`, of `stmt`, may be skipped by a walk when `stmt` is given.
-    #[inline]
-    fn mark(&mut self, i: usize, stmt: Option<&'static Statement>) {
-        if let Some(m) = self.marks.get_mut(i) {
-            let new = stmt.map_or(0, skip_mark);
-            // Only launches, copies and fills are marked.
-            self.marked = self.marked + usize::from(new != 0) - usize::from(*m != 0);
-            *m = new;
-        }
-    }
-
-    fn values(&self, i: usize) -> Option<&[u8]> {
-        self.span_values(self.slots.get(i)?.span)
-    }
-
-    /// The values at `span` of [`ArgState::bytes`]; `None` for [`OPAQUE`] ones.
-    #[inline]
-    fn span_values(&self, (start, len): (u32, u32)) -> Option<&[u8]> {
-        if len == OPAQUE {
-            return None;
-        }
-        self.bytes
-            .get(start as usize..start as usize + len as usize)
-    }
-
-    /// Operation `i` runs `config` with `values` now (`None`: values that cannot be compared).
-    fn set(&mut self, i: usize, config: LaunchConfig, values: Option<&[u8]>) {
-        let Some(slot) = self.slots.get_mut(i) else {
-            return;
-        };
-        if let Some(shape) = &mut slot.shape {
-            shape.config = config;
-        }
-        let span = &mut slot.span;
-        match values {
-            None => span.1 = OPAQUE,
-            Some(v) if span.1 != OPAQUE && span.1 as usize == v.len() => {
-                let start = span.0 as usize;
-                self.bytes[start..start + v.len()].copy_from_slice(v);
-            }
-            Some(v) => {
-                *span = (self.bytes.len() as u32, v.len() as u32);
-                self.bytes.extend_from_slice(v);
-            }
-        }
-    }
-}
 
 /// Walks a pipeline against an executable graph: compares each operation's values with what
 /// its node runs and gives the changed launches new parameters on the way.
@@ -656,28 +467,6 @@ impl Updater<'_> {
     }
 }
 
-/// [`ArgState`]'s `whole` of a graph with an operation a walk compares otherwise: more than
-/// it can mark.
-const NOT_WHOLE: usize = usize::MAX;
-
-/// How many of `ops` are launches, copies and fills, when every other one is a host
-/// function or a temporary's allocation or release (what [`ArgState::whole_unchanged`] may
-/// leave unwalked); `None` when one is a device block, a `call` or a collective.
-fn whole_walk(ops: &[CapturedOp]) -> Option<usize> {
-    ops.iter().try_fold(0, |n, op| match op.statement.kind {
-        StatementKind::Launch { .. } | StatementKind::Copy | StatementKind::Fill => Some(n + 1),
-        StatementKind::Host | StatementKind::Alloc { .. } | StatementKind::Free { .. } => Some(n),
-        _ => None,
-    })
-}
-
-/// [`ArgState::marks`]' word of an operation of `stmt` that a walk may skip (statements are
-/// aligned to more than 1 byte, so bit 0 of their address is free).
-#[inline]
-fn skip_mark(stmt: &'static Statement) -> usize {
-    std::ptr::from_ref(stmt) as usize | 1
-}
-
 /// Whether memory of `holder` is device memory, which a node may keep addressing while its
 /// statement's parameters are unchanged (the graph keeps it allocated, and Rust code reads it
 /// only through stream-ordered copies); not host memory, which Rust code may read directly.
@@ -691,48 +480,4 @@ fn device_held(holder: HolderKind<'_>) -> bool {
 /// Whether `m` is device memory of a holder [`device_held`] accepts.
 fn device_memory(m: &MemoryRef<'_>) -> bool {
     matches!(m.memory(), crate::operand::Memory::Device(_)) && device_held(m.holder())
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn values_are_replaced_in_place_or_appended_and_forgotten() {
-        let config = LaunchConfig {
-            grid: 1u32.into(),
-            block: 1u32.into(),
-            shared_mem_bytes: 0,
-        };
-        let slot = |span| Slot {
-            node: None,
-            shape: None,
-            span,
-        };
-        let mut state = ArgState {
-            slots: vec![slot((0, 2)), slot((2, 0))],
-            bytes: vec![1, 2],
-            marks: vec![0; 2],
-            keys: ParamKeys::default(),
-            keyed: false,
-            next: ParamKeys::default(),
-            marked: 0,
-            whole: NOT_WHOLE,
-        };
-        assert_eq!(state.values(0), Some(&[1u8, 2][..]));
-        assert_eq!(state.values(1), Some(&[][..]));
-        state.set(0, config, Some(&[3, 4]));
-        assert_eq!(state.values(0), Some(&[3u8, 4][..]));
-        assert_eq!(state.bytes.len(), 2, "same length: in place");
-        state.set(0, config, Some(&[5, 6, 7]));
-        assert_eq!(state.values(0), Some(&[5u8, 6, 7][..]));
-        state.forget(0);
-        assert_eq!(state.values(0), None);
-        state.set(1, config, None);
-        assert_eq!(state.values(1), None);
-        state.set(1, config, Some(&[9]));
-        assert_eq!(state.values(1), Some(&[9u8][..]));
-        assert_eq!(state.values(2), None);
-    }
 }

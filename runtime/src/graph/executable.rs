@@ -5,7 +5,8 @@
 use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
-use super::args::{ArgState, Updater};
+use super::arg_state::ArgState;
+use super::args::Updater;
 use super::capture::{Capture, CaptureSettings};
 use super::{GraphCore, OpRef, VerifyReport};
 use crate::device::Device;

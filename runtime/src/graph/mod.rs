@@ -62,6 +62,7 @@ use crate::program::{OpRef, Program, Statement};
 use crate::stream::Stream;
 use recorded::{CapturedOp, LaunchShape, Recorded};
 
+mod arg_state;
 mod args;
 mod blocks;
 mod book;
