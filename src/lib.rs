@@ -307,8 +307,10 @@
 //!   stream that reads the flag and does everything its body does; the body itself is checked
 //!   as a pipeline of its own. Compile errors: a flag that is not a parameter or not a
 //!   `DeviceFlag`, a `host` function in a body (it would need a round trip to the host), a
-//!   `wait` in a body on an event recorded outside it or outside on one recorded inside it,
-//!   `else if` (nest another block instead).
+//!   `wait` in a body on an event recorded outside it (unless the body records it before the
+//!   `wait`, outside any host `if` or `for` the `wait` is not in: then it waits for its own
+//!   record, so several arms may record and wait the same event) or outside on one recorded
+//!   inside it, `else if` (nest another block instead).
 //! - **`switch`.** `STREAM: switch INDEX { 0 => { … } 2 => { … } _ => { … } }` runs the body of
 //!   the arm whose value equals the [`DeviceFlag`]'s (a `u32`), else the `_` arm's, else none.
 //!   Each arm is a body as above ([`StatementKind::Switch`]). Eagerly, the index is read back

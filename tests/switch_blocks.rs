@@ -95,6 +95,44 @@ pipeline! {
     }
 }
 
+pipeline! {
+    /// Each arm forks `side` from `main` and joins it back with the same two events, recorded
+    /// and waited in every arm: arm 0 makes `x = 1`, `y = x`, `x += 10`; `_` the same with 2
+    /// and 20; then `x += 100`.
+    pipeline ArmEvents(x: &mut DeviceBuffer<u32>, y: &mut DeviceBuffer<u32>,
+                       index: &mut DeviceFlag, k: &K, choice: u32) {
+        stream main;
+        stream side;
+        event forked;
+        event joined;
+
+        main: fill x = 0u32;
+        main: fill y = 0u32;
+        main: launch k.put<<<1, 1>>>(&mut index, choice);
+        main: switch index {
+            0 => {
+                main: launch k.add<<<1, 1>>>(&mut x, 1u32);
+                main: record forked;
+                side: wait forked;
+                side: launch k.modulo<<<1, 1>>>(&mut y, &x, 1000u32);
+                side: record joined;
+                main: wait joined;
+                main: launch k.add<<<1, 1>>>(&mut x, 10u32);
+            }
+            _ => {
+                main: launch k.add<<<1, 1>>>(&mut x, 2u32);
+                main: record forked;
+                side: wait forked;
+                side: launch k.modulo<<<1, 1>>>(&mut y, &x, 1000u32);
+                side: record joined;
+                main: wait joined;
+                main: launch k.add<<<1, 1>>>(&mut x, 20u32);
+            }
+        }
+        main: launch k.add<<<1, 1>>>(&mut x, 100u32);
+    }
+}
+
 /// What [`Pick`] leaves in `(x, y)` for index `choice`.
 fn pick_values(choice: u32) -> (u32, u32) {
     match choice {
@@ -290,6 +328,58 @@ fn switch_captures_verify_on_every_body() {
             &mut i, &mut a, &mut bb, &mut c, &mut go, &mut sel, &pick, &k, 5,
         ),
     );
+}
+
+/// Arms that record and wait the same events, each in its own body: every body graph's edges
+/// are the plan's.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn arms_that_record_and_wait_the_same_events_verify() {
+    let _serial = common::serial();
+    let (device, origin, k) = gpu();
+    let b = || DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let (mut x, mut y) = (b(), b());
+    let mut index = DeviceFlag::new(&device, 0).unwrap();
+    let dot = captured_and_verified(&origin, ArmEvents::new(&mut x, &mut y, &mut index, &k, 0));
+    for which in ["case 0", "default"] {
+        assert!(
+            dot.contains(&format!("label=\"{which} of main: switch index")),
+            "{dot}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn arms_that_record_and_wait_the_same_events_values() {
+    let _serial = common::serial();
+    let (device, origin, k) = gpu();
+    let mut x = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeros(&device, 1).unwrap();
+    let mut index = DeviceFlag::new(&device, 0).unwrap();
+    let expect = |choice| if choice == 0 { (111, 1) } else { (122, 2) };
+    for choice in [0u32, 1, 0, 9] {
+        Eager::new(&origin)
+            .check(true)
+            .run(&ArmEvents::new(&mut x, &mut y, &mut index, &k, choice))
+            .unwrap();
+        origin.synchronize().unwrap();
+        assert_eq!((read(&x), read(&y)), expect(choice), "eager, {choice}");
+    }
+    let graph = Capture::new(&origin)
+        .check(true)
+        .capture(ArmEvents::new(&mut x, &mut y, &mut index, &k, 0))
+        .unwrap();
+    graph.verify().unwrap();
+    let mut exec = graph.instantiate().unwrap();
+    for choice in [0u32, 1, 9, 0] {
+        exec.update_args_with(|p| p.choice = choice).unwrap();
+        exec.launch(&origin).unwrap();
+        origin.synchronize().unwrap();
+        let p = exec.pipeline();
+        assert_eq!((read(p.x), read(p.y)), expect(choice), "replay, {choice}");
+    }
+    exec.verify().unwrap();
 }
 
 /// Run with `STUB_CUDA_VERSION=12060` on the stand-in driver (`.ci/stand-in-tests`): a driver

@@ -6,7 +6,7 @@ use crate::model::{Errors, Kind, Node, Program, Statement};
 /// The body of a device block (`STREAM: while FLAG { … }`, `STREAM: if FLAG { … }`) holds only
 /// work the device can run without the host: no `host` function.
 pub(super) fn bodies_hold_only_device_work(program: &Program, errors: &mut Errors) {
-    for (ctx, stmt) in contexts(program) {
+    for (ctx, _, stmt) in contexts(program) {
         if let (Some((block, _)), Kind::Collective { .. }) = (ctx, &stmt.kind) {
             let block = &program.statements[block];
             errors.spanned(
@@ -40,17 +40,30 @@ pub(super) fn bodies_hold_only_device_work(program: &Program, errors: &mut Error
 /// and a `wait` outside it never for an event recorded inside it.
 ///
 /// Each body runs as a nested pipeline (its own graph when captured), so an event cannot
-/// carry ordering into or out of it.
+/// carry ordering into or out of it. A body that records an event before every `wait` of it
+/// (a `record` earlier in the body, outside any host `if` or `for` the `wait` is not in) waits
+/// for its own record whatever other code records: the same event may then be recorded and
+/// waited in each arm of a `switch`, or before the block too.
 pub(super) fn block_events_stay_in_their_body(program: &Program, errors: &mut Errors) {
     let all = contexts(program);
-    for (ctx, stmt) in &all {
+    for (at, (ctx, scopes, stmt)) in all.iter().enumerate() {
         let Kind::Wait { event, name } = &stmt.kind else {
             continue;
         };
-        let other = all
+        let records = |(c, _, s): &&(BodyContext, Vec<usize>, &Statement)| {
+            matches!(&s.kind, Kind::Record { event: e } if e == event) && c == ctx
+        };
+        let own = all[..at]
             .iter()
-            .find(|(c, s)| matches!(&s.kind, Kind::Record { event: e } if e == event) && c != ctx);
-        let Some((record_ctx, record)) = other else {
+            .filter(records)
+            .any(|(_, outer, _)| scopes.starts_with(outer));
+        if ctx.is_some() && own {
+            continue;
+        }
+        let other = all.iter().find(|(c, _, s)| {
+            matches!(&s.kind, Kind::Record { event: e } if e == event) && c != ctx
+        });
+        let Some((record_ctx, _, record)) = other else {
             continue;
         };
         let (line, column) = line_column(record.first);
@@ -82,34 +95,51 @@ pub(super) fn block_events_stay_in_their_body(program: &Program, errors: &mut Er
 /// The innermost device block body around each statement: `(block statement, branch)`.
 type BodyContext = Option<(usize, usize)>;
 
-/// Every statement with the innermost device block body it is in.
-fn contexts(program: &Program) -> Vec<(BodyContext, &Statement)> {
-    fn walk<'p>(
-        nodes: &[Node],
-        ctx: BodyContext,
+/// Every statement in program order, with the innermost device block body it is in and the
+/// host `for` bodies and `if` branches around it inside that body (each numbered once).
+fn contexts(program: &Program) -> Vec<(BodyContext, Vec<usize>, &Statement)> {
+    struct Walk<'p> {
         program: &'p Program,
-        out: &mut Vec<(BodyContext, &'p Statement)>,
-    ) {
-        for node in nodes {
-            match node {
-                Node::Stmt(i) => out.push((ctx, &program.statements[*i])),
-                Node::For { body, .. } => walk(body, ctx, program, out),
-                Node::If {
-                    then, otherwise, ..
-                } => {
-                    walk(then, ctx, program, out);
-                    walk(otherwise.as_deref().unwrap_or_default(), ctx, program, out);
-                }
-                Node::Block { stmt, bodies } => {
-                    out.push((ctx, &program.statements[*stmt]));
-                    for (branch, body) in bodies.iter().enumerate() {
-                        walk(body, Some((*stmt, branch)), program, out);
+        scopes: usize,
+        out: Vec<(BodyContext, Vec<usize>, &'p Statement)>,
+    }
+    impl<'p> Walk<'p> {
+        fn nodes(&mut self, nodes: &[Node], ctx: BodyContext, outer: &[usize]) {
+            for node in nodes {
+                match node {
+                    Node::Stmt(i) => {
+                        let stmt = &self.program.statements[*i];
+                        self.out.push((ctx, outer.to_vec(), stmt));
+                    }
+                    Node::For { body, .. } => self.scope(body, ctx, outer),
+                    Node::If {
+                        then, otherwise, ..
+                    } => {
+                        self.scope(then, ctx, outer);
+                        self.scope(otherwise.as_deref().unwrap_or_default(), ctx, outer);
+                    }
+                    Node::Block { stmt, bodies } => {
+                        let block = &self.program.statements[*stmt];
+                        self.out.push((ctx, outer.to_vec(), block));
+                        for (branch, body) in bodies.iter().enumerate() {
+                            self.nodes(body, Some((*stmt, branch)), &[]);
+                        }
                     }
                 }
             }
         }
+
+        fn scope(&mut self, nodes: &[Node], ctx: BodyContext, outer: &[usize]) {
+            self.scopes += 1;
+            let inner = [outer, &[self.scopes]].concat();
+            self.nodes(nodes, ctx, &inner);
+        }
     }
-    let mut out = Vec::new();
-    walk(&program.body, None, program, &mut out);
-    out
+    let mut walk = Walk {
+        program,
+        scopes: 0,
+        out: Vec::new(),
+    };
+    walk.nodes(&program.body, None, &[]);
+    walk.out
 }

@@ -60,6 +60,47 @@ fn waits_may_follow_records_of_a_previous_iteration() {
 }
 
 #[test]
+fn a_body_that_records_an_event_before_waiting_waits_for_its_own_record() {
+    // Each arm records and waits `e` itself.
+    let errors = errors_of(parse_quote! {
+        pipeline P(f: &F, on: bool) {
+            stream main;
+            stream side;
+            event e;
+            main: switch f {
+                0 => { main: record e; side: wait e; }
+                _ => { main: record e; if on { side: wait e; } }
+            }
+        }
+    });
+    assert!(errors.is_empty(), "{errors:?}");
+    // A record the wait may not follow (in a host `if`, or after it) leaves the other arm's
+    // record as what it may wait for: refused.
+    for arm in [
+        quote::quote!({ if on { main: record e; } side: wait e; }),
+        quote::quote!({ side: wait e; main: record e; }),
+    ] {
+        let errors = errors_of(parse_quote! {
+            pipeline P(f: &F, on: bool) {
+                stream main;
+                stream side;
+                event e;
+                main: switch f {
+                    0 => { main: record e; side: wait e; }
+                    _ => #arm
+                }
+            }
+        });
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("records outside this body")),
+            "{arm}: {errors:?}"
+        );
+    }
+}
+
+#[test]
 fn race_message_names_both_statements_and_the_fix() {
     let errors = errors_of(parse_quote! {
         pipeline P(x: &mut B, k: &K) {
