@@ -438,3 +438,92 @@ fn an_update_in_which_no_key_changed_walks_nothing() {
     assert_eq!(exec.stats().args_skipped - before.args_skipped, 5);
     exec.verify().unwrap();
 }
+
+streamgraph::pipeline! {
+    /// Two loops of launches on two streams, each reading a parameter of its own:
+    /// `out[i] = a + i` and `out[n + i] = b + i` for `i` in `0..n`.
+    pipeline Looped(write: &streamgraph::Kernel, out: &mut DeviceBuffer<u32>, a: u32, b: u32, n: usize) {
+        stream s;
+        stream t;
+        for i in 0..n {
+            s: launch write<<<1, 1>>>(&mut out.slice_mut(i..i + 1), a + i as u32);
+        }
+        t: wait_stream s;
+        for i in 0..n {
+            t: launch write<<<1, 1>>>(&mut out.slice_mut(n + i..n + i + 1), b + i as u32);
+        }
+        s: wait_stream t;
+    }
+}
+
+/// `update_args_with(f)` on `exec`: the nodes it set and the operations it skipped.
+fn counted<P: Pipeline>(
+    exec: &mut streamgraph::GraphExec<P>,
+    f: impl FnOnce(&mut P),
+) -> (u64, u64) {
+    let before = exec.stats();
+    exec.update_args_with(f).unwrap();
+    let after = exec.stats();
+    (
+        after.nodes_set - before.nodes_set,
+        after.args_skipped - before.args_skipped,
+    )
+}
+
+/// A loop none of whose parameters changed is skipped whole; a node set from elsewhere
+/// inside it makes the next update walk it again (also on the stand-in driver,
+/// `.ci/stand-in-tests`).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn loops_whose_parameters_did_not_change_are_skipped_whole() {
+    let (k, origin) = setup();
+    let n = 4;
+    let mut out = DeviceBuffer::<u32>::zeros(&k.device, 2 * n).unwrap();
+    let pipeline = Looped::new(&k.write_value, &mut out, 10, 20, n);
+    let mut exec = capture(&origin, pipeline).unwrap().instantiate().unwrap();
+    assert_eq!(
+        counted(&mut exec, |_| {}),
+        (0, 0),
+        "the first walk learns the keys"
+    );
+    assert_eq!(counted(&mut exec, |p| p.a = 11), (4, 4));
+    assert_eq!(counted(&mut exec, |p| p.b = 21), (4, 4));
+    assert_eq!(counted(&mut exec, |_| {}), (0, 8));
+    // A node of the second loop set by hand: the loop is walked, the node brought back.
+    let op = streamgraph::OpRef {
+        statement: &Looped::PROGRAM.statements[2],
+        occurrence: 2,
+    };
+    let slot = exec.pipeline().out.slice(5..6);
+    exec.set_kernel_args(
+        op,
+        &k.write_value,
+        &[KernelArg::read(&slot), KernelArg::value(&99u32)],
+    )
+    .unwrap();
+    assert_eq!(counted(&mut exec, |_| {}), (1, 7));
+    assert_eq!(counted(&mut exec, |p| p.a = 12), (4, 4));
+    assert_eq!(counted(&mut exec, |_| {}), (0, 8));
+    exec.verify().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn loops_whose_parameters_did_not_change_are_skipped_whole_values() {
+    let (k, origin) = setup();
+    let n = 4;
+    let mut out = DeviceBuffer::<u32>::zeros(&k.device, 2 * n).unwrap();
+    let pipeline = Looped::new(&k.write_value, &mut out, 10, 20, n);
+    let mut exec = capture(&origin, pipeline).unwrap().instantiate().unwrap();
+    let run = |exec: &streamgraph::GraphExec<Looped<'_>>| {
+        exec.launch(&origin).unwrap();
+        origin.synchronize().unwrap();
+        exec.pipeline().out.to_vec().unwrap()
+    };
+    assert_eq!(run(&exec), [10, 11, 12, 13, 20, 21, 22, 23]);
+    for (a, b) in [(10, 20), (30, 20), (30, 40), (30, 40), (50, 40)] {
+        exec.update_args_with(|p| (p.a, p.b) = (a, b)).unwrap();
+        let want: Vec<u32> = (0..4).map(|i| a + i).chain((0..4).map(|i| b + i)).collect();
+        assert_eq!(run(&exec), want, "a = {a}, b = {b}");
+    }
+}

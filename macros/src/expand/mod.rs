@@ -185,8 +185,8 @@ pub fn expand(program: &Program) -> TokenStream {
             ::std::borrow::Cow::Owned(::std::vec![#(#options),*])
         }
     };
-    let reads = reads::statement_reads(program, &params);
-    let keyed_walk = reads::walk_keyed(program, &params, &reads);
+    let reads = reads::read_sets(program, &params);
+    let keyed_walk = reads::walk_keyed(program, &params, &reads.stmts);
     let body = nodes(program, &reads, &program.body);
     let keys = params.iter().map(|p| {
         let name = &p.name;

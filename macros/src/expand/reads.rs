@@ -8,6 +8,8 @@
 //! called on a path that is no parameter or local (a static's interior, `COUNTER.load(..)`).
 //! Only launches, copies and fills are skipped; the runtime compares every other statement.
 
+use std::collections::HashMap;
+
 use syn::visit::Visit;
 use syn::{Expr, Ident, Pat};
 
@@ -19,16 +21,51 @@ fn param_bit(i: usize) -> u64 {
     1 << i.min(63)
 }
 
+/// What the statements and host loops of a program read, when an argument update may skip
+/// them.
+pub(super) struct ReadSets {
+    /// Per statement id: the parameters it reads, when it may be skipped.
+    pub(super) stmts: Vec<Option<u64>>,
+    /// Per host `for` (by its node's address in the program): a number of its own and the
+    /// parameters its expressions and everything in it read, when the whole loop may be
+    /// skipped (only launches, copies, fills and ordering statements in it, all told).
+    loops: HashMap<usize, (u32, u64)>,
+}
+
+impl ReadSets {
+    /// What statement `i` reads, when it may be skipped.
+    pub(super) fn stmt(&self, i: usize) -> Option<u64> {
+        self.stmts.get(i).copied().flatten()
+    }
+
+    /// The number and reads of the host `for` `node`, when it may be skipped whole.
+    pub(super) fn for_loop(&self, node: &Node) -> Option<(u32, u64)> {
+        self.loops
+            .get(&(std::ptr::from_ref(node) as usize))
+            .copied()
+    }
+}
+
 /// Per statement id: the parameters it reads, when it may be skipped.
-pub(super) fn statement_reads(program: &Program, params: &[&Param]) -> Vec<Option<u64>> {
+#[cfg(test)]
+fn statement_reads(program: &Program, params: &[&Param]) -> Vec<Option<u64>> {
+    read_sets(program, params).stmts
+}
+
+/// What `program`'s statements and host loops read ([`ReadSets`]).
+pub(super) fn read_sets(program: &Program, params: &[&Param]) -> ReadSets {
     let mut walk = Walk {
         program,
         params,
         locals: program.temps.iter().map(|t| t.name.clone()).collect(),
         out: vec![None; program.statements.len()],
+        loops: HashMap::new(),
     };
     walk.nodes(&program.body, Some(0));
-    walk.out
+    ReadSets {
+        stmts: walk.out,
+        loops: walk.loops,
+    }
 }
 
 /// Whether every statement `program` can issue is decided by its parameters' keys: a launch,
@@ -43,6 +80,7 @@ pub(super) fn walk_keyed(program: &Program, params: &[&Param], reads: &[Option<u
         params,
         locals: program.temps.iter().map(|t| t.name.clone()).collect(),
         out: Vec::new(),
+        loops: HashMap::new(),
     };
     walk.keyed(&program.body, reads)
 }
@@ -53,18 +91,28 @@ struct Walk<'a> {
     /// Names in scope that are no parameter: temporaries, loop variables.
     locals: Vec<Ident>,
     out: Vec<Option<u64>>,
+    loops: HashMap<usize, (u32, u64)>,
 }
 
 impl Walk<'_> {
     /// `nodes` under host control flow that reads `outer` (`None`: what it reads cannot be
-    /// told).
-    fn nodes(&mut self, nodes: &[Node], outer: Option<u64>) {
+    /// told). Returns what they read when they may be skipped whole: launches, copies and
+    /// fills that may be skipped and ordering statements, under told host control flow.
+    fn nodes(&mut self, nodes: &[Node], outer: Option<u64>) -> Option<u64> {
+        let mut all = Some(0);
         for node in nodes {
-            match node {
+            let reads = match node {
                 Node::Stmt(i) => {
                     let reads = outer.zip(self.statement(*i)).map(|(a, b)| a | b);
                     if let Some(slot) = self.out.get_mut(*i) {
                         *slot = reads;
+                    }
+                    match self.program.statements.get(*i).map(|s| &s.kind) {
+                        Some(Kind::Launch { .. } | Kind::Copy { .. } | Kind::Fill { .. }) => reads,
+                        Some(Kind::Record { .. } | Kind::Wait { .. } | Kind::WaitStream { .. }) => {
+                            outer
+                        }
+                        _ => None,
                     }
                 }
                 Node::For {
@@ -73,8 +121,14 @@ impl Walk<'_> {
                     let inner = outer.zip(self.exprs([expr])).map(|(a, b)| a | b);
                     let depth = self.locals.len();
                     bind(pat, &mut self.locals);
-                    self.nodes(body, inner);
+                    let reads = inner.zip(self.nodes(body, inner)).map(|(a, b)| a | b);
                     self.locals.truncate(depth);
+                    if let Some(reads) = reads {
+                        let number = self.loops.len() as u32;
+                        self.loops
+                            .insert(std::ptr::from_ref(node) as usize, (number, reads));
+                    }
+                    reads
                 }
                 Node::If {
                     cond,
@@ -83,19 +137,24 @@ impl Walk<'_> {
                     ..
                 } => {
                     let inner = outer.zip(self.exprs([cond])).map(|(a, b)| a | b);
-                    self.nodes(then, inner);
-                    if let Some(o) = otherwise {
-                        self.nodes(o, inner);
-                    }
+                    let then = self.nodes(then, inner);
+                    let otherwise = match otherwise {
+                        Some(o) => self.nodes(o, inner),
+                        None => Some(0),
+                    };
+                    inner.zip(then).zip(otherwise).map(|((a, b), c)| a | b | c)
                 }
                 // A body's statements are issued whatever the flag holds.
                 Node::Block { bodies, .. } => {
                     for body in bodies {
                         self.nodes(body, outer);
                     }
+                    None
                 }
-            }
+            };
+            all = all.zip(reads).map(|(a, b)| a | b);
         }
+        all
     }
 
     /// Whether `nodes` are decided by the parameters' keys (see [`walk_keyed`]).
@@ -380,6 +439,56 @@ mod tests {
                 s: launch k<<<1, 1>>>(&mut h);
             }",
         ));
+    }
+
+    fn loops(src: &str) -> Vec<u64> {
+        let input = syn::parse_str(src).expect("parses");
+        let mut errors = Errors::default();
+        let program = Program::from_syntax(input, &mut errors);
+        assert_eq!(errors.count(), 0, "{src}");
+        let params: Vec<&Param> = program.params.iter().filter(|p| p.temp.is_none()).collect();
+        let sets = read_sets(&program, &params);
+        let mut found: Vec<(u32, u64)> = sets.loops.values().copied().collect();
+        found.sort();
+        found.into_iter().map(|(_, reads)| reads).collect()
+    }
+
+    #[test]
+    fn a_loop_of_told_launches_and_orderings_may_be_skipped_whole() {
+        // The inner loop reads `k`, `x`, `n` and `m`; the outer one `on` too.
+        let r = loops(
+            "pipeline P(k: &Kernel, x: &mut DeviceBuffer<f32>, n: usize, m: usize, on: bool) {
+                stream s;
+                stream t;
+                for i in 0..n {
+                    if on { t: wait_stream s; }
+                    for j in 0..m {
+                        s: launch k<<<1, 1>>>(&mut x, (i + j) as u32);
+                    }
+                }
+            }",
+        );
+        assert_eq!(r, vec![0b1111, 0b11111]);
+    }
+
+    #[test]
+    fn a_loop_with_what_cannot_be_skipped_is_walked() {
+        for body in [
+            "s: launch k<<<1, 1>>>(&mut x, COUNTER.load(Relaxed));",
+            "s: host cb;",
+            "s: call op(&mut x);",
+            "s: while flag { s: fill x = 1.0f32; }",
+            "if dbg!(true) { s: record e; }",
+        ] {
+            let src = format!(
+                "pipeline P(k: &Kernel, x: &mut DeviceBuffer<f32>, n: usize, cb: &Cb, op: &Op, flag: &mut DeviceFlag) {{
+                    stream s;
+                    event e;
+                    for _ in 0..n {{ {body} }}
+                }}"
+            );
+            assert_eq!(loops(&src), Vec::<u64>::new(), "{body}");
+        }
     }
 
     #[test]

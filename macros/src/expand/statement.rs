@@ -8,20 +8,21 @@ use super::operand::{
     borrow, buffer_arg, device_memory, graph_copy_source, kernel_ref, last_span, place, respan,
     spanning,
 };
+use super::reads::ReadSets;
 use crate::model::{write_form, Arg, BlockShape, Kind, Node, ParamKind, Program};
 
-/// The issuing code of `nodes`; `reads[i]` is what statement `i` reads when an argument
-/// update may skip it ([`super::reads`]).
-pub(super) fn nodes(program: &Program, reads: &[Option<u64>], nodes: &[Node]) -> TokenStream {
+/// The issuing code of `nodes`; `reads` says what each statement and host loop reads when an
+/// argument update may skip it ([`super::reads`]).
+pub(super) fn nodes(program: &Program, reads: &ReadSets, nodes: &[Node]) -> TokenStream {
     nodes.iter().map(|n| node(program, reads, n)).collect()
 }
 
-fn node(program: &Program, reads: &[Option<u64>], node: &Node) -> TokenStream {
+fn node(program: &Program, reads: &ReadSets, node: &Node) -> TokenStream {
     match node {
         Node::Stmt(i) if matches!(program.statements[*i].kind, Kind::Alloc { .. }) => {
             temp_alloc(program, *i)
         }
-        Node::Stmt(i) => statement(program, *i, reads.get(*i).copied().flatten()),
+        Node::Stmt(i) => statement(program, *i, reads.stmt(*i)),
         Node::For {
             for_token,
             pat,
@@ -29,7 +30,23 @@ fn node(program: &Program, reads: &[Option<u64>], node: &Node) -> TokenStream {
             body,
         } => {
             let body = nodes(program, reads, body);
-            quote!(#for_token #pat in #expr { #body })
+            let code = quote!(#for_token #pat in #expr { #body });
+            // A loop an argument update may skip whole: asked first, and its extent noted
+            // when it runs.
+            match reads.for_loop(node) {
+                Some((number, mask)) => {
+                    let mask = proc_macro2::Literal::u64_suffixed(mask);
+                    let number = proc_macro2::Literal::u32_suffixed(number);
+                    quote! {
+                        if !__issuer.unchanged_loop(#number, #mask) {
+                            let __loop = __issuer.loop_begin();
+                            #code
+                            __issuer.loop_end(#number, __loop);
+                        }
+                    }
+                }
+                None => code,
+            }
         }
         Node::If {
             if_token,
@@ -94,7 +111,7 @@ pub(super) fn temp_exclusive(name: &syn::Ident) -> syn::Ident {
 /// `dyn Issuer`.
 fn device_block(
     program: &Program,
-    reads: &[Option<u64>],
+    reads: &ReadSets,
     i: usize,
     bodies: &[Vec<Node>],
 ) -> TokenStream {

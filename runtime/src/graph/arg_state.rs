@@ -2,6 +2,8 @@
 //! operation's node, launch shape and argument values, the marks of the operations a walk may
 //! skip and the parameter keys of the values the nodes run.
 
+use std::collections::HashMap;
+
 use super::recorded::{CapturedOp, LaunchShape, OPAQUE};
 use crate::error::Error;
 use crate::ffi::graph::NodeHandle;
@@ -35,6 +37,23 @@ pub(super) struct ArgState {
     /// ([`Pipeline::KEYED_WALK`]) is not walked at all when no key changed.
     marked: usize,
     whole: usize,
+    /// Host loops a walk saw run whole, every operation in them one a walk may skip:
+    /// `(loop number, first operation)` → where the loop ends ([`LoopSpan`]).
+    loops: HashMap<(u32, u32), LoopSpan>,
+    /// Counts the marks cleared outside a walk ([`ArgState::forget`]): a loop noted in an
+    /// earlier epoch may hold an operation that is not to be skipped now.
+    epoch: u32,
+}
+
+/// Where a host loop that began at an operation ends, as a walk saw it run.
+#[derive(Debug, Clone, Copy)]
+struct LoopSpan {
+    /// The ordering statements issued before it began (the walk's cursor then).
+    orderings_before: u32,
+    /// The operations and ordering statements issued when it was done.
+    op_end: u32,
+    orderings_end: u32,
+    epoch: u32,
 }
 
 /// One operation of an executable graph, as [`ArgState`] knows it.
@@ -72,6 +91,8 @@ impl ArgState {
             next: ParamKeys::default(),
             marked: 0,
             whole: whole_walk(&core.recorded.ops).unwrap_or(NOT_WHOLE),
+            loops: HashMap::new(),
+            epoch: 0,
         })
     }
 
@@ -149,7 +170,52 @@ impl ArgState {
         if let Some(m) = self.marks.get_mut(i).filter(|m| **m != 0) {
             *m = 0;
             self.marked -= 1;
+            self.epoch = self.epoch.wrapping_add(1);
         }
+    }
+
+    /// Host loop `number`, which began with `op` operations and `orderings` ordering
+    /// statements issued and ended with `end` of each, ran in a walk: noted when every
+    /// operation in it may be skipped (all of them are launches, copies or fills, which
+    /// `pipeline!` numbers such a loop for), forgotten otherwise.
+    pub(super) fn note_loop(
+        &mut self,
+        number: u32,
+        (op, orderings): (usize, usize),
+        end: (usize, usize),
+    ) {
+        let key = (number, op as u32);
+        let marked = self
+            .marks
+            .get(op..end.0)
+            .is_some_and(|marks| marks.iter().all(|&m| m != 0));
+        if marked {
+            let span = LoopSpan {
+                orderings_before: orderings as u32,
+                op_end: end.0 as u32,
+                orderings_end: end.1 as u32,
+                epoch: self.epoch,
+            };
+            self.loops.insert(key, span);
+        } else {
+            self.loops.remove(&key);
+        }
+    }
+
+    /// Where host loop `number` ends when it begins with `op` operations and `orderings`
+    /// ordering statements issued and a walk may skip it whole: `(operations, ordering
+    /// statements)` issued after it.
+    pub(super) fn loop_end(
+        &self,
+        number: u32,
+        op: usize,
+        orderings: usize,
+    ) -> Option<(usize, usize)> {
+        let span = self.loops.get(&(number, op as u32))?;
+        (span.orderings_before as usize == orderings
+            && span.epoch == self.epoch
+            && span.op_end as usize <= self.marks.len())
+        .then_some((span.op_end as usize, span.orderings_end as usize))
     }
 
     /// Operation `i`, of `stmt`, may be skipped by a walk when `stmt` is given.
@@ -248,6 +314,8 @@ mod tests {
             next: ParamKeys::default(),
             marked: 0,
             whole: NOT_WHOLE,
+            loops: HashMap::new(),
+            epoch: 0,
         };
         assert_eq!(state.values(0), Some(&[1u8, 2][..]));
         assert_eq!(state.values(1), Some(&[][..]));

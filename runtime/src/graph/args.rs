@@ -289,6 +289,31 @@ impl Issuer for Updater<'_> {
         true
     }
 
+    fn unchanged_loop(&mut self, number: u32, reads: u64) -> bool {
+        if reads & self.changed != 0 {
+            return false;
+        }
+        // A walk saw the loop run here, each of its operations one it may skip.
+        let Some((op_end, orderings_end)) = self.state.loop_end(number, self.op, self.ordering)
+        else {
+            return false;
+        };
+        self.skipped += (op_end - self.op) as u64;
+        self.op = op_end;
+        self.ordering = orderings_end;
+        true
+    }
+
+    fn loop_begin(&mut self) -> u64 {
+        ((self.op as u64) << 32) | self.ordering as u64
+    }
+
+    fn loop_end(&mut self, number: u32, begun: u64) {
+        let begun = ((begun >> 32) as usize, begun as u32 as usize);
+        self.state
+            .note_loop(number, begun, (self.op, self.ordering));
+    }
+
     fn copy(
         &mut self,
         stmt: &'static Statement,

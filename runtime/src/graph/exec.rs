@@ -346,9 +346,11 @@ impl<P: Pipeline> GraphExec<P> {
     /// the parameters its expressions name (with those of the host `for`s and `if`s around
     /// it), the update compares every parameter's [`ParamKey`](crate::ParamKey) with that of
     /// the values the nodes run, and a statement none of whose parameters changed is not
-    /// evaluated at all ([`GraphStats::args_skipped`](super::GraphStats::args_skipped)). So
-    /// an update of one scalar costs the statements that read it, plus a few instructions per
-    /// other statement. Expressions are taken to be functions of what they name (a function
+    /// evaluated at all ([`GraphStats::args_skipped`](super::GraphStats::args_skipped)). A
+    /// host `for` loop of launches, copies, fills and ordering statements none of whose
+    /// parameters changed is skipped whole, once a walk has seen it run. So an update of one
+    /// scalar costs the statements that read it, plus a few instructions per other statement
+    /// outside such loops. Expressions are taken to be functions of what they name (a function
     /// they call must not read global state; pass such a value as a parameter): a statement
     /// that calls a macro, has an `unsafe` block or calls a method on a static
     /// (`COUNTER.load(..)`) is evaluated every time, as is one reading a parameter whose type

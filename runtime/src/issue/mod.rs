@@ -106,6 +106,31 @@ pub trait Issuer {
         false
     }
 
+    /// Asked before host `for` loop number `number` of the pipeline (`pipeline!` numbers the
+    /// loops that hold only launches, copies, fills and ordering statements, all of whose
+    /// expressions are functions of the parameters in `reads`): `true` when the issuer holds
+    /// what the whole loop would issue ([`Issuer::unchanged`] for every statement in it), and
+    /// then the loop does not run. The default says `false`.
+    #[inline]
+    fn unchanged_loop(&mut self, number: u32, reads: u64) -> bool {
+        let _ = (number, reads);
+        false
+    }
+
+    /// Called as such a loop starts running; what it returns is handed to
+    /// [`Issuer::loop_end`] when the loop is done. The default returns 0.
+    #[inline]
+    fn loop_begin(&mut self) -> u64 {
+        0
+    }
+
+    /// Called when loop `number`, begun with `begun` ([`Issuer::loop_begin`]), is done. The
+    /// default does nothing.
+    #[inline]
+    fn loop_end(&mut self, number: u32, begun: u64) {
+        let _ = (number, begun);
+    }
+
     /// `launch KERNEL<<<GRID, BLOCK, SHARED>>>(ARGS)` on `stmt.stream`.
     fn launch(
         &mut self,
