@@ -292,6 +292,34 @@ fn random_calls_capture_as_planned() {
     g.origin.synchronize().unwrap();
 }
 
+/// An unchanged op on unchanged operands is skipped by argument updates (its key is its
+/// identity): a pipeline of such calls is not walked at all; another op captures it again.
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn unchanged_random_calls_are_skipped_by_argument_updates() {
+    let g = gpu();
+    let rng = Random::<f32>::uniform(&g.device, SEED).unwrap();
+    let other = Random::<f32>::uniform(&g.device, SEED + 1).unwrap();
+    let mut x = DeviceBuffer::<f32>::zeros(&g.device, N).unwrap();
+    let mut exec = Capture::new(&g.origin)
+        .capture(Fill::new(&mut x, &rng))
+        .unwrap()
+        .instantiate()
+        .unwrap();
+    // The first update walks the call and learns the keys; the next walks nothing.
+    exec.update_args_with(|_| {}).unwrap();
+    let before = exec.stats();
+    exec.update_args_with(|_| {}).unwrap();
+    let after = exec.stats();
+    assert_eq!(after.args_skipped - before.args_skipped, 1, "{after:?}");
+    assert_eq!((after.updates, after.nodes_set), (0, 0), "{after:?}");
+    // Another op: its key differs, the call is walked and the pipeline captured again.
+    exec.update_args_with(|p| p.rng = &other).unwrap();
+    assert_eq!(exec.stats().updates, 1);
+    exec.launch(&g.origin).unwrap();
+    g.origin.synchronize().unwrap();
+}
+
 /// Eager runs, replays and the host's offset calls go through on their own (no values).
 #[test]
 #[ignore = "needs a CUDA GPU (or the stand-in driver)"]

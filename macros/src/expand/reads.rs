@@ -6,7 +6,7 @@
 //! expressions) and of constants. What the expressions cannot be seen to depend on that way
 //! makes the statement one that is always walked: a macro call, an `unsafe` block, a method
 //! called on a path that is no parameter or local (a static's interior, `COUNTER.load(..)`).
-//! Only launches, copies and fills are skipped; the runtime compares every other statement.
+//! Only launches, copies, fills and `call`s are skipped; the runtime compares every other statement.
 
 use std::collections::HashMap;
 
@@ -28,7 +28,7 @@ pub(super) struct ReadSets {
     pub(super) stmts: Vec<Option<u64>>,
     /// Per host `for` (by its node's address in the program): a number of its own and the
     /// parameters its expressions and everything in it read, when the whole loop may be
-    /// skipped (only launches, copies, fills and ordering statements in it, all told).
+    /// skipped (only launches, copies, fills, `call`s and ordering statements in it, all told).
     loops: HashMap<usize, (u32, u64)>,
 }
 
@@ -69,9 +69,9 @@ pub(super) fn read_sets(program: &Program, params: &[&Param]) -> ReadSets {
 }
 
 /// Whether every statement `program` can issue is decided by its parameters' keys: a launch,
-/// copy or fill with `reads`, an ordering statement, a host function or a temporary's
+/// copy, fill or `call` with `reads`, an ordering statement, a host function or a temporary's
 /// allocation or release whose size reads only parameters, locals and constants, each under
-/// host control flow of such expressions; no device block, `call` or collective. An argument
+/// host control flow of such expressions; no device block or collective. An argument
 /// update whose keys did not change may then walk nothing (the runtime's
 /// `Pipeline::KEYED_WALK`).
 pub(super) fn walk_keyed(program: &Program, params: &[&Param], reads: &[Option<u64>]) -> bool {
@@ -96,8 +96,8 @@ struct Walk<'a> {
 
 impl Walk<'_> {
     /// `nodes` under host control flow that reads `outer` (`None`: what it reads cannot be
-    /// told). Returns what they read when they may be skipped whole: launches, copies and
-    /// fills that may be skipped and ordering statements, under told host control flow.
+    /// told). Returns what they read when they may be skipped whole: launches, copies, fills
+    /// and `call`s that may be skipped and ordering statements, under told host control flow.
     fn nodes(&mut self, nodes: &[Node], outer: Option<u64>) -> Option<u64> {
         let mut all = Some(0);
         for node in nodes {
@@ -108,7 +108,12 @@ impl Walk<'_> {
                         *slot = reads;
                     }
                     match self.program.statements.get(*i).map(|s| &s.kind) {
-                        Some(Kind::Launch { .. } | Kind::Copy { .. } | Kind::Fill { .. }) => reads,
+                        Some(
+                            Kind::Launch { .. }
+                            | Kind::Copy { .. }
+                            | Kind::Fill { .. }
+                            | Kind::Call { .. },
+                        ) => reads,
                         Some(Kind::Record { .. } | Kind::Wait { .. } | Kind::WaitStream { .. }) => {
                             outer
                         }
@@ -196,7 +201,7 @@ impl Walk<'_> {
             return false;
         };
         match &stmt.kind {
-            Kind::Launch { .. } | Kind::Copy { .. } | Kind::Fill { .. } => {
+            Kind::Launch { .. } | Kind::Copy { .. } | Kind::Fill { .. } | Kind::Call { .. } => {
                 reads.get(i).is_some_and(Option::is_some)
             }
             Kind::Record { .. } | Kind::Wait { .. } | Kind::WaitStream { .. } => true,
@@ -207,11 +212,11 @@ impl Walk<'_> {
                 .temps
                 .get(*temp)
                 .is_some_and(|t| self.exprs([&t.len]).is_some()),
-            Kind::Call { .. } | Kind::Block { .. } | Kind::Collective { .. } => false,
+            Kind::Block { .. } | Kind::Collective { .. } => false,
         }
     }
 
-    /// What statement `i`'s expressions read, when it is a launch, copy or fill.
+    /// What statement `i`'s expressions read, when it is a launch, copy, fill or `call`.
     fn statement(&self, i: usize) -> Option<u64> {
         let stmt = self.program.statements.get(i)?;
         match &stmt.kind {
@@ -231,6 +236,13 @@ impl Walk<'_> {
             }
             Kind::Copy { dst, src } => self.exprs([&dst.expr, &src.expr]),
             Kind::Fill { dst, value } => self.exprs([&dst.expr, value]),
+            Kind::Call { op, args } => {
+                let args = args.iter().map(|a| match a {
+                    Arg::Write(b) | Arg::Read(b) => &b.expr,
+                    Arg::Value(e) => e,
+                });
+                self.exprs(std::iter::once(op).chain(args))
+            }
             _ => None,
         }
     }
@@ -396,7 +408,7 @@ mod tests {
     #[test]
     fn keys_decide_a_walk_of_told_statements_orderings_and_temporaries() {
         assert!(keyed(
-            "pipeline P(k: &Kernel, x: &mut DeviceBuffer<f32>, n: usize, on: bool, cb: &Cb) {
+            "pipeline P(k: &Kernel, x: &mut DeviceBuffer<f32>, n: usize, on: bool, cb: &Cb, op: &Op) {
                 stream s;
                 stream t;
                 event e;
@@ -407,6 +419,7 @@ mod tests {
                     if on { t: record e; s: wait e; }
                     s: wait_stream t;
                     s: copy x.slice(0..n) <- h;
+                    s: call op(&mut x, &h);
                 }
                 s: host cb;
             }",
@@ -414,12 +427,12 @@ mod tests {
     }
 
     #[test]
-    fn keys_do_not_decide_what_cannot_be_told_nor_blocks_and_calls() {
+    fn keys_do_not_decide_what_cannot_be_told_nor_blocks() {
         for body in [
             "s: launch k<<<1, 1>>>(&mut x, COUNTER.load(Relaxed));",
             "for _ in 0..COUNTER.load(Relaxed) { s: wait_stream t; }",
             "if dbg!(n > 1) { s: record e; }",
-            "s: call op(&mut x);",
+            "s: call op(&mut x.slice_mut(0..N.load(Relaxed)));",
             "s: while flag { s: fill x = 1.0f32; }",
         ] {
             let src = format!(
@@ -476,7 +489,7 @@ mod tests {
         for body in [
             "s: launch k<<<1, 1>>>(&mut x, COUNTER.load(Relaxed));",
             "s: host cb;",
-            "s: call op(&mut x);",
+            "s: call op(&mut x.slice_mut(0..N.load(Relaxed)));",
             "s: while flag { s: fill x = 1.0f32; }",
             "if dbg!(true) { s: record e; }",
         ] {

@@ -31,8 +31,8 @@ pub(super) struct ArgState {
     /// The keys of the pipeline being walked.
     next: ParamKeys,
     /// How many marks are set (operations a walk may skip), and how many operations are
-    /// launches, copies and fills (the only ones marked) when no operation is of a kind a walk
-    /// compares otherwise (a device block, a `call`, a collective); [`NOT_WHOLE`] when one
+    /// launches, copies, fills and `call`s (the only ones marked) when no operation is of a
+    /// kind a walk compares otherwise (a device block, a collective); [`NOT_WHOLE`] when one
     /// is. When all are marked and `keyed`, a pipeline whose walk its keys decide
     /// ([`Pipeline::KEYED_WALK`]) is not walked at all when no key changed.
     marked: usize,
@@ -121,7 +121,8 @@ impl ArgState {
     /// After [`ArgState::begin`] found no key `changed`, for a pipeline whose keys decide its
     /// walk when `keyed_walk` ([`Pipeline::KEYED_WALK`]): how many operations the nodes run
     /// as they are when the walk is left out — the last walk saw every statement, every
-    /// launch, copy and fill is one a walk may skip, and no operation is compared otherwise.
+    /// launch, copy, fill and `call` is one a walk may skip, and no operation is compared
+    /// otherwise.
     /// The nodes' keys are known again.
     #[inline]
     pub(super) fn whole_unchanged(&mut self, keyed_walk: bool, changed: u64) -> Option<u64> {
@@ -223,7 +224,7 @@ impl ArgState {
     pub(super) fn mark(&mut self, i: usize, stmt: Option<&'static Statement>) {
         if let Some(m) = self.marks.get_mut(i) {
             let new = stmt.map_or(0, skip_mark);
-            // Only launches, copies and fills are marked.
+            // Only launches, copies, fills and `call`s are marked.
             self.marked = self.marked + usize::from(new != 0) - usize::from(*m != 0);
             *m = new;
         }
@@ -270,12 +271,15 @@ impl ArgState {
 /// it can mark.
 const NOT_WHOLE: usize = usize::MAX;
 
-/// How many of `ops` are launches, copies and fills, when every other one is a host
+/// How many of `ops` are launches, copies, fills and `call`s, when every other one is a host
 /// function or a temporary's allocation or release (what [`ArgState::whole_unchanged`] may
 /// leave unwalked); `None` when one is a device block, a `call` or a collective.
 fn whole_walk(ops: &[CapturedOp]) -> Option<usize> {
     ops.iter().try_fold(0, |n, op| match op.statement.kind {
-        StatementKind::Launch { .. } | StatementKind::Copy | StatementKind::Fill => Some(n + 1),
+        StatementKind::Launch { .. }
+        | StatementKind::Copy
+        | StatementKind::Fill
+        | StatementKind::Call { .. } => Some(n + 1),
         StatementKind::Host | StatementKind::Alloc { .. } | StatementKind::Free { .. } => Some(n),
         _ => None,
     })

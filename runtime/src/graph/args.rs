@@ -372,6 +372,9 @@ impl Issuer for Updater<'_> {
         if super::recorded::encode_call(call, call.keep().as_ref(), &mut self.scratch)
             && self.state.values(i) == Some(&self.scratch[..])
         {
+            // Its nodes stay; a later walk may skip it when its operands are device memory.
+            let device_only = call.accesses().iter().all(|a| device_memory(&a.memory));
+            self.seen(i, device_only);
             Ok(())
         } else {
             Err(self.stop("a `call` changed (another op, other operands, or an op whose work `update_args` cannot compare): captured again"))

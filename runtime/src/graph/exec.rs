@@ -342,12 +342,12 @@ impl<P: Pipeline> GraphExec<P> {
     /// cost is one walk of the pipeline plus one driver call per changed launch, so it scales
     /// with what changed. Returns the previous pipeline.
     ///
-    /// The walk skips what cannot have changed: `pipeline!` gives each launch, copy and fill
-    /// the parameters its expressions name (with those of the host `for`s and `if`s around
-    /// it), the update compares every parameter's [`ParamKey`](crate::ParamKey) with that of
+    /// The walk skips what cannot have changed: `pipeline!` gives each launch, copy, fill and
+    /// `call` the parameters its expressions name (with those of the host `for`s and `if`s
+    /// around it), the update compares every parameter's [`ParamKey`](crate::ParamKey) with that of
     /// the values the nodes run, and a statement none of whose parameters changed is not
     /// evaluated at all ([`GraphStats::args_skipped`](super::GraphStats::args_skipped)). A
-    /// host `for` loop of launches, copies, fills and ordering statements none of whose
+    /// host `for` loop of launches, copies, fills, `call`s and ordering statements none of whose
     /// parameters changed is skipped whole, once a walk has seen it run. So an update of one
     /// scalar costs the statements that read it, plus a few instructions per other statement
     /// outside such loops. Expressions are taken to be functions of what they name (a function
@@ -357,7 +357,7 @@ impl<P: Pipeline> GraphExec<P> {
     /// has no key; the first update after a capture evaluates everything. When no key
     /// changed and every statement the pipeline can issue is decided by them
     /// ([`Pipeline::KEYED_WALK`](crate::Pipeline::KEYED_WALK): no statement evaluated every
-    /// time, no device block, `call` or collective), the pipeline is not walked at all: the
+    /// time, no device block or collective), the pipeline is not walked at all: the
     /// update costs the keys' comparison, whatever the pipeline's size (what a
     /// [`GraphSet`](crate::GraphSet)'s launch of a key it holds costs).
     ///

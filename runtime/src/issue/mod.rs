@@ -38,9 +38,9 @@ pub use requires::{LaunchDims, LaunchKernel, ValueParameter};
 pub trait Pipeline {
     /// Whether every statement this pipeline can issue, and every value it issues, is a
     /// function of the keys [`Pipeline::param_keys`] writes: `pipeline!` sets it when each
-    /// statement is a launch, copy or fill whose expressions can be told (see
+    /// statement is a launch, copy, fill or `call` whose expressions can be told (see
     /// [`Issuer::unchanged`]), an ordering statement, a host function or a temporary of such a
-    /// size, under host `for`s and `if`s of such expressions, with no device block, `call` or
+    /// size, under host `for`s and `if`s of such expressions, with no device block or
     /// collective. An argument update in which no key changed then walks nothing: the
     /// executable graph's nodes run those values already.
     ///
@@ -107,7 +107,7 @@ pub trait Issuer {
     }
 
     /// Asked before host `for` loop number `number` of the pipeline (`pipeline!` numbers the
-    /// loops that hold only launches, copies, fills and ordering statements, all of whose
+    /// loops that hold only launches, copies, fills, `call`s and ordering statements, all of whose
     /// expressions are functions of the parameters in `reads`): `true` when the issuer holds
     /// what the whole loop would issue ([`Issuer::unchanged`] for every statement in it), and
     /// then the loop does not run. The default says `false`.
