@@ -350,6 +350,63 @@ impl ParamKey for LaunchConfig {
     }
 }
 
+/// An op's [`ParamKey`]: what a graph keeps of it (its handle, plan or counter), by identity,
+/// and its fixed work's parameters; none when its work is not fixed. A graph that captured the
+/// op keeps that value alive, so no other op can take its address while the graph runs the
+/// op's nodes: equal keys mean the same work.
+fn op_key<O: crate::call::StreamOp>(op: &O, out: &mut KeyWriter<'_>) {
+    let mut parameters = Vec::new();
+    match op.keep() {
+        Some(kept) if op.fixed_work(&mut parameters) => {
+            out.write_u64(std::sync::Arc::as_ptr(&kept).cast::<()>() as usize as u64);
+            out.write(&parameters);
+        }
+        _ => out.unknown(),
+    }
+}
+
+/// By identity and fixed work (see `op_key`): a `call` of an unchanged op on unchanged
+/// operands is skipped by argument updates.
+impl<T: crate::ops::RandomElem> ParamKey for crate::ops::Random<T> {
+    fn key(&self, out: &mut KeyWriter<'_>) {
+        op_key(self, out);
+    }
+}
+
+#[cfg(feature = "cublas")]
+mod op_keys {
+    use super::{op_key, KeyWriter, ParamKey};
+    use crate::ops::{Gemm, GemmElem, Matmul, MatmulBias, MatmulElem, StridedBatchedGemm};
+
+    /// By identity (see `op_key`): a GEMM's shape and scalars are fixed when it is made.
+    impl<T: GemmElem> ParamKey for Gemm<T> {
+        fn key(&self, out: &mut KeyWriter<'_>) {
+            op_key(self, out);
+        }
+    }
+
+    /// By identity (see `op_key`).
+    impl<T: GemmElem> ParamKey for StridedBatchedGemm<T> {
+        fn key(&self, out: &mut KeyWriter<'_>) {
+            op_key(self, out);
+        }
+    }
+
+    /// By identity (see `op_key`).
+    impl<T: MatmulElem> ParamKey for Matmul<T> {
+        fn key(&self, out: &mut KeyWriter<'_>) {
+            op_key(self, out);
+        }
+    }
+
+    /// By identity (see `op_key`).
+    impl<T: MatmulElem> ParamKey for MatmulBias<T> {
+        fn key(&self, out: &mut KeyWriter<'_>) {
+            op_key(self, out);
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
