@@ -527,3 +527,49 @@ fn loops_whose_parameters_did_not_change_are_skipped_whole_values() {
         assert_eq!(run(&exec), want, "a = {a}, b = {b}");
     }
 }
+
+streamgraph::pipeline! {
+    /// Loop `i` of `0..n` runs an inner loop of `i` launches (`out[j] = a + i · n + j`), the
+    /// first run issuing nothing, so that the first two runs begin at one place; then a
+    /// branch that reads `c` and issues nothing while `c <= 100`.
+    pipeline Triangle(write: &streamgraph::Kernel, out: &mut DeviceBuffer<u32>, a: u32, c: u32, n: usize) {
+        stream s;
+        stream t;
+        for i in 0..n {
+            for j in 0..i {
+                s: launch write<<<1, 1>>>(&mut out.slice_mut(j..j + 1), a + (i * n + j) as u32);
+            }
+            if c > 100 {
+                t: wait_stream s;
+            }
+        }
+        s: wait_stream t;
+    }
+}
+
+/// Two runs of an inner loop that begin at one place in one walk cannot be told apart: they
+/// are walked, the runs after them skipped whole, and nothing is captured again (also on the
+/// stand-in driver, `.ci/stand-in-tests`).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn loop_runs_that_begin_at_one_place_are_walked() {
+    let (k, origin) = setup();
+    let mut out = DeviceBuffer::<u32>::zeros(&k.device, 4).unwrap();
+    let pipeline = Triangle::new(&k.write_value, &mut out, 10, 1, 4);
+    let mut exec = capture(&origin, pipeline).unwrap().instantiate().unwrap();
+    exec.update_args_with(|_| {}).unwrap();
+    assert_eq!(exec.stats().updates, 0, "{:?}", exec.stats());
+    for c in [2, 3] {
+        // The outer loop reads `c`: it runs; the inner runs 0 and 1 are walked (run 1's launch
+        // skipped on its own), runs 2 and 3 skipped whole.
+        assert_eq!(
+            counted(&mut exec, |p| p.c = c),
+            (0, 6),
+            "c = {c}: {:?}",
+            exec.stats()
+        );
+    }
+    assert_eq!(counted(&mut exec, |p| p.a = 20), (6, 0));
+    assert_eq!(exec.stats().updates, 0, "nothing captured again");
+    exec.verify().unwrap();
+}

@@ -38,8 +38,11 @@ pub(super) struct ArgState {
     marked: usize,
     whole: usize,
     /// Host loops a walk saw run whole, every operation in them one a walk may skip:
-    /// `(loop number, first operation)` → where the loop ends ([`LoopSpan`]).
-    loops: HashMap<(u32, u32), LoopSpan>,
+    /// `(loop number, operations issued before it, ordering statements issued before it)` →
+    /// where the loop ends ([`LoopSpan`]).
+    loops: HashMap<(u32, u32, u32), LoopSpan>,
+    /// Counts the walks begun ([`ArgState::begin`]).
+    walks: u32,
     /// Counts the marks cleared outside a walk ([`ArgState::forget`]): a loop noted in an
     /// earlier epoch may hold an operation that is not to be skipped now.
     epoch: u32,
@@ -48,12 +51,15 @@ pub(super) struct ArgState {
 /// Where a host loop that began at an operation ends, as a walk saw it run.
 #[derive(Debug, Clone, Copy)]
 struct LoopSpan {
-    /// The ordering statements issued before it began (the walk's cursor then).
-    orderings_before: u32,
     /// The operations and ordering statements issued when it was done.
     op_end: u32,
     orderings_end: u32,
     epoch: u32,
+    /// The walk that noted it.
+    walk: u32,
+    /// The loop ran twice from one place in one walk (a run that issued nothing, then
+    /// another): which run a later walk is at cannot be told, so it is always walked.
+    ambiguous: bool,
 }
 
 /// One operation of an executable graph, as [`ArgState`] knows it.
@@ -92,6 +98,7 @@ impl ArgState {
             marked: 0,
             whole: whole_walk(&core.recorded.ops).unwrap_or(NOT_WHOLE),
             loops: HashMap::new(),
+            walks: 0,
             epoch: 0,
         })
     }
@@ -100,6 +107,7 @@ impl ArgState {
     /// since the last walk that saw every statement (all of them when there was none). Until
     /// [`ArgState::commit`], the nodes' keys are unknown.
     pub(super) fn begin<P: Pipeline + ?Sized>(&mut self, pipeline: &P) -> u64 {
+        self.walks = self.walks.wrapping_add(1);
         self.next.clear();
         pipeline.param_keys(&mut self.next);
         let changed = if self.keyed {
@@ -185,17 +193,22 @@ impl ArgState {
         (op, orderings): (usize, usize),
         end: (usize, usize),
     ) {
-        let key = (number, op as u32);
+        let key = (number, op as u32, orderings as u32);
+        if let Some(span) = self.loops.get_mut(&key).filter(|s| s.walk == self.walks) {
+            span.ambiguous = true;
+            return;
+        }
         let marked = self
             .marks
             .get(op..end.0)
             .is_some_and(|marks| marks.iter().all(|&m| m != 0));
         if marked {
             let span = LoopSpan {
-                orderings_before: orderings as u32,
                 op_end: end.0 as u32,
                 orderings_end: end.1 as u32,
                 epoch: self.epoch,
+                walk: self.walks,
+                ambiguous: false,
             };
             self.loops.insert(key, span);
         } else {
@@ -207,16 +220,19 @@ impl ArgState {
     /// ordering statements issued and a walk may skip it whole: `(operations, ordering
     /// statements)` issued after it.
     pub(super) fn loop_end(
-        &self,
+        &mut self,
         number: u32,
         op: usize,
         orderings: usize,
     ) -> Option<(usize, usize)> {
-        let span = self.loops.get(&(number, op as u32))?;
-        (span.orderings_before as usize == orderings
-            && span.epoch == self.epoch
-            && span.op_end as usize <= self.marks.len())
-        .then_some((span.op_end as usize, span.orderings_end as usize))
+        let span = self.loops.get_mut(&(number, op as u32, orderings as u32))?;
+        if span.walk == self.walks {
+            // Noted by this walk: a run that began here already, and this is another.
+            span.ambiguous = true;
+            return None;
+        }
+        (!span.ambiguous && span.epoch == self.epoch && span.op_end as usize <= self.marks.len())
+            .then_some((span.op_end as usize, span.orderings_end as usize))
     }
 
     /// Operation `i`, of `stmt`, may be skipped by a walk when `stmt` is given.
@@ -319,6 +335,7 @@ mod tests {
             marked: 0,
             whole: NOT_WHOLE,
             loops: HashMap::new(),
+            walks: 0,
             epoch: 0,
         };
         assert_eq!(state.values(0), Some(&[1u8, 2][..]));
