@@ -342,12 +342,21 @@ mod tests {
     use super::*;
     use crate::model::Errors;
 
-    fn reads(src: &str) -> Vec<Option<u64>> {
+    /// `f` of the program `src` declares and its parameters (not its temporaries), the
+    /// program free of errors when `clean`.
+    fn with_program<R>(src: &str, clean: bool, f: impl FnOnce(&Program, &[&Param]) -> R) -> R {
         let input = syn::parse_str(src).expect("parses");
         let mut errors = Errors::default();
         let program = Program::from_syntax(input, &mut errors);
+        if clean {
+            assert_eq!(errors.count(), 0, "{src}");
+        }
         let params: Vec<&Param> = program.params.iter().filter(|p| p.temp.is_none()).collect();
-        statement_reads(&program, &params)
+        f(&program, &params)
+    }
+
+    fn reads(src: &str) -> Vec<Option<u64>> {
+        with_program(src, false, statement_reads)
     }
 
     #[test]
@@ -396,13 +405,9 @@ mod tests {
     }
 
     fn keyed(src: &str) -> bool {
-        let input = syn::parse_str(src).expect("parses");
-        let mut errors = Errors::default();
-        let program = Program::from_syntax(input, &mut errors);
-        assert_eq!(errors.count(), 0, "{src}");
-        let params: Vec<&Param> = program.params.iter().filter(|p| p.temp.is_none()).collect();
-        let reads = statement_reads(&program, &params);
-        walk_keyed(&program, &params, &reads)
+        with_program(src, true, |program, params| {
+            walk_keyed(program, params, &statement_reads(program, params))
+        })
     }
 
     #[test]
@@ -455,13 +460,9 @@ mod tests {
     }
 
     fn loops(src: &str) -> Vec<u64> {
-        let input = syn::parse_str(src).expect("parses");
-        let mut errors = Errors::default();
-        let program = Program::from_syntax(input, &mut errors);
-        assert_eq!(errors.count(), 0, "{src}");
-        let params: Vec<&Param> = program.params.iter().filter(|p| p.temp.is_none()).collect();
-        let sets = read_sets(&program, &params);
-        let mut found: Vec<(u32, u64)> = sets.loops.values().copied().collect();
+        let mut found: Vec<(u32, u64)> = with_program(src, true, |program, params| {
+            read_sets(program, params).loops.values().copied().collect()
+        });
         found.sort();
         found.into_iter().map(|(_, reads)| reads).collect()
     }
