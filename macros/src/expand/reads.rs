@@ -227,21 +227,14 @@ impl Walk<'_> {
                 shared,
                 args,
             } => {
-                let args = args.iter().map(|a| match a {
-                    Arg::Write(b) | Arg::Read(b) => &b.expr,
-                    Arg::Value(e) => e,
-                });
+                let args = args.iter().map(Arg::expr);
                 let fixed = [kernel, grid, block].into_iter().chain(shared);
                 self.exprs(fixed.chain(args))
             }
             Kind::Copy { dst, src } => self.exprs([&dst.expr, &src.expr]),
             Kind::Fill { dst, value } => self.exprs([&dst.expr, value]),
             Kind::Call { op, args } => {
-                let args = args.iter().map(|a| match a {
-                    Arg::Write(b) | Arg::Read(b) => &b.expr,
-                    Arg::Value(e) => e,
-                });
-                self.exprs(std::iter::once(op).chain(args))
+                self.exprs(std::iter::once(op).chain(args.iter().map(Arg::expr)))
             }
             _ => None,
         }

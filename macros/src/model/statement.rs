@@ -157,6 +157,16 @@ pub enum Arg {
     Value(Expr),
 }
 
+impl Arg {
+    /// The expression as written: the buffer's, or the value's.
+    pub fn expr(&self) -> &Expr {
+        match self {
+            Arg::Write(b) | Arg::Read(b) => &b.expr,
+            Arg::Value(e) => e,
+        }
+    }
+}
+
 impl Program {
     pub(super) fn resolve_op(&mut self, stmt: syntax::OpStmt, errors: &mut Errors) -> usize {
         let id = self.statements.len();
