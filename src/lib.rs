@@ -320,6 +320,17 @@
 //!   node per arm after a kernel that sets only the chosen one's handle. Compile errors besides
 //!   those of bodies: an arm pattern that is not a non-negative integer literal fitting a `u32`
 //!   or `_`, a value given twice, `_` not last or twice, no arm, more than 64 valued arms.
+//! - **Signalled loops.** `STREAM: while FLAG, signalled { … }` is a `while` whose body's
+//!   kernels set the loop's condition themselves as they write the flag:
+//!   `streamgraph_signal(flag, value)` of [`SIGNAL_HEADER`], in kernels compiled with
+//!   [`Module::from_signalling_source`]. Captured, a built-in kernel before the node copies the
+//!   flag into the condition and leaves the condition's handle in the flag's memory (words 2–3
+//!   of its allocation), the body ends without the built-in kernel that reads the flag back (one
+//!   node an iteration less), and a memset after the node clears the handle, so that the same
+//!   kernels outside the loop (or eagerly, where the loop reads the flag back as any `while`
+//!   does) only write the flag. Compile errors: a `limit` (no built-in kernel counts), a
+//!   `fill`, `copy` or `call` writing the flag in the body, a launch writing it inside a device
+//!   block nested in the body, and a signalled loop on the same flag nested in it.
 //! - **Verification.** [`Graph::verify`] checks the outer graph against the plan and each body
 //!   graph against its nested plan ([`Plan::bodies`]), and that the end of each body (the
 //!   built-in kernel after its join, which the next iteration waits for) follows all of the

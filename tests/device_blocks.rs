@@ -135,7 +135,13 @@ fn blocks_are_statements_with_their_bodies() {
     let p = CountTo::PROGRAM;
     assert_eq!(p.statements.len(), 6);
     let block = &p.statements[3];
-    assert_eq!(block.kind, StatementKind::While { end: 6 });
+    assert_eq!(
+        block.kind,
+        StatementKind::While {
+            end: 6,
+            signalled: false
+        }
+    );
     assert_eq!(block.text, "main: while flag");
     assert!(block.kind.is_block() && block.kind.is_operation());
     assert_eq!(
@@ -161,8 +167,20 @@ fn blocks_are_statements_with_their_bodies() {
     );
 
     let n = Nested::PROGRAM;
-    assert_eq!(n.statements[3].kind, StatementKind::While { end: 10 });
-    assert_eq!(n.statements[6].kind, StatementKind::While { end: 9 });
+    assert_eq!(
+        n.statements[3].kind,
+        StatementKind::While {
+            end: 10,
+            signalled: false
+        }
+    );
+    assert_eq!(
+        n.statements[6].kind,
+        StatementKind::While {
+            end: 9,
+            signalled: false
+        }
+    );
 }
 
 #[test]

@@ -22,6 +22,8 @@ pub mod pass_event_arrays;
 pub mod pass_indexed_maybe_race;
 #[path = "ui/pass_race_check_incomplete.rs"]
 pub mod pass_race_check_incomplete;
+#[path = "ui/pass_signalled_loops.rs"]
+pub mod pass_signalled_loops;
 #[path = "ui/pass_switch_blocks.rs"]
 pub mod pass_switch_blocks;
 #[path = "ui/pass_temporaries.rs"]
@@ -64,6 +66,11 @@ fn device_blocks() {
 #[test]
 fn switch_blocks() {
     pass_switch_blocks::main();
+}
+
+#[test]
+fn signalled_loops() {
+    pass_signalled_loops::main();
 }
 
 #[test]

@@ -59,7 +59,7 @@ pub use memory::{
     CopySource, CopyTarget, CudarcView, CudarcViewMut, DeviceBuffer, DeviceFlag, DeviceMemory,
     DeviceMemoryMut, DeviceRepr, DeviceView, DeviceViewMut, FillValue, KernelValue, PinnedBuffer,
     PinnedMut, PinnedRef, PinnedView, PinnedViewMut, Pod, Scope, Temp, TempMemory, TempView,
-    Zeroable,
+    Zeroable, SIGNAL_HEADER,
 };
 pub use module::{Kernel, Module};
 pub use operand::{

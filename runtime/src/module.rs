@@ -166,6 +166,40 @@ impl Module {
         })
     }
 
+    /// Compiles CUDA C whose kernels signal a loop ([`crate::SIGNAL_HEADER`]'s
+    /// `streamgraph_signal`, for `STREAM: while FLAG, signalled { … }`) with NVRTC and loads
+    /// it: the header is put before `source`, which is compiled to PTX that the driver links
+    /// with `cudaGraphSetConditional` when it loads it. Such kernels run eagerly too (the
+    /// signal then only writes the flag).
+    ///
+    /// Errors: [`Error::NoNvrtc`] without NVRTC; [`Error::Compile`] with NVRTC's log of each
+    /// way of declaring `cudaGraphSetConditional` tried.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use streamgraph::{Device, Module};
+    /// let device = Device::new(None)?;
+    /// let module = Module::from_signalling_source(&device, "countdown", r#"
+    ///     extern "C" __global__ void countdown(unsigned int* left, unsigned int* go) {
+    ///         unsigned int v = *left - 1u;
+    ///         *left = v;
+    ///         streamgraph_signal(go, v != 0u); // ends a signalled loop on `go` at zero
+    ///     }"#)?;
+    /// # Ok::<(), streamgraph::Error>(())
+    /// ```
+    pub fn from_signalling_source(device: &Device, name: &str, source: &str) -> Result<Module> {
+        let text = format!("{}\n{source}", crate::SIGNAL_HEADER);
+        let cuda = ffi::conditional::compile_module(device.ctx(), name, &text)?;
+        Ok(Module {
+            inner: Arc::new(ModuleInner {
+                cuda: Some(cuda),
+                name: name.to_string(),
+                device: device.clone(),
+            }),
+        })
+    }
+
     /// A module cudarc loaded (e.g. from PTX its NVRTC compiled), to look its kernels up with
     /// [`Module::kernel`]. `device` is the device (context) it was loaded in: launches check
     /// that their stream belongs to it, and the driver refuses a function of another context.

@@ -155,11 +155,16 @@ pub enum StatementKind {
         /// Index into [`Program::streams`] of the stream waited for.
         stream: usize,
     },
-    /// `while FLAG[, limit = N] { BODY }`: a loop on the device (a CUDA conditional WHILE
-    /// node when captured). Its body is statements `id + 1 .. end`.
+    /// `while FLAG[, limit = N] { BODY }` or `while FLAG, signalled { BODY }`: a loop on the
+    /// device (a CUDA conditional WHILE node when captured). Its body is statements
+    /// `id + 1 .. end`.
     While {
         /// One past the body's last statement id.
         end: usize,
+        /// Whether the body's kernels set the loop's condition themselves when they write the
+        /// flag (`streamgraph_signal`, [`crate::SIGNAL_HEADER`]): the captured body then ends
+        /// without the built-in kernel that reads the flag back.
+        signalled: bool,
     },
     /// `if FLAG { THEN } else { OTHERWISE }`: a branch on the device (a CUDA conditional IF
     /// node when captured). `THEN` is statements `id + 1 .. otherwise`, `OTHERWISE` is
@@ -306,7 +311,7 @@ impl StatementKind {
     /// source order). Consecutive, from `id + 1` to the block's end.
     pub fn bodies(&self, id: usize) -> Option<Vec<std::ops::Range<usize>>> {
         match *self {
-            Self::While { end } => Some(std::iter::once(id + 1..end.max(id + 1)).collect()),
+            Self::While { end, .. } => Some(std::iter::once(id + 1..end.max(id + 1)).collect()),
             Self::If { otherwise, end } => {
                 let otherwise = otherwise.clamp(id + 1, end.max(id + 1));
                 Some(vec![id + 1..otherwise, otherwise..end.max(otherwise)])

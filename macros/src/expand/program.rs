@@ -46,8 +46,12 @@ pub(super) fn program_const(program: &Program) -> TokenStream {
             Kind::Block {
                 shape: BlockShape::While,
                 end,
+                signalled,
                 ..
-            } => quote!(While { end: #end }),
+            } => {
+                let signalled = signalled.is_some();
+                quote!(While { end: #end, signalled: #signalled })
+            }
             Kind::Block {
                 shape: BlockShape::If,
                 starts,

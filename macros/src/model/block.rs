@@ -45,12 +45,23 @@ impl Program {
             .as_ref()
             .map(|(_, e)| format!(", limit = {}", text_of(e)))
             .unwrap_or_default();
-        let text = format!("{}: {word} {}{limit_text}", b.stream, text_of(&b.flag));
-        // The statement's tokens run from the stream to the flag (or the limit).
-        let tail = b
-            .limit
-            .as_ref()
-            .map_or_else(|| b.flag.to_token_stream(), |(_, e)| e.to_token_stream());
+        let signalled_text = if b.signalled.is_some() {
+            ", signalled"
+        } else {
+            ""
+        };
+        let text = format!(
+            "{}: {word} {}{limit_text}{signalled_text}",
+            b.stream,
+            text_of(&b.flag)
+        );
+        let signalled = b.signalled.map(|k| syn::Ident::new("signalled", k.span));
+        // The statement's tokens run from the stream to the flag (or the last option).
+        let tail = match (&b.limit, &signalled) {
+            (_, Some(k)) => k.to_token_stream(),
+            (Some((_, e)), None) => e.to_token_stream(),
+            (None, None) => b.flag.to_token_stream(),
+        };
         let last = tail
             .into_iter()
             .last()
@@ -67,6 +78,7 @@ impl Program {
                 flag: b.flag,
                 flag_param,
                 limit: b.limit.map(|(_, e)| e),
+                signalled,
                 starts: Vec::new(),
                 end: id + 1,
             },

@@ -97,6 +97,8 @@ pub enum Kind {
         /// The flag's parameter, when the expression is one.
         flag_param: Option<Ident>,
         limit: Option<Expr>,
+        /// `signalled` of a `while`, as written: its body's kernels set the loop's condition.
+        signalled: Option<syn::Ident>,
         /// The first statement id of each body: one for a `while`, two for an `if` (`then`
         /// and `else`, the second empty without `else`), one per arm for a `switch`.
         starts: Vec<usize>,

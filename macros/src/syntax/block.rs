@@ -7,7 +7,8 @@ use syn::{braced, Expr, Ident, Pat, Token};
 use super::kw;
 use super::statement::{nesting_limit, parse_block, Stmt};
 
-/// `STREAM: while FLAG (, limit = EXPR)? { STMT* }`,
+/// `STREAM: while FLAG (, limit = EXPR)? (, signalled)? { STMT* }` (the options in either
+/// order),
 /// `STREAM: if FLAG { STMT* } (else { STMT* })?` or
 /// `STREAM: switch INDEX { (PAT => { STMT* } ,?)* }`: a loop, branch or switch on the device.
 #[derive(Debug)]
@@ -17,6 +18,8 @@ pub struct BlockStmt {
     pub flag: Expr,
     /// `limit = EXPR` of a `while`.
     pub limit: Option<(kw::limit, Expr)>,
+    /// `signalled` of a `while`: the body's kernels set the loop's condition.
+    pub signalled: Option<kw::signalled>,
     /// The body of a `while` or the `then` body of an `if` (empty for a `switch`).
     pub body: Vec<Stmt>,
     /// The `else` body of an `if`.
@@ -64,11 +67,22 @@ pub(super) fn parse_device_block(
     };
     let flag = Expr::parse_without_eager_brace(input)?;
     let mut limit = None;
-    if matches!(keyword, BlockKeyword::While) && input.peek(Token![,]) {
-        input.parse::<Token![,]>()?;
-        let k: kw::limit = input.parse()?;
-        input.parse::<Token![=]>()?;
-        limit = Some((k, Expr::parse_without_eager_brace(input)?));
+    let mut signalled = None;
+    while matches!(keyword, BlockKeyword::While) && input.peek(Token![,]) {
+        let comma: Token![,] = input.parse()?;
+        if input.peek(kw::limit) && limit.is_none() {
+            let k: kw::limit = input.parse()?;
+            input.parse::<Token![=]>()?;
+            limit = Some((k, Expr::parse_without_eager_brace(input)?));
+        } else if input.peek(kw::signalled) && signalled.is_none() {
+            signalled = Some(input.parse::<kw::signalled>()?);
+        } else {
+            return Err(syn::Error::new(
+                if input.is_empty() { comma.span } else { input.span() },
+                "expected `limit = N` or `signalled` after the flag of a device `while`, each at \
+                 most once: `main: while go, limit = 100u32 { … }`, `main: while go, signalled { … }`",
+            ));
+        }
     }
     if let BlockKeyword::Switch(_) = keyword {
         let arms = parse_arms(input, depth + 1, errors)?;
@@ -77,6 +91,7 @@ pub(super) fn parse_device_block(
             keyword,
             flag,
             limit,
+            signalled,
             body: Vec::new(),
             otherwise: None,
             arms,
@@ -100,6 +115,7 @@ pub(super) fn parse_device_block(
         keyword,
         flag,
         limit,
+        signalled,
         body,
         otherwise,
         arms: Vec::new(),

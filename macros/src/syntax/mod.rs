@@ -89,6 +89,7 @@ pub mod kw {
     syn::custom_keyword!(wait);
     syn::custom_keyword!(wait_stream);
     syn::custom_keyword!(limit);
+    syn::custom_keyword!(signalled);
     syn::custom_keyword!(switch);
 }
 

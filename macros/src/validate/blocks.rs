@@ -1,7 +1,8 @@
 //! Device blocks: bodies hold device work only, and events stay in their body.
 
 use super::line_column;
-use crate::model::{Errors, Kind, Node, Program, Statement};
+use crate::model::{BlockShape, Errors, Kind, Mode, Node, Program, Statement};
+use crate::text::text_of;
 
 /// The body of a device block (`STREAM: while FLAG { … }`, `STREAM: if FLAG { … }`) holds only
 /// work the device can run without the host: no `host` function.
@@ -142,4 +143,89 @@ fn contexts(program: &Program) -> Vec<(BodyContext, Vec<usize>, &Statement)> {
     };
     walk.nodes(&program.body, None, &[]);
     walk.out
+}
+
+/// A signalled loop (`STREAM: while FLAG, signalled { … }`) ends when its body's kernels say
+/// so (`streamgraph_signal`): no built-in kernel counts its iterations or reads its flag back.
+/// So it takes no `limit`; in its body only launches write the flag, and not inside a nested
+/// device block (whose kernels cannot set this loop's condition); and no signalled loop on the
+/// same flag is nested in it (each keeps its condition in the flag's words).
+pub(super) fn signalled_loops_are_signalled_by_kernels(program: &Program, errors: &mut Errors) {
+    for block in &program.statements {
+        let Kind::Block {
+            shape: BlockShape::While,
+            flag_param: Some(flag),
+            limit,
+            signalled: Some(word),
+            starts,
+            end,
+            ..
+        } = &block.kind
+        else {
+            continue;
+        };
+        if let Some(limit) = limit {
+            errors.spanned(
+                word,
+                format!(
+                    "`{}` takes no `limit`: a signalled loop ends when its kernels say so, and \
+                     no built-in kernel counts its iterations; drop `limit = {}` (end the loop \
+                     from a kernel) or `signalled`",
+                    block.text,
+                    text_of(limit)
+                ),
+            );
+        }
+        let body = &program.statements[starts.first().copied().unwrap_or(*end)..*end];
+        for stmt in body {
+            let inner = body.iter().find(
+                |b| matches!(b.kind, Kind::Block { end: e, .. } if b.id < stmt.id && stmt.id < e),
+            );
+            let nested_on_flag = matches!(
+                &stmt.kind,
+                Kind::Block {
+                    shape: BlockShape::While,
+                    flag_param: Some(f),
+                    signalled: Some(_),
+                    ..
+                } if f == flag
+            );
+            if nested_on_flag {
+                errors.spanned(
+                    stmt.tokens(),
+                    format!(
+                        "`{}` is a signalled loop on `{flag}` inside signalled loop `{}` on the \
+                         same flag: each keeps its condition in the flag's words, so the inner \
+                         one would take the outer one's over; give the inner loop a flag of its \
+                         own",
+                        stmt.text, block.text
+                    ),
+                );
+            }
+            let Some(write) = stmt
+                .accesses
+                .iter()
+                .find(|a| a.mode == Mode::Write && &a.buffer == flag)
+            else {
+                continue;
+            };
+            let message = match (&stmt.kind, inner) {
+                (Kind::Launch { .. }, None) => continue,
+                (Kind::Launch { .. }, Some(inner)) => format!(
+                    "`{}` writes `{flag}`, the flag of signalled loop `{}`, inside device block \
+                     `{}`: a kernel there cannot set the outer loop's condition; write \
+                     `{flag}` in the loop's own body, or drop `signalled`",
+                    stmt.text, block.text, inner.text
+                ),
+                _ => format!(
+                    "`{}` writes `{flag}`, the flag of signalled loop `{}`, in its body: only a \
+                     kernel sets the loop's condition as it writes the flag \
+                     (`streamgraph_signal`), so a fill, copy or call would change the flag \
+                     without it; write `{flag}` from a kernel, or drop `signalled`",
+                    stmt.text, block.text
+                ),
+            };
+            errors.spanned(&write.at, message);
+        }
+    }
 }

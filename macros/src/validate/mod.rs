@@ -37,6 +37,7 @@ pub fn validate(program: &Program, errors: &mut Errors) {
     writes::writes_go_through_mut_parameters(program, errors);
     blocks::bodies_hold_only_device_work(program, errors);
     blocks::block_events_stay_in_their_body(program, errors);
+    blocks::signalled_loops_are_signalled_by_kernels(program, errors);
     temps::temps_are_written_before_read(program, errors);
     // A malformed collective is resolved as far as it goes (its root, its reduction): its
     // races wait for the fix, as those of a statement with an unknown name do.

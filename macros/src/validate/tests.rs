@@ -267,3 +267,58 @@ fn constant_indexes_are_buffers_of_their_own_and_run_time_indexes_warn_when_unor
         "{errors:?} {warnings:?}"
     );
 }
+
+#[test]
+fn signalled_loops_are_written_by_their_own_kernels_only() {
+    let ok = errors_of(parse_quote! {
+        pipeline P(left: &mut B, go: &mut DeviceFlag, other: &mut DeviceFlag, k: &K) {
+            stream main;
+            stream side;
+            event e;
+            main: fill go = 1u32;
+            main: while go, signalled {
+                main: launch k.f<<<1, 1>>>(&mut left);
+                main: record e;
+                side: wait e;
+                side: launch k.countdown<<<1, 1>>>(&mut left, &mut go);
+                main: wait_stream side;
+                main: while other, signalled {
+                    main: launch k.g<<<1, 1>>>(&mut other, &go);
+                }
+            }
+        }
+    });
+    assert!(ok.is_empty(), "{ok:#?}");
+    let errors = errors_of(parse_quote! {
+        pipeline P(left: &mut B, go: &mut DeviceFlag, other: &mut DeviceFlag, k: &K, x: &B) {
+            stream main;
+            main: while go, limit = 10u32, signalled {
+                main: fill go = 0u32;
+                main: copy go <- x;
+                main: if other {
+                    main: launch k.countdown<<<1, 1>>>(&mut left, &mut go);
+                }
+                main: while go, signalled {
+                    main: launch k.f<<<1, 1>>>(&mut left);
+                }
+            }
+        }
+    });
+    let has = |s: &str| errors.iter().filter(|e| e.contains(s)).count();
+    assert_eq!(has("takes no `limit`"), 1, "{errors:#?}");
+    assert_eq!(
+        has("only a kernel sets the loop's condition"),
+        2,
+        "{errors:#?}"
+    );
+    assert_eq!(
+        has("inside device block `main: if other`"),
+        1,
+        "{errors:#?}"
+    );
+    assert_eq!(
+        has("is a signalled loop on `go` inside signalled loop"),
+        1,
+        "{errors:#?}"
+    );
+}

@@ -640,8 +640,15 @@ impl<R: Recorder> Issuer for Issue<'_, R> {
         body: &mut Body<'_>,
     ) -> Result<(), Error> {
         let _traced = self.traced(stmt);
-        if !matches!(stmt.kind, StatementKind::While { .. }) {
+        let StatementKind::While { signalled, .. } = stmt.kind else {
             return Err(block_kind_error(stmt, "while"));
+        };
+        if signalled && limit.is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "`{}` is a signalled loop with a limit: its body's kernels end it, and no \
+                 built-in kernel counts its iterations; drop the limit or `signalled`",
+                stmt.text
+            )));
         }
         self.block(stmt, flag, CondKind::While, limit, &mut [body])
     }

@@ -39,7 +39,9 @@ use crate::program::SwitchArm;
 
 /// The built-in kernels. `begin` runs before the conditional node, `next` at the end of each
 /// `while` iteration; both set the handle to "flag non-zero and (unbounded or under the
-/// limit)". `begin` resets the iteration counter.
+/// limit)". `begin` resets the iteration counter. `signal` runs before a signalled loop's node
+/// instead of `begin`: it also leaves the handle in the flag's words 2–3, where the body's
+/// kernels find it (`streamgraph_signal`, [`crate::SIGNAL_HEADER`]).
 const SOURCE: &str = r#"
 typedef unsigned long long streamgraph_handle;
 #ifdef STREAMGRAPH_DEVICE_RUNTIME_HEADER
@@ -88,6 +90,12 @@ extern "C" __global__ void streamgraph_cond_switch(struct streamgraph_handles ha
     }
 }
 
+extern "C" __global__ void streamgraph_cond_signal(streamgraph_handle handle,
+        unsigned int* flag) {
+    *(volatile streamgraph_handle*)(flag + 2) = handle;
+    cudaGraphSetConditional(handle, *(volatile unsigned int*)flag != 0u);
+}
+
 extern "C" __global__ void streamgraph_cond_next(streamgraph_handle handle,
         const volatile unsigned int* flag, unsigned int* counter,
         unsigned int limit, unsigned int bounded) {
@@ -108,6 +116,7 @@ pub(crate) struct CondKernels {
     branch: LoadedFunction,
     next: LoadedFunction,
     nop: LoadedFunction,
+    signal: LoadedFunction,
     switch: LoadedFunction,
 }
 
@@ -155,6 +164,41 @@ fn include_dirs() -> Vec<String> {
 }
 
 fn build(ctx: &Arc<CudaContext>) -> Result<CondKernels> {
+    let module = compile_module(
+        ctx,
+        "streamgraph_conditional (built-in kernels of device `while`/`if`/`switch` blocks)",
+        SOURCE,
+    )?;
+    let function = |n: &str| -> Result<LoadedFunction> {
+        module_function(&module, ctx, n)
+            .map_err(|e| Error::driver("cuModuleGetFunction", e))?
+            .ok_or_else(|| Error::KernelNotFound {
+                module: "streamgraph_conditional".into(),
+                name: n.into(),
+            })
+    };
+    Ok(CondKernels {
+        begin: function("streamgraph_cond_begin")?,
+        branch: function("streamgraph_cond_branch")?,
+        next: function("streamgraph_cond_next")?,
+        nop: function("streamgraph_cond_nop")?,
+        signal: function("streamgraph_cond_signal")?,
+        switch: function("streamgraph_cond_switch")?,
+    })
+}
+
+/// Compiles `source`, CUDA C that may call `cudaGraphSetConditional`, to PTX with NVRTC and
+/// loads it into `ctx` (the driver resolves the call when it loads the PTX): the built-in
+/// kernels, and user kernels that signal a loop ([`crate::Module::from_signalling_source`]).
+/// `module` names it in errors.
+///
+/// Errors: [`Error::NoNvrtc`] without NVRTC, [`Error::Compile`] when no way of declaring
+/// `cudaGraphSetConditional` compiles and loads (the log of each attempt is kept).
+pub(crate) fn compile_module(
+    ctx: &Arc<CudaContext>,
+    module: &str,
+    source: &str,
+) -> Result<Arc<cudarc::driver::CudaModule>> {
     if !super::nvrtc_present() {
         return Err(Error::NoNvrtc {
             searched: super::searched_names("nvrtc"),
@@ -185,44 +229,28 @@ fn build(ctx: &Arc<CudaContext>) -> Result<CondKernels> {
             ]);
         }
     }
-    let name = c("streamgraph_conditional".into())?;
-    let source = c(SOURCE.into())?;
+    let name = c(module.split_whitespace().next().unwrap_or("module").into())?;
+    let text = CString::new(source).map_err(|_| {
+        Error::InvalidArgument(format!(
+            "the CUDA C source of module `{module}` holds a NUL byte"
+        ))
+    })?;
     let mut logs = Vec::new();
     for options in attempts {
-        let ptx = match nvrtc_compile_ptx(&name, &source, &options) {
+        let ptx = match nvrtc_compile_ptx(&name, &text, &options) {
             Ok(ptx) => ptx,
             Err(CompileFailure::Log(log)) | Err(CompileFailure::Call(_, log)) => {
                 logs.push(format!("{options:?}: {log}"));
                 continue;
             }
         };
-        let module = match load_module(ctx, ModuleImage::Ptx(&ptx)) {
-            Ok(m) => m,
-            Err(e) => {
-                logs.push(format!("{options:?}: cuModuleLoadData failed: {e:?}"));
-                continue;
-            }
-        };
-        let function = |n: &str| -> Result<LoadedFunction> {
-            module_function(&module, ctx, n)
-                .map_err(|e| Error::driver("cuModuleGetFunction", e))?
-                .ok_or_else(|| Error::KernelNotFound {
-                    module: "streamgraph_conditional".into(),
-                    name: n.into(),
-                })
-        };
-        return Ok(CondKernels {
-            begin: function("streamgraph_cond_begin")?,
-            branch: function("streamgraph_cond_branch")?,
-            next: function("streamgraph_cond_next")?,
-            nop: function("streamgraph_cond_nop")?,
-            switch: function("streamgraph_cond_switch")?,
-        });
+        match load_module(ctx, ModuleImage::Ptx(&ptx)) {
+            Ok(m) => return Ok(m),
+            Err(e) => logs.push(format!("{options:?}: cuModuleLoadData failed: {e:?}")),
+        }
     }
     Err(Error::Compile {
-        module: "streamgraph_conditional (built-in kernels of device `while`/`if`/`switch` \
-                 blocks)"
-            .into(),
+        module: module.into(),
         log: logs.join("\n"),
     })
 }
@@ -342,12 +370,15 @@ fn switch_type() -> Option<sys::CUgraphConditionalNodeType> {
 
 /// The device words a block's built-in kernels use: the flag's value address, the address of
 /// the iteration counter (a word the capture allocated for this `while` statement, never the
-/// flag's: loops sharing a flag must not share a count), and the iteration limit.
+/// flag's: loops sharing a flag must not share a count), and the iteration limit; whether the
+/// block is a signalled `while` (its handle left in the flag's words 2–3 for its body's
+/// kernels, no limit).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CondFlag {
     pub(crate) value: u64,
     pub(crate) counter: u64,
     pub(crate) limit: Option<u32>,
+    pub(crate) signalled: bool,
 }
 
 /// A conditional node just added to a capture.
@@ -431,6 +462,20 @@ pub(crate) fn add_conditional(
     let handle = create()?;
     // Each node's type and the number of its body graphs.
     let (type_, size, handles) = match kind {
+        CondKind::While if flag.signalled => {
+            let args = [
+                KernelArg::by_ref(&handle, None, Holder::FOREIGN),
+                KernelArg::by_ref(&flag.value, None, Holder::FOREIGN),
+            ];
+            // The signal kernel takes (u64, pointer): exactly these values.
+            launch_kernel(&kernels.signal, stream, &one_thread(), &args)
+                .map_err(|e| Error::driver("cuLaunchKernel", e))?;
+            (
+                sys::CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_WHILE,
+                1,
+                vec![handle],
+            )
+        }
         CondKind::While => {
             launch_builtin(&kernels.begin, stream, handle, flag)
                 .map_err(|e| Error::driver("cuLaunchKernel", e))?;
@@ -610,6 +655,20 @@ pub(crate) fn launch_next(
     launch_builtin(&kernels.next, stream, handle, flag)
         .map_err(|e| Error::driver("cuLaunchKernel", e))?;
     tip_node(stream, "the built-in kernel")
+}
+
+/// Clears the handle a signalled loop left in its flag's words 2–3, at the tip of the capture
+/// on `stream` (after the loop's node), so that no kernel run after the loop sets a condition
+/// of a graph it is not in; returns the memset's node.
+pub(crate) fn clear_signal(stream: &CudaStream, flag: &CondFlag) -> Result<NodeHandle> {
+    ensure_current(stream.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+    // SAFETY: `flag.value` is word 0 of a live `DeviceFlag`'s allocation of four words (the
+    // graph being captured keeps it), so words 2 and 3 are device memory of it; device memory
+    // is never a Rust object.
+    unsafe { sys::cuMemsetD32Async(flag.value + 8, 0, 2, stream.cu_stream()) }
+        .result()
+        .map_err(|e| Error::driver("cuMemsetD32Async", e))?;
+    tip_node(stream, "the memset that clears a signalled loop's handle")
 }
 
 /// Ends the body capture on `stream`. The body graph stays its node's: nothing is destroyed

@@ -80,6 +80,13 @@ pub(super) fn capture_block(
         // never counts.
         counter: counters.map_or(0, |c| c.device_ptr() + 4 * stmt.id as u64),
         limit,
+        signalled: matches!(
+            stmt.kind,
+            StatementKind::While {
+                signalled: true,
+                ..
+            }
+        ),
     };
     let stream = issue.frame.stream(stmt.stream)?.clone();
     let book = &mut issue.rec.book;
@@ -103,6 +110,14 @@ pub(super) fn capture_block(
         let book = &mut issue.rec.book;
         let empty = book.is_empty(index);
         let next = match (&issued, kind) {
+            // A signalled loop's kernels set its condition: no kernel reads the flag back.
+            (Ok(Ok(())), CondKind::While) if cflag.signalled => {
+                if empty {
+                    cond::launch_nop(body_stream.as_cudarc(), &kernels).map(Some)
+                } else {
+                    Ok(None)
+                }
+            }
             (Ok(Ok(())), CondKind::While) => {
                 // A `while` body of the `next` kernel alone faulted now and then on driver
                 // 580 when several ran side by side; an empty kernel before it did not.
@@ -138,6 +153,10 @@ pub(super) fn capture_block(
         }
         next?;
         ended.map_err(|e| Error::driver("cuStreamEndCapture", e))?;
+    }
+    if cflag.signalled {
+        let clear = cond::clear_signal(stream.as_cudarc(), &cflag)?;
+        issue.rec.book.note_block_tail(block, clear);
     }
     Ok(())
 }

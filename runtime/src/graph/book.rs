@@ -390,6 +390,23 @@ impl NodeBook {
         Ok(index)
     }
 
+    /// `node`, made on the block's stream after block operation `block` and its bodies (the
+    /// memset that clears a signalled loop's handle), is the block's too.
+    pub(crate) fn note_block_tail(&mut self, block: usize, node: NodeHandle) {
+        let part = self.part();
+        self.rec.blocks_mut().internal.push(InternalNode {
+            part,
+            node,
+            op: block,
+        });
+        if let Some(op) = self.rec.ops.get_mut(block) {
+            op.created += 1;
+        }
+        if part == 0 {
+            self.node_count += 1;
+        }
+    }
+
     /// Operation `index` has `values`, a span of the book's values.
     pub(super) fn set_values(&mut self, index: usize, values: (u32, u32)) {
         if let Some(op) = self.rec.ops.get_mut(index) {

@@ -296,7 +296,10 @@ impl ProgramBuilder {
                     &PendingKind::WaitStream(stream) => StatementKind::WaitStream { stream },
                     &PendingKind::Alloc(temp) => StatementKind::Alloc { temp },
                     &PendingKind::Free(temp) => StatementKind::Free { temp },
-                    &PendingKind::While(_, end) => StatementKind::While { end },
+                    &PendingKind::While(_, end) => StatementKind::While {
+                        end,
+                        signalled: false,
+                    },
                     &PendingKind::If(_, otherwise, end) => StatementKind::If { otherwise, end },
                     PendingKind::Switch(_, arms, end) => StatementKind::Switch {
                         arms: Box::leak(arms.clone().into_boxed_slice()),

@@ -1,0 +1,13 @@
+use streamgraph::{DeviceBuffer, DeviceFlag, Kernel};
+
+streamgraph::pipeline! {
+    pipeline P(left: &mut DeviceBuffer<u32>, go: &mut DeviceFlag, countdown: &Kernel) {
+        stream main;
+        main: fill go = 1u32;
+        main: while go, limit = 100u32, signalled {
+            main: launch countdown<<<1, 1>>>(&mut left, &mut go);
+        }
+    }
+}
+
+fn main() {}

@@ -1,0 +1,16 @@
+use streamgraph::{DeviceBuffer, DeviceFlag, Kernel};
+
+streamgraph::pipeline! {
+    pipeline P(left: &mut DeviceBuffer<u32>, go: &mut DeviceFlag, countdown: &Kernel) {
+        stream main;
+        main: fill go = 1u32;
+        main: while go, signalled {
+            main: launch countdown<<<1, 1>>>(&mut left, &mut go);
+            main: while go, signalled {
+                main: launch countdown<<<1, 1>>>(&mut left, &mut go);
+            }
+        }
+    }
+}
+
+fn main() {}
