@@ -242,6 +242,20 @@ def goals(rows):
         ratio(q.get(sg, "W8", "device_loop", "device_per_iteration", iterations=1000),
               q.get("cuda.core", "W8", "device_loop", "device_per_iteration", iterations=1000)),
         "< 1", lambda v: v < 1)
+    # Issue 25 item 4: at every K, the device loop and the signalled loop (whose kernels set
+    # the condition: one node an iteration less) against cuda.core's `while_loop` as W8 builds
+    # it (a kernel that sets the condition after `countdown`), and the signalled loop against
+    # cuda.core's loop of the same shape (`countdown_signal` setting the condition itself).
+    for k in (10, 100, 1000, 10000):
+        core = q.get("cuda.core", "W8", "device_loop", "device_per_iteration", iterations=k)
+        core_signal = q.get("cuda.core", "W8", "signalled_loop", "device_per_iteration", iterations=k)
+        for what in ("device_loop", "signalled_loop"):
+            mine = q.get(sg, "W8", what, "device_per_iteration", iterations=k)
+            add(f"W8 {what.replace('_', ' ')} / cuda.core while_loop (K={k})", sg, ratio(mine, core),
+                "<= 1", lambda v: v <= 1)
+        add(f"W8 signalled loop / cuda.core loop of its shape (K={k})", sg,
+            ratio(q.get(sg, "W8", "signalled_loop", "device_per_iteration", iterations=k), core_signal),
+            "<= 1", lambda v: v <= 1)
     add("W7 log-log slope / raw", sg,
         ratio(q.get(sg, "W7", "capture+instantiate", "log_log_slope"),
               q.get("raw", "W7", "capture+instantiate", "log_log_slope")),

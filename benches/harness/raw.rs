@@ -786,12 +786,23 @@ extern "C" __device__ void cudaGraphSetConditional(handle_t handle, unsigned int
 extern "C" __global__ void set_handle(handle_t handle, const unsigned int* go) {
     cudaGraphSetConditional(handle, *go != 0u ? 1u : 0u);
 }
+extern "C" __global__ void countdown_signal(unsigned int* left, unsigned int* go, handle_t handle) {
+    unsigned int v = *left - 1u;
+    *left = v;
+    *go = v != 0u ? 1u : 0u;
+    cudaGraphSetConditional(handle, v != 0u ? 1u : 0u);
+}
 "#;
 
-/// Compiles [`SET_HANDLE`] to PTX (relocatable device code, then whole-program) and loads it.
+/// Compiles [`SET_HANDLE`] to PTX (relocatable device code, then whole-program) and loads it;
+/// its `set_handle` and `countdown_signal`.
 fn set_handle_kernel(
     gpu: &Gpu,
-) -> Result<(std::sync::Arc<cudarc::driver::CudaModule>, sys::CUfunction)> {
+) -> Result<(
+    std::sync::Arc<cudarc::driver::CudaModule>,
+    sys::CUfunction,
+    sys::CUfunction,
+)> {
     let mut why = Vec::new();
     for rdc in [true, false] {
         let opts = cudarc::nvrtc::CompileOptions {
@@ -811,11 +822,13 @@ fn set_handle_kernel(
         };
         match gpu.ctx().load_module(ptx) {
             Ok(m) => {
-                let f = m
-                    .load_function("set_handle")
-                    .map_err(|e| BenchError::Setup(format!("set_handle: {e}")))?
-                    .cu_function();
-                return Ok((m, f));
+                let function = |name: &str| {
+                    m.load_function(name)
+                        .map(|f| f.cu_function())
+                        .map_err(|e| BenchError::Setup(format!("{name}: {e}")))
+                };
+                let (set, signal) = (function("set_handle")?, function("countdown_signal")?);
+                return Ok((m, set, signal));
             }
             Err(e) => why.push(format!("load: {e}")),
         }
@@ -866,6 +879,21 @@ fn body_nodes(
     graph: sys::CUgraph,
     words: &mut [sys::CUdeviceptr; 2],
 ) -> Result<sys::CUgraphNode> {
+    let mut args: [*mut c_void; 2] = [
+        ptr::addr_of_mut!(words[0]).cast(),
+        ptr::addr_of_mut!(words[1]).cast(),
+    ];
+    body_nodes_ending(gpu, graph, gpu.countdown, args.as_mut_ptr())
+}
+
+/// The 4 + 3 + 3 `empty` kernels of W8's body on three branches, then `last` with `args` after
+/// all three; returns `last`'s node.
+fn body_nodes_ending(
+    gpu: &Gpu,
+    graph: sys::CUgraph,
+    last: sys::CUfunction,
+    args: *mut *mut c_void,
+) -> Result<sys::CUgraphNode> {
     let mut tails = Vec::new();
     for len in [4, 3, 3] {
         let mut prev: Option<sys::CUgraphNode> = None;
@@ -875,66 +903,30 @@ fn body_nodes(
         }
         tails.extend(prev);
     }
-    let mut args: [*mut c_void; 2] = [
-        ptr::addr_of_mut!(words[0]).cast(),
-        ptr::addr_of_mut!(words[1]).cast(),
-    ];
-    kernel_node(graph, gpu.countdown, args.as_mut_ptr(), &tails)
+    kernel_node(graph, last, args, &tails)
 }
 
-struct W8<'g> {
-    gpu: &'g Gpu,
-    iterations: usize,
-    streams: Vec<Stream>,
-    fork: Event,
-    joins: Vec<Event>,
-    left: DeviceWord,
-    go: DeviceWord,
-    start: Event,
-    end: Event,
-    /// One iteration (b).
-    body: Exec,
-    _body_graph: Graph,
-    /// The whole loop (d): `stamp(left, iterations)`, then WHILE { body, set_handle }.
-    device_loop: Exec,
-    _loop_graph: Graph,
-    _module: std::sync::Arc<cudarc::driver::CudaModule>,
-}
-
-/// W8 by hand: (a) the body issued eagerly on three streams with fork/join events and `go`
-/// read back after each iteration, (b) the body as a graph of explicit nodes launched while
-/// `go` reads back non-zero, (d) one graph with a WHILE conditional node (its handle created
-/// with the default value 1, assigned at each launch) whose body is the same nodes followed by
-/// a kernel that sets the handle from `go`.
-pub fn w8<'g>(gpu: &'g Gpu, p: &Loop) -> Result<Box<dyn Case + 'g>> {
-    let iterations = u32::try_from(p.iterations)
-        .map_err(|_| BenchError::Setup("W8: too many iterations for a u32".into()))?;
-    let (module, set_handle) = set_handle_kernel(gpu)?;
-    let left = DeviceWord::new()?;
-    let go = DeviceWord::new()?;
-
-    // (b): one iteration.
-    let mut body_graph = ptr::null_mut();
-    check(
-        // SAFETY: writes a new graph's handle through a valid pointer.
-        unsafe { sys::cuGraphCreate(&mut body_graph, 0) },
-        "cuGraphCreate",
-    )?;
-    let body_graph = Graph(body_graph);
-    let mut words = [left.0, go.0];
-    body_nodes(gpu, body_graph.0, &mut words)?;
-    let body = body_graph.instantiate()?;
-
-    // (d): the loop.
+/// W8's loop graph: `stamp(left, iterations)`, then a WHILE node (its handle created with the
+/// default value 1, assigned at each launch) whose body is the 4 + 3 + 3 `empty` kernels and
+/// then `countdown` and `set_handle` (the handle set from `go`), or with `signal`, that kernel
+/// alone (`countdown_signal`: it writes `go` and sets the handle itself).
+fn w8_loop(
+    gpu: &Gpu,
+    words: &mut [sys::CUdeviceptr; 2],
+    iterations: u32,
+    set_handle: sys::CUfunction,
+    signal: Option<sys::CUfunction>,
+) -> Result<(Graph, Exec)> {
+    let (left, go) = (words[0], words[1]);
     let mut loop_graph = ptr::null_mut();
     check(
-        // SAFETY: as above.
+        // SAFETY: writes a new graph's handle through a valid pointer.
         unsafe { sys::cuGraphCreate(&mut loop_graph, 0) },
         "cuGraphCreate",
     )?;
     let loop_graph = Graph(loop_graph);
     let mut stamp = StampArgs {
-        slot: left.0,
+        slot: left,
         value: iterations,
     };
     let mut stamp_ptrs = stamp.pointers();
@@ -976,20 +968,84 @@ pub fn w8<'g>(gpu: &'g Gpu, p: &Loop) -> Result<Box<dyn Case + 'g>> {
     // SAFETY: the member the driver filled in; the array holds one body graph, owned by the
     // node.
     let body_of_loop = unsafe { *params.__bindgen_anon_1.conditional.phGraph_out };
-    let countdown = body_nodes(gpu, body_of_loop, &mut words)?;
-    let mut handle_arg = handle;
-    let mut go_arg = go.0;
-    let mut set_args: [*mut c_void; 2] = [
-        ptr::addr_of_mut!(handle_arg).cast(),
-        ptr::addr_of_mut!(go_arg).cast(),
-    ];
-    kernel_node(
-        body_of_loop,
-        set_handle,
-        set_args.as_mut_ptr(),
-        &[countdown],
+    if let Some(signal) = signal {
+        let (mut left_arg, mut go_arg, mut handle_arg) = (left, go, handle);
+        let mut args: [*mut c_void; 3] = [
+            ptr::addr_of_mut!(left_arg).cast(),
+            ptr::addr_of_mut!(go_arg).cast(),
+            ptr::addr_of_mut!(handle_arg).cast(),
+        ];
+        body_nodes_ending(gpu, body_of_loop, signal, args.as_mut_ptr())?;
+    } else {
+        let countdown = body_nodes(gpu, body_of_loop, words)?;
+        let mut handle_arg = handle;
+        let mut go_arg = go;
+        let mut set_args: [*mut c_void; 2] = [
+            ptr::addr_of_mut!(handle_arg).cast(),
+            ptr::addr_of_mut!(go_arg).cast(),
+        ];
+        kernel_node(
+            body_of_loop,
+            set_handle,
+            set_args.as_mut_ptr(),
+            &[countdown],
+        )?;
+    }
+    let exec = loop_graph.instantiate()?;
+    Ok((loop_graph, exec))
+}
+
+struct W8<'g> {
+    gpu: &'g Gpu,
+    iterations: usize,
+    streams: Vec<Stream>,
+    fork: Event,
+    joins: Vec<Event>,
+    left: DeviceWord,
+    go: DeviceWord,
+    start: Event,
+    end: Event,
+    /// One iteration (b).
+    body: Exec,
+    _body_graph: Graph,
+    /// The whole loop (d): `stamp(left, iterations)`, then WHILE { body, set_handle }.
+    device_loop: Exec,
+    _loop_graph: Graph,
+    /// (e): WHILE { body ending in `countdown_signal` }, which sets the handle itself.
+    signalled_loop: Exec,
+    _signal_graph: Graph,
+    _module: std::sync::Arc<cudarc::driver::CudaModule>,
+}
+
+/// W8 by hand: (a) the body issued eagerly on three streams with fork/join events and `go`
+/// read back after each iteration, (b) the body as a graph of explicit nodes launched while
+/// `go` reads back non-zero, (d) one graph with a WHILE conditional node (its handle created
+/// with the default value 1, assigned at each launch) whose body is the same nodes followed by
+/// a kernel that sets the handle from `go`, (e) the same loop whose `countdown` sets the handle
+/// itself (the signalled loop's shape).
+pub fn w8<'g>(gpu: &'g Gpu, p: &Loop) -> Result<Box<dyn Case + 'g>> {
+    let iterations = u32::try_from(p.iterations)
+        .map_err(|_| BenchError::Setup("W8: too many iterations for a u32".into()))?;
+    let (module, set_handle, signal) = set_handle_kernel(gpu)?;
+    let left = DeviceWord::new()?;
+    let go = DeviceWord::new()?;
+
+    // (b): one iteration.
+    let mut body_graph = ptr::null_mut();
+    check(
+        // SAFETY: writes a new graph's handle through a valid pointer.
+        unsafe { sys::cuGraphCreate(&mut body_graph, 0) },
+        "cuGraphCreate",
     )?;
-    let device_loop = loop_graph.instantiate()?;
+    let body_graph = Graph(body_graph);
+    let mut words = [left.0, go.0];
+    body_nodes(gpu, body_graph.0, &mut words)?;
+    let body = body_graph.instantiate()?;
+
+    // (d): the loop; (e): the same with `countdown_signal` setting the handle itself.
+    let (loop_graph, device_loop) = w8_loop(gpu, &mut words, iterations, set_handle, None)?;
+    let (signal_graph, signalled_loop) =
+        w8_loop(gpu, &mut words, iterations, set_handle, Some(signal))?;
     Ok(Box::new(W8 {
         gpu,
         iterations: p.iterations,
@@ -1004,6 +1060,8 @@ pub fn w8<'g>(gpu: &'g Gpu, p: &Loop) -> Result<Box<dyn Case + 'g>> {
         _body_graph: body_graph,
         device_loop,
         _loop_graph: loop_graph,
+        signalled_loop,
+        _signal_graph: signal_graph,
         _module: module,
     }))
 }
@@ -1124,6 +1182,10 @@ impl Case for W8<'_> {
             timed_replay(&self.device_loop, origin, &self.start, &self.end)?;
         origin.synchronize()?;
         self.finish("device loop", self.iterations)?;
+        let (signalled_dev, signalled_host) =
+            timed_replay(&self.signalled_loop, origin, &self.start, &self.end)?;
+        origin.synchronize()?;
+        self.finish("signalled loop", self.iterations)?;
         Ok(vec![
             eager_host / n,
             eager_dev / n,
@@ -1131,6 +1193,8 @@ impl Case for W8<'_> {
             host_loop_dev / n,
             loop_host / n,
             loop_dev / n,
+            signalled_host / n,
+            signalled_dev / n,
         ])
     }
 }

@@ -1005,6 +1005,57 @@ pipeline! {
     }
 }
 
+pipeline! {
+    /// W8's loop as a signalled loop: [`DeviceLoop`] with `countdown` setting the loop's
+    /// condition as it writes `go` (`streamgraph_signal`), so that the body ends without the
+    /// built-in kernel that reads `go` back: 11 nodes an iteration where `DeviceLoop` has 12.
+    pipeline SignalledLoop(k: &Kernels, countdown: &Kernel, left: &mut DeviceBuffer<u32>, go: &mut DeviceFlag, iterations: u32) {
+        stream main;
+        stream s1;
+        stream s2;
+
+        main: fill left = iterations;
+        main: fill go = 1u32;
+        main: while go, signalled {
+            main: launch k.empty<<<GRID, BLOCK>>>();
+            s1: launch k.empty<<<GRID, BLOCK>>>();
+            s2: launch k.empty<<<GRID, BLOCK>>>();
+            main: launch k.empty<<<GRID, BLOCK>>>();
+            s1: launch k.empty<<<GRID, BLOCK>>>();
+            s2: launch k.empty<<<GRID, BLOCK>>>();
+            main: launch k.empty<<<GRID, BLOCK>>>();
+            s1: launch k.empty<<<GRID, BLOCK>>>();
+            s2: launch k.empty<<<GRID, BLOCK>>>();
+            main: launch k.empty<<<GRID, BLOCK>>>();
+            main: wait_stream s1;
+            main: wait_stream s2;
+            main: launch countdown<<<GRID, BLOCK>>>(&mut left, &mut go);
+        }
+    }
+}
+
+/// W8's `countdown` for a signalled loop (after `streamgraph::SIGNAL_HEADER`).
+const COUNTDOWN_SIGNAL: &str = r#"
+extern "C" __global__ void countdown_signal(unsigned int *left, unsigned int *go) {
+    unsigned int v = *left - 1u;
+    *left = v;
+    streamgraph_signal(go, v != 0u ? 1u : 0u);
+}
+"#;
+
+/// The signalling `countdown`, compiled once per process (its module lives as long).
+fn countdown_signal(sg: &'static Shared) -> Result<&'static Kernel> {
+    static KERNEL: OnceLock<(Module, Kernel)> = OnceLock::new();
+    if let Some((_, k)) = KERNEL.get() {
+        return Ok(k);
+    }
+    let module = Module::from_signalling_source(&sg.device, "w8_signal", COUNTDOWN_SIGNAL)?;
+    // SAFETY: `countdown_signal(unsigned int *left, unsigned int *go)`: every launch passes two
+    // device words.
+    let kernel = unsafe { module.kernel("countdown_signal")? };
+    Ok(&KERNEL.get_or_init(|| (module, kernel)).1)
+}
+
 struct W8 {
     timed: Timed,
     eager: Eager,
@@ -1014,6 +1065,8 @@ struct W8 {
     body: GraphExec<LoopBody<'static>>,
     /// (c) the whole loop captured: one conditional WHILE node.
     device_loop: GraphExec<DeviceLoop<'static>>,
+    /// (d) the same as a signalled loop.
+    signalled: GraphExec<SignalledLoop<'static>>,
     iterations: usize,
 }
 
@@ -1052,12 +1105,18 @@ pub fn w8<'g>(_gpu: &'g Gpu, p: &Loop) -> Setup<'g> {
         &mut capture_on(&timed.origin),
         DeviceLoop::new(&sg.kernels, left, go, n),
     )?;
+    let (left, go) = loop_words(sg)?;
+    let signalled = instantiate_verified(
+        &mut capture_on(&timed.origin),
+        SignalledLoop::new(&sg.kernels, countdown_signal(sg)?, left, go, n),
+    )?;
     Ok(Box::new(W8 {
         timed,
         eager,
         eager_loop,
         body,
         device_loop,
+        signalled,
         iterations: p.iterations,
     }))
 }
@@ -1108,6 +1167,15 @@ impl Case for W8 {
 
         let (loop_dev, loop_host) = self.timed.replay(&self.device_loop)?;
         self.timed.origin.synchronize()?;
+        let (signalled_dev, signalled_host) = self.timed.replay(&self.signalled)?;
+        self.timed.origin.synchronize()?;
+        let words = self.signalled.pipeline();
+        let (left, go) = (words.left.to_vec()?, words.go.get()?);
+        if left != [0] || go != 0 {
+            return Err(BenchError::Check(format!(
+                "W8 signalled loop left {left:?} iterations and `go` = {go}, expected [0] and 0"
+            )));
+        }
         Ok(vec![
             eager_host / n,
             eager_dev / n,
@@ -1115,6 +1183,8 @@ impl Case for W8 {
             host_loop_dev / n,
             loop_host / n,
             loop_dev / n,
+            signalled_host / n,
+            signalled_dev / n,
         ])
     }
 }

@@ -279,6 +279,8 @@ pub const W8_METRICS: &[Metric] = &[
     metric("host_loop", "device_per_iteration", "us"),
     metric("device_loop", "host_per_iteration", "us"),
     metric("device_loop", "device_per_iteration", "us"),
+    metric("signalled_loop", "host_per_iteration", "us"),
+    metric("signalled_loop", "device_per_iteration", "us"),
 ];
 
 fn spec(

@@ -232,7 +232,8 @@ W14_METRICS = [("capture_all", "host", "ms"), ("memory", "after_first_runs", "Mi
                ("step", "host_launch", "us"), ("plan", "peak_largest", "MiB")]
 W8_METRICS = [("eager", "host_per_iteration", "us"), ("eager", "device_per_iteration", "us"),
               ("host_loop", "host_per_iteration", "us"), ("host_loop", "device_per_iteration", "us"),
-              ("device_loop", "host_per_iteration", "us"), ("device_loop", "device_per_iteration", "us")]
+              ("device_loop", "host_per_iteration", "us"), ("device_loop", "device_per_iteration", "us"),
+              ("signalled_loop", "host_per_iteration", "us"), ("signalled_loop", "device_per_iteration", "us")]
 
 
 def diamond_event_calls(layers, branches):
