@@ -42,7 +42,7 @@ pub use event::Event;
 pub use exec::eager::Eager;
 pub use exec::frame::EagerStats;
 pub use ffi::memory::{MemoryMut, MemoryRef};
-pub use ffi::KernelArg;
+pub use ffi::{KernelArg, SIGNAL_HEADER};
 pub use graph::{
     capture, Bucket, Buckets, Capture, CaptureMode, CaptureOutcome, Graph, GraphExec,
     GraphExecHandle, GraphHandle, GraphSet, GraphStats, KeyStats, Prepare, Prepared, VerifyReport,
@@ -59,7 +59,7 @@ pub use memory::{
     CopySource, CopyTarget, CudarcView, CudarcViewMut, DeviceBuffer, DeviceFlag, DeviceMemory,
     DeviceMemoryMut, DeviceRepr, DeviceView, DeviceViewMut, FillValue, KernelValue, PinnedBuffer,
     PinnedMut, PinnedRef, PinnedView, PinnedViewMut, Pod, Scope, Temp, TempMemory, TempView,
-    Zeroable, SIGNAL_HEADER,
+    Zeroable,
 };
 pub use module::{Kernel, Module};
 pub use operand::{

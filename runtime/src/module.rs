@@ -166,7 +166,7 @@ impl Module {
         })
     }
 
-    /// Compiles CUDA C whose kernels signal a loop ([`crate::SIGNAL_HEADER`]'s
+    /// Compiles CUDA C whose kernels signal a loop ([`SIGNAL_HEADER`](crate::SIGNAL_HEADER)'s
     /// `streamgraph_signal`, for `STREAM: while FLAG, signalled { … }`) with NVRTC and loads
     /// it: the header is put before `source`, which is compiled to PTX that the driver links
     /// with `cudaGraphSetConditional` when it loads it. Such kernels run eagerly too (the
@@ -189,8 +189,8 @@ impl Module {
     /// # Ok::<(), streamgraph::Error>(())
     /// ```
     pub fn from_signalling_source(device: &Device, name: &str, source: &str) -> Result<Module> {
-        let text = format!("{}\n{source}", crate::SIGNAL_HEADER);
-        let cuda = ffi::conditional::compile_module(device.ctx(), name, &text)?;
+        let text = format!("{}\n{source}", ffi::SIGNAL_HEADER);
+        let cuda = ffi::builtins::compile_module(device.ctx(), name, &text)?;
         Ok(Module {
             inner: Arc::new(ModuleInner {
                 cuda: Some(cuda),

@@ -644,11 +644,8 @@ impl<R: Recorder> Issuer for Issue<'_, R> {
             return Err(block_kind_error(stmt, "while"));
         };
         if signalled && limit.is_some() {
-            return Err(Error::InvalidArgument(format!(
-                "`{}` is a signalled loop with a limit: its body's kernels end it, and no \
-                 built-in kernel counts its iterations; drop the limit or `signalled`",
-                stmt.text
-            )));
+            let why = "a signalled loop takes no limit: its kernels end it; drop one of them";
+            return Err(Error::InvalidArgument(format!("`{}`: {why}", stmt.text)));
         }
         self.block(stmt, flag, CondKind::While, limit, &mut [body])
     }

@@ -24,6 +24,7 @@ pub(crate) mod arena;
 pub(crate) mod blas;
 #[cfg(feature = "cublas")]
 pub(crate) mod blas_lt;
+pub(crate) mod builtins;
 pub(crate) mod capture;
 pub(crate) mod collective;
 pub(crate) mod conditional;
@@ -47,6 +48,7 @@ pub(crate) mod pinned;
 pub(crate) mod status;
 pub(crate) mod temp;
 
+pub use builtins::SIGNAL_HEADER;
 pub(crate) use host_fn::launch_host_fn_once;
 pub use launch::KernelArg;
 pub(crate) use launch::{

@@ -33,7 +33,7 @@ use crate::stream::Stream;
 /// ```
 pub struct DeviceFlag {
     /// The value (word 0); words 2–3 hold the condition handle of the signalled loop running
-    /// on it, zero outside one (see [`SIGNAL_HEADER`]).
+    /// on it, zero outside one (see [`crate::SIGNAL_HEADER`]).
     words: DeviceBuffer<u32>,
 }
 
@@ -44,38 +44,6 @@ const WORDS: usize = 4;
 fn initial(value: u32) -> [u32; WORDS] {
     [value, 0, 0, 0]
 }
-
-/// CUDA C that kernels of a signalled loop (`STREAM: while FLAG, signalled { … }`) include:
-/// `streamgraph_signal(flag, value)` writes `value` into a [`DeviceFlag`] the kernel got as
-/// `&mut flag` (an `unsigned int*`) and, when the kernel runs inside a captured signalled loop
-/// on that flag, also sets the loop's condition to `value != 0`. Outside one (eagerly, or in a
-/// graph outside the loop) it only writes the flag.
-///
-/// Compile such kernels with [`Module::from_signalling_source`](crate::Module::from_signalling_source),
-/// which puts this text before the source and compiles it the way `cudaGraphSetConditional`
-/// needs (PTX the driver links). Call it from one thread, as you would write the flag, and only
-/// on a `DeviceFlag`: its words 2–3 hold the loop's condition handle.
-///
-/// ```
-/// assert!(streamgraph::SIGNAL_HEADER.contains("streamgraph_signal(unsigned int* flag"));
-/// ```
-pub const SIGNAL_HEADER: &str = r#"
-#ifndef STREAMGRAPH_SIGNAL_H
-#define STREAMGRAPH_SIGNAL_H
-#ifdef STREAMGRAPH_DEVICE_RUNTIME_HEADER
-#include <cuda_device_runtime_api.h>
-#else
-extern "C" __device__ void cudaGraphSetConditional(unsigned long long handle, unsigned int value);
-#endif
-static __device__ __forceinline__ void streamgraph_signal(unsigned int* flag, unsigned int value) {
-    *flag = value;
-    unsigned long long handle = *(volatile unsigned long long*)(flag + 2);
-    if (handle != 0ull) {
-        cudaGraphSetConditional(handle, value != 0u ? 1u : 0u);
-    }
-}
-#endif
-"#;
 
 impl fmt::Debug for DeviceFlag {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -69,7 +69,7 @@ mod temp;
 
 pub use cudarc_view::{CudarcView, CudarcViewMut};
 pub use device::{DeviceBuffer, DeviceView, DeviceViewMut};
-pub use flag::{DeviceFlag, SIGNAL_HEADER};
+pub use flag::DeviceFlag;
 pub use pinned::{PinnedBuffer, PinnedMut, PinnedRef, PinnedView, PinnedViewMut};
 pub(crate) use temp::temp_bytes;
 pub use temp::{temporaries, Scope, Temp, TempMemory, TempView};
