@@ -190,7 +190,7 @@ impl Module {
     /// ```
     pub fn from_signalling_source(device: &Device, name: &str, source: &str) -> Result<Module> {
         let text = format!("{}\n{source}", ffi::SIGNAL_HEADER);
-        let cuda = ffi::builtins::compile_module(device.ctx(), name, &text)?;
+        let cuda = ffi::conditional::compile_module(device.ctx(), name, &text)?;
         Ok(Module {
             inner: Arc::new(ModuleInner {
                 cuda: Some(cuda),

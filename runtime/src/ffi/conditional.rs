@@ -18,19 +18,171 @@
 //! The built-in kernels are compiled with NVRTC to PTX once per context and cached; the driver
 //! resolves `cudaGraphSetConditional` when it loads the PTX.
 
-use cudarc::driver::sys;
-use cudarc::driver::{CudaStream, DriverError};
+use std::ffi::CString;
+use std::sync::{Arc, Mutex};
 
-pub(crate) use super::builtins::{kernels, CondKernels};
+use cudarc::driver::sys;
+use cudarc::driver::{CudaContext, CudaStream, DriverError};
+
 use super::capture::{capture_state, tip_node, CaptureModeRaw};
+use super::cond_source::SOURCE;
 use super::ensure_current;
 use super::graph::{NodeHandle, OwnedGraph};
-use super::launch::{launch_kernel, KernelArg, LoadedFunction};
+use super::launch::{
+    launch_kernel, load_module, module_function, CodeOwner, KernelArg, LoadedFunction,
+};
 use super::memory::Holder;
 use super::status::CaptureStatus;
+use super::{nvrtc_compile_ptx, CompileFailure, ModuleImage};
 use crate::error::{CaptureFault, Error, Result};
 use crate::operand::{Dim3, LaunchConfig};
 use crate::program::SwitchArm;
+
+/// The built-in kernels of one context.
+#[derive(Debug)]
+pub(crate) struct CondKernels {
+    begin: LoadedFunction,
+    branch: LoadedFunction,
+    next: LoadedFunction,
+    nop: LoadedFunction,
+    signal: LoadedFunction,
+    switch: LoadedFunction,
+}
+
+impl CondKernels {
+    /// The module holding them (a graph that launches them keeps it).
+    pub(crate) fn module(&self) -> &CodeOwner {
+        self.begin.module()
+    }
+}
+
+/// The contexts' built-in kernels, compiled once each.
+static KERNELS: Mutex<Vec<(usize, Arc<CondKernels>)>> = Mutex::new(Vec::new());
+
+/// The built-in kernels of `ctx`, compiled and loaded on first use.
+///
+/// Errors: [`Error::NoNvrtc`] without NVRTC, [`Error::Compile`] when no way of declaring
+/// `cudaGraphSetConditional` compiles (the log of each attempt is kept).
+pub(crate) fn kernels(ctx: &Arc<CudaContext>) -> Result<Arc<CondKernels>> {
+    let key = ctx.cu_ctx() as usize;
+    {
+        let cache = KERNELS.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, k)) = cache.iter().find(|(c, _)| *c == key) {
+            return Ok(k.clone());
+        }
+    }
+    let built = Arc::new(build(ctx)?);
+    let mut cache = KERNELS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, k)) = cache.iter().find(|(c, _)| *c == key) {
+        return Ok(k.clone());
+    }
+    cache.push((key, built.clone()));
+    Ok(built)
+}
+
+/// Where the CUDA headers may be, for the fallback that includes the device runtime's header.
+fn include_dirs() -> Vec<String> {
+    let mut dirs = Vec::new();
+    for var in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {
+        if let Ok(v) = std::env::var(var) {
+            dirs.push(format!("{}/include", v.trim_end_matches('/')));
+        }
+    }
+    dirs.push("/usr/local/cuda/include".into());
+    dirs
+}
+
+fn build(ctx: &Arc<CudaContext>) -> Result<CondKernels> {
+    let module = compile_module(
+        ctx,
+        "streamgraph_conditional (built-in kernels of device `while`/`if`/`switch` blocks)",
+        SOURCE,
+    )?;
+    let function = |n: &str| -> Result<LoadedFunction> {
+        module_function(&module, ctx, n)
+            .map_err(|e| Error::driver("cuModuleGetFunction", e))?
+            .ok_or_else(|| Error::KernelNotFound {
+                module: "streamgraph_conditional".into(),
+                name: n.into(),
+            })
+    };
+    Ok(CondKernels {
+        begin: function("streamgraph_cond_begin")?,
+        branch: function("streamgraph_cond_branch")?,
+        next: function("streamgraph_cond_next")?,
+        nop: function("streamgraph_cond_nop")?,
+        signal: function("streamgraph_cond_signal")?,
+        switch: function("streamgraph_cond_switch")?,
+    })
+}
+
+/// Compiles `source`, CUDA C that may call `cudaGraphSetConditional`, to PTX with NVRTC and
+/// loads it into `ctx` (the driver resolves the call when it loads the PTX): the built-in
+/// kernels, and user kernels that signal a loop ([`crate::Module::from_signalling_source`]).
+/// `module` names it in errors.
+///
+/// Errors: [`Error::NoNvrtc`] without NVRTC, [`Error::Compile`] when no way of declaring
+/// `cudaGraphSetConditional` compiles and loads (the log of each attempt is kept).
+pub(crate) fn compile_module(
+    ctx: &Arc<CudaContext>,
+    module: &str,
+    source: &str,
+) -> Result<Arc<cudarc::driver::CudaModule>> {
+    if !super::nvrtc_present() {
+        return Err(Error::NoNvrtc {
+            searched: super::searched_names("nvrtc"),
+        });
+    }
+    ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+    let (major, minor) = ctx
+        .compute_capability()
+        .map_err(|e| Error::driver("cuDeviceGetAttribute", e))?;
+    let c = |s: String| {
+        CString::new(s).map_err(|_| Error::InvalidArgument("an NVRTC option holds a NUL".into()))
+    };
+    let arch = c(format!("--gpu-architecture=compute_{major}{minor}"))?;
+    // Own declaration first (no headers needed), then the device runtime's header.
+    let mut attempts: Vec<Vec<CString>> = vec![
+        vec![arch.clone(), c("--relocatable-device-code=true".into())?],
+        vec![arch.clone()],
+    ];
+    for dir in include_dirs() {
+        if std::path::Path::new(&dir)
+            .join("cuda_device_runtime_api.h")
+            .exists()
+        {
+            attempts.push(vec![
+                arch.clone(),
+                c(format!("--include-path={dir}"))?,
+                c("--define-macro=STREAMGRAPH_DEVICE_RUNTIME_HEADER".into())?,
+            ]);
+        }
+    }
+    let name = c(module.split_whitespace().next().unwrap_or("module").into())?;
+    let text = CString::new(source).map_err(|_| {
+        Error::InvalidArgument(format!(
+            "the CUDA C source of module `{module}` holds a NUL byte"
+        ))
+    })?;
+    let mut logs = Vec::new();
+    for options in attempts {
+        let ptx = match nvrtc_compile_ptx(&name, &text, &options) {
+            Ok(ptx) => ptx,
+            Err(CompileFailure::Log(log)) | Err(CompileFailure::Call(_, log)) => {
+                logs.push(format!("{options:?}: {log}"));
+                continue;
+            }
+        };
+        match load_module(ctx, ModuleImage::Ptx(&ptx)) {
+            Ok(m) => return Ok(m),
+            Err(e) => logs.push(format!("{options:?}: cuModuleLoadData failed: {e:?}")),
+        }
+    }
+    Err(Error::Compile {
+        module: module.into(),
+        log: logs.join("\n"),
+    })
+}
 
 /// A conditional node's body graph. The node owns it (it is destroyed with the graph); it is
 /// only meaningful while the graph it belongs to lives, which [`OwnedGraph`] checks by

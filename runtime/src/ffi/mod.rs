@@ -24,9 +24,9 @@ pub(crate) mod arena;
 pub(crate) mod blas;
 #[cfg(feature = "cublas")]
 pub(crate) mod blas_lt;
-pub(crate) mod builtins;
 pub(crate) mod capture;
 pub(crate) mod collective;
+mod cond_source;
 pub(crate) mod conditional;
 pub(crate) mod copy;
 pub(crate) mod cudarc_order;
@@ -48,7 +48,7 @@ pub(crate) mod pinned;
 pub(crate) mod status;
 pub(crate) mod temp;
 
-pub use builtins::SIGNAL_HEADER;
+pub use cond_source::SIGNAL_HEADER;
 pub(crate) use host_fn::launch_host_fn_once;
 pub use launch::KernelArg;
 pub(crate) use launch::{
