@@ -714,13 +714,16 @@ fn block_programs_capture_as_planned() {
     }
     let kernel = accumulate(&device);
     let count = program_count(PROGRAMS);
+    // Signalled loops too: captured and verified, never launched (their flags never clear).
     let options = RandomOptions {
         fills: true,
         copies: true,
         calls: true,
+        signalled_loops: true,
         ..temp_body_options()
     };
     let (mut programs, mut calls, mut calls_in_bodies) = (0, 0, 0);
+    let mut signalled = 0;
     let (mut temps, mut temps_in_bodies) = (0, 0);
     for r in programs_with_blocks(options, 0, count) {
         programs += 1;
@@ -745,6 +748,12 @@ fn block_programs_capture_as_planned() {
             })
             .count();
         for (i, s) in r.program.statements.iter().enumerate() {
+            if let StatementKind::While {
+                signalled: true, ..
+            } = s.kind
+            {
+                signalled += 1;
+            }
             if matches!(s.kind, StatementKind::Call { .. }) {
                 calls += 1;
                 let in_body = r.program.statements[..i].iter().any(|b| {
@@ -760,6 +769,8 @@ fn block_programs_capture_as_planned() {
         }
     }
     assert_eq!(programs, count);
+    // Signalled loops (no closing kernel in their bodies, a memset after them) among them.
+    assert!(signalled * 10 >= count, "{signalled} signalled loops");
     // `call` statements (a memset and two launches each) are among the statements verified,
     // inside device blocks' bodies too.
     assert!(

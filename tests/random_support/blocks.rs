@@ -123,12 +123,22 @@ pub fn expected_sums(r: &RandomProgram, range: std::ops::Range<usize>, out: &mut
                 ..
             } => out[*b] += u64::from(*value) + 1,
             Call::Block {
+                statement,
                 flag,
                 limit,
                 then,
                 otherwise,
                 ..
             } => {
+                if let StatementKind::While {
+                    signalled: true, ..
+                } = statement.kind
+                {
+                    panic!(
+                        "seed {}: a random signalled loop never ends: capture it only",
+                        r.seed
+                    );
+                }
                 match limit {
                     Some(l) => {
                         for _ in 0..*l {

@@ -791,10 +791,15 @@ impl Script {
                 Block::If { taken, body } => {
                     format!(r#"["for",{},{}]"#, u8::from(*taken), list(r, body))
                 }
+                // Scripts have no signalled loops.
+                Block::DeviceWhile {
+                    signalled: true, ..
+                } => return None,
                 Block::DeviceWhile {
                     header,
                     limit,
                     body,
+                    ..
                 } => format!(
                     r#"["while",{},{},{limit},{}]"#,
                     st(*header).stream,

@@ -62,7 +62,7 @@ enum PendingKind {
     WaitStream(usize),
     Alloc(usize),
     Free(usize),
-    While(String, usize),
+    While(String, usize, bool),
     If(String, usize, usize),
     Switch(String, Vec<SwitchArm>, usize),
     /// A collective's participant: the collective, the first participant's id, the count,
@@ -191,7 +191,18 @@ impl ProgramBuilder {
     pub fn while_block(&mut self, stream: usize, flag: &str, end: usize) -> usize {
         self.push(
             stream,
-            PendingKind::While(flag.to_owned(), end),
+            PendingKind::While(flag.to_owned(), end, false),
+            vec![(flag.to_owned(), AccessMode::Read)],
+        )
+    }
+
+    /// `while FLAG, signalled { … }` on `stream`, a signalled device loop (the kernels of
+    /// its body set its condition; see [`StatementKind::While`]): the body is the statements
+    /// with ids `this + 1 .. end`.
+    pub fn signalled_while_block(&mut self, stream: usize, flag: &str, end: usize) -> usize {
+        self.push(
+            stream,
+            PendingKind::While(flag.to_owned(), end, true),
             vec![(flag.to_owned(), AccessMode::Read)],
         )
     }
@@ -296,10 +307,9 @@ impl ProgramBuilder {
                     &PendingKind::WaitStream(stream) => StatementKind::WaitStream { stream },
                     &PendingKind::Alloc(temp) => StatementKind::Alloc { temp },
                     &PendingKind::Free(temp) => StatementKind::Free { temp },
-                    &PendingKind::While(_, end) => StatementKind::While {
-                        end,
-                        signalled: false,
-                    },
+                    &PendingKind::While(_, end, signalled) => {
+                        StatementKind::While { end, signalled }
+                    }
                     &PendingKind::If(_, otherwise, end) => StatementKind::If { otherwise, end },
                     PendingKind::Switch(_, arms, end) => StatementKind::Switch {
                         arms: Box::leak(arms.clone().into_boxed_slice()),
@@ -380,7 +390,8 @@ impl ProgramBuilder {
             &PendingKind::WaitStream(s) => format!("wait_stream {}", name(&self.streams, s)),
             &PendingKind::Alloc(t) => format!("alloc {}", self.temp_name(t)),
             &PendingKind::Free(t) => format!("free {}", self.temp_name(t)),
-            PendingKind::While(flag, _) => format!("while {flag}"),
+            PendingKind::While(flag, _, false) => format!("while {flag}"),
+            PendingKind::While(flag, _, true) => format!("while {flag}, signalled"),
             PendingKind::If(flag, _, _) => format!("if {flag}"),
             PendingKind::Switch(flag, _, _) => format!("switch {flag}"),
             PendingKind::Collective(op, _, _, buffer) => {

@@ -28,8 +28,11 @@ pub enum Block {
     DeviceWhile {
         /// The block statement.
         header: usize,
-        /// How often the body runs (0 to 3).
+        /// How often the body runs (0 to 3); unbounded for a signalled loop.
         limit: u32,
+        /// Whether it is a signalled loop (`while FLAG, signalled`, no limit): see
+        /// [`RandomOptions::signalled_loops`](super::RandomOptions::signalled_loops).
+        signalled: bool,
         /// The body.
         body: Vec<Block>,
     },
@@ -116,10 +119,12 @@ impl Block {
             Block::DeviceWhile {
                 header,
                 limit,
+                signalled,
                 body,
             } => Block::DeviceWhile {
                 header: header + by,
                 limit: *limit,
+                signalled: *signalled,
                 body: all(body),
             },
             Block::DeviceIf {
@@ -296,8 +301,8 @@ impl Block {
 /// Where a device block's bodies lie (from [`block_extents`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Extent {
-    /// A `while` ending before `end`.
-    While(usize),
+    /// A `while` ending before `end`; whether it is signalled.
+    While(usize, bool),
     /// An `if` whose `else` starts at the first and which ends before the second.
     If(usize, usize),
     /// A `switch`: each arm's value and first statement, and the block's end.
@@ -311,8 +316,13 @@ pub(super) fn block_extents(block: &Block, out: &mut [Option<Extent>]) {
         Block::For { body, .. } | Block::If { body, .. } => {
             body.iter().for_each(|b| block_extents(b, out))
         }
-        Block::DeviceWhile { header, body, .. } => {
-            out[*header] = Some(Extent::While(block.statements().end));
+        Block::DeviceWhile {
+            header,
+            body,
+            signalled,
+            ..
+        } => {
+            out[*header] = Some(Extent::While(block.statements().end, *signalled));
             body.iter().for_each(|b| block_extents(b, out));
         }
         Block::DeviceIf {

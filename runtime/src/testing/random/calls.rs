@@ -173,7 +173,7 @@ pub enum Call {
         statement: &'static Statement,
         /// Index into [`RandomMemory::flags`](super::RandomMemory::flags) (and [`RandomProgram::flags`](super::RandomProgram::flags)).
         flag: usize,
-        /// The iteration limit of a `while`; `None` for an `if`.
+        /// The iteration limit of a `while`; `None` for an `if` and a signalled `while`.
         limit: Option<u32>,
         /// The `while` body or `then`.
         then: Range<usize>,

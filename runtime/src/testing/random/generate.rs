@@ -168,7 +168,12 @@ fn build(
                     Some(Extent::If(otherwise, end)) => {
                         b.if_block(stream, &format!("f{flag}"), *otherwise, *end)
                     }
-                    Some(Extent::While(end)) => b.while_block(stream, &format!("f{flag}"), *end),
+                    Some(Extent::While(end, false)) => {
+                        b.while_block(stream, &format!("f{flag}"), *end)
+                    }
+                    Some(Extent::While(end, true)) => {
+                        b.signalled_while_block(stream, &format!("f{flag}"), *end)
+                    }
                     Some(Extent::Switch(arms, end)) => {
                         b.switch_block(stream, &format!("f{flag}"), arms, *end)
                     }
@@ -211,6 +216,8 @@ fn structure(
             },
             2 if device => Block::DeviceWhile {
                 header: part.start,
+                // Asked only with the option: a seed's program stays what it was without it.
+                signalled: options.signalled_loops && rng.below(2) == 0,
                 limit: rng.below(4) as u32,
                 body: structure(rng, options, part.start + 1..part.end, depth + 1),
             },
@@ -299,10 +306,11 @@ fn emit(
             Block::DeviceWhile {
                 header,
                 limit,
+                signalled,
                 body,
             } => emit_block(
                 *header,
-                Some(*limit),
+                (!signalled).then_some(*limit),
                 [body, &[]],
                 program,
                 work,

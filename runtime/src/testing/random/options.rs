@@ -58,6 +58,11 @@ pub struct RandomOptions {
     /// `_` arm half the time, the index fixed per program (0 to 9, so at times no arm takes
     /// it). Off by default (a seed's program stays what it was).
     pub switches: bool,
+    /// With `device_blocks`: whether a device `while` is a signalled loop half the time
+    /// (`while FLAG, signalled`, no limit). No statement writes a random program's flags, so
+    /// such a loop never ends once entered: only captures, verified and never launched, may
+    /// issue these programs. Off by default (a seed's program stays what it was).
+    pub signalled_loops: bool,
     /// Whether to generate `call` statements: `call op(&mut bD, &bS)` of two different
     /// buffers, which [`RandomProgram::replay`](super::RandomProgram::replay) issues through
     /// [`RandomCallOp`](super::RandomCallOp) (a memset and two launches). Off by default (a
@@ -107,6 +112,7 @@ impl Default for RandomOptions {
             device_blocks: false,
             body_orderings: false,
             switches: false,
+            signalled_loops: false,
             calls: false,
             temps: (0, 0),
             temp_len: (1, 32),

@@ -18,7 +18,7 @@ use crate::memory::{
 use crate::module::Kernel;
 use crate::operand::{FillPattern, HostFn, LaunchConfig};
 use crate::plan::{Plan, Planner};
-use crate::program::{AccessMode, Statement};
+use crate::program::{AccessMode, Statement, StatementKind};
 
 use super::call_op::RandomCallOp;
 use super::calls::{Call, Memory, Place};
@@ -507,9 +507,9 @@ impl<'r> Replay<'r, '_> {
                     let mut b =
                         |inner: &mut dyn Issuer| this.borrow_mut().calls(inner, otherwise.clone());
                     let (a, b): (&mut Body<'_>, &mut Body<'_>) = (&mut a, &mut b);
-                    match limit {
-                        Some(_) => issuer.while_loop(statement, f, limit, a)?,
-                        None => issuer.if_else(statement, f, a, b)?,
+                    match statement.kind {
+                        StatementKind::While { .. } => issuer.while_loop(statement, f, limit, a)?,
+                        _ => issuer.if_else(statement, f, a, b)?,
                     }
                 }
                 Call::Switch {
