@@ -170,7 +170,10 @@ impl Module {
     /// `streamgraph_signal`, for `STREAM: while FLAG, signalled { … }`) with NVRTC and loads
     /// it: the header is put before `source`, which is compiled to PTX that the driver links
     /// with `cudaGraphSetConditional` when it loads it. Such kernels run eagerly too (the
-    /// signal then only writes the flag).
+    /// signal then only writes the flag). `streamgraph_signal` reads the words after the
+    /// value, which only a [`DeviceFlag`](crate::DeviceFlag) has: the promise of the `unsafe`
+    /// [`Module::kernel`] lookup covers that every launch passes a flag where the kernel
+    /// signals.
     ///
     /// Errors: [`Error::NoNvrtc`] without NVRTC; [`Error::Compile`] with NVRTC's log of each
     /// way of declaring `cudaGraphSetConditional` tried.
