@@ -520,7 +520,9 @@ impl Kernel {
 
     /// [`Kernel::launch_on`] without the capture checks: a pipeline's launch statements, whose
     /// issuer checked its origin (eagerly) or is capturing them itself.
-    #[inline]
+    // Always in line: left to the inliner, where it lands depends on how rustc splits the
+    // crate into codegen units (a captured launch paid 35 instructions more once).
+    #[inline(always)]
     pub(crate) fn issue_on(
         &self,
         stream: &Stream,
@@ -543,22 +545,13 @@ impl Kernel {
             }
             cudarc |= a.is_cudarc();
         }
-        let launch = || {
-            ffi::launch_kernel(func, stream.as_cudarc(), &config, args)
-                .map_err(|e| Error::driver("cuLaunchKernel", e))
-        };
         if cudarc {
-            ffi::ensure_current(stream.ctx()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
-            ffi::cudarc_order::cudarc_ordered(
-                stream.as_cudarc(),
-                args.iter().map(KernelArg::holder),
-                launch,
-            )
-        } else {
-            // No context query first: the launch makes the stream's context current only
-            // if it fails without it (`ffi::launch_kernel`).
-            launch()
+            return issue_ordered(func, stream, config, args);
         }
+        // No context query first: the launch makes the stream's context current only if it
+        // fails without it (`ffi::launch_kernel`). One call site of the launch, in line.
+        ffi::launch_kernel(func, stream.as_cudarc(), &config, args)
+            .map_err(|e| Error::driver("cuLaunchKernel", e))
     }
 
     /// The error of a launch on `stream`, of another device than the kernel's module.
@@ -609,6 +602,27 @@ impl Kernel {
     pub(crate) fn cuda_module(&self) -> Option<&ffi::CodeOwner> {
         self.func.as_ref().map(LoadedFunction::module)
     }
+}
+
+/// [`Kernel::issue_on`] of a launch with cudarc memory among its arguments: ordered with
+/// cudarc's streams around it, off the common path.
+#[cold]
+#[inline(never)]
+fn issue_ordered(
+    func: &ffi::LoadedFunction,
+    stream: &Stream,
+    config: LaunchConfig,
+    args: &[KernelArg<'_>],
+) -> Result<()> {
+    ffi::ensure_current(stream.ctx()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
+    ffi::cudarc_order::cudarc_ordered(
+        stream.as_cudarc(),
+        args.iter().map(KernelArg::holder),
+        || {
+            ffi::launch_kernel(func, stream.as_cudarc(), &config, args)
+                .map_err(|e| Error::driver("cuLaunchKernel", e))
+        },
+    )
 }
 
 impl From<cudarc::driver::LaunchConfig> for LaunchConfig {

@@ -203,48 +203,111 @@ pub(super) fn with_params<R>(args: &[KernelArg<'_>], f: impl FnOnce(&mut [*mut c
 /// arguments its user gave for that kernel.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html>
-#[inline]
+#[inline(always)]
 pub(crate) fn launch_kernel(
     func: &LoadedFunction,
     stream: &CudaStream,
     config: &LaunchConfig,
     args: &[KernelArg<'_>],
 ) -> Result<(), DriverError> {
-    super::in_context(stream.context(), || launch_raw(func, stream, config, args))
+    // `super::in_context` written out, with no closure on the path that succeeds: a closure
+    // is a function of its own, which rustc's split of the crate into codegen units may leave
+    // out of line (an extra call and 35 more instructions a captured launch).
+    match launch_raw(func, stream, config, args) {
+        Ok(()) => Ok(()),
+        Err(e) => relaunch_in_context(e, func, stream, config, args),
+    }
 }
 
-#[inline]
+/// [`launch_kernel`] after its launch failed with `failed`: off the hot path.
+#[cold]
+#[inline(never)]
+fn relaunch_in_context(
+    failed: DriverError,
+    func: &LoadedFunction,
+    stream: &CudaStream,
+    config: &LaunchConfig,
+    args: &[KernelArg<'_>],
+) -> Result<(), DriverError> {
+    super::retry_in_context(stream.context(), failed, || {
+        launch_raw(func, stream, config, args)
+    })
+}
+
+/// `cuLaunchKernel` with the parameter pointers of `args` (up to [`INLINE_ARGS`] on the stack).
+#[inline(always)]
 fn launch_raw(
     func: &LoadedFunction,
     stream: &CudaStream,
     config: &LaunchConfig,
     args: &[KernelArg<'_>],
 ) -> Result<(), DriverError> {
-    let (g, b) = (config.grid, config.block);
-    let raw = |params: *mut *mut c_void| {
-        // SAFETY: `func` is a function of the module it holds loaded, and `stream` owns its
-        // handle; `params` is null (no arguments) or points at one pointer per argument, each
-        // at a value borrowed for the whole call (the `KernelArg` lifetimes), whose number and
-        // types match the kernel's C signature by the `Module::kernel` promise. The driver
-        // copies the values before returning.
-        unsafe {
-            sys::cuLaunchKernel(
-                func.func,
-                g.x,
-                g.y,
-                g.z,
-                b.x,
-                b.y,
-                b.z,
-                config.shared_mem_bytes,
-                stream.cu_stream(),
-                params,
-                std::ptr::null_mut(),
-            )
-        }
-        .result()
+    if args.len() > INLINE_ARGS {
+        return launch_listed(func, stream, config, args);
+    }
+    let mut inline = [std::mem::MaybeUninit::<*mut c_void>::uninit(); INLINE_ARGS];
+    for (slot, arg) in inline.iter_mut().zip(args) {
+        slot.write(arg.param());
+    }
+    // A null array without arguments, as hand-written launches pass (see `with_param_array`).
+    let params = if args.is_empty() {
+        std::ptr::null_mut()
+    } else {
+        inline.as_mut_ptr().cast::<*mut c_void>()
     };
-    with_param_array(args, raw)
+    let (g, b) = (config.grid, config.block);
+    // SAFETY: `func` is a function of the module it holds loaded, and `stream` owns its
+    // handle; `params` is null (no arguments) or points at the first `args.len()` slots of
+    // `inline`, written just above with one pointer per argument, each at a value borrowed for
+    // the whole call (the `KernelArg` lifetimes), whose number and types match the kernel's C
+    // signature by the `Module::kernel` promise. The driver copies the values before
+    // returning.
+    unsafe {
+        sys::cuLaunchKernel(
+            func.func,
+            g.x,
+            g.y,
+            g.z,
+            b.x,
+            b.y,
+            b.z,
+            config.shared_mem_bytes,
+            stream.cu_stream(),
+            params,
+            std::ptr::null_mut(),
+        )
+    }
+    .result()
+}
+
+/// [`launch_raw`] of more than [`INLINE_ARGS`] arguments: their pointers in a list.
+#[cold]
+#[inline(never)]
+fn launch_listed(
+    func: &LoadedFunction,
+    stream: &CudaStream,
+    config: &LaunchConfig,
+    args: &[KernelArg<'_>],
+) -> Result<(), DriverError> {
+    let mut list: Vec<_> = args.iter().map(KernelArg::param).collect();
+    let (g, b) = (config.grid, config.block);
+    // SAFETY: as in `launch_raw`, with the pointers in `list` (one per argument).
+    unsafe {
+        sys::cuLaunchKernel(
+            func.func,
+            g.x,
+            g.y,
+            g.z,
+            b.x,
+            b.y,
+            b.z,
+            config.shared_mem_bytes,
+            stream.cu_stream(),
+            list.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    }
+    .result()
 }
 
 /// Code to load as a module: a CUBIN image (from NVRTC) or PTX text.

@@ -354,7 +354,7 @@ pub(crate) fn in_context<R>(
 /// [`in_context`] after `call` failed with `failed`: off the hot path.
 #[cold]
 #[inline(never)]
-fn retry_in_context<R>(
+pub(super) fn retry_in_context<R>(
     ctx: &CudaContext,
     failed: DriverError,
     mut call: impl FnMut() -> Result<R, DriverError>,
