@@ -255,29 +255,10 @@ fn launch_raw(
     } else {
         inline.as_mut_ptr().cast::<*mut c_void>()
     };
-    let (g, b) = (config.grid, config.block);
-    // SAFETY: `func` is a function of the module it holds loaded, and `stream` owns its
-    // handle; `params` is null (no arguments) or points at the first `args.len()` slots of
-    // `inline`, written just above with one pointer per argument, each at a value borrowed for
-    // the whole call (the `KernelArg` lifetimes), whose number and types match the kernel's C
-    // signature by the `Module::kernel` promise. The driver copies the values before
-    // returning.
-    unsafe {
-        sys::cuLaunchKernel(
-            func.func,
-            g.x,
-            g.y,
-            g.z,
-            b.x,
-            b.y,
-            b.z,
-            config.shared_mem_bytes,
-            stream.cu_stream(),
-            params,
-            std::ptr::null_mut(),
-        )
-    }
-    .result()
+    // SAFETY: `params` is null (no arguments) or points at the first `args.len()` slots of
+    // `inline`, written just above with one pointer per argument of `args`, which live for
+    // the whole call.
+    unsafe { launch_params(func, stream, config, params) }
 }
 
 /// [`launch_raw`] of more than [`INLINE_ARGS`] arguments: their pointers in a list.
@@ -290,8 +271,28 @@ fn launch_listed(
     args: &[KernelArg<'_>],
 ) -> Result<(), DriverError> {
     let mut list: Vec<_> = args.iter().map(KernelArg::param).collect();
+    // SAFETY: `list` holds one pointer per argument of `args`, which live for the whole call.
+    unsafe { launch_params(func, stream, config, list.as_mut_ptr()) }
+}
+
+/// `cuLaunchKernel` of `func` on `stream` with `config` and the parameter pointers `params`.
+///
+/// # Safety
+///
+/// `params` is null for a kernel without parameters, or points at one pointer per kernel
+/// parameter, each at a value of the parameter's C type that lives for the whole call (the
+/// driver copies the values before returning).
+#[inline(always)]
+unsafe fn launch_params(
+    func: &LoadedFunction,
+    stream: &CudaStream,
+    config: &LaunchConfig,
+    params: *mut *mut c_void,
+) -> Result<(), DriverError> {
     let (g, b) = (config.grid, config.block);
-    // SAFETY: as in `launch_raw`, with the pointers in `list` (one per argument).
+    // SAFETY: `func` is a function of the module it holds loaded, and `stream` owns its
+    // handle; `params` is as this function's contract says, and the values' number and types
+    // match the kernel's C signature by the `Module::kernel` promise.
     unsafe {
         sys::cuLaunchKernel(
             func.func,
@@ -303,7 +304,7 @@ fn launch_listed(
             b.z,
             config.shared_mem_bytes,
             stream.cu_stream(),
-            list.as_mut_ptr(),
+            params,
             std::ptr::null_mut(),
         )
     }
