@@ -160,8 +160,9 @@ const INLINE_ARGS: usize = 32;
 
 /// Calls `f` with the parameter array the driver takes for `args`: null without arguments, as
 /// hand-written launches pass (a non-null empty array makes the driver read the function's
-/// parameter layout), else one pointer per argument (see [`with_params`]).
-#[inline]
+/// parameter layout), else one pointer per argument (see [`with_params`]). Always in line, with
+/// `f`: the launch path calls it.
+#[inline(always)]
 pub(super) fn with_param_array<R>(
     args: &[KernelArg<'_>],
     f: impl FnOnce(*mut *mut c_void) -> R,
@@ -176,7 +177,7 @@ pub(super) fn with_param_array<R>(
 /// (only the slots used are written: no per-launch clearing of the whole array). The pointers
 /// point into `args` (buffer addresses) or at values `args` borrows, so they are live for the
 /// whole call of `f`.
-#[inline]
+#[inline(always)]
 pub(super) fn with_params<R>(args: &[KernelArg<'_>], f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
     if args.len() <= INLINE_ARGS {
         let mut inline = [std::mem::MaybeUninit::<*mut c_void>::uninit(); INLINE_ARGS];
@@ -234,7 +235,7 @@ fn relaunch_in_context(
     })
 }
 
-/// `cuLaunchKernel` with the parameter pointers of `args` (up to [`INLINE_ARGS`] on the stack).
+/// `cuLaunchKernel` with the parameter pointers of `args` ([`with_param_array`]).
 #[inline(always)]
 fn launch_raw(
     func: &LoadedFunction,
@@ -242,37 +243,11 @@ fn launch_raw(
     config: &LaunchConfig,
     args: &[KernelArg<'_>],
 ) -> Result<(), DriverError> {
-    if args.len() > INLINE_ARGS {
-        return launch_listed(func, stream, config, args);
-    }
-    let mut inline = [std::mem::MaybeUninit::<*mut c_void>::uninit(); INLINE_ARGS];
-    for (slot, arg) in inline.iter_mut().zip(args) {
-        slot.write(arg.param());
-    }
-    // A null array without arguments, as hand-written launches pass (see `with_param_array`).
-    let params = if args.is_empty() {
-        std::ptr::null_mut()
-    } else {
-        inline.as_mut_ptr().cast::<*mut c_void>()
-    };
-    // SAFETY: `params` is null (no arguments) or points at the first `args.len()` slots of
-    // `inline`, written just above with one pointer per argument of `args`, which live for
-    // the whole call.
-    unsafe { launch_params(func, stream, config, params) }
-}
-
-/// [`launch_raw`] of more than [`INLINE_ARGS`] arguments: their pointers in a list.
-#[cold]
-#[inline(never)]
-fn launch_listed(
-    func: &LoadedFunction,
-    stream: &CudaStream,
-    config: &LaunchConfig,
-    args: &[KernelArg<'_>],
-) -> Result<(), DriverError> {
-    let mut list: Vec<_> = args.iter().map(KernelArg::param).collect();
-    // SAFETY: `list` holds one pointer per argument of `args`, which live for the whole call.
-    unsafe { launch_params(func, stream, config, list.as_mut_ptr()) }
+    // SAFETY: `with_param_array` passes null (no arguments) or one pointer per argument of
+    // `args`, each at a value `args` borrows for the whole call.
+    with_param_array(args, |params| unsafe {
+        launch_params(func, stream, config, params)
+    })
 }
 
 /// `cuLaunchKernel` of `func` on `stream` with `config` and the parameter pointers `params`.
