@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::recorded::{CapturedOp, LaunchShape, OPAQUE};
+use super::recorded::{CapturedOp, LaunchShape};
 use crate::error::Error;
 use crate::ffi::graph::NodeHandle;
 use crate::issue::{ParamKeys, Pipeline};
@@ -69,9 +69,16 @@ pub(super) struct Slot {
     pub(super) node: Option<NodeHandle>,
     /// The launch's shape as its node runs it now (`None` for other operations).
     pub(super) shape: Option<LaunchShape>,
-    /// Where its values lie in [`ArgState::bytes`]; [`OPAQUE`] as length when unknown.
+    /// Where its values lie in [`ArgState::bytes`]: start and length, the length with
+    /// [`UNKNOWN`] set when they are unknown ([`OPAQUE`](super::recorded::OPAQUE) when none were ever known). Values
+    /// once known keep their bytes while unknown, so that new ones of the same length are
+    /// written over them.
     pub(super) span: (u32, u32),
 }
+
+/// The bit of [`Slot::span`]'s length that says its values are unknown; the bits under it
+/// are the length of the bytes the slot still owns.
+const UNKNOWN: u32 = 1 << 31;
 
 impl ArgState {
     /// The state of a freshly captured graph `core`, whose operations are those of `base`, the
@@ -173,13 +180,20 @@ impl ArgState {
     /// Operation `i` got values from elsewhere (`set_kernel_args`): they are unknown now.
     #[inline]
     pub(super) fn forget(&mut self, i: usize) {
-        if let Some(slot) = self.slots.get_mut(i) {
-            slot.span.1 = OPAQUE;
-        }
+        self.unknown(i);
         if let Some(m) = self.marks.get_mut(i).filter(|m| **m != 0) {
             *m = 0;
             self.marked -= 1;
             self.epoch = self.epoch.wrapping_add(1);
+        }
+    }
+
+    /// Operation `i`'s values are unknown until [`ArgState::set`] gives new ones; its mark
+    /// stays.
+    #[inline]
+    pub(super) fn unknown(&mut self, i: usize) {
+        if let Some(slot) = self.slots.get_mut(i) {
+            slot.span.1 |= UNKNOWN;
         }
     }
 
@@ -250,10 +264,10 @@ impl ArgState {
         self.span_values(self.slots.get(i)?.span)
     }
 
-    /// The values at `span` of [`ArgState::bytes`]; `None` for [`OPAQUE`] ones.
+    /// The values at `span` of [`ArgState::bytes`]; `None` for unknown ones.
     #[inline]
     pub(super) fn span_values(&self, (start, len): (u32, u32)) -> Option<&[u8]> {
-        if len == OPAQUE {
+        if len & UNKNOWN != 0 {
             return None;
         }
         self.bytes
@@ -270,10 +284,13 @@ impl ArgState {
         }
         let span = &mut slot.span;
         match values {
-            None => span.1 = OPAQUE,
-            Some(v) if span.1 != OPAQUE && span.1 as usize == v.len() => {
+            None => span.1 |= UNKNOWN,
+            // Over its own bytes when they have the length (known or not): a statement's
+            // comparable values always have the same length, so updates do not grow `bytes`.
+            Some(v) if (span.1 & !UNKNOWN) as usize == v.len() => {
                 let start = span.0 as usize;
                 self.bytes[start..start + v.len()].copy_from_slice(v);
+                span.1 = v.len() as u32;
             }
             Some(v) => {
                 *span = (self.bytes.len() as u32, v.len() as u32);
@@ -352,5 +369,18 @@ mod tests {
         state.set(1, config, Some(&[9]));
         assert_eq!(state.values(1), Some(&[9u8][..]));
         assert_eq!(state.values(2), None);
+        // Values forgotten, or unknown while a node is set, keep their bytes: new ones of the
+        // same length go over them, however many updates come.
+        let len = state.bytes.len();
+        for round in 0..100u8 {
+            state.unknown(0);
+            assert_eq!(state.values(0), None);
+            state.set(0, config, Some(&[round, 1, 2]));
+            state.forget(1);
+            state.set(1, config, Some(&[round]));
+        }
+        assert_eq!(state.values(0), Some(&[99u8, 1, 2][..]));
+        assert_eq!(state.values(1), Some(&[99u8][..]));
+        assert_eq!(state.bytes.len(), len, "updates write in place");
     }
 }

@@ -13,7 +13,7 @@
 
 use super::arg_state::{skip_mark, ArgState};
 use super::recorded::{
-    encode, encode_block, encode_launch, same_launch_values, CapturedOp, OPAQUE,
+    encode, encode_block, encode_launch, same_launch_values, CapturedOp,
 };
 use crate::error::Error;
 use crate::exec::record::Issued;
@@ -183,9 +183,7 @@ impl<'s> Updater<'s> {
         }
         // Its values are unknown until the call succeeds. (Its mark may stay: a walk that
         // fails leaves the keys unknown, and the next walk sees every statement.)
-        if let Some(slot) = self.state.slots.get_mut(i) {
-            slot.span.1 = OPAQUE;
-        }
+        self.state.unknown(i);
         if let Err(e) = self.exec.set_kernel_args(node, func, &config, args) {
             // A node in a block's body the driver would not set (its slot is forgotten, what
             // it may run now is kept): captured anew, which sets every node.
