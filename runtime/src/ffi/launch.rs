@@ -143,6 +143,39 @@ impl<'a> KernelArg<'a> {
         same.then_some(1 + n)
     }
 
+    /// Writes what [`KernelArg::encode_value`] would append for this argument at the start
+    /// of `out`; how many bytes that is. `None`, with `out` in an unspecified state, when the
+    /// value cannot be compared or `out` is too short. What an argument update does for a
+    /// changed launch: the node's values are written over the ones they replace.
+    #[inline]
+    pub(crate) fn encode_into(&self, out: &mut [u8]) -> Option<usize> {
+        if let Some(access) = &self.access {
+            let b: &mut [u8; 9] = out.get_mut(..9)?.try_into().ok()?;
+            b[0] = 8;
+            b[1..].copy_from_slice(&access.range.ptr.to_ne_bytes());
+            return Some(9);
+        }
+        if self.size >= 256 || self.value.is_null() || !self.plain {
+            return None;
+        }
+        let n = self.size as usize;
+        let b = out.get_mut(..1 + n)?;
+        // SAFETY: as in `encode_value`: `value` points at a live primitive `T` of `size` bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(self.value.cast::<u8>(), n) };
+        b[0] = self.size as u8;
+        match n {
+            // The common scalars, without a call to `memcpy`.
+            4 => <&mut [u8; 4]>::try_from(&mut b[1..])
+                .ok()?
+                .copy_from_slice(bytes),
+            8 => <&mut [u8; 8]>::try_from(&mut b[1..])
+                .ok()?
+                .copy_from_slice(bytes),
+            _ => b[1..].copy_from_slice(bytes),
+        }
+        Some(1 + n)
+    }
+
     /// What keeps the argument's memory allocated.
     pub(crate) fn holder(&self) -> memory::HolderKind<'a> {
         self.holder.0

@@ -4,9 +4,10 @@
 
 use std::collections::HashMap;
 
-use super::recorded::{CapturedOp, LaunchShape};
+use super::recorded::{encode_launch_into, CapturedOp, LaunchShape};
 use crate::error::Error;
 use crate::ffi::graph::NodeHandle;
+use crate::ffi::KernelArg;
 use crate::issue::{ParamKeys, Pipeline};
 use crate::operand::LaunchConfig;
 use crate::program::{Statement, StatementKind};
@@ -272,6 +273,31 @@ impl ArgState {
         }
         self.bytes
             .get(start as usize..start as usize + len as usize)
+    }
+
+    /// Launch `i`'s node runs `config` and `args` now: their values are written over its
+    /// own bytes. `false`, with nothing known of them, when they do not fit there (values
+    /// never known, or that cannot be compared): then [`ArgState::set`] records them.
+    #[inline]
+    pub(super) fn set_launch(
+        &mut self,
+        i: usize,
+        config: LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> bool {
+        let Some(slot) = self.slots.get_mut(i) else {
+            return false;
+        };
+        if let Some(shape) = &mut slot.shape {
+            shape.config = config;
+        }
+        let (start, len) = (slot.span.0 as usize, slot.span.1 & !UNKNOWN);
+        let fits = self
+            .bytes
+            .get_mut(start..start + len as usize)
+            .is_some_and(|own| encode_launch_into(args, own));
+        slot.span.1 = if fits { len } else { len | UNKNOWN };
+        fits
     }
 
     /// Operation `i` runs `config` with `values` now (`None`: values that cannot be compared).

@@ -12,9 +12,7 @@
 //! overwrites whatever the walk had set before it stopped.
 
 use super::arg_state::{skip_mark, ArgState};
-use super::recorded::{
-    encode, encode_block, encode_launch, same_launch_values, CapturedOp,
-};
+use super::recorded::{encode, encode_block, encode_launch, same_launch_values, CapturedOp};
 use crate::error::Error;
 use crate::exec::record::Issued;
 use crate::ffi::graph_exec::OwnedExec;
@@ -32,10 +30,8 @@ use super::GraphCore;
 /// Walks a pipeline against an executable graph: compares each operation's values with what
 /// its node runs and gives the changed launches new parameters on the way.
 pub(super) struct Updater<'s> {
-    /// The graph whose statement sequence and operations the walk must match.
-    core: &'s GraphCore,
-    /// Its operations and ordering statements (`(position, id)`), which together are its
-    /// statement sequence: the walk must issue the same.
+    /// The captured graph's operations and ordering statements (`(position, id)`), which
+    /// together are its statement sequence: the walk must issue the same.
     ops: &'s [CapturedOp],
     orderings: &'s [(u32, u32)],
     exec: &'s OwnedExec,
@@ -66,7 +62,6 @@ impl<'s> Updater<'s> {
     ) -> Updater<'s> {
         Updater {
             changed,
-            core,
             ops: &core.recorded.ops,
             orderings: &core.recorded.orderings,
             exec,
@@ -153,16 +148,21 @@ impl<'s> Updater<'s> {
         self.stop("a changed launch takes pinned memory or a cudarc slice")
     }
 
-    /// Gives launch `i` new parameters.
-    fn set_launch(
+    /// Launch `i`, whose values or configuration changed: new parameters for its node.
+    #[inline(never)]
+    fn changed_launch(
         &mut self,
         i: usize,
         stmt: &'static Statement,
         kernel: &Kernel,
-        config: LaunchConfig,
+        config: &LaunchConfig,
         args: &[KernelArg<'_>],
-        comparable: bool,
     ) -> Result<(), Error> {
+        // New parameters for the node: what its pointers address must be kept alive by the
+        // executable graph, which holds device memory but not pinned memory this way (nor
+        // cudarc slices, which no graph may use: the capture refuses them with its error). A
+        // launch in a device block's body is set the same way: its node is in the body graph,
+        // which the executable graph instantiated with it.
         let Some(node) = self.state.slot(i).and_then(|s| s.node) else {
             return Err(Error::InvalidArgument(format!(
                 "launch `{}` at {} has no graph node",
@@ -172,65 +172,51 @@ impl<'s> Updater<'s> {
         let Some(func) = kernel.loaded() else {
             return Err(Error::PlanningOnly { what: "kernel" });
         };
-        // Keep first: a failed call may still have changed the node.
+        // Keep first: a failed call may still have changed the node. (What a walk stopped
+        // here holds is only kept alive longer.)
+        for a in args {
+            let holder = a.holder();
+            if matches!(holder, HolderKind::Pinned(_) | HolderKind::Cudarc(_)) {
+                return Err(self.cannot_set());
+            }
+            if let Some(access) = a.access() {
+                self.keep.hold(holder, access.mode == AccessMode::Write);
+            }
+        }
         if let Some(module) = kernel.cuda_module() {
             self.keep.hold_module(module);
-        }
-        for a in args {
-            if let Some(access) = a.access() {
-                self.keep.hold(a.holder(), access.mode == AccessMode::Write);
-            }
         }
         // Its values are unknown until the call succeeds. (Its mark may stay: a walk that
         // fails leaves the keys unknown, and the next walk sees every statement.)
         self.state.unknown(i);
-        if let Err(e) = self.exec.set_kernel_args(node, func, &config, args) {
-            // A node in a block's body the driver would not set (its slot is forgotten, what
-            // it may run now is kept): captured anew, which sets every node.
-            let in_body = self
-                .core
-                .recorded
-                .ops
-                .get(i)
-                .is_some_and(|op| op.part() > 0);
-            return Err(if in_body {
-                self.stop("a launch in a device block's body could not be set in place")
-            } else {
-                Error::driver("cuGraphExecKernelNodeSetParams", e)
-            });
+        if let Err(e) = self.exec.set_kernel_args(node, func, config, args) {
+            return Err(self.not_set(i, e));
         }
-        self.state
-            .set(i, config, comparable.then_some(&self.scratch[..]));
-        // Its buffers are device memory (`changed_launch` sends the others to a capture).
+        // The new values over the old ones; else encoded apart (values never known before).
+        if !self.state.set_launch(i, *config, args) {
+            self.scratch.clear();
+            let comparable = encode_launch(args, &mut self.scratch);
+            self.state
+                .set(i, *config, comparable.then_some(&self.scratch[..]));
+        }
+        // Its buffers are device memory (pinned memory and cudarc slices stopped the walk).
         self.seen(i, true);
         self.set += 1;
         Ok(())
     }
 
-    /// Launch `i`, whose values or configuration changed: new parameters for its node.
+    /// The error of a launch `i` whose node the driver would not set (`e`). A node in a
+    /// block's body: captured anew, which sets every node (its slot is forgotten, what it may
+    /// run now is kept).
+    #[cold]
     #[inline(never)]
-    fn changed_launch(
-        &mut self,
-        i: usize,
-        stmt: &'static Statement,
-        kernel: &Kernel,
-        config: LaunchConfig,
-        args: &[KernelArg<'_>],
-    ) -> Result<(), Error> {
-        self.scratch.clear();
-        let comparable = encode_launch(args, &mut self.scratch);
-        // New parameters for the node: what its pointers address must be kept alive by the
-        // executable graph, which holds device memory but not pinned memory this way (nor
-        // cudarc slices, which no graph may use: the capture refuses them with its error). A
-        // launch in a device block's body is set the same way: its node is in the body graph,
-        // which the executable graph instantiated with it.
-        if args
-            .iter()
-            .any(|a| matches!(a.holder(), HolderKind::Pinned(_) | HolderKind::Cudarc(_)))
-        {
-            return Err(self.cannot_set());
+    fn not_set(&mut self, i: usize, e: cudarc::driver::DriverError) -> Error {
+        let in_body = self.ops.get(i).is_some_and(|op| op.part() > 0);
+        if in_body {
+            self.stop("a launch in a device block's body could not be set in place")
+        } else {
+            Error::driver("cuGraphExecKernelNodeSetParams", e)
         }
-        self.set_launch(i, stmt, kernel, config, args, comparable)
     }
 }
 
@@ -265,7 +251,7 @@ impl Issuer for Updater<'_> {
             self.seen(i, device_only);
             return Ok(());
         }
-        self.changed_launch(i, stmt, kernel, config, args)
+        self.changed_launch(i, stmt, kernel, &config, args)
     }
 
     fn unchanged(&mut self, stmt: &'static Statement, reads: u64) -> bool {

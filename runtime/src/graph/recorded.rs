@@ -165,6 +165,21 @@ pub(crate) fn encode_launch(args: &[KernelArg<'_>], out: &mut Vec<u8>) -> bool {
     args.iter().all(|a| a.encode_value(out))
 }
 
+/// Writes what [`encode_launch`] appends for `args` over `out`, which must be exactly as
+/// long; `false` (with `out` in an unspecified state) when it is not or a value cannot be
+/// compared.
+#[inline]
+pub(crate) fn encode_launch_into(args: &[KernelArg<'_>], out: &mut [u8]) -> bool {
+    let mut at = 0;
+    for a in args {
+        match out.get_mut(at..).and_then(|rest| a.encode_into(rest)) {
+            Some(n) => at += n,
+            None => return false,
+        }
+    }
+    at == out.len()
+}
+
 /// Whether `recorded` is what [`encode_launch`] appends for `args`, compared in place.
 #[inline(always)]
 pub(crate) fn same_launch_values(args: &[KernelArg<'_>], recorded: &[u8]) -> bool {
