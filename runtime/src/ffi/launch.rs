@@ -460,6 +460,61 @@ mod tests {
     }
 
     #[test]
+    fn values_written_in_place_are_the_encoded_ones() {
+        use crate::operand::DeviceRange;
+        use crate::program::AccessMode;
+        let access = BufferAccess {
+            range: DeviceRange {
+                device: 0,
+                ptr: 0x7f00_1234_5678,
+                bytes: 64,
+            },
+            mode: AccessMode::Write,
+        };
+        let (a, b, c, d, e) = (
+            7u8,
+            0x0102u16,
+            0x0304_0506u32,
+            -2.5f64,
+            0x0a0b_0c0d_0e0f_1011u128,
+        );
+        let args = [
+            KernelArg::buffer(access, memory::Holder::FOREIGN),
+            KernelArg::by_ref(&a, None, memory::Holder::FOREIGN),
+            KernelArg::by_ref(&b, None, memory::Holder::FOREIGN),
+            KernelArg::by_ref(&c, None, memory::Holder::FOREIGN),
+            KernelArg::by_ref(&d, None, memory::Holder::FOREIGN),
+            KernelArg::by_ref(&e, None, memory::Holder::FOREIGN),
+        ];
+        let mut appended = Vec::new();
+        assert!(args.iter().all(|x| x.encode_value(&mut appended)));
+        // Over stale bytes of the same length: the same bytes, which compare equal.
+        let mut own = vec![0xAAu8; appended.len()];
+        let mut at = 0;
+        for x in &args {
+            at += x.encode_into(&mut own[at..]).expect("room for the value");
+        }
+        assert_eq!(at, own.len());
+        assert_eq!(own, appended);
+        let mut rest = &own[..];
+        for x in &args {
+            let n = x.matches_encoded(rest).expect("the values just written");
+            rest = &rest[n..];
+        }
+        assert!(rest.is_empty());
+        // Too little room, or a value that cannot be compared: nothing claimed.
+        assert_eq!(args[0].encode_into(&mut [0u8; 8]), None);
+        assert_eq!(args[3].encode_into(&mut [0u8; 4]), None);
+        #[repr(C)]
+        #[derive(Clone, Copy)]
+        struct Pair(u32, u32);
+        let p = Pair(1, 2);
+        let opaque = KernelArg::by_ref(&p, None, memory::Holder::FOREIGN);
+        assert_eq!(opaque.encode_into(&mut [0u8; 16]), None);
+        assert_eq!((p.0, p.1), (1, 2));
+    }
+
+    #[test]
     fn argument_arrays_hold_every_pointer_in_order() {
         let values = [1u32, 2, 3];
         let args: Vec<_> = values

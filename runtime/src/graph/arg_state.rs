@@ -354,6 +354,7 @@ pub(super) fn skip_mark(stmt: &'static Statement) -> usize {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::super::recorded::OPAQUE;
     use super::*;
 
     #[test]
@@ -408,5 +409,32 @@ mod tests {
         assert_eq!(state.values(0), Some(&[99u8, 1, 2][..]));
         assert_eq!(state.values(1), Some(&[99u8][..]));
         assert_eq!(state.bytes.len(), len, "updates write in place");
+
+        // A launch's values encoded straight into its bytes: only when they fit exactly.
+        let v = 0x0102_0304u32;
+        let args = [KernelArg::by_ref(
+            &v,
+            None,
+            crate::ffi::memory::Holder::FOREIGN,
+        )];
+        state.slots.push(slot((state.bytes.len() as u32, 5)));
+        state.bytes.extend_from_slice(&[0; 5]);
+        state.unknown(2);
+        assert!(state.set_launch(2, config, &args));
+        assert_eq!(
+            state.values(2),
+            Some(&[&[4u8][..], &v.to_ne_bytes()].concat()[..])
+        );
+        state.slots.push(slot((state.bytes.len() as u32, OPAQUE)));
+        assert!(
+            !state.set_launch(3, config, &args),
+            "never known: no bytes of its own"
+        );
+        assert_eq!(state.values(3), None);
+        assert!(
+            !state.set_launch(0, config, &args),
+            "three bytes: the values do not fit"
+        );
+        assert_eq!(state.values(0), None);
     }
 }
