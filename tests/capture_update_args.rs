@@ -230,6 +230,75 @@ fn many_updates_over_the_same_memory_never_capture_anew() {
     assert_eq!(got[1], 401);
 }
 
+/// Many argument updates, each changing some launches back and forth, with nodes set by hand
+/// between them: every update sets exactly the launches whose values differ from what their
+/// nodes run, however often each was set before (their values are written over the ones
+/// they replace). Also on the stand-in driver (`.ci/stand-in-tests`).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_update_sets_exactly_the_launches_that_differ() {
+    let (k, origin) = setup();
+    let mut out = DeviceBuffer::<u32>::zeros(&k.device, N).unwrap();
+    let pipeline = Stamps {
+        k: &k,
+        out: &mut out,
+        base: 0,
+        values: vec![0; N],
+    };
+    let mut exec = capture(&origin, pipeline).unwrap().instantiate().unwrap();
+    // What each node runs: `Some(v)` as the pipeline gave it, `None` after `set_kernel_args`.
+    let mut runs: Vec<Option<u32>> = vec![Some(0); N];
+    let mut seed = 0x2545_f491_u32;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 17;
+        seed ^= seed << 5;
+        seed
+    };
+    for round in 0..300u32 {
+        if round % 7 == 3 {
+            let i = next() as usize % N;
+            let op = streamgraph::OpRef {
+                statement: &program().statements[1],
+                occurrence: i as u32 + 1,
+            };
+            let slot = exec.pipeline().out.slice(i..i + 1);
+            exec.set_kernel_args(
+                op,
+                &k.write_value,
+                &[KernelArg::read(&slot), KernelArg::value(&round)],
+            )
+            .unwrap();
+            runs[i] = None;
+        }
+        // A few launches get one of four values: often the one their node runs already.
+        let changes: Vec<(usize, u32)> = (0..next() % 12)
+            .map(|_| (next() as usize % N, next() % 4))
+            .collect();
+        let before = exec.stats();
+        exec.update_args_with(|p| {
+            for &(i, v) in &changes {
+                p.values[i] = v;
+            }
+        })
+        .unwrap();
+        let after = exec.stats();
+        let values = &exec.pipeline().values;
+        let differ = (0..N).filter(|&i| runs[i] != Some(values[i])).count();
+        assert_eq!(
+            after.nodes_set - before.nodes_set,
+            differ as u64,
+            "round {round}: nodes set"
+        );
+        assert_eq!(after.updates, 0, "round {round}: no capture anew");
+        for (i, r) in runs.iter_mut().enumerate() {
+            *r = Some(values[i]);
+        }
+    }
+    exec.launch(&origin).unwrap();
+    origin.synchronize().unwrap();
+}
+
 /// A parameter type without a [`streamgraph::ParamKey`]: the statements that read it are
 /// walked on every argument update.
 struct Tag(u32);
