@@ -108,9 +108,16 @@ impl<'a> KernelArg<'a> {
         // and `T` is a primitive type, all of whose bytes are initialised.
         let bytes =
             unsafe { std::slice::from_raw_parts(self.value.cast::<u8>(), self.size as usize) };
-        out.reserve(1 + bytes.len());
-        out.push(self.size as u8);
-        out.extend_from_slice(bytes);
+        // The common scalars as arrays of their size: copied without a call to `memcpy`.
+        if let Ok(b) = <[u8; 4]>::try_from(bytes) {
+            out.extend_from_slice(&[4, b[0], b[1], b[2], b[3]]);
+        } else if let Ok(b) = <[u8; 8]>::try_from(bytes) {
+            out.extend_from_slice(&[8, b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+        } else {
+            out.reserve(1 + bytes.len());
+            out.push(self.size as u8);
+            out.extend_from_slice(bytes);
+        }
         true
     }
 
