@@ -354,8 +354,8 @@ pub(super) fn skip_mark(stmt: &'static Statement) -> usize {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::recorded::OPAQUE;
     use super::*;
+    use crate::graph::recorded::OPAQUE;
 
     #[test]
     fn values_are_replaced_in_place_or_appended_and_forgotten() {
