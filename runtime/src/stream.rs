@@ -44,7 +44,6 @@ use cudarc::driver::{CudaContext, CudaStream};
 use crate::access::{CopySource, CopyTarget, DeviceMemoryMut, FillValue};
 use crate::device::{require_driver, Device};
 use crate::error::{CaptureFault, Error, Result};
-use crate::event::Event;
 use crate::ffi;
 use crate::ffi::memory::MemoryRef;
 use crate::operand::{FillPattern, HostFn};
@@ -298,55 +297,6 @@ impl Stream {
     pub fn synchronize(&self) -> Result<()> {
         refuse_while_capturing(self, CaptureFault::SynchronizeWhileCapturing)?;
         ffi::stream_synchronize(&self.inner).map_err(|e| Error::driver("cuStreamSynchronize", e))
-    }
-
-    /// Records `event` (a new timing-disabled one when `None`) on this stream and returns it.
-    ///
-    /// See [`cuEventRecord`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// use streamgraph::{Device, Stream};
-    /// let device = Device::new(None)?;
-    /// let (a, b) = (Stream::new(&device, 0)?, Stream::new(&device, 0)?);
-    /// let ready = a.record_event(None)?; // a new event: `a`'s work so far
-    /// b.wait_event(&ready)?;
-    /// let again = a.record_event(Some(&ready))?; // records `ready` again and returns it
-    /// assert_eq!(again, ready);
-    /// # Ok::<(), streamgraph::Error>(())
-    /// ```
-    pub fn record_event(&self, event: Option<&Event>) -> Result<Event> {
-        let event = match event {
-            Some(e) => e.clone(),
-            None => Event::new(&self.device())?,
-        };
-        event.record(self)?;
-        Ok(event)
-    }
-
-    /// Makes all work submitted **later** to this stream wait for `event`'s recorded work.
-    /// Returns at once; work already queued is unaffected, and recording `event` again later
-    /// does not change what this wait waits for. An event never recorded is already complete.
-    ///
-    /// See [`cuStreamWaitEvent`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// use streamgraph::{Device, DeviceBuffer, Stream};
-    /// let device = Device::new(None)?;
-    /// let (a, b) = (Stream::new(&device, 0)?, Stream::new(&device, 0)?);
-    /// let mut x = DeviceBuffer::<f32>::zeros(&device, 1024)?;
-    /// a.fill(&mut x, 1.0)?;
-    /// let filled = a.record_event(None)?;
-    /// b.wait_event(&filled)?; // returns at once; later work on `b` follows the fill
-    /// assert_eq!(x.to_vec_on(&b)?, vec![1.0; 1024]);
-    /// # Ok::<(), streamgraph::Error>(())
-    /// ```
-    pub fn wait_event(&self, event: &Event) -> Result<()> {
-        ffi::stream_wait_event(&self.inner, event.as_cudarc())
-            .map_err(|e| Error::driver("cuStreamWaitEvent", e))
     }
 
     /// Makes all work submitted later to this stream wait for everything submitted to
