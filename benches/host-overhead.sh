@@ -46,7 +46,7 @@ if [ "${1:-}" = --guard ] || [ "${1:-}" = --baseline ]; then
   raw=$(per raw $n); cap=$(per capture $n)
   rawset=$(per rawset $n); set=$(per set $n)
   rawupd=$(per rawupdate $n); upd=$(per update $n)
-  args=$(per args $n); same=$(per same $n); tail=$(per tail $n)
+  args=$(per args $n); same=$(per same $n); tail=$(per tail $n); cells=$(per cells $n)
   calls=$(per calls $n); calls2=$(per calls2 $n); cap2=$(per capture $(( 2 * n )))
   distinct=$(per distinct $n); rawstamp=$(per rawstamp $n)
   gemms=$(per gemms $n); rawgemms=$(per rawgemms $n)
@@ -62,6 +62,7 @@ update $(( (upd - rawupd) / n ))
 update_args $(( args / n ))
 update_args_same $(( same / n ))
 update_args_one $(( (tail - rawset / n) / n ))
+update_args_walk $(( (cells - rawset / n) / n ))
 TXT
 )
   if [ "$1" = --baseline ]; then
@@ -73,7 +74,8 @@ TXT
       echo "# + exec update); update_args: per launch, every one changed; update_args_same: per launch,"
       echo "# none changed (their parameters' keys compared, the launches skipped); update_args_one:"
       echo "# per launch, over setting one node by hand, when one launch of N + 1 reads the one"
-      echo "# parameter that changed."
+      echo "# parameter that changed; update_args_walk: the same when the launches read cells (no"
+      echo "# parameter keys), so that every launch is walked and compared."
       echo "$measured"; } > "$baseline"
     cat "$baseline"
     exit 0

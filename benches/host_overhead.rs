@@ -42,7 +42,10 @@
 //! - `same N`: `update_args_with` of the same chain, nothing changed: every launch's
 //!   parameters unchanged, so the walk skips them (what a relaunch of a graph set's key costs);
 //! - `tail N`: `update_args_with` of the same chain and one launch more, which alone reads
-//!   the parameter that changes: `N` launches skipped, one set.
+//!   the parameter that changes: `N` launches skipped, one set;
+//! - `cells N`: `update_args_with` of `N` launches, launch `i` storing `values[i].get()`, the
+//!   values in cells (which have no parameter key), one value changed: every launch walked
+//!   and compared, one set (W5's 1 % case, whose values are cells, at one launch of `N`).
 //!
 //! Each case prints the best of five rounds in nanoseconds per round. On a GPU these are
 //! wall-clock times (the comparison with raw code and the peers is `bench-harness`'s job, in
@@ -54,6 +57,7 @@
 #[path = "harness/diamond.rs"]
 mod diamond;
 
+use std::cell::Cell;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -170,6 +174,17 @@ pipeline! {
             main: launch k.stamp<<<1, 1>>>(&mut slot, base.wrapping_add(i as u32));
         }
         main: launch k.stamp<<<1, 1>>>(&mut slot, tail);
+    }
+}
+
+pipeline! {
+    /// `n` launches of `stamp`, launch `i` storing `values[i]`: values the pipeline reads
+    /// through cells, which no parameter key can follow.
+    pipeline Cells(k: &Kernels, slot: &mut DeviceBuffer<u32>, values: &[Cell<u32>], n: usize) {
+        stream main;
+        for i in 0..n {
+            main: launch k.stamp<<<1, 1>>>(&mut slot, values[i].get());
+        }
     }
 }
 
@@ -591,9 +606,19 @@ fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error>
                 Ok(exec.update_args_with(|p| p.tail = r as u32 + 1)?)
             })
         }
+        "cells" => {
+            let mut slot = DeviceBuffer::<u32>::zeros(&s.device, 1)?;
+            let values: Vec<Cell<u32>> = (0..n.max(1)).map(|_| Cell::new(0)).collect();
+            let mut exec = capture
+                .capture(Cells::new(&s.k, &mut slot, &values, n))?
+                .instantiate()?;
+            best_of_five(iterations, |r| {
+                Ok(exec.update_args_with(|p| p.values[r % p.values.len()].set(r as u32 + 1))?)
+            })
+        }
         other => {
             Err(format!(
-                "no case `{other}`: raw, counted, capture, distinct, rawstamp, calls, gemms, rawgemms, diamond, eager, ediamond, set, rawset, update, rawupdate, args, same or tail"
+                "no case `{other}`: raw, counted, capture, distinct, rawstamp, calls, gemms, rawgemms, diamond, eager, ediamond, set, rawset, update, rawupdate, args, same, tail or cells"
             )
             .into())
         }
@@ -621,6 +646,7 @@ const DEFAULTS: &[(&str, usize, usize)] = &[
     ("update", 1000, 20),
     ("rawupdate", 1000, 20),
     ("args", 1000, 20),
+    ("cells", 1000, 20),
 ];
 
 fn main() -> ExitCode {

@@ -183,6 +183,12 @@ impl<'a> KernelArg<'a> {
         Some(1 + n)
     }
 
+    /// Whether the argument is a buffer's address (memory a node touches).
+    #[inline]
+    pub(crate) fn addresses_memory(&self) -> bool {
+        self.access.is_some()
+    }
+
     /// What keeps the argument's memory allocated.
     pub(crate) fn holder(&self) -> memory::HolderKind<'a> {
         self.holder.0

@@ -255,6 +255,9 @@ impl ArgState {
     pub(super) fn mark(&mut self, i: usize, stmt: Option<&'static Statement>) {
         if let Some(m) = self.marks.get_mut(i) {
             let new = stmt.map_or(0, skip_mark);
+            if *m == new {
+                return;
+            }
             // Only launches, copies, fills and `call`s are marked.
             self.marked = self.marked + usize::from(new != 0) - usize::from(*m != 0);
             *m = new;

@@ -238,18 +238,18 @@ impl Issuer for Updater<'_> {
         if kernel.handle() != shape.func || args.len() != shape.arity() {
             return Err(self.stop("a launch runs another kernel"));
         }
-        // Unchanged (what most launches of an update are): compared in place.
-        if shape.config == config
-            && self
+        // Unchanged (what most launches of an update are): compared in place, in one pass
+        // that also finds whether its buffers are device memory. (`next_op` found the
+        // operation to be `stmt`'s.)
+        if shape.config == config {
+            let same = self
                 .state
                 .span_values(slot.span)
-                .is_some_and(|r| same_launch_values(args, r))
-        {
-            let device_only = args
-                .iter()
-                .all(|a| a.access().is_none() || device_held(a.holder()));
-            self.seen(i, device_only);
-            return Ok(());
+                .and_then(|r| same_launch_values(args, r, device_held));
+            if let Some(device_only) = same {
+                self.state.mark(i, device_only.then_some(stmt));
+                return Ok(());
+            }
         }
         self.changed_launch(i, stmt, kernel, &config, args)
     }

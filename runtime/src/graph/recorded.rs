@@ -9,6 +9,7 @@ use std::cell::OnceCell;
 use crate::exec::record::Issued;
 use crate::ffi::conditional::BodyGraph;
 use crate::ffi::graph::NodeHandle;
+use crate::ffi::memory::HolderKind;
 use crate::ffi::KernelArg;
 use crate::operand::{DeviceRange, FillPattern, Memory};
 use crate::program::Statement;
@@ -180,17 +181,24 @@ pub(crate) fn encode_launch_into(args: &[KernelArg<'_>], out: &mut [u8]) -> bool
     at == out.len()
 }
 
-/// Whether `recorded` is what [`encode_launch`] appends for `args`, compared in place.
+/// Whether `recorded` is what [`encode_launch`] appends for `args`, compared in place: if so,
+/// whether `held` accepts the holder of every argument that addresses memory, else `None`.
+/// One pass over the arguments, what an argument update asks of every unchanged launch.
 #[inline(always)]
-pub(crate) fn same_launch_values(args: &[KernelArg<'_>], recorded: &[u8]) -> bool {
+pub(crate) fn same_launch_values(
+    args: &[KernelArg<'_>],
+    recorded: &[u8],
+    held: impl Fn(HolderKind<'_>) -> bool,
+) -> Option<bool> {
     let mut rest = recorded;
+    let mut all_held = true;
     for a in args {
-        match a.matches_encoded(rest) {
-            Some(n) => rest = &rest[n..],
-            None => return false,
+        rest = rest.get(a.matches_encoded(rest)?..)?;
+        if a.addresses_memory() {
+            all_held &= held(a.holder());
         }
     }
-    rest.is_empty()
+    rest.is_empty().then_some(all_held)
 }
 
 /// Appends what a copy's or a fill's node is made of — its operands — to `out`, in a form
@@ -376,21 +384,24 @@ mod tests {
         ];
         let mut out = Vec::new();
         assert!(encode_launch(&args, &mut out));
-        assert!(same_launch_values(&args, &out));
+        assert_eq!(same_launch_values(&args, &out, |_| true), Some(true));
         // Any byte off, a byte short or a byte more: not the same.
         for i in 0..out.len() {
             let mut off = out.clone();
             off[i] ^= 1;
-            assert!(!same_launch_values(&args, &off), "byte {i}");
+            assert!(
+                same_launch_values(&args, &off, |_| true).is_none(),
+                "byte {i}"
+            );
         }
-        assert!(!same_launch_values(&args, &out[..out.len() - 1]));
+        assert!(same_launch_values(&args, &out[..out.len() - 1], |_| true).is_none());
         let mut longer = out.clone();
         longer.push(0);
-        assert!(!same_launch_values(&args, &longer));
+        assert!(same_launch_values(&args, &longer, |_| true).is_none());
         // A value that cannot be compared (not a primitive) never matches.
         let odd = [KernelArg::by_ref(&d, None, Holder::FOREIGN)];
-        assert!(!same_launch_values(&odd, &[3, 1, 2, 3]));
-        assert!(same_launch_values(&[], &[]));
+        assert!(same_launch_values(&odd, &[3, 1, 2, 3], |_| true).is_none());
+        assert_eq!(same_launch_values(&[], &[], |_| false), Some(true));
     }
 
     #[test]
