@@ -573,6 +573,12 @@ struct W5<'g> {
     start: Event,
     end: Event,
     iteration: u32,
+    /// The keyed partial update's chain: a graph, slot and nodes of its own, as streamgraph's
+    /// `Keyed` has, its first 1 % set at the same point of the sample.
+    keyed: Exec,
+    _keyed_graph: Graph,
+    keyed_slot: DeviceWord,
+    keyed_nodes: Vec<sys::CUgraphNode>,
 }
 
 /// Captures a chain of `nodes` `stamp` launches writing `base + i`; also returns the node of
@@ -639,6 +645,9 @@ pub fn w5<'g>(gpu: &'g Gpu, p: &Update) -> Result<Box<dyn Case + 'g>> {
     let slot = DeviceWord::new()?;
     let (graph, nodes) = capture_stamps(gpu, &stream, &slot, p.nodes, 0, true)?;
     let exec = graph.instantiate()?;
+    let keyed_slot = DeviceWord::new()?;
+    let (keyed_graph, keyed_nodes) = capture_stamps(gpu, &stream, &keyed_slot, p.nodes, 0, true)?;
+    let keyed = keyed_graph.instantiate()?;
     Ok(Box::new(W5 {
         gpu,
         p: *p,
@@ -650,6 +659,10 @@ pub fn w5<'g>(gpu: &'g Gpu, p: &Update) -> Result<Box<dyn Case + 'g>> {
         start: Event::timing()?,
         end: Event::timing()?,
         iteration: 0,
+        keyed,
+        _keyed_graph: keyed_graph,
+        keyed_slot,
+        keyed_nodes,
     }))
 }
 
@@ -760,6 +773,22 @@ impl Case for W5<'_> {
                 "last node stored {got}, expected {expected}"
             )));
         }
+
+        // The keyed 1 %: the first 1 % of the nodes of another executable graph (streamgraph's
+        // `Keyed` has one of its own), set at the same point of the sample as streamgraph's.
+        let m = self.p.nodes.div_ceil(W5_STEPS[0]);
+        let head = base.wrapping_add(7);
+        let mut keyed_args = StampArgs {
+            slot: self.keyed_slot.0,
+            value: 0,
+        };
+        let t0 = Instant::now();
+        for (i, node) in self.keyed_nodes.iter().take(m).enumerate() {
+            keyed_args.value = head.wrapping_add(i as u32);
+            let mut ptrs = keyed_args.pointers();
+            set_stamp(self.gpu, &self.keyed, *node, &mut ptrs)?;
+        }
+        let keyed = us_since(t0);
         Ok(vec![
             set_params / n,
             replay_dev / n,
@@ -769,8 +798,7 @@ impl Case for W5<'_> {
             partial[0],
             partial[1],
             partial[2],
-            // The keyed variant changes the same 1 % of the launches: the same sets by hand.
-            partial[0],
+            keyed,
         ])
     }
 }
@@ -1202,26 +1230,37 @@ impl Case for W8<'_> {
 impl W5<'_> {
     /// `cuGraphExecKernelNodeSetParams_v2` of a `stamp` node with `ptrs`.
     fn set_stamp(&self, node: sys::CUgraphNode, ptrs: &mut [*mut c_void; 2]) -> Result<()> {
-        let params = sys::CUDA_KERNEL_NODE_PARAMS_v2 {
-            func: self.gpu.stamp,
-            gridDimX: GRID,
-            gridDimY: 1,
-            gridDimZ: 1,
-            blockDimX: BLOCK,
-            blockDimY: 1,
-            blockDimZ: 1,
-            sharedMemBytes: 0,
-            kernelParams: ptrs.as_mut_ptr(),
-            extra: ptr::null_mut(),
-            kern: ptr::null_mut(),
-            ctx: ptr::null_mut(),
-        };
-        check(
-            // SAFETY: `node` is a kernel node of the graph `exec` was instantiated from; the
-            // parameter pointers point at live values of `stamp`'s parameter types; the driver
-            // copies them before returning.
-            unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.exec.0, node, &params) },
-            "cuGraphExecKernelNodeSetParams_v2",
-        )
+        set_stamp(self.gpu, &self.exec, node, ptrs)
     }
+}
+
+/// New arguments (`ptrs`, `stamp`'s two) for `node`, a `stamp` node of the graph `exec` was
+/// instantiated from.
+fn set_stamp(
+    gpu: &Gpu,
+    exec: &Exec,
+    node: sys::CUgraphNode,
+    ptrs: &mut [*mut c_void; 2],
+) -> Result<()> {
+    let params = sys::CUDA_KERNEL_NODE_PARAMS_v2 {
+        func: gpu.stamp,
+        gridDimX: GRID,
+        gridDimY: 1,
+        gridDimZ: 1,
+        blockDimX: BLOCK,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: 0,
+        kernelParams: ptrs.as_mut_ptr(),
+        extra: ptr::null_mut(),
+        kern: ptr::null_mut(),
+        ctx: ptr::null_mut(),
+    };
+    check(
+        // SAFETY: `node` is a kernel node of the graph `exec` was instantiated from; the
+        // parameter pointers point at live values of `stamp`'s parameter types; the driver
+        // copies them before returning.
+        unsafe { sys::cuGraphExecKernelNodeSetParams_v2(exec.0, node, &params) },
+        "cuGraphExecKernelNodeSetParams_v2",
+    )
 }
