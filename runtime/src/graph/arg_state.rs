@@ -19,6 +19,8 @@ use super::GraphCore;
 #[derive(Debug)]
 pub(super) struct ArgState {
     pub(super) slots: Vec<Slot>,
+    /// Per operation, its node in the graph the executable graph was instantiated from.
+    nodes: Vec<Option<NodeHandle>>,
     bytes: Vec<u8>,
     /// Per operation, its statement's address with bit 0 set when a walk saw its values and
     /// they touch no host memory, so that a walk whose statement's parameters did not change
@@ -63,11 +65,14 @@ struct LoopSpan {
     ambiguous: bool,
 }
 
-/// One operation of an executable graph, as [`ArgState`] knows it.
+/// One operation of an executable graph, as [`ArgState`] knows it: what an argument update
+/// reads of an unchanged launch, in one cache line (its node is apart, in
+/// [`ArgState::nodes`], read only to set it).
 #[derive(Debug, Clone, Copy)]
+#[repr(align(64))]
 pub(super) struct Slot {
-    /// Its node in the graph the executable graph was instantiated from.
-    pub(super) node: Option<NodeHandle>,
+    /// The statement the operation was issued for.
+    pub(super) statement: &'static Statement,
     /// The launch's shape as its node runs it now (`None` for other operations).
     pub(super) shape: Option<LaunchShape>,
     /// Where its values lie in [`ArgState::bytes`]: start and length, the length with
@@ -76,6 +81,10 @@ pub(super) struct Slot {
     /// written over them.
     pub(super) span: (u32, u32),
 }
+
+// A slot is one cache line: an unchanged launch's comparison reads no other line of the state
+// but its values' bytes and its mark.
+const _: () = assert!(std::mem::size_of::<Slot>() == 64);
 
 /// The bit of [`Slot::span`]'s length that says its values are unknown; the bits under it
 /// are the length of the bytes the slot still owns.
@@ -86,17 +95,19 @@ impl ArgState {
     /// graph the executable graph was instantiated from (the nodes are `base`'s).
     pub(super) fn of(core: &GraphCore, base: &GraphCore) -> Result<ArgState, Error> {
         let nodes = base.node_map()?;
+        let ops = &core.recorded.ops;
         Ok(ArgState {
-            slots: core
-                .recorded
-                .ops
+            slots: ops
                 .iter()
                 .enumerate()
                 .map(|(i, op)| Slot {
-                    node: nodes.get(i).copied().flatten(),
+                    statement: op.statement,
                     shape: core.launch_shape(i),
                     span: op.values,
                 })
+                .collect(),
+            nodes: (0..ops.len())
+                .map(|i| nodes.get(i).copied().flatten())
                 .collect(),
             bytes: core.recorded.values.clone(),
             marks: vec![0; core.recorded.ops.len()],
@@ -176,6 +187,12 @@ impl ArgState {
     #[inline]
     pub(super) fn slot(&mut self, i: usize) -> Option<&mut Slot> {
         self.slots.get_mut(i)
+    }
+
+    /// Operation `i`'s node, if it has one.
+    #[inline]
+    pub(super) fn node(&self, i: usize) -> Option<NodeHandle> {
+        self.nodes.get(i).copied().flatten()
     }
 
     /// Operation `i` got values from elsewhere (`set_kernel_args`): they are unknown now.
@@ -367,13 +384,21 @@ mod tests {
             block: 1u32.into(),
             shared_mem_bytes: 0,
         };
+        let program = {
+            let mut b = crate::ProgramBuilder::new("Values");
+            let s = b.stream("s");
+            b.fill(s, "x");
+            b.build()
+        };
+        let statement = &program.statements[0];
         let slot = |span| Slot {
-            node: None,
+            statement,
             shape: None,
             span,
         };
         let mut state = ArgState {
             slots: vec![slot((0, 2)), slot((2, 0))],
+            nodes: vec![None; 2],
             bytes: vec![1, 2],
             marks: vec![0; 2],
             keys: ParamKeys::default(),

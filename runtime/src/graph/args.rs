@@ -163,7 +163,7 @@ impl<'s> Updater<'s> {
         // cudarc slices, which no graph may use: the capture refuses them with its error). A
         // launch in a device block's body is set the same way: its node is in the body graph,
         // which the executable graph instantiated with it.
-        let Some(node) = self.state.slot(i).and_then(|s| s.node) else {
+        let Some(node) = self.state.node(i) else {
             return Err(Error::InvalidArgument(format!(
                 "launch `{}` at {} has no graph node",
                 stmt.text, stmt.location
@@ -228,13 +228,21 @@ impl Issuer for Updater<'_> {
         config: LaunchConfig,
         args: &[KernelArg<'_>],
     ) -> Result<(), Error> {
-        let i = self.next_op(stmt)?;
-        let Some(slot) = self.state.slots.get(i) else {
-            return Err(self.stop("a launch was captured as another operation"));
+        // The next operation must be `stmt`'s, with no ordering statement due before it
+        // (`next_op`, from the slot: an unchanged launch reads its slot's line alone).
+        let i = self.op;
+        let due = self
+            .orderings
+            .get(self.ordering)
+            .is_some_and(|&(at, _)| at as usize <= i);
+        let slot = match self.state.slots.get(i) {
+            Some(slot) if std::ptr::eq(slot.statement, stmt) && !due => slot,
+            _ => return Err(self.stop("the pipeline issued other operations")),
         };
         let Some(shape) = &slot.shape else {
             return Err(self.stop("a launch was captured as another operation"));
         };
+        self.op += 1;
         if kernel.handle() != shape.func || args.len() != shape.arity() {
             return Err(self.stop("a launch runs another kernel"));
         }

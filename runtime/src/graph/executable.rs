@@ -169,7 +169,7 @@ impl Executable {
                 return Err(foreign_memory(stmt));
             }
         }
-        let Some(node) = slot.node else {
+        let Some(node) = state.node(index) else {
             return Err(Error::InvalidArgument(format!(
                 "launch `{}` at {} has no graph node",
                 stmt.text, stmt.location
