@@ -385,7 +385,7 @@ mod tests {
             shared_mem_bytes: 0,
         };
         let program = {
-            let mut b = crate::ProgramBuilder::new("Values");
+            let mut b = crate::plan::ProgramBuilder::new("Values");
             let s = b.stream("s");
             b.fill(s, "x");
             b.build()
