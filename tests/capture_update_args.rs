@@ -299,6 +299,48 @@ fn every_update_sets_exactly_the_launches_that_differ() {
     origin.synchronize().unwrap();
 }
 
+/// What a walk finds that parameters cannot express sends the update to a capture: a fill's
+/// new value, a launch fewer (the driver then refuses the new topology); new launch values
+/// alone are set in place. Reads nothing back: also on the stand-in driver
+/// (`.ci/stand-in-tests`).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn walks_that_meet_other_statements_capture_anew() {
+    let (k, origin) = setup();
+    let mut out = DeviceBuffer::<u32>::zeros(&k.device, N).unwrap();
+    let pipeline = Stamps {
+        k: &k,
+        out: &mut out,
+        base: 7,
+        values: (0..N as u32).collect(),
+    };
+    let mut exec = capture(&origin, pipeline).unwrap().instantiate().unwrap();
+    exec.update_args_with(|p| p.values[3] = 333).unwrap();
+    let stats = exec.stats();
+    assert_eq!(
+        (stats.updates, stats.args_updates, stats.nodes_set),
+        (0, 1, 1)
+    );
+    // The fill's value: walked up to it, then captured anew and applied.
+    exec.update_args_with(|p| p.base = 9).unwrap();
+    assert_eq!(exec.stats().updates, 1, "a changed fill captures anew");
+    // After the capture, values are compared against the new graph's.
+    exec.update_args_with(|p| p.values[3] = 334).unwrap();
+    let stats = exec.stats();
+    assert_eq!((stats.updates, stats.args_updates), (1, 2));
+    // One launch fewer: other operations, so a capture, whose topology a driver refuses (the
+    // stand-in driver applies it: either way the walk sent it to a capture).
+    let before = exec.stats().updates;
+    match exec.update_args_with(|p| {
+        p.values.pop();
+    }) {
+        Err(Error::UpdateRejected { .. }) => {}
+        Ok(()) => assert_eq!(exec.stats().updates, before + 1),
+        Err(e) => panic!("{e}"),
+    }
+    exec.verify().unwrap();
+}
+
 /// A parameter type without a [`streamgraph::ParamKey`]: the statements that read it are
 /// walked on every argument update.
 struct Tag(u32);
