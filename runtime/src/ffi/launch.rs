@@ -151,16 +151,20 @@ impl<'a> KernelArg<'a> {
     }
 
     /// Writes what [`KernelArg::encode_value`] would append for this argument at the start
-    /// of `out`; how many bytes that is. `None`, with `out` in an unspecified state, when the
-    /// value cannot be compared or `out` is too short. What an argument update does for a
-    /// changed launch: the node's values are written over the ones they replace.
+    /// of `out`, over what `out` held: how many bytes that is, and for a buffer whether its
+    /// address differs from the buffer value `out` held (always for any other bytes). `None`,
+    /// with `out` in an unspecified state, when the value cannot be compared or `out` is too
+    /// short. What an argument update does for a changed launch: the node's values are
+    /// written over the ones they replace.
     #[inline]
-    pub(crate) fn encode_into(&self, out: &mut [u8]) -> Option<usize> {
+    pub(crate) fn encode_over(&self, out: &mut [u8]) -> Option<(usize, bool)> {
         if let Some(access) = &self.access {
             let b: &mut [u8; 9] = out.get_mut(..9)?.try_into().ok()?;
+            let ptr = access.range.ptr.to_ne_bytes();
+            let moved = b[0] != 8 || b[1..] != ptr;
             b[0] = 8;
-            b[1..].copy_from_slice(&access.range.ptr.to_ne_bytes());
-            return Some(9);
+            b[1..].copy_from_slice(&ptr);
+            return Some((9, moved));
         }
         if self.size >= 256 || self.value.is_null() || !self.plain {
             return None;
@@ -180,7 +184,7 @@ impl<'a> KernelArg<'a> {
                 .copy_from_slice(bytes),
             _ => b[1..].copy_from_slice(bytes),
         }
-        Some(1 + n)
+        Some((1 + n, false))
     }
 
     /// Whether the argument is a buffer's address (memory a node touches).
@@ -505,7 +509,7 @@ mod tests {
         let mut own = vec![0xAAu8; appended.len()];
         let mut at = 0;
         for x in &args {
-            at += x.encode_into(&mut own[at..]).expect("room for the value");
+            at += x.encode_over(&mut own[at..]).expect("room for the value").0;
         }
         assert_eq!(at, own.len());
         assert_eq!(own, appended);
@@ -516,14 +520,14 @@ mod tests {
         }
         assert!(rest.is_empty());
         // Too little room, or a value that cannot be compared: nothing claimed.
-        assert_eq!(args[0].encode_into(&mut [0u8; 8]), None);
-        assert_eq!(args[3].encode_into(&mut [0u8; 4]), None);
+        assert_eq!(args[0].encode_over(&mut [0u8; 8]), None);
+        assert_eq!(args[3].encode_over(&mut [0u8; 4]), None);
         #[repr(C)]
         #[derive(Clone, Copy)]
         struct Pair(u32, u32);
         let p = Pair(1, 2);
         let opaque = KernelArg::by_ref(&p, None, memory::Holder::FOREIGN);
-        assert_eq!(opaque.encode_into(&mut [0u8; 16]), None);
+        assert_eq!(opaque.encode_over(&mut [0u8; 16]), None);
         assert_eq!((p.0, p.1), (1, 2));
     }
 

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::recorded::{encode_launch_into, CapturedOp, LaunchShape};
+use super::recorded::{encode_launch_over, CapturedOp, LaunchShape, Rewritten};
 use crate::error::Error;
 use crate::ffi::graph::NodeHandle;
 use crate::ffi::KernelArg;
@@ -295,29 +295,43 @@ impl ArgState {
             .get(start as usize..start as usize + len as usize)
     }
 
-    /// Launch `i`'s node runs `config` and `args` now: their values are written over its
-    /// own bytes. `false`, with nothing known of them, when they do not fit there (values
-    /// never known, or that cannot be compared): then [`ArgState::set`] records them.
+    /// Writes launch `i`'s new values `args` over the ones its node runs, and makes them
+    /// unknown until [`ArgState::launch_set`] (its node is not set yet). On the way `moved`
+    /// sees each buffer argument whose address is not the one its node runs (the memory at
+    /// that address is the executable graph's already); `false` from it stops the write.
+    /// Values that do not fit there (never known, or that cannot be compared) are left to
+    /// [`ArgState::set`], and some buffer arguments may not have been shown to `moved`.
     #[inline]
-    pub(super) fn set_launch(
+    pub(super) fn rewrite_launch(
         &mut self,
         i: usize,
-        config: LaunchConfig,
         args: &[KernelArg<'_>],
-    ) -> bool {
+        moved: impl FnMut(&KernelArg<'_>) -> bool,
+    ) -> Rewritten {
         let Some(slot) = self.slots.get_mut(i) else {
-            return false;
+            return Rewritten::DoesNotFit;
+        };
+        let (start, len) = (slot.span.0 as usize, slot.span.1 & !UNKNOWN);
+        slot.span.1 = len | UNKNOWN;
+        match self.bytes.get_mut(start..start + len as usize) {
+            Some(own) => encode_launch_over(args, own, moved),
+            None => Rewritten::DoesNotFit,
+        }
+    }
+
+    /// Launch `i`'s node runs `config` and the values [`ArgState::rewrite_launch`] wrote now,
+    /// known when `known` (they fit).
+    #[inline]
+    pub(super) fn launch_set(&mut self, i: usize, config: LaunchConfig, known: bool) {
+        let Some(slot) = self.slots.get_mut(i) else {
+            return;
         };
         if let Some(shape) = &mut slot.shape {
             shape.config = config;
         }
-        let (start, len) = (slot.span.0 as usize, slot.span.1 & !UNKNOWN);
-        let fits = self
-            .bytes
-            .get_mut(start..start + len as usize)
-            .is_some_and(|own| encode_launch_into(args, own));
-        slot.span.1 = if fits { len } else { len | UNKNOWN };
-        fits
+        if known {
+            slot.span.1 &= !UNKNOWN;
+        }
     }
 
     /// Operation `i` runs `config` with `values` now (`None`: values that cannot be compared).
@@ -438,7 +452,8 @@ mod tests {
         assert_eq!(state.values(1), Some(&[99u8][..]));
         assert_eq!(state.bytes.len(), len, "updates write in place");
 
-        // A launch's values encoded straight into its bytes: only when they fit exactly.
+        // A launch's values encoded straight into its bytes: known only when they fit
+        // exactly, and once its node is set.
         let v = 0x0102_0304u32;
         let args = [KernelArg::by_ref(
             &v,
@@ -447,20 +462,24 @@ mod tests {
         )];
         state.slots.push(slot((state.bytes.len() as u32, 5)));
         state.bytes.extend_from_slice(&[0; 5]);
-        state.unknown(2);
-        assert!(state.set_launch(2, config, &args));
+        let never = |_: &KernelArg<'_>| -> bool { unreachable!("a value is no buffer") };
+        assert_eq!(state.rewrite_launch(2, &args, never), Rewritten::Fits);
+        assert_eq!(state.values(2), None, "unknown until its node is set");
+        state.launch_set(2, config, true);
         assert_eq!(
             state.values(2),
             Some(&[&[4u8][..], &v.to_ne_bytes()].concat()[..])
         );
         state.slots.push(slot((state.bytes.len() as u32, OPAQUE)));
-        assert!(
-            !state.set_launch(3, config, &args),
+        assert_eq!(
+            state.rewrite_launch(3, &args, never),
+            Rewritten::DoesNotFit,
             "never known: no bytes of its own"
         );
         assert_eq!(state.values(3), None);
-        assert!(
-            !state.set_launch(0, config, &args),
+        assert_eq!(
+            state.rewrite_launch(0, &args, never),
+            Rewritten::DoesNotFit,
             "three bytes: the values do not fit"
         );
         assert_eq!(state.values(0), None);

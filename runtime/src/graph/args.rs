@@ -12,7 +12,9 @@
 //! overwrites whatever the walk had set before it stopped.
 
 use super::arg_state::{skip_mark, ArgState};
-use super::recorded::{encode, encode_block, encode_launch, same_launch_values, CapturedOp};
+use super::recorded::{
+    encode, encode_block, encode_launch, same_launch_values, CapturedOp, Rewritten,
+};
 use crate::error::Error;
 use crate::exec::record::Issued;
 use crate::ffi::graph_exec::OwnedExec;
@@ -173,27 +175,29 @@ impl<'s> Updater<'s> {
             return Err(Error::PlanningOnly { what: "kernel" });
         };
         // Keep first: a failed call may still have changed the node. (What a walk stopped
-        // here holds is only kept alive longer.)
-        for a in args {
-            let holder = a.holder();
-            if matches!(holder, HolderKind::Pinned(_) | HolderKind::Cudarc(_)) {
-                return Err(self.cannot_set());
+        // here holds is only kept alive longer.) The new values go over the old ones, and a
+        // buffer at another address than the one the node ran is checked and held on the way:
+        // the memory at an address the node ran is the executable graph's already (every
+        // address in the state was captured or set by a walk, which held it), and so is the
+        // kernel's module (the kernel is the one captured: `launch` checked its handle).
+        let keep = &mut self.keep;
+        let fits = match self.state.rewrite_launch(i, args, |a| hold_new(keep, a)) {
+            Rewritten::Fits => true,
+            Rewritten::Refused => return Err(self.cannot_set()),
+            Rewritten::DoesNotFit => {
+                if !args.iter().all(|a| hold_new(&mut self.keep, a)) {
+                    return Err(self.cannot_set());
+                }
+                false
             }
-            if let Some(access) = a.access() {
-                self.keep.hold(holder, access.mode == AccessMode::Write);
-            }
-        }
-        if let Some(module) = kernel.cuda_module() {
-            self.keep.hold_module(module);
-        }
-        // Its values are unknown until the call succeeds. (Its mark may stay: a walk that
-        // fails leaves the keys unknown, and the next walk sees every statement.)
-        self.state.unknown(i);
+        };
         if let Err(e) = self.exec.set_kernel_args(node, func, config, args) {
             return Err(self.not_set(i, e));
         }
-        // The new values over the old ones; else encoded apart (values never known before).
-        if !self.state.set_launch(i, *config, args) {
+        if fits {
+            self.state.launch_set(i, *config, true);
+        } else {
+            // Values never known before: encoded apart.
             self.scratch.clear();
             let comparable = encode_launch(args, &mut self.scratch);
             self.state
@@ -485,6 +489,20 @@ impl Updater<'_> {
         }
         bodies.iter_mut().try_for_each(|body| body(&mut *self))
     }
+}
+
+/// Holds the memory of `arg`, a launch argument a walk gives a node, in `keep`; `false` when
+/// a node cannot be given it by a walk (pinned memory or a cudarc slice).
+#[inline(always)]
+fn hold_new(keep: &mut Keep, arg: &KernelArg<'_>) -> bool {
+    let holder = arg.holder();
+    if matches!(holder, HolderKind::Pinned(_) | HolderKind::Cudarc(_)) {
+        return false;
+    }
+    if let Some(access) = arg.access() {
+        keep.hold(holder, access.mode == AccessMode::Write);
+    }
+    true
 }
 
 /// Whether memory of `holder` is device memory, which a node may keep addressing while its

@@ -166,19 +166,41 @@ pub(crate) fn encode_launch(args: &[KernelArg<'_>], out: &mut Vec<u8>) -> bool {
     args.iter().all(|a| a.encode_value(out))
 }
 
-/// Writes what [`encode_launch`] appends for `args` over `out`, which must be exactly as
-/// long; `false` (with `out` in an unspecified state) when it is not or a value cannot be
-/// compared.
+/// What [`encode_launch_over`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rewritten {
+    /// The values were written over the old ones, which they fit exactly.
+    Fits,
+    /// They do not fit there, or a value cannot be compared: `out` is in an unspecified
+    /// state, and some arguments may not have been shown to `moved`.
+    DoesNotFit,
+    /// `moved` refused an argument.
+    Refused,
+}
+
+/// Writes what [`encode_launch`] appends for `args` over `out`, the values they replace,
+/// which must be exactly as long; on the way, shows `moved` each buffer argument whose
+/// address is not the one it replaces (when `moved` is `false` the write stops).
 #[inline]
-pub(crate) fn encode_launch_into(args: &[KernelArg<'_>], out: &mut [u8]) -> bool {
+pub(crate) fn encode_launch_over(
+    args: &[KernelArg<'_>],
+    out: &mut [u8],
+    mut moved: impl FnMut(&KernelArg<'_>) -> bool,
+) -> Rewritten {
     let mut at = 0;
     for a in args {
-        match out.get_mut(at..).and_then(|rest| a.encode_into(rest)) {
-            Some(n) => at += n,
-            None => return false,
+        match out.get_mut(at..).and_then(|rest| a.encode_over(rest)) {
+            Some((n, false)) => at += n,
+            Some((n, true)) if moved(a) => at += n,
+            Some(_) => return Rewritten::Refused,
+            None => return Rewritten::DoesNotFit,
         }
     }
-    at == out.len()
+    if at == out.len() {
+        Rewritten::Fits
+    } else {
+        Rewritten::DoesNotFit
+    }
 }
 
 /// Whether `recorded` is what [`encode_launch`] appends for `args`, compared in place: if so,
@@ -402,6 +424,70 @@ mod tests {
         let odd = [KernelArg::by_ref(&d, None, Holder::FOREIGN)];
         assert!(same_launch_values(&odd, &[3, 1, 2, 3], |_| true).is_none());
         assert_eq!(same_launch_values(&[], &[], |_| false), Some(true));
+    }
+
+    /// A changed launch's values written over the old ones show the walk exactly the buffers
+    /// at another address than the ones they replace: the memory at an old address is held.
+    #[test]
+    fn values_written_over_show_the_buffers_that_moved() {
+        use crate::operand::{BufferAccess, DeviceRange};
+        use crate::program::AccessMode;
+        let buffer = |ptr: u64| {
+            let range = DeviceRange {
+                device: 0,
+                ptr,
+                bytes: 16,
+            };
+            let access = BufferAccess {
+                range,
+                mode: AccessMode::Write,
+            };
+            KernelArg::buffer(access, Holder::FOREIGN)
+        };
+        let (v, w) = (5u32, 6u32);
+        let old = [
+            buffer(0x1000),
+            KernelArg::by_ref(&v, None, Holder::FOREIGN),
+            buffer(0x2000),
+        ];
+        let mut own = Vec::new();
+        assert!(encode_launch(&old, &mut own));
+        let new = [
+            buffer(0x1000),
+            KernelArg::by_ref(&w, None, Holder::FOREIGN),
+            buffer(0x3000),
+        ];
+        let mut shown = Vec::new();
+        let mut out = own.clone();
+        let done = encode_launch_over(&new, &mut out, |a| {
+            shown.push(a.access().map(|x| x.range.ptr));
+            true
+        });
+        assert_eq!(done, Rewritten::Fits);
+        assert_eq!(shown, [Some(0x3000)], "only the buffer that moved");
+        let mut expected = Vec::new();
+        assert!(encode_launch(&new, &mut expected));
+        assert_eq!(out, expected);
+        // Refused: the write stops there.
+        let mut out = own.clone();
+        assert_eq!(
+            encode_launch_over(&new, &mut out, |_| false),
+            Rewritten::Refused
+        );
+        // Over bytes that are no buffer's (stale values of another kind): every buffer moved.
+        let mut out = vec![0u8; own.len()];
+        let mut moved = 0;
+        let done = encode_launch_over(&new, &mut out, |_| {
+            moved += 1;
+            true
+        });
+        assert_eq!((done, moved), (Rewritten::Fits, 2));
+        // Another length: does not fit.
+        let mut short = own[..own.len() - 1].to_vec();
+        assert_eq!(
+            encode_launch_over(&new, &mut short, |_| true),
+            Rewritten::DoesNotFit
+        );
     }
 
     #[test]
