@@ -204,7 +204,8 @@ impl<'s> Updater<'s> {
                 .set(i, *config, comparable.then_some(&self.scratch[..]));
         }
         // Its buffers are device memory (pinned memory and cudarc slices stopped the walk).
-        self.seen(i, true);
+        // (`launch` found operation `i` to be `stmt`'s.)
+        self.state.mark(i, Some(stmt));
         self.set += 1;
         Ok(())
     }
