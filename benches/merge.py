@@ -190,6 +190,20 @@ def goals(rows):
                 if host is not None and host <= 10 and (best is None or r["p50"] < best):
                     best = r["p50"]
         add("W4 best width device per kernel (launch <= 10 us)", s, best, "<= 0.18 us", lambda v: v <= 0.18)
+    # Issue 25 item 3: a replay's host launch time at least as good as the best peer's.
+    def best_peer(workload, **params):
+        peers = [q.get(p, workload, "replay", "host_launch", **params) for p in ("torch", "cuda.core")]
+        peers = [v for v in peers if v is not None]
+        return min(peers) if peers else None
+
+    add("W2 replay host launch / best peer's", sg,
+        ratio(q.get(sg, "W2", "replay", "host_launch"), best_peer("W2")), "<= 1", lambda v: v <= 1)
+    widths = sorted({r["params"]["width"] for r in rows
+                     if (r["system"], r["workload"], r["metric"]) == (sg, "W4", "host_launch")})
+    for w in widths:
+        add(f"W4 replay host launch / best peer's, width {w}", sg,
+            ratio(q.get(sg, "W4", "replay", "host_launch", width=w), best_peer("W4", width=w)),
+            "<= 1", lambda v: v <= 1)
     for s in (sg, "raw"):
         add("W5 argument update per node", s, q.get(s, "W5", "set_params", "host_per_node"), "<= 0.3 us",
             lambda v: v <= 0.3)
