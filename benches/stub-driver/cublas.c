@@ -25,8 +25,28 @@ static void thrash(void){
   if(kib<0){ const char* e=getenv("STUB_CUBLAS_THRASH_KIB"); kib=e?atol(e):0; if(kib>0) mem=malloc(kib*1024); if(!mem) kib=0; }
   for(long i=0;i<kib*1024;i+=64) mem[i]++;
 }
+// With STUB_CUBLAS_CODE=1, each GEMM also runs about 64 KiB of code of its own, as cuBLAS's
+// heuristics run far more code than the calls around them: under `valgrind --tool=callgrind
+// --cache-sim=yes` the caller's first-level instruction misses then count the distinct lines of
+// code its own path runs.
+#define STEP1 x = x * 31u + 7u;
+#define STEP4 STEP1 STEP1 STEP1 STEP1
+#define STEP16 STEP4 STEP4 STEP4 STEP4
+#define STEP256 STEP16 STEP16 STEP16 STEP16 STEP16 STEP16 STEP16 STEP16 \
+  STEP16 STEP16 STEP16 STEP16 STEP16 STEP16 STEP16 STEP16
+static __attribute__((noinline)) void code_walk(void){
+  static volatile unsigned x;
+  STEP256 STEP256 STEP256 STEP256 STEP256 STEP256 STEP256 STEP256
+  STEP256 STEP256 STEP256 STEP256 STEP256 STEP256 STEP256 STEP256
+}
+static void run_code(void){
+  static int on=-1;
+  if(on<0){ const char* e=getenv("STUB_CUBLAS_CODE"); on=e&&*e=='1'; }
+  if(on) code_walk();
+}
 static status gemm(handle* h){
   thrash();
+  run_code();
   launch_fn f=launch(); if(!f) return 14; // CUBLAS_STATUS_INTERNAL_ERROR
   return f(&gemm_kernel,1,1,1,1,1,1,0,h->stream,0,0) ? 13 : 0; // CUBLAS_STATUS_EXECUTION_FAILED
 }
