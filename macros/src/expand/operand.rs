@@ -113,7 +113,7 @@ pub(super) fn place(program: &Program, b: &BufferExpr) -> TokenStream {
     let binding = match program.temp_named(root) {
         // A temporary: its exclusive borrow (see `statement::temp_alloc`).
         Some(t) => {
-            let exclusive = super::statement::temp_exclusive(&program.temps[t].name);
+            let exclusive = temp_exclusive(&program.temps[t].name);
             quote!(&#exclusive)
         }
         None => quote_spanned!(root.span()=> &self.#root),
@@ -199,4 +199,20 @@ pub(super) fn graph_copy_source(program: &Program, src: &BufferExpr) -> TokenStr
             #p::graph_copyable(#source, #kind)
         })
     }
+}
+
+/// The local that owns temporary `name` while it is allocated.
+pub(super) fn temp_owned(name: &syn::Ident) -> syn::Ident {
+    syn::Ident::new(
+        &format!("__sg_temp_{name}"),
+        proc_macro2::Span::mixed_site(),
+    )
+}
+
+/// The local that borrows temporary `name` exclusively, for the statements that write it.
+pub(super) fn temp_exclusive(name: &syn::Ident) -> syn::Ident {
+    syn::Ident::new(
+        &format!("__sg_temp_{name}_mut"),
+        proc_macro2::Span::mixed_site(),
+    )
 }

@@ -6,7 +6,7 @@ use syn::spanned::Spanned;
 
 use super::operand::{
     borrow, buffer_arg, device_memory, graph_copy_source, kernel_ref, last_span, place, respan,
-    spanning,
+    spanning, temp_exclusive, temp_owned,
 };
 use super::reads::ReadSets;
 use crate::model::{write_form, Arg, BlockShape, Kind, Node, ParamKind, Program};
@@ -89,22 +89,6 @@ fn temp_alloc(program: &Program, i: usize) -> TokenStream {
         let #exclusive = &mut #owned;
         let #name = &*#exclusive;
     }
-}
-
-/// The local that owns temporary `name` while it is allocated.
-pub(super) fn temp_owned(name: &syn::Ident) -> syn::Ident {
-    syn::Ident::new(
-        &format!("__sg_temp_{name}"),
-        proc_macro2::Span::mixed_site(),
-    )
-}
-
-/// The local that borrows temporary `name` exclusively, for the statements that write it.
-pub(super) fn temp_exclusive(name: &syn::Ident) -> syn::Ident {
-    syn::Ident::new(
-        &format!("__sg_temp_{name}_mut"),
-        proc_macro2::Span::mixed_site(),
-    )
 }
 
 /// A device `while`/`if`/`switch`: one issuer call with the bodies as closures over a

@@ -44,7 +44,6 @@
 //! The launch configuration is parsed as a list so that a wrong number of items is reported
 //! by the model with a precise message; a missing `>>>` is a parse error.
 
-mod block;
 mod collective;
 mod declaration;
 mod header;
@@ -60,13 +59,13 @@ use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{braced, Attribute, Generics, Ident, Token, Visibility};
 
-pub use block::{Arm, BlockKeyword, BlockStmt};
 pub use collective::CollectiveStmt;
 pub use declaration::{EventItem, StreamItem, StreamOpt, TempItem};
 pub use header::{Header, Param};
 pub use op::Op;
 #[cfg(test)]
 pub use statement::MAX_NESTING;
+pub use statement::{Arm, BlockKeyword, BlockStmt};
 pub use statement::{Else, IfStmt, OpStmt, Stmt};
 
 use collective::at_collective;

@@ -3,7 +3,6 @@
 
 use std::ops::Range;
 
-use super::pass2::{PairView, Pass2, Small, Wide};
 use super::{Cmd, Flow, Race, Touch, MAX_PAIRS};
 
 /// An operation statement of the program, numbered in source (pre-)order.
@@ -394,18 +393,6 @@ impl Model {
                 second_writes,
                 loop_carried: first.stmt >= second.stmt,
             });
-        }
-    }
-
-    /// Pass 2: decides the pair of sites `a < b` exactly. `Some(None)`: not reported;
-    /// `Some(Some(forward))`: reported, `forward` when some execution issues `a` first with
-    /// the two unordered. `None` past the limits.
-    pub(super) fn exact(&self, a: usize, b: usize, steps: &mut u64) -> Option<Option<bool>> {
-        let view = PairView::new(self, a, b);
-        if view.count <= Small::TARGETS {
-            Pass2::<Small>::new(self, view, steps).decide()
-        } else {
-            Pass2::<Wide>::new(self, view, steps).decide()
         }
     }
 }

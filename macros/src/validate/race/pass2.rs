@@ -313,3 +313,17 @@ impl<'m, S: PairState> Pass2<'m, S> {
         Some(done)
     }
 }
+
+impl Model {
+    /// Pass 2: decides the pair of sites `a < b` exactly. `Some(None)`: not reported;
+    /// `Some(Some(forward))`: reported, `forward` when some execution issues `a` first with
+    /// the two unordered. `None` past the limits.
+    pub(super) fn exact(&self, a: usize, b: usize, steps: &mut u64) -> Option<Option<bool>> {
+        let view = PairView::new(self, a, b);
+        if view.count <= Small::TARGETS {
+            Pass2::<Small>::new(self, view, steps).decide()
+        } else {
+            Pass2::<Wide>::new(self, view, steps).decide()
+        }
+    }
+}
