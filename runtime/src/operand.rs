@@ -45,7 +45,7 @@ impl From<(u32, u32, u32)> for Dim3 {
 /// import one of the two under another name if both are in scope, e.g.
 /// `use cudarc::driver::LaunchConfig as CudarcLaunchConfig;`. A cudarc configuration converts
 /// with `LaunchConfig::from(cfg)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Eq)]
 pub struct LaunchConfig {
     /// Blocks in the grid.
     pub grid: Dim3,
@@ -53,6 +53,27 @@ pub struct LaunchConfig {
     pub block: Dim3,
     /// Dynamic shared memory per block, in bytes.
     pub shared_mem_bytes: u32,
+}
+
+impl PartialEq for LaunchConfig {
+    /// Field by field, without a branch per field: what an argument update asks of every
+    /// launch it walks.
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        let (a, b) = (self, other);
+        let grid = (a.grid.x ^ b.grid.x) | (a.grid.y ^ b.grid.y) | (a.grid.z ^ b.grid.z);
+        let block = (a.block.x ^ b.block.x) | (a.block.y ^ b.block.y) | (a.block.z ^ b.block.z);
+        (grid | block | (a.shared_mem_bytes ^ b.shared_mem_bytes)) == 0
+    }
+}
+
+impl std::hash::Hash for LaunchConfig {
+    /// The fields in order, as `eq` compares them.
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.grid.hash(state);
+        self.block.hash(state);
+        self.shared_mem_bytes.hash(state);
+    }
 }
 
 /// A range of device memory: what race detection compares and what copies and fills use.
@@ -242,3 +263,37 @@ macro_rules! collective_elem {
 }
 
 collective_elem!(i8 => I8, u8 => U8, i32 => I32, u32 => U32, i64 => I64, u64 => U64, f32 => F32, f64 => F64);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Configurations are equal exactly when every field is, and hash alike when equal.
+    #[test]
+    fn launch_configs_compare_every_field() {
+        use std::hash::{BuildHasher, RandomState};
+        let base = LaunchConfig {
+            grid: (1, 2, 3).into(),
+            block: (4, 5, 6).into(),
+            shared_mem_bytes: 7,
+        };
+        let hasher = RandomState::new();
+        let same = LaunchConfig { ..base };
+        assert_eq!(base, same);
+        assert_eq!(hasher.hash_one(base), hasher.hash_one(same));
+        for field in 0..7 {
+            let mut other = base;
+            let slot = match field {
+                0 => &mut other.grid.x,
+                1 => &mut other.grid.y,
+                2 => &mut other.grid.z,
+                3 => &mut other.block.x,
+                4 => &mut other.block.y,
+                5 => &mut other.block.z,
+                _ => &mut other.shared_mem_bytes,
+            };
+            *slot ^= 1 << 31;
+            assert_ne!(base, other, "field {field}");
+        }
+    }
+}
