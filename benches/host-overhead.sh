@@ -10,6 +10,10 @@
 #                                              # code, against benches/host-overhead.baseline:
 #                                              # fails when a count grows by more than 10 %
 #   bash benches/host-overhead.sh --baseline   # writes the baseline anew
+#   bash benches/host-overhead.sh --lines      # lines of code and data a captured GEMM call
+#                                              # touches between GEMMs that run 64 KiB of
+#                                              # code and write 64 KiB of data, against the
+#                                              # same call by hand (first-level misses)
 #
 # Needs a C compiler (cc) and valgrind. Prints, per case, instructions per round and per
 # operation (N operations a round; a capture of N = 0 is one round's fixed cost).
@@ -35,6 +39,28 @@ count() {
   LD_LIBRARY_PATH="$stub" valgrind --tool=callgrind --callgrind-out-file=/dev/null \
     "$bin" "$1" "$2" "$3" 2>&1 | awk '/refs:/ { gsub(",", "", $4); print $4 }'
 }
+
+if [ "${1:-}" = --lines ]; then
+  # First-level instruction and data misses of everything but the stand-in GEMM's own work,
+  # per GEMM: the distinct lines of code and data a call's path touches with cold caches.
+  n=64 it=20
+  printf '%-10s %12s %12s\n' case code data
+  for c in rawgemms gemms; do
+    out=$(mktemp)
+    STUB_CUBLAS_CODE=1 STUB_CUBLAS_THRASH_KIB=64 LD_LIBRARY_PATH="$stub" valgrind --tool=callgrind \
+      --cache-sim=yes --callgrind-out-file="$out" "$bin" "$c" "$n" "$it" > /dev/null 2>&1
+    callgrind_annotate --show=I1mr,D1mr --threshold=100 "$out" 2>/dev/null | awk -v c="$c" \
+      -v calls=$(( 5 * it * n )) '
+      function num(x) { gsub(",", "", x); return x + 0 }
+      { gsub(/\([^)]*\)/, "") }
+      /PROGRAM TOTALS/ { code = num($1); data = num($2) }
+      / \?\?\?:code_walk / { code -= num($1) }
+      / \?\?\?:gemm / { data -= num($2) }
+      END { printf "%-10s %12.1f %12.1f\n", c, code / calls, data / calls }'
+    rm -f "$out"
+  done
+  exit 0
+fi
 
 if [ "${1:-}" = --guard ] || [ "${1:-}" = --baseline ]; then
   # What streamgraph adds, per operation, over the same work written against the driver by
