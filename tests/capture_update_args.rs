@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use common::Kernels;
 use streamgraph::__private::{arg_place, fill, place};
 use streamgraph::{
-    capture, DeviceBuffer, Error, Issuer, KernelArg, LaunchConfig, Pipeline, Program,
+    capture, DeviceBuffer, Error, GraphExec, Issuer, KernelArg, LaunchConfig, Pipeline, Program,
     ProgramBuilder, Stream, StreamOptions,
 };
 
@@ -72,19 +72,30 @@ fn setup() -> (Kernels, Stream) {
     (k, origin)
 }
 
+/// [`Stamps`] over `out` with `base` and `values`, captured on `origin` and instantiated.
+fn stamps_exec<'a>(
+    k: &'a Kernels,
+    origin: &Stream,
+    out: &'a mut DeviceBuffer<u32>,
+    base: u32,
+    values: Vec<u32>,
+) -> GraphExec<Stamps<'a>> {
+    let pipeline = Stamps {
+        k,
+        out,
+        base,
+        values,
+    };
+    capture(origin, pipeline).unwrap().instantiate().unwrap()
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn only_changed_launches_get_new_parameters() {
     let (k, origin) = setup();
     let mut out = DeviceBuffer::<u32>::zeros(&k.device, N).unwrap();
     let values: Vec<u32> = (0..N as u32).map(|i| 1000 + i).collect();
-    let pipeline = Stamps {
-        k: &k,
-        out: &mut out,
-        base: 7,
-        values: values.clone(),
-    };
-    let mut exec = capture(&origin, pipeline).unwrap().instantiate().unwrap();
+    let mut exec = stamps_exec(&k, &origin, &mut out, 7, values.clone());
     exec.launch(&origin).unwrap();
 
     // Nothing changed: nothing is set, nothing captured.
@@ -205,13 +216,7 @@ fn new_buffers_are_kept_and_other_changes_capture_anew() {
 fn many_updates_over_the_same_memory_never_capture_anew() {
     let (k, origin) = setup();
     let mut out = DeviceBuffer::<u32>::zeros(&k.device, N).unwrap();
-    let pipeline = Stamps {
-        k: &k,
-        out: &mut out,
-        base: 0,
-        values: vec![0; N],
-    };
-    let mut exec = capture(&origin, pipeline).unwrap().instantiate().unwrap();
+    let mut exec = stamps_exec(&k, &origin, &mut out, 0, vec![0; N]);
     // The changed launches keep writing the buffer the graph holds already: holding it once
     // more per update would soon reach the bound on held sets and capture anew.
     for round in 1..=500u32 {
@@ -239,13 +244,7 @@ fn many_updates_over_the_same_memory_never_capture_anew() {
 fn every_update_sets_exactly_the_launches_that_differ() {
     let (k, origin) = setup();
     let mut out = DeviceBuffer::<u32>::zeros(&k.device, N).unwrap();
-    let pipeline = Stamps {
-        k: &k,
-        out: &mut out,
-        base: 0,
-        values: vec![0; N],
-    };
-    let mut exec = capture(&origin, pipeline).unwrap().instantiate().unwrap();
+    let mut exec = stamps_exec(&k, &origin, &mut out, 0, vec![0; N]);
     // What each node runs: `Some(v)` as the pipeline gave it, `None` after `set_kernel_args`.
     let mut runs: Vec<Option<u32>> = vec![Some(0); N];
     let mut seed = 0x2545_f491_u32;
@@ -308,13 +307,7 @@ fn every_update_sets_exactly_the_launches_that_differ() {
 fn walks_that_meet_other_statements_capture_anew() {
     let (k, origin) = setup();
     let mut out = DeviceBuffer::<u32>::zeros(&k.device, N).unwrap();
-    let pipeline = Stamps {
-        k: &k,
-        out: &mut out,
-        base: 7,
-        values: (0..N as u32).collect(),
-    };
-    let mut exec = capture(&origin, pipeline).unwrap().instantiate().unwrap();
+    let mut exec = stamps_exec(&k, &origin, &mut out, 7, (0..N as u32).collect());
     exec.update_args_with(|p| p.values[3] = 333).unwrap();
     let stats = exec.stats();
     assert_eq!(
