@@ -289,6 +289,10 @@ impl KeptSet {
     /// Allocations and modules held already (by the graph's own `Keep` or an earlier set) are
     /// not held again, so that updates that keep using the same memory add nothing.
     pub(super) fn hold_more(&mut self, mut more: Keep) -> bool {
+        if more.is_empty() {
+            // An update whose nodes kept their memory: nothing to hold.
+            return true;
+        }
         if !more.pinned.is_empty() || !more.host_fns.is_empty() {
             std::mem::forget(more);
             return false;

@@ -4,6 +4,8 @@
 
 use std::collections::HashMap;
 
+use foldhash::fast::FixedState;
+
 use super::recorded::{encode_launch_over, CapturedOp, LaunchShape, Rewritten};
 use crate::error::Error;
 use crate::ffi::graph::NodeHandle;
@@ -43,7 +45,7 @@ pub(super) struct ArgState {
     /// Host loops a walk saw run whole, every operation in them one a walk may skip:
     /// `(loop number, operations issued before it, ordering statements issued before it)` →
     /// where the loop ends ([`LoopSpan`]).
-    loops: HashMap<(u32, u32, u32), LoopSpan>,
+    loops: HashMap<(u32, u32, u32), LoopSpan, FixedState>,
     /// Counts the walks begun ([`ArgState::begin`]).
     walks: u32,
     /// Counts the marks cleared outside a walk ([`ArgState::forget`]): a loop noted in an
@@ -116,7 +118,7 @@ impl ArgState {
             next: ParamKeys::default(),
             marked: 0,
             whole: whole_walk(&core.recorded.ops).unwrap_or(NOT_WHOLE),
-            loops: HashMap::new(),
+            loops: HashMap::default(),
             walks: 0,
             epoch: 0,
         })
@@ -420,7 +422,7 @@ mod tests {
             next: ParamKeys::default(),
             marked: 0,
             whole: NOT_WHOLE,
-            loops: HashMap::new(),
+            loops: HashMap::default(),
             walks: 0,
             epoch: 0,
         };
