@@ -150,21 +150,29 @@ impl<'a> KernelArg<'a> {
         same.then_some(1 + n)
     }
 
-    /// Writes what [`KernelArg::encode_value`] would append for this argument at the start
-    /// of `out`, over what `out` held: how many bytes that is, and for a buffer whether its
-    /// address differs from the buffer value `out` held (always for any other bytes). `None`,
-    /// with `out` in an unspecified state, when the value cannot be compared or `out` is too
-    /// short. What an argument update does for a changed launch: the node's values are
-    /// written over the ones they replace.
+    /// Whether writing this argument over `out` ([`KernelArg::encode_over`]) would change
+    /// the address of a buffer: `out` does not start with this buffer's value (always `false`
+    /// for a value that is no buffer).
     #[inline]
-    pub(crate) fn encode_over(&self, out: &mut [u8]) -> Option<(usize, bool)> {
+    pub(crate) fn moves_over(&self, out: &[u8]) -> bool {
+        self.access.as_ref().is_some_and(|access| {
+            out.get(..9)
+                .is_none_or(|b| b[0] != 8 || b[1..] != access.range.ptr.to_ne_bytes())
+        })
+    }
+
+    /// Writes what [`KernelArg::encode_value`] would append for this argument at the start
+    /// of `out`, over what `out` held: how many bytes that is. `None`, with `out` in an
+    /// unspecified state, when the value cannot be compared or `out` is too short. What an
+    /// argument update does for a changed launch: the node's values are written over the ones
+    /// they replace (after [`KernelArg::moves_over`] says whether a buffer's address changes).
+    #[inline]
+    pub(crate) fn encode_over(&self, out: &mut [u8]) -> Option<usize> {
         if let Some(access) = &self.access {
             let b: &mut [u8; 9] = out.get_mut(..9)?.try_into().ok()?;
-            let ptr = access.range.ptr.to_ne_bytes();
-            let moved = b[0] != 8 || b[1..] != ptr;
             b[0] = 8;
-            b[1..].copy_from_slice(&ptr);
-            return Some((9, moved));
+            b[1..].copy_from_slice(&access.range.ptr.to_ne_bytes());
+            return Some(9);
         }
         if self.size >= 256 || self.value.is_null() || !self.plain {
             return None;
@@ -184,7 +192,7 @@ impl<'a> KernelArg<'a> {
                 .copy_from_slice(bytes),
             _ => b[1..].copy_from_slice(bytes),
         }
-        Some((1 + n, false))
+        Some(1 + n)
     }
 
     /// Whether the argument is a buffer's address (memory a node touches).
@@ -509,10 +517,14 @@ mod tests {
         let mut own = vec![0xAAu8; appended.len()];
         let mut at = 0;
         for x in &args {
-            at += x.encode_over(&mut own[at..]).expect("room for the value").0;
+            // Over stale bytes a buffer's address changes; a value's never counts.
+            assert_eq!(x.moves_over(&own[at..]), x.addresses_memory());
+            at += x.encode_over(&mut own[at..]).expect("room for the value");
         }
         assert_eq!(at, own.len());
         assert_eq!(own, appended);
+        // Over its own address the buffer does not move.
+        assert!(!args[0].moves_over(&own));
         let mut rest = &own[..];
         for x in &args {
             let n = x.matches_encoded(rest).expect("the values just written");

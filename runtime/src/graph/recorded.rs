@@ -189,10 +189,16 @@ pub(crate) fn encode_launch_over(
 ) -> Rewritten {
     let mut at = 0;
     for a in args {
-        match out.get_mut(at..).and_then(|rest| a.encode_over(rest)) {
-            Some((n, false)) => at += n,
-            Some((n, true)) if moved(a) => at += n,
-            Some(_) => return Rewritten::Refused,
+        let Some(rest) = out.get_mut(at..) else {
+            return Rewritten::DoesNotFit;
+        };
+        // Asked before the address is written: a refused buffer's address never enters the
+        // state (a later walk would take it for one the node ran, and not ask again).
+        if a.moves_over(rest) && !moved(a) {
+            return Rewritten::Refused;
+        }
+        match a.encode_over(rest) {
+            Some(n) => at += n,
             None => return Rewritten::DoesNotFit,
         }
     }
@@ -468,12 +474,20 @@ mod tests {
         let mut expected = Vec::new();
         assert!(encode_launch(&new, &mut expected));
         assert_eq!(out, expected);
-        // Refused: the write stops there.
+        // Refused: the write stops there, before the refused buffer's address, which a
+        // later rewrite of the same arguments shows to `moved` again.
         let mut out = own.clone();
         assert_eq!(
             encode_launch_over(&new, &mut out, |_| false),
             Rewritten::Refused
         );
+        assert_eq!(out[out.len() - 9..], own[own.len() - 9..]);
+        let mut shown = 0;
+        let again = encode_launch_over(&new, &mut out, |_| {
+            shown += 1;
+            false
+        });
+        assert_eq!((again, shown), (Rewritten::Refused, 1));
         // Over bytes that are no buffer's (stale values of another kind): every buffer moved.
         let mut out = vec![0u8; own.len()];
         let mut moved = 0;
