@@ -413,6 +413,11 @@ impl<P: Pipeline> GraphExec<P> {
     /// [`GraphExec::update_args`] for a pipeline changed in place with `f` (e.g. new scalar
     /// arguments, as [`GraphExec::update_with`] takes them).
     ///
+    /// On error the pipeline keeps `f`'s changes while the graph runs what it ran before
+    /// (nodes set before the error excepted, as for `update_args`): [`GraphExec::verify`]
+    /// reports what differs, and an update that may re-instantiate
+    /// ([`GraphExec::reinstantiate_on_topology_change`]) brings the two together again.
+    ///
     /// # Examples
     ///
     /// ```no_run
