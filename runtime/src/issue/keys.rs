@@ -149,8 +149,7 @@ fn changed_in_layout(a: &[u8], b: &[u8], ends: &[u32]) -> u64 {
     let mut changed = 0;
     // The parameter whose key holds the byte at hand: ends only grow, so it only moves on.
     let mut p = 0;
-    let mut name = |diff: u64, at: usize, changed: &mut u64| {
-        let mut diff = diff;
+    let mut name = |mut diff: u64, at: usize, changed: &mut u64| {
         while diff != 0 {
             let byte = at + (diff.trailing_zeros() / 8) as usize;
             while ends.get(p).is_some_and(|&end| end as usize <= byte) {
