@@ -13,6 +13,14 @@
 //!   launched and finished on another stream (the harness alternates raw and streamgraph);
 //! - `after_eager`: before each timed launch, the chain's 1,000 launches issued eagerly on the
 //!   stream and finished (the harness's W2 sample runs the eager chain after the replay);
+//! - `after_slow_eager`: as `after_eager`, with the host busy 4 µs between the eager launches
+//!   (about what a Python peer's launch loop takes: the GPU keeps up with the host);
+//! - `after_other_eager`: as `after_eager`, the chain issued on another stream (the harness
+//!   alternates two systems, each on its own stream);
+//! - `w2_sample`: the harness's W2 sample as it is, timing events and all: the launch between
+//!   two event records, an event synchronisation, then the eager chain between the events and
+//!   synchronised;
+//! - `w2_warm`: as `w2_sample`, with one untimed launch (finished) before the timed one;
 //! - `back_to_back`: the second of two launches with nothing between them (the first still
 //!   running);
 //! - `idle_2ms`: the host sleeps 2 ms after the synchronisation before the timed launch;
@@ -24,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use cudarc::driver::sys;
 
-use crate::gpu::{check, BenchError, Exec, Gpu, Graph, Stream};
+use crate::gpu::{check, BenchError, Event, Exec, Gpu, Graph, Stream};
 use crate::raw::{self, issue_chain};
 
 type Result<T> = std::result::Result<T, BenchError>;
@@ -101,12 +109,16 @@ fn report(nodes: usize, name: &str, us: Result<Vec<f64>>) {
     }
 }
 
-const VARIANTS: [&str; 8] = [
+const VARIANTS: [&str; 12] = [
     "alone",
     "uploaded",
     "upload_flag",
     "alternating",
     "after_eager",
+    "after_slow_eager",
+    "after_other_eager",
+    "w2_sample",
+    "w2_warm",
     "back_to_back",
     "idle_2ms",
     "streamgraph",
@@ -172,6 +184,60 @@ fn variant(gpu: &Gpu, nodes: usize, name: &str) -> Result<Vec<f64>> {
                 },
                 || launch(&exec),
             )?
+        }
+        "after_slow_eager" => {
+            let exec = graph.instantiate()?;
+            rounds(
+                &stream,
+                || {
+                    for _ in 0..nodes {
+                        raw::launch_empty(gpu, &stream)?;
+                        let t = Instant::now();
+                        while t.elapsed() < Duration::from_micros(4) {
+                            std::hint::spin_loop();
+                        }
+                    }
+                    stream.synchronize()
+                },
+                || launch(&exec),
+            )?
+        }
+        "after_other_eager" => {
+            let exec = graph.instantiate()?;
+            let other = Stream::new()?;
+            rounds(
+                &stream,
+                || {
+                    issue_chain(gpu, &other, nodes)?;
+                    other.synchronize()
+                },
+                || launch(&exec),
+            )?
+        }
+        "w2_sample" | "w2_warm" => {
+            let exec = graph.instantiate()?;
+            let (start, end) = (Event::timing()?, Event::timing()?);
+            let mut us = Vec::with_capacity(ROUNDS + 5);
+            for _ in 0..ROUNDS + 5 {
+                if name == "w2_warm" {
+                    launch(&exec)?;
+                    stream.synchronize()?;
+                }
+                start.record_on(stream.0)?;
+                let t0 = Instant::now();
+                launch(&exec)?;
+                us.push(t0.elapsed().as_secs_f64() * 1e6);
+                end.record_on(stream.0)?;
+                start.elapsed_ms(&end)?;
+                start.record_on(stream.0)?;
+                issue_chain(gpu, &stream, nodes)?;
+                end.record_on(stream.0)?;
+                start.elapsed_ms(&end)?;
+                stream.synchronize()?;
+            }
+            us.drain(..5);
+            us.sort_by(f64::total_cmp);
+            us
         }
         "back_to_back" => {
             let exec = graph.instantiate()?;
