@@ -6,6 +6,7 @@
 #   bash benches/run-all.sh [PATH/TO/bench-harness]      # default: .gpu/bin/bench-harness
 #   OUT=/some/dir bash benches/run-all.sh                 # results folder (default benches/out)
 #   QUICK=1 bash benches/run-all.sh                       # smoke run: 5 repetitions
+#   WARMUP=0 bash benches/run-all.sh                      # no warm-up processes first
 #
 # Everything lands in $OUT: harness.json, torch.json, cuda_core.json, torch_dist.json, merged.json, goals.json,
 # table.txt, *.log, *.png. Each step has a time limit (HARNESS_LIMIT, STEP_LIMIT) so a hang cannot
@@ -38,6 +39,16 @@ fi
 
 status=0
 inputs=()
+
+# The first processes on a freshly started machine launch graphs slowest (docs/BENCHMARKS.md,
+# "Replay launch host time in alternations"): one short process of the harness and of the
+# PyTorch peer first, their results not kept, so that the measured harness does not run first.
+if [ "${WARMUP:-1}" != 0 ]; then
+  echo "== warm-up" >&2
+  timeout 60 "$bin" --only W2,W4 --reps 3 --json "$OUT/warmup-harness.json" > /dev/null 2>&1
+  timeout 60 python3 benches/peers/torch_peer.py --only W2,W4 --reps 3 \
+    --json "$OUT/warmup-torch.json" > /dev/null 2>&1
+fi
 
 echo "== bench-harness ($bin)" >&2
 rm -f "$OUT/harness.json"
