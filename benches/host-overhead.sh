@@ -14,8 +14,12 @@
 #                                              # touches between GEMMs that run 64 KiB of
 #                                              # code and write 64 KiB of data, against the
 #                                              # same call by hand (first-level misses)
+#   bash benches/host-overhead.sh --by-line launch_captured update 1000
+#                                              # one function's instructions per operation of
+#                                              # a case, by source line (inlined code at its
+#                                              # own line): where a count goes
 #
-# Needs a C compiler (cc) and valgrind. Prints, per case, instructions per round and per
+# Needs a C compiler (cc) and valgrind (`--by-line`: python3 and addr2line too). Prints, per case, instructions per round and per
 # operation (N operations a round; a capture of N = 0 is one round's fixed cost).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +30,12 @@ trap 'rm -rf "$stub"' EXIT
 cc -O2 -shared -fPIC -o "$stub/libcuda.so.1" benches/stub-driver/cuda.c
 cc -O2 -shared -fPIC -o "$stub/libnvrtc.so.13" benches/stub-driver/nvrtc.c
 cc -O2 -shared -fPIC -o "$stub/libcublas.so.13" benches/stub-driver/cublas.c -ldl
+if [ "${1:-}" = --by-line ]; then
+  # A build with line tables, apart from the others (target/by-line), so that each
+  # instruction maps to its source line.
+  export CARGO_TARGET_DIR=target/by-line CARGO_PROFILE_BENCH_DEBUG=line-tables-only \
+    CARGO_PROFILE_BENCH_STRIP=none
+fi
 bin=$(cargo bench --bench host_overhead --no-run --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys
 for l in sys.stdin:
@@ -39,6 +49,21 @@ count() {
   LD_LIBRARY_PATH="$stub" valgrind --tool=callgrind --callgrind-out-file=/dev/null \
     "$bin" "$1" "$2" "$3" 2>&1 | awk '/refs:/ { gsub(",", "", $4); print $4 }'
 }
+
+if [ "${1:-}" = --by-line ]; then
+  [ $# -ge 4 ] || { echo "usage: host-overhead.sh --by-line FUNCTION CASE N [ITERATIONS]" >&2; exit 2; }
+  fn=$2 case=$3 n=$4 it=${5:-10}
+  [ "$n" -gt 0 ] || { echo "host-overhead: --by-line needs N > 0 operations a round" >&2; exit 2; }
+  small=$stub/small.cg large=$stub/large.cg
+  for run in "$small $it" "$large $(( 2 * it ))"; do
+    read -r out iterations <<< "$run"
+    LD_LIBRARY_PATH="$stub" valgrind --tool=callgrind --dump-instr=yes \
+      --callgrind-out-file="$out" "$bin" "$case" "$n" "$iterations" > /dev/null 2>&1
+  done
+  # Five rounds of ITERATIONS each: the larger run has 5 * it more rounds of N operations.
+  python3 benches/by-line.py "$bin" "$fn" $(( 5 * it * n )) "$small" "$large"
+  exit $?
+fi
 
 if [ "${1:-}" = --lines ]; then
   # First-level instruction and data misses of everything but the stand-in GEMM's own work,
