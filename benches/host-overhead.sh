@@ -19,8 +19,9 @@
 #                                              # a case, by source line (inlined code at its
 #                                              # own line): where a count goes
 #
-# Needs a C compiler (cc) and valgrind (`--by-line`: python3 and addr2line too). Prints, per case, instructions per round and per
-# operation (N operations a round; a capture of N = 0 is one round's fixed cost).
+# Needs a C compiler (cc) and valgrind (`--by-line`: python3 and addr2line too). Prints, per
+# case, instructions per round and per operation (N operations a round; a capture of N = 0 is
+# one round's fixed cost).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cc >/dev/null || { echo "host-overhead: needs a C compiler (cc)" >&2; exit 1; }
@@ -51,7 +52,8 @@ count() {
 }
 
 if [ "${1:-}" = --by-line ]; then
-  [ $# -ge 4 ] || { echo "usage: host-overhead.sh --by-line FUNCTION CASE N [ITERATIONS]" >&2; exit 2; }
+  usage="usage: host-overhead.sh --by-line FUNCTION CASE N [ITERATIONS]"
+  [ $# -ge 4 ] || { echo "$usage" >&2; exit 2; }
   fn=$2 case=$3 n=$4 it=${5:-10}
   [ "$n" -gt 0 ] || { echo "host-overhead: --by-line needs N > 0 operations a round" >&2; exit 2; }
   small=$stub/small.cg large=$stub/large.cg
