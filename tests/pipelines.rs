@@ -538,3 +538,76 @@ fn one_capture_issuer_captures_many_pipelines_and_eager_still_works_after() {
     origin.synchronize().unwrap();
     assert!(origin.query().unwrap());
 }
+
+pipeline! {
+    /// One launch on a stream of the default priority, one on the most urgent stream the device
+    /// has (the requested priority is clamped to its range).
+    pipeline Prioritized(x: &mut DeviceBuffer<u32>, y: &mut DeviceBuffer<u32>, k: &Kernels) {
+        stream main;
+        stream urgent(priority = -1000);
+        main: launch k.slow_step<<<1, 1>>>(&mut x, 1u32, SPIN);
+        urgent: launch k.slow_step<<<1, 1>>>(&mut y, 2u32, SPIN);
+    }
+}
+
+/// A captured kernel node keeps the priority of the stream it was captured on, which its
+/// executable graph runs it at (instantiated with `CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY`),
+/// as the eager run does; replays still compute what eager runs do.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn captured_kernel_nodes_keep_their_streams_priorities() {
+    use streamgraph::cudarc::driver::sys;
+    let _serial = common::serial();
+    let (device, origin, k) = setup();
+    let urgent = Stream::new(&device, -1000).unwrap().priority().unwrap();
+    let (mut x, mut y) = (
+        DeviceBuffer::<u32>::zeros(&device, 1).unwrap(),
+        DeviceBuffer::<u32>::zeros(&device, 1).unwrap(),
+    );
+    let graph = capture(&origin, Prioritized::new(&mut x, &mut y, &k)).unwrap();
+    graph.verify().unwrap();
+    let raw = graph.as_raw().0;
+    let mut count = 0usize;
+    // SAFETY: the graph is alive while `graph` is; a null array asks for the count only.
+    unsafe { sys::cuGraphGetNodes(raw, std::ptr::null_mut(), &mut count) }
+        .result()
+        .unwrap();
+    let mut nodes = vec![std::ptr::null_mut(); count];
+    // SAFETY: as above; `nodes` has room for `count` handles.
+    unsafe { sys::cuGraphGetNodes(raw, nodes.as_mut_ptr(), &mut count) }
+        .result()
+        .unwrap();
+    let mut priorities = Vec::new();
+    for node in nodes {
+        let mut kind = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
+        // SAFETY: `node` is a node of the live graph; `kind` is a valid out-pointer.
+        unsafe { sys::cuGraphNodeGetType(node, &mut kind) }
+            .result()
+            .unwrap();
+        if kind != sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_KERNEL {
+            continue;
+        }
+        let mut value = std::mem::MaybeUninit::<sys::CUkernelNodeAttrValue>::zeroed();
+        // SAFETY: `node` is a kernel node of the live graph; `value` has room for any
+        // attribute's value.
+        unsafe {
+            sys::cuGraphKernelNodeGetAttribute(
+                node,
+                sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PRIORITY,
+                value.as_mut_ptr(),
+            )
+        }
+        .result()
+        .unwrap();
+        // SAFETY: the driver wrote the attribute's value, an `int` priority.
+        priorities.push(unsafe { value.assume_init().priority });
+    }
+    priorities.sort_unstable();
+    assert_eq!(priorities, [urgent.min(0), urgent.max(0)]);
+    let exec = graph.instantiate().unwrap();
+    exec.replay(&origin, 2).unwrap();
+    origin.synchronize().unwrap();
+    drop(exec);
+    assert_eq!(x.to_vec().unwrap(), [step(step(0, 1), 1)]);
+    assert_eq!(y.to_vec().unwrap(), [step(step(0, 2), 2)]);
+}

@@ -228,16 +228,21 @@ fn rejection_of(result: sys::CUgraphExecUpdateResult) -> Option<UpdateRejection>
 }
 
 impl OwnedGraph {
-    /// `cuGraphInstantiateWithFlags` (no flags): an executable graph of this graph, which
-    /// keeps the graph and what its nodes touch.
+    /// `cuGraphInstantiateWithFlags`: an executable graph of this graph, which keeps the graph
+    /// and what its nodes touch. Its kernel nodes run at their own priorities, those of the
+    /// streams they were captured on (`CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY`), as
+    /// the same launches run eagerly, rather than all at the priority of the stream the graph
+    /// is launched into.
     ///
     /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html>
     pub(crate) fn instantiate(&self) -> Result<OwnedExec, DriverError> {
         ensure_current(self.ctx())?;
         let mut exec: sys::CUgraphExec = std::ptr::null_mut();
+        let flags = sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
         super::unsafe_during_capture(|| {
             // SAFETY: the graph is alive; `exec` is a valid out-pointer.
-            unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, self.raw(), 0) }.result()
+            unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, self.raw(), flags.0 as u64) }
+                .result()
         })?;
         Ok(OwnedExec {
             raw: exec,

@@ -599,7 +599,10 @@ impl<P> Graph<P> {
             .map_err(|e| Error::driver("cuGraphDebugDotPrint", e))
     }
 
-    /// Instantiates the graph for launching (`cuGraphInstantiateWithFlags`).
+    /// Instantiates the graph for launching (`cuGraphInstantiateWithFlags`). Each kernel node
+    /// runs at the priority of the stream it was captured on (a pipeline's `stream s(priority =
+    /// …)`), as the same launch runs eagerly, not at the priority of the stream the graph is
+    /// launched into (`CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY`).
     ///
     /// See [`cuGraphInstantiateWithFlags`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html).
     ///
