@@ -596,15 +596,17 @@ impl<'a, T> DeviceViewMut<'a, T> {
         self.view.len == 0
     }
 
-    /// The view, read-only.
+    /// A read-only view of the same memory, borrowed from this one: it cannot be used while
+    /// this view is borrowed exclusively.
     /// # Examples
     /// ```
     /// use streamgraph::DeviceBuffer;
     /// assert_eq!(DeviceBuffer::<f32>::for_planning(8)?.slice_mut(2..).as_view().len(), 6);
     /// # Ok::<(), streamgraph::Error>(())
     /// ```
-    pub fn as_view(&self) -> &DeviceView<'a, T> {
-        &self.view
+    pub fn as_view(&self) -> DeviceView<'_, T> {
+        // A copy borrowed from this view: no view of the memory outlives the exclusive one.
+        DeviceView { ..self.view }
     }
 }
 

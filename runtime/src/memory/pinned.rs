@@ -489,7 +489,8 @@ impl<'a, T> PinnedViewMut<'a, T> {
         self.view.len == 0
     }
 
-    /// The view, read-only.
+    /// A read-only view of the same memory, borrowed from this one: it cannot be used while
+    /// this view is borrowed exclusively.
     ///
     /// # Examples
     ///
@@ -501,8 +502,9 @@ impl<'a, T> PinnedViewMut<'a, T> {
     /// assert_eq!(tail.as_view().to_vec()?, [3, 4]); // read through the writable view
     /// # Ok::<(), streamgraph::Error>(())
     /// ```
-    pub fn as_view(&self) -> &PinnedView<'a, T> {
-        &self.view
+    pub fn as_view(&self) -> PinnedView<'_, T> {
+        // A copy borrowed from this view: no view of the memory outlives the exclusive one.
+        PinnedView { ..self.view }
     }
 }
 
