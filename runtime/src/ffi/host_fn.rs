@@ -1,7 +1,10 @@
 //! Host functions on a stream: `cuLaunchHostFunc` with a callback that runs a [`HostFn`] once.
 
+use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use cudarc::driver::sys;
 use cudarc::driver::CudaStream;
@@ -11,13 +14,26 @@ use super::status::{refuse_captured, refuse_capturing};
 use crate::error::{Error, Result};
 use crate::operand::HostFn;
 
-/// Runs a boxed [`HostFn`] once and frees it: the callback of eager `host` statements.
+/// One-shot host functions launched and not yet run, by the id their callback is given. The
+/// driver's `user_data` is that id, never a pointer: a callback that runs more than once (a
+/// graph that some other code captured it into behind the runtime's checks, replayed) finds
+/// its function gone after the first run and does nothing, so no run sees freed memory.
+static PENDING: Mutex<BTreeMap<usize, HostFn>> = Mutex::new(BTreeMap::new());
+
+/// The next id of [`PENDING`] (0 is never one).
+static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
+
+fn pending() -> std::sync::MutexGuard<'static, BTreeMap<usize, HostFn>> {
+    // A panic while the lock is held cannot leave the map half-changed (one insert or remove).
+    PENDING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs the [`HostFn`] of [`PENDING`] whose id is `user_data`, once: the callback of eager
+/// `host` statements.
 extern "C" fn run_host_fn_once(user_data: *mut c_void) {
-    // SAFETY: `user_data` is the `Box<HostFn>` leaked by `launch_host_fn_once`, which launched
-    // it only on a stream that was not capturing, and invalidated any capture that began on
-    // the stream while it launched (so no graph holds the callback): the driver calls it
-    // exactly once, so the box is reclaimed exactly once.
-    let f = unsafe { Box::from_raw(user_data.cast::<HostFn>()) };
+    let Some(f) = pending().remove(&user_data.addr()) else {
+        return;
+    };
     // Dropping the closure runs user destructors: keep that inside the unwind guard too.
     let outcome = catch_unwind(AssertUnwindSafe(move || {
         f();
@@ -44,7 +60,8 @@ pub(super) fn report_host_fn_panic(outcome: std::thread::Result<()>) {
 /// Refused ([`Error::StreamCapturing`], naming `what`) while the stream is capturing: a graph
 /// would call the one-shot callback on every launch, after its first call freed it. A capture
 /// that began while the callback was being launched is invalidated (it yields no graph, and
-/// the callback, which then never runs, is leaked rather than freed twice).
+/// the callback, which then never runs, stays pending); one that began and ended unseen may
+/// run the callback again, which then does nothing.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html>
 pub(crate) fn launch_host_fn_once(
@@ -54,15 +71,21 @@ pub(crate) fn launch_host_fn_once(
 ) -> Result<()> {
     refuse_capturing(stream, what)?;
     ensure_current(stream.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
-    let data = Box::into_raw(Box::new(f));
-    // SAFETY: the callback reclaims `data` exactly once when the driver runs it (the stream is
-    // not capturing, checked above and after); `stream` owns its handle. The closure is
-    // `Send + Sync + 'static`, so a driver thread may run it.
-    let launched =
-        unsafe { sys::cuLaunchHostFunc(stream.cu_stream(), Some(run_host_fn_once), data.cast()) };
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    pending().insert(id, f);
+    // SAFETY: the callback's data is an id, not a pointer (see `PENDING`), so it may run any
+    // number of times; `stream` owns its handle. The closure is `Send + Sync + 'static`, so a
+    // driver thread may run it.
+    let launched = unsafe {
+        sys::cuLaunchHostFunc(
+            stream.cu_stream(),
+            Some(run_host_fn_once),
+            std::ptr::without_provenance_mut(id),
+        )
+    };
     if let Err(e) = launched.result() {
-        // SAFETY: the driver refused the callback, so it will never run; reclaim the box here.
-        drop(unsafe { Box::from_raw(data) });
+        // The driver refused the callback, so it will never run.
+        pending().remove(&id);
         return Err(Error::driver("cuLaunchHostFunc", e));
     }
     refuse_captured(stream, what)
