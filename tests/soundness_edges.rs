@@ -16,8 +16,8 @@ use std::time::Duration;
 use common::{ns, single, Kernels};
 use streamgraph::cudarc::driver::sys;
 use streamgraph::{
-    capture, pipeline, AccessMode, Capture, DeviceBuffer, Eager, Error, Issuer, Kernel, KernelArg,
-    Pipeline, Program, ProgramBuilder, Stream, StreamOptions,
+    capture, pipeline, AccessMode, Capture, CaptureFault, DeviceBuffer, Eager, Error, Issuer,
+    Kernel, KernelArg, PinnedBuffer, Pipeline, Program, ProgramBuilder, Stream, StreamOptions,
 };
 
 pipeline! {
@@ -414,4 +414,78 @@ fn a_cudarc_view_reads_and_writes_in_stream_order_values() {
         stream.as_cudarc().memset_zeros(&mut view).unwrap();
     }
     assert_eq!(x.to_vec_on(&stream).unwrap(), vec![0; 64]);
+}
+
+thread_local! {
+    /// The graph `steal_capture` took from a pipeline's capture.
+    static STOLEN: RefCell<Option<streamgraph::cudarc::driver::CudaGraph>> =
+        const { RefCell::new(None) };
+}
+
+/// While `origin` is capturing: ends its capture through cudarc (keeping the graph) and begins
+/// another, as code in a statement's expression may; the fill value.
+fn steal_capture(origin: &Stream) -> u32 {
+    let cs = origin.as_cudarc();
+    if cs.capture_status().unwrap() == sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE {
+        let graph = cs.end_capture(sys::CUgraphInstantiate_flags(0)).unwrap();
+        STOLEN.with(|s| *s.borrow_mut() = graph);
+        cs.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
+            .unwrap();
+    }
+    7
+}
+
+pipeline! {
+    /// Copies `d` into the pinned `h`, then fills `y` with a value whose expression steals the
+    /// capture under way.
+    pipeline Stealing(h: &mut PinnedBuffer<u32>, d: &DeviceBuffer<u32>, y: &mut DeviceBuffer<u32>, origin: &Stream) {
+        stream s;
+        s: copy h <- d;
+        s: fill y = steal_capture(origin);
+    }
+}
+
+/// A capture that code in a statement's expression ends (keeping its graph) and begins anew:
+/// the capture fails naming it, and what the stolen graph's nodes use stays alive for good —
+/// the pinned buffer it copies into refuses host access from then on, as the graph may still
+/// copy into it whenever it is launched.
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn a_capture_ended_by_other_code_gives_up_what_it_captured() {
+    let k = Kernels::new();
+    let stream = Stream::new(&k.device, 0).unwrap();
+    let mut h = PinnedBuffer::<u32>::zeros(&k.device, 64).unwrap();
+    let d = DeviceBuffer::<u32>::zeros(&k.device, 64).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeros(&k.device, 64).unwrap();
+    let r = capture(&stream, Stealing::new(&mut h, &d, &mut y, &stream));
+    match r {
+        Err(Error::Capture {
+            fault: CaptureFault::EndedElsewhere,
+            ..
+        }) => {}
+        other => panic!("a capture other code ended: {:?}", other.map(|_| ())),
+    }
+    assert!(
+        !matches!(
+            stream.as_cudarc().capture_status(),
+            Ok(sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        ),
+        "the capture other code began is left open"
+    );
+    let stolen = STOLEN
+        .with(|s| s.borrow_mut().take())
+        .expect("a stolen graph");
+    drop((d, y));
+    stolen.launch().unwrap();
+    stream.synchronize().unwrap();
+    match h.as_slice() {
+        Err(Error::PinnedAbandoned { .. }) => {}
+        other => panic!(
+            "a pinned buffer a stolen graph copies into: {:?}",
+            other.map(|_| ())
+        ),
+    }
+    drop(h);
+    stolen.launch().unwrap();
+    stream.synchronize().unwrap();
 }

@@ -180,6 +180,13 @@ pub enum Error {
         /// differ, operation counts.
         problems: Vec<String>,
     },
+    /// A `PinnedBuffer` whose copies a graph of other code may run (a capture of a pipeline
+    /// that other code ended, [`CaptureFault::EndedElsewhere`]) is never borrowed again.
+    #[error("a PinnedBuffer cannot {action}: a graph that other code captured from a pipeline's copies (the capture was ended outside streamgraph) may copy to or from it at any time, so its memory stays out of Rust's reach and is never freed; use another buffer")]
+    PinnedAbandoned {
+        /// What was refused.
+        action: &'static str,
+    },
     /// A copy or graph launch would race with a live Rust borrow of a `PinnedBuffer` (or a
     /// borrow with a copy); nothing was issued.
     #[error("a PinnedBuffer cannot {action} while {holder} of it is alive; drop that borrow first (copies into a pinned buffer need every `as_slice`/`as_mut_slice` guard of it gone)")]
@@ -382,6 +389,10 @@ pub enum CaptureFault {
     /// already (e.g. from a hand-written pipeline's `issue`): the second would wait for the
     /// first, which cannot end before it, so it is refused before it begins.
     NestedGlobalCapture,
+    /// The capture was ended by other code while the pipeline's statements were issued (e.g.
+    /// cudarc's `end_capture` on the origin, from a statement's expression or another thread):
+    /// a graph of that code may hold what the statements captured.
+    EndedElsewhere,
 }
 
 impl CaptureFault {
@@ -426,6 +437,9 @@ impl CaptureFault {
             }
             CaptureFault::AlreadyCapturing => {
                 "the origin stream is already capturing; end that capture first or capture on another stream"
+            }
+            CaptureFault::EndedElsewhere => {
+                "the capture was ended by other code (e.g. cudarc's `end_capture` on the origin stream) while the pipeline's statements were issued; what they captured is kept allocated for good, and pinned buffers they copied refuse host access from now on, since that code's graph may still use them; do not end or begin captures on a stream a pipeline is being captured on"
             }
             CaptureFault::NestedGlobalCapture => {
                 "a global-mode capture was begun inside another global-mode capture on the same thread (e.g. by a pipeline's `issue` capturing another stream), which would wait for the outer one forever; capture the inner pipeline in `CaptureMode::ThreadLocal` or `CaptureMode::Relaxed`, or outside the other capture's `issue`"

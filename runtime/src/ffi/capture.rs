@@ -10,13 +10,37 @@ use super::keep::Keep;
 use super::status::CaptureStatus;
 use crate::error::{CaptureFault, Error, Result};
 
-/// `cuStreamBeginCapture_v2` of `stream` in `mode`.
+/// `cuStreamBeginCapture_v2` of `stream` in `mode`; the capture's id, which
+/// [`end_capture`] checks.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
-pub(crate) fn begin_capture(stream: &CudaStream, mode: CaptureModeRaw) -> Result<(), DriverError> {
+pub(crate) fn begin_capture(stream: &CudaStream, mode: CaptureModeRaw) -> Result<u64, DriverError> {
     ensure_current(stream.context())?;
     // SAFETY: `stream` owns its live handle; no pointer is passed.
-    unsafe { sys::cuStreamBeginCapture_v2(stream.cu_stream(), mode.raw()) }.result()
+    unsafe { sys::cuStreamBeginCapture_v2(stream.cu_stream(), mode.raw()) }.result()?;
+    Ok(capture_id(stream)?.unwrap_or(0))
+}
+
+/// The id of the capture `stream` is in (`cuStreamGetCaptureInfo_v3`, unique in the process),
+/// `None` where it is not capturing. The context is current.
+fn capture_id(stream: &CudaStream) -> Result<Option<u64>, DriverError> {
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    let mut id: u64 = 0;
+    // SAFETY: `stream` owns its live handle; `status` and `id` are valid out-pointers; the
+    // outputs not wanted are null, which the driver allows.
+    unsafe {
+        sys::cuStreamGetCaptureInfo_v3(
+            stream.cu_stream(),
+            &mut status,
+            &mut id,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
+    }
+    .result()?;
+    Ok((CaptureStatus::from(status) != CaptureStatus::None).then_some(id))
 }
 
 /// The capture modes of `cuStreamBeginCapture`, without naming `sys` outside `ffi`.
@@ -40,15 +64,50 @@ impl CaptureModeRaw {
     }
 }
 
-/// `cuStreamEndCapture`: ends the capture begun on `stream` and returns its graph.
+/// How [`end_capture`] failed.
+#[derive(Debug)]
+pub(crate) enum EndFailed {
+    /// The driver's error.
+    Driver(DriverError),
+    /// The capture [`begin_capture`] began was not the stream's any more: other code ended it
+    /// (and perhaps began another, which is ended here); what it collected was given up.
+    EndedElsewhere,
+}
+
+/// `cuStreamEndCapture`: ends the capture begun on `stream` (the one of id `id`, where given)
+/// and returns its graph, which keeps `keep`.
 ///
 /// On failure the capture is over as well (the driver ends it and drops what it recorded);
-/// a partial graph the driver still hands back is destroyed here.
+/// a partial graph the driver still hands back is destroyed here. Where the stream is not in
+/// capture `id` any more, other code ended it, and a graph of that code may hold the nodes
+/// `keep` keeps alive: `keep` is given up for good ([`Keep::abandon`]), and a capture of
+/// that code the stream is in now is ended and its graph destroyed.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
-pub(crate) fn end_capture(stream: &CudaStream, mut keep: Keep) -> Result<OwnedGraph, DriverError> {
+pub(crate) fn end_capture(
+    stream: &CudaStream,
+    mut keep: Keep,
+    id: Option<u64>,
+) -> Result<OwnedGraph, EndFailed> {
     let ctx = stream.context();
-    ensure_current(ctx)?;
+    ensure_current(ctx).map_err(EndFailed::Driver)?;
+    if let Some(id) = id
+        && !matches!(capture_id(stream), Ok(Some(now)) if now == id)
+    {
+        keep.abandon();
+        let mut graph: sys::CUgraph = std::ptr::null_mut();
+        // SAFETY: `stream` owns its live handle; `graph` is a valid out-pointer. Whatever the
+        // stream is capturing now is ended; a graph handed back is destroyed (owned by nothing).
+        if unsafe { sys::cuStreamEndCapture(stream.cu_stream(), &mut graph) }
+            .result()
+            .is_ok()
+            && !graph.is_null()
+        {
+            // SAFETY: as above: the graph the driver just handed over, owned by nothing else.
+            drop(unsafe { OwnedGraph::from_raw(graph, ctx, Keep::default()) });
+        }
+        return Err(EndFailed::EndedElsewhere);
+    }
     let mut graph: sys::CUgraph = std::ptr::null_mut();
     // SAFETY: `stream` owns its live handle; `graph` is a valid out-pointer for the call.
     let ended = unsafe { sys::cuStreamEndCapture(stream.cu_stream(), &mut graph) }.result();
@@ -61,11 +120,11 @@ pub(crate) fn end_capture(stream: &CudaStream, mut keep: Keep) -> Result<OwnedGr
     });
     match (ended, owned) {
         (Ok(()), Some(g)) => Ok(g),
-        (Ok(()), None) => Err(DriverError(
+        (Ok(()), None) => Err(EndFailed::Driver(DriverError(
             sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
-        )),
+        ))),
         // Dropping the partial graph destroys it.
-        (Err(e), _) => Err(e),
+        (Err(e), _) => Err(EndFailed::Driver(e)),
     }
 }
 

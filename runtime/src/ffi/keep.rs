@@ -144,6 +144,16 @@ impl Keep {
         self.compact();
     }
 
+    /// Gives up what a capture that other code ended collected: a graph of that code may hold
+    /// its nodes and launch them at any time, so nothing of it is ever freed (leaked), and its
+    /// pinned allocations refuse Rust borrows from now on ([`PinnedAlloc::abandon`]).
+    pub(crate) fn abandon(self) {
+        for (alloc, _) in &self.pinned {
+            alloc.abandon();
+        }
+        std::mem::forget(self);
+    }
+
     /// Makes room for `device` allocations (the previous capture's count).
     pub(crate) fn reserve(&mut self, device: usize) {
         self.device.reserve(device);

@@ -78,6 +78,9 @@ struct PinnedState {
     pending: Vec<Pending>,
     /// When `pending` is pruned next.
     prune_at: usize,
+    /// Whether a graph of other code may copy to or from it at any time (see
+    /// [`PinnedAlloc::abandon`]): then no Rust borrow is handed out and it is never freed.
+    abandoned: bool,
 }
 
 struct Pending {
@@ -203,6 +206,9 @@ impl PinnedAlloc {
     /// lives, DMA that writes them is refused.
     pub(crate) fn read(&self) -> Result<PinnedRead<'_>> {
         let mut state = self.state();
+        if state.abandoned {
+            return Err(abandoned("read it"));
+        }
         if state.writer {
             return Err(Error::PinnedBusy {
                 action: "read it",
@@ -218,6 +224,9 @@ impl PinnedAlloc {
     /// lives, every DMA on them is refused.
     pub(crate) fn write(&self) -> Result<PinnedWrite<'_>> {
         let mut state = self.state();
+        if state.abandoned {
+            return Err(abandoned("write it"));
+        }
         if state.writer || state.readers > 0 {
             return Err(Error::PinnedBusy {
                 action: "write it",
@@ -265,6 +274,20 @@ impl PinnedAlloc {
         }
         Ok(out)
     }
+}
+
+impl PinnedAlloc {
+    /// Gives the allocation up to DMA nothing tracks: a graph that other code captured may
+    /// copy to or from it whenever it is launched. From here on no Rust borrow is handed out
+    /// and the bytes are never freed.
+    pub(crate) fn abandon(&self) {
+        self.state().abandoned = true;
+    }
+}
+
+/// The refusal of a borrow of an abandoned allocation ([`PinnedAlloc::abandon`]).
+fn abandoned(action: &'static str) -> Error {
+    Error::PinnedAbandoned { action }
 }
 
 /// The allocations of `sides`, each once (written when any side writes it), in lock order.
@@ -347,7 +370,7 @@ impl PinnedAlloc {
     /// Waits for the DMA on the allocation and frees it (or leaks it when waiting fails).
     fn release(&mut self) {
         let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
-        if state.settle(true).is_err() {
+        if state.abandoned || state.settle(true).is_err() {
             // A DMA may still be running on bytes we cannot prove idle: leaking them is safe,
             // freeing them is not.
             return;

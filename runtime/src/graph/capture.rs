@@ -48,7 +48,7 @@ use crate::error::{CaptureFault, Error, Result};
 use crate::exec::eager::Eager;
 use crate::exec::expect::Expected;
 use crate::ffi::arena::TempArena;
-use crate::ffi::capture::{self as gffi, CaptureModeRaw};
+use crate::ffi::capture::{self as gffi, CaptureModeRaw, EndFailed};
 use crate::ffi::conditional::CondKernels;
 use crate::ffi::graph::OwnedGraph;
 use crate::ffi::keep::Keep;
@@ -430,15 +430,18 @@ impl Capture {
             ),
             CaptureMode::ThreadLocal | CaptureMode::Relaxed => None,
         };
-        if let Err(e) = gffi::begin_capture(origin.as_cudarc(), self.mode.raw()) {
-            // Asked only when beginning failed: a stream that is capturing already (this
-            // issuer's origin inside its own capture, or a stream joined to another one).
-            let error = match stream_capture_status(origin.as_cudarc()) {
-                Ok(CaptureStatus::None) | Err(_) => Error::driver("cuStreamBeginCapture", e),
-                Ok(_) => fault_error(CaptureFault::AlreadyCapturing),
-            };
-            return Err(normalize(error, program, None));
-        }
+        let id = match gffi::begin_capture(origin.as_cudarc(), self.mode.raw()) {
+            Ok(id) => Some(id),
+            Err(e) => {
+                // Asked only when beginning failed: a stream that is capturing already (this
+                // issuer's origin inside its own capture, or a stream joined to another one).
+                let error = match stream_capture_status(origin.as_cudarc()) {
+                    Ok(CaptureStatus::None) | Err(_) => Error::driver("cuStreamBeginCapture", e),
+                    Ok(_) => fault_error(CaptureFault::AlreadyCapturing),
+                };
+                return Err(normalize(error, program, None));
+            }
+        };
         let mut book = match self.spare.take() {
             Some(mut book) => {
                 book.reset(program, self.sizes, self.cross_check, self.mode.raw());
@@ -476,7 +479,7 @@ impl Capture {
             Err(payload) => {
                 // The pipeline panicked: its side streams are joined; end the capture (the
                 // partial graph is destroyed) and let the panic go on.
-                drop(gffi::end_capture(origin.as_cudarc(), book.take_keep()));
+                drop(gffi::end_capture(origin.as_cudarc(), book.take_keep(), id));
                 self.recover(&origin);
                 resume_unwind(payload);
             }
@@ -485,12 +488,14 @@ impl Capture {
         let plan = expected.map(|e| e.into_plan());
         let last = book.last;
         let keep = book.take_keep();
-        let ended = gffi::end_capture(origin.as_cudarc(), keep);
+        let ended = gffi::end_capture(origin.as_cudarc(), keep, id);
         let captured = match (issued, ended) {
             (Ok(()), Ok(graph)) => Ok((graph, book)),
+            // Whatever the statements' error, other code ending the capture explains it.
+            (_, Err(EndFailed::EndedElsewhere)) => Err(fault_error(CaptureFault::EndedElsewhere)),
             // A partial graph is destroyed as it drops here.
             (Err(e), _) => Err(e),
-            (Ok(()), Err(e)) => Err(Error::driver("cuStreamEndCapture", e)),
+            (Ok(()), Err(EndFailed::Driver(e))) => Err(Error::driver("cuStreamEndCapture", e)),
         };
         let captured = captured.and_then(|(graph, mut book)| {
             // Work issued into the capture by code outside the statements makes nodes the
@@ -531,7 +536,7 @@ impl Capture {
             stream_capture_status(origin.as_cudarc()),
             Ok(CaptureStatus::None)
         ) {
-            drop(gffi::end_capture(origin.as_cudarc(), Keep::default()));
+            drop(gffi::end_capture(origin.as_cudarc(), Keep::default(), None));
         }
         self.eager.forget_streams();
     }
