@@ -489,3 +489,59 @@ fn a_capture_ended_by_other_code_gives_up_what_it_captured() {
     stolen.launch().unwrap();
     stream.synchronize().unwrap();
 }
+
+/// Begins a capture on `origin` (through cudarc) when it is not capturing; the fill value.
+fn begin_capture_on(origin: &Stream) -> u32 {
+    let cs = origin.as_cudarc();
+    if cs.capture_status().unwrap() == sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        cs.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
+            .unwrap();
+    }
+    1
+}
+
+/// Ends the capture on `origin` when it is capturing, keeping its graph; the fill value.
+fn end_capture_on(origin: &Stream) -> u32 {
+    let cs = origin.as_cudarc();
+    if cs.capture_status().unwrap() != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        let graph = cs
+            .end_capture(sys::CUgraphInstantiate_flags(0))
+            .ok()
+            .flatten();
+        STOLEN.with(|s| *s.borrow_mut() = graph);
+    }
+    2
+}
+
+pipeline! {
+    /// Two fills whose values' expressions begin a capture on the origin and end it.
+    pipeline BeginsAndEnds(x: &mut DeviceBuffer<u32>, y: &mut DeviceBuffer<u32>, origin: &Stream) {
+        stream s;
+        s: fill x = begin_capture_on(origin);
+        s: fill y = end_capture_on(origin);
+    }
+}
+
+/// A capture that code in an eager run's statements begins and ends between two of them: the
+/// statement issued inside it is refused, so no graph of that code holds work of the run.
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn an_eager_statement_inside_a_capture_other_code_began_is_refused() {
+    let k = Kernels::new();
+    let stream = Stream::new(&k.device, 0).unwrap();
+    let mut x = DeviceBuffer::<u32>::zeros(&k.device, 64).unwrap();
+    let mut y = DeviceBuffer::<u32>::zeros(&k.device, 64).unwrap();
+    let mut eager = Eager::new(&stream);
+    eager.check(false); // a plan would issue the pipeline, and begin its capture, first
+    let run = eager.run(&BeginsAndEnds::new(&mut x, &mut y, &stream));
+    assert!(
+        matches!(&run, Err(e) if e.to_string().contains("its stream is being captured")),
+        "a fill issued into a capture other code began: {run:?}"
+    );
+    end_capture_on(&stream);
+    assert!(
+        STOLEN.with(|s| s.borrow_mut().take()).is_none(),
+        "a graph of the capture begun mid-run holds the run's work"
+    );
+    stream.synchronize().unwrap();
+}

@@ -352,6 +352,8 @@ impl Frame {
         config: LaunchConfig,
         args: &[KernelArg<'_>],
     ) -> Result<&Stream> {
+        let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)?;
+        crate::ffi::status::uncaptured(false, stream.as_cudarc())?;
         self.launch_inline(stmt, kernel, config, args)
     }
 

@@ -1,14 +1,13 @@
 //! The recorder hook: one issuing path for runs and captures.
 //!
 //! [`Issue`] is the [`Issuer`] that [`crate::Eager`] hands a pipeline: it checks each statement
-//! against the plan (in a checked run), issues it on the [`Frame`]'s streams, and then tells
-//! its [`Recorder`] what it issued. An eager run's recorder is [`Plain`], whose hooks do
-//! nothing (they inline away: the run pays for no capture); a capture's recorder lives on the
-//! graph floor (the node book, device-block bodies, collective attribution), so that this
-//! floor knows nothing of books, conditional nodes or graphs. The recorder is a type
-//! parameter, never a trait object: each issuer is compiled for its recorder, and the
-//! checks and hooks of each statement are inlined into the pipeline's generated `issue`
-//! around one out-of-line call per statement.
+//! against the plan (in a checked run), issues it on the [`Frame`]'s streams, and then tells its
+//! [`Recorder`] what it issued. An eager run's recorder is [`Plain`], whose hooks do nothing (they
+//! inline away: the run pays for no capture); a capture's recorder lives on the graph floor (the
+//! node book, device-block bodies, collective attribution), so that this floor knows nothing of
+//! books, conditional nodes or graphs. The recorder is a type parameter, never a trait object: each
+//! issuer is compiled for its recorder, and the checks and hooks of each statement are inlined into
+//! the pipeline's generated `issue` around one out-of-line call per statement.
 
 use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -20,7 +19,7 @@ use crate::exec::expect::Expected;
 use crate::exec::frame::{stream_of, Frame};
 use crate::ffi::conditional::CondKind;
 use crate::ffi::memory::{MemoryMut, MemoryRef};
-use crate::ffi::KernelArg;
+use crate::ffi::{status::uncaptured, KernelArg};
 use crate::issue::{check_switch_arms, Body, CollectivePart, Issuer};
 use crate::memory::{DeviceFlag, DeviceMemory, Scope, TempMemory};
 use crate::module::Kernel;
@@ -188,6 +187,7 @@ impl Recorder for Plain {
         stream: &Stream,
         call: &mut dyn BoundCall,
     ) -> Result<()> {
+        uncaptured(false, stream.as_cudarc())?;
         call.issue(&CallStream::new(stream, false))
     }
 
@@ -395,6 +395,7 @@ fn issue_copy<'f>(
         });
     }
     let stream = stream_of(origin, sides, stmt.stream)?;
+    uncaptured(capturing, stream.as_cudarc())?;
     crate::ffi::copy::copy(stream.as_cudarc(), dst, src, !capturing)?;
     Ok(stream)
 }
@@ -516,6 +517,7 @@ impl<R: Recorder> Issuer for Issue<'_, R> {
         let frame = &mut *self.frame;
         frame.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let stream = stream_of(&frame.origin, &frame.res.sides, stmt.stream)
+            .and_then(|s| uncaptured(R::CAPTURING, s.as_cudarc()).map(|()| s))
             .map_err(|e| e.in_statement(stmt))?;
         crate::ffi::copy::fill(stream.as_cudarc(), &dst, pattern)
             .map_err(|e| e.in_statement(stmt))?;
