@@ -166,7 +166,10 @@ pub struct In<'a, T> {
 }
 
 /// Device memory of `T` a `call` writes: `&mut x` in the statement, reached through an
-/// exclusive borrow.
+/// exclusive borrow. The borrow excludes everything outside the statement, not the call's other
+/// operands: `call op(&mut x, &x)`, or two slices of one buffer, name overlapping memory, so an
+/// op whose work cannot take that (a library call whose output must not alias an input) checks
+/// it, e.g. with [`DeviceRange::overlaps`](crate::DeviceRange::overlaps).
 pub struct Out<'a, T> {
     memory: MemoryMut<'a>,
     len: usize,
