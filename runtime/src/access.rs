@@ -210,9 +210,19 @@ pub(crate) fn buffer_arg<M: DeviceMemory + ?Sized>(m: &M, mode: AccessMode) -> K
     note = "a value passed by value implements `DeviceRepr` (the integer and float types do; \
             implement it for your own `#[repr(C)]` structs)"
 )]
-pub trait KernelValue {
+///
+/// Sealed: every [`DeviceRepr`] type has it, and nothing else. A by-value argument names no
+/// memory the race check could see, so a value type of one's own that passed a buffer
+/// through it would carry a write past the check.
+pub trait KernelValue: value_seal::Sealed {
     /// The argument, pointing at `self`.
     fn kernel_arg(&self) -> KernelArg<'_>;
+}
+
+/// Keeps [`KernelValue`] to [`DeviceRepr`] types.
+mod value_seal {
+    pub trait Sealed {}
+    impl<T: cudarc::driver::DeviceRepr> Sealed for T {}
 }
 
 impl<T: DeviceRepr> KernelValue for T {
