@@ -83,7 +83,7 @@ CUresult cuStreamEndCapture(stream* s,graph** g){
   return bad?901:OK;}
 CUresult cuStreamIsCapturing(stream* s,int* st){*st=active(s)?(s->c->invalid?2:1):0;return OK;}
 CUresult cuStreamGetCaptureInfo_v3(stream* s,int* st,unsigned long long* id,graph** g,node*** deps,void** ed,size_t* n){
-  *st=active(s)?1:0; if(id)*id=(uintptr_t)(s->c);
+  *st=active(s)?(s->c->invalid?2:1):0; if(id)*id=(uintptr_t)(s->c);
   if(g)*g=active(s)?s->c->g:0; if(deps)*deps=s->deps; if(ed)*ed=0; if(n)*n=active(s)?s->ndeps:0; return OK;}
 // A capturing stream that waits for an event recorded outside its capture would cross the
 // capture's boundary: CUDA_ERROR_STREAM_CAPTURE_ISOLATION, and the capture is invalidated.

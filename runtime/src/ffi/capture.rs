@@ -18,12 +18,13 @@ pub(crate) fn begin_capture(stream: &CudaStream, mode: CaptureModeRaw) -> Result
     ensure_current(stream.context())?;
     // SAFETY: `stream` owns its live handle; no pointer is passed.
     unsafe { sys::cuStreamBeginCapture_v2(stream.cu_stream(), mode.raw()) }.result()?;
-    Ok(capture_id(stream)?.unwrap_or(0))
+    Ok(capture_id(stream)?.1)
 }
 
-/// The id of the capture `stream` is in (`cuStreamGetCaptureInfo_v3`, unique in the process),
-/// `None` where it is not capturing. The context is current.
-fn capture_id(stream: &CudaStream) -> Result<Option<u64>, DriverError> {
+/// The capture status of `stream` and, while it is active, the capture's id
+/// (`cuStreamGetCaptureInfo_v3`; unique in the process; 0 otherwise: the driver returns
+/// nothing but the status of a capture that is not active). The context is current.
+fn capture_id(stream: &CudaStream) -> Result<(CaptureStatus, u64), DriverError> {
     let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
     let mut id: u64 = 0;
     // SAFETY: `stream` owns its live handle; `status` and `id` are valid out-pointers; the
@@ -40,7 +41,15 @@ fn capture_id(stream: &CudaStream) -> Result<Option<u64>, DriverError> {
         )
     }
     .result()?;
-    Ok((CaptureStatus::from(status) != CaptureStatus::None).then_some(id))
+    let status = CaptureStatus::from(status);
+    Ok((
+        status,
+        if status == CaptureStatus::Active {
+            id
+        } else {
+            0
+        },
+    ))
 }
 
 /// The capture modes of `cuStreamBeginCapture`, without naming `sys` outside `ffi`.
@@ -81,7 +90,9 @@ pub(crate) enum EndFailed {
 /// a partial graph the driver still hands back is destroyed here. Where the stream is not in
 /// capture `id` any more, other code ended it, and a graph of that code may hold the nodes
 /// `keep` keeps alive: `keep` is given up for good ([`Keep::abandon`]), and a capture of
-/// that code the stream is in now is ended and its graph destroyed.
+/// that code the stream is in now is ended and its graph destroyed. So is `keep` where the
+/// capture is invalidated: the driver names no invalidated capture's id, so this one may be
+/// another that other code began after ending this one.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
 pub(crate) fn end_capture(
@@ -91,22 +102,25 @@ pub(crate) fn end_capture(
 ) -> Result<OwnedGraph, EndFailed> {
     let ctx = stream.context();
     ensure_current(ctx).map_err(EndFailed::Driver)?;
-    if let Some(id) = id
-        && !matches!(capture_id(stream), Ok(Some(now)) if now == id)
-    {
+    let ours = id.map(|id| match capture_id(stream) {
+        Ok((CaptureStatus::Active, now)) if now == id => Ok(()),
+        Ok((CaptureStatus::Invalidated, _)) | Err(_) => Err(None),
+        Ok(_) => Err(Some(EndFailed::EndedElsewhere)),
+    });
+    if let Some(Err(failed)) = ours {
         keep.abandon();
         let mut graph: sys::CUgraph = std::ptr::null_mut();
         // SAFETY: `stream` owns its live handle; `graph` is a valid out-pointer. Whatever the
         // stream is capturing now is ended; a graph handed back is destroyed (owned by nothing).
-        if unsafe { sys::cuStreamEndCapture(stream.cu_stream(), &mut graph) }
-            .result()
-            .is_ok()
-            && !graph.is_null()
-        {
+        let ended = unsafe { sys::cuStreamEndCapture(stream.cu_stream(), &mut graph) }.result();
+        if !graph.is_null() {
             // SAFETY: as above: the graph the driver just handed over, owned by nothing else.
             drop(unsafe { OwnedGraph::from_raw(graph, ctx, Keep::default()) });
         }
-        return Err(EndFailed::EndedElsewhere);
+        return Err(failed.unwrap_or(EndFailed::Driver(match ended {
+            Err(e) => e,
+            Ok(()) => DriverError(sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED),
+        })));
     }
     let mut graph: sys::CUgraph = std::ptr::null_mut();
     // SAFETY: `stream` owns its live handle; `graph` is a valid out-pointer for the call.

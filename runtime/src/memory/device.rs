@@ -605,7 +605,6 @@ impl<'a, T> DeviceViewMut<'a, T> {
     /// # Ok::<(), streamgraph::Error>(())
     /// ```
     pub fn as_view(&self) -> DeviceView<'_, T> {
-        // A copy borrowed from this view: no view of the memory outlives the exclusive one.
         DeviceView { ..self.view }
     }
 }

@@ -503,7 +503,6 @@ impl<'a, T> PinnedViewMut<'a, T> {
     /// # Ok::<(), streamgraph::Error>(())
     /// ```
     pub fn as_view(&self) -> PinnedView<'_, T> {
-        // A copy borrowed from this view: no view of the memory outlives the exclusive one.
         PinnedView { ..self.view }
     }
 }
