@@ -65,7 +65,14 @@ pub(crate) fn uncaptured(capturing: bool, stream: &CudaStream) -> Result<()> {
     if capturing {
         return Ok(());
     }
-    refuse_capturing(stream, "a statement of an eager run")
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: `stream` owns its live handle; `status` is a valid out-pointer for the call. The
+    // run made the stream's context current; should other code have changed that and the
+    // call fail, the checked query below makes it current first.
+    match unsafe { sys::cuStreamIsCapturing(stream.cu_stream(), &mut status) }.result() {
+        Ok(()) if CaptureStatus::from(status) == CaptureStatus::None => Ok(()),
+        _ => refuse_capturing(stream, "a statement of an eager run"),
+    }
 }
 
 /// After `what` was issued on `stream`: refuses it, and invalidates the capture, when
