@@ -221,6 +221,13 @@ pub trait KernelValue: value_seal::Sealed {
 
 /// Keeps [`KernelValue`] to [`DeviceRepr`] types.
 mod value_seal {
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be passed to a kernel by value",
+        label = "passed by value: a scalar or `#[repr(C)]` struct is expected here",
+        note = "pass a buffer as `&mut x` if the kernel writes it, or `&x` if it only reads it",
+        note = "a value passed by value implements `DeviceRepr` (the integer and float types \
+                do; implement it for your own `#[repr(C)]` structs)"
+    )]
     pub trait Sealed {}
     impl<T: cudarc::driver::DeviceRepr> Sealed for T {}
 }
