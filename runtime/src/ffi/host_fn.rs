@@ -90,3 +90,31 @@ pub(crate) fn launch_host_fn_once(
     }
     refuse_captured(stream, what)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU32;
+    use std::sync::Arc;
+
+    use super::*;
+
+    #[test]
+    fn a_one_shot_callback_run_twice_runs_its_function_once() {
+        let runs = Arc::new(AtomicU32::new(0));
+        let counted = runs.clone();
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        pending().insert(
+            id,
+            Arc::new(move || {
+                counted.fetch_add(1, Ordering::Relaxed);
+            }),
+        );
+        let data = std::ptr::without_provenance_mut(id);
+        run_host_fn_once(data);
+        run_host_fn_once(data);
+        assert_eq!(runs.load(Ordering::Relaxed), 1);
+        assert!(!pending().contains_key(&id));
+        // The function is freed after its run: only this test's handle is left.
+        assert_eq!(Arc::strong_count(&runs), 1);
+    }
+}
