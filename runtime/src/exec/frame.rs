@@ -352,12 +352,11 @@ impl Frame {
         config: LaunchConfig,
         args: &[KernelArg<'_>],
     ) -> Result<&Stream> {
-        let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)?;
-        crate::ffi::status::uncaptured(false, stream.as_cudarc())?;
-        self.launch_inline(stmt, kernel, config, args)
+        self.launch_inline(stmt, kernel, config, args, false)
     }
 
-    /// [`Frame::launch`], inlined into its caller.
+    /// [`Frame::launch`], inlined into its caller; an eager run's (not `capturing`) first refuses
+    /// a stream other code is capturing.
     #[inline]
     pub(super) fn launch_inline(
         &mut self,
@@ -365,11 +364,13 @@ impl Frame {
         kernel: &Kernel,
         config: LaunchConfig,
         args: &[KernelArg<'_>],
+        capturing: bool,
     ) -> Result<&Stream> {
         if stmt.stream != self.root {
             self.enter(stmt.stream)?;
         }
         let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)?;
+        crate::ffi::status::uncaptured(capturing, stream.as_cudarc())?;
         kernel.issue_on(stream, config, args)?;
         self.stats.launches += 1;
         Ok(stream)

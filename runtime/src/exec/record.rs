@@ -429,7 +429,7 @@ impl<R: Recorder> Issue<'_, R> {
             expect_launch(expect, stmt, args)?;
         }
         let stream = if R::CAPTURING {
-            self.frame.launch_inline(stmt, kernel, config, args)
+            self.frame.launch_inline(stmt, kernel, config, args, true)
         } else {
             self.frame.launch(stmt, kernel, config, args)
         }
