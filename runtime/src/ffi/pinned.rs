@@ -207,7 +207,7 @@ impl PinnedAlloc {
     pub(crate) fn read(&self) -> Result<PinnedRead<'_>> {
         let mut state = self.state();
         if state.abandoned {
-            return Err(abandoned("read it"));
+            return Err(Error::PinnedAbandoned { action: "read it" });
         }
         if state.writer {
             return Err(Error::PinnedBusy {
@@ -225,7 +225,7 @@ impl PinnedAlloc {
     pub(crate) fn write(&self) -> Result<PinnedWrite<'_>> {
         let mut state = self.state();
         if state.abandoned {
-            return Err(abandoned("write it"));
+            return Err(Error::PinnedAbandoned { action: "write it" });
         }
         if state.writer || state.readers > 0 {
             return Err(Error::PinnedBusy {
@@ -283,11 +283,6 @@ impl PinnedAlloc {
     pub(crate) fn abandon(&self) {
         self.state().abandoned = true;
     }
-}
-
-/// The refusal of a borrow of an abandoned allocation ([`PinnedAlloc::abandon`]).
-fn abandoned(action: &'static str) -> Error {
-    Error::PinnedAbandoned { action }
 }
 
 /// The allocations of `sides`, each once (written when any side writes it), in lock order.

@@ -58,8 +58,8 @@ pub(crate) fn refuse_capturing(stream: &CudaStream, what: &'static str) -> Resul
 /// Where an eager run's statement is about to issue on `stream` (not `capturing`, which a
 /// capture's statement is): refused while the stream is capturing. Code in the statement's
 /// expressions, run just before, may have begun a capture (and ended it after the statement),
-/// whose graph would keep nothing the statement's work names alive; nothing of the run's runs
-/// between this check and the work.
+/// whose graph would keep nothing the statement's work names alive; no code of the pipeline's
+/// runs between this check and the work.
 #[inline]
 pub(crate) fn uncaptured(capturing: bool, stream: &CudaStream) -> Result<()> {
     if capturing {
