@@ -569,3 +569,39 @@ fn an_eager_statement_inside_a_capture_other_code_began_is_refused() {
     );
     stream.synchronize().unwrap();
 }
+
+pipeline! {
+    /// Copies `x[1..=n]` into `x[..n]`: two slices of one buffer that overlap.
+    pipeline OverlappingCopy(x: &mut DeviceBuffer<u32>, n: usize) {
+        stream s;
+        s: copy x.slice_mut(0..n) <- x.slice(1..n + 1);
+    }
+}
+
+pipeline! {
+    /// Copies `x[n..2n]` into `x[..n]`: two slices of one buffer that do not overlap.
+    pipeline DisjointCopy(x: &mut DeviceBuffer<u32>, n: usize) {
+        stream s;
+        s: copy x.slice_mut(0..n) <- x.slice(n..2 * n);
+    }
+}
+
+/// A copy whose destination and source overlap is refused before it reaches the driver, whose
+/// copies are defined between disjoint ranges only.
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn a_copy_between_overlapping_slices_is_refused() {
+    let k = Kernels::new();
+    let stream = Stream::new(&k.device, 0).unwrap();
+    let mut x = DeviceBuffer::<u32>::zeros(&k.device, 64).unwrap();
+    let run = Eager::new(&stream).run(&OverlappingCopy::new(&mut x, 32));
+    assert!(
+        matches!(&run, Err(e) if e.to_string().contains("overlap")),
+        "a copy between overlapping slices: {run:?}"
+    );
+    // Disjoint slices of one buffer still copy.
+    Eager::new(&stream)
+        .run(&DisjointCopy::new(&mut x, 32))
+        .unwrap();
+    stream.synchronize().unwrap();
+}

@@ -52,9 +52,36 @@ pub(crate) fn copy(
     if bytes == 0 {
         return Ok(());
     }
+    if overlapping(dst.memory(), src.memory()) {
+        return Err(Error::InvalidArgument(format!(
+            "a copy of {bytes} bytes whose destination and source overlap (slices of one \
+             buffer); the driver copies between disjoint ranges only: copy through a buffer of \
+             its own, or between ranges that do not overlap"
+        )));
+    }
     cudarc_ordered(stream, [dst.holder(), src.holder()], || {
         copy_ordered(stream, dst, src, track, bytes)
     })
+}
+
+/// Whether a copy's two sides share a byte: the driver's copies are defined only between
+/// disjoint ranges.
+fn overlapping(a: Memory, b: Memory) -> bool {
+    let host = |m: Memory| match m {
+        Memory::PinnedHost { ptr, bytes } | Memory::PageableHost { ptr, bytes } => {
+            Some((ptr as usize, bytes))
+        }
+        Memory::Device(_) => None,
+    };
+    match (a, b) {
+        (Memory::Device(x), Memory::Device(y)) => x.overlaps(&y),
+        _ => match (host(a), host(b)) {
+            (Some((p, n)), Some((q, m))) => {
+                n > 0 && m > 0 && p < q.saturating_add(m) && q < p.saturating_add(n)
+            }
+            _ => false,
+        },
+    }
 }
 
 /// [`copy`] once cudarc memory among the sides is ordered.
