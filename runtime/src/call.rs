@@ -61,6 +61,10 @@ use crate::stream::Stream;
 ///   library that forks internally does; a capture joins what such work leaves `stream`
 ///   depending on into one node); no other stream waits or is waited for, and nothing is
 ///   synchronised, allocated or freed;
+/// - the stream stays the runtime's: no handle to it ([`CallStream::as_cudarc`], the stream of
+///   a cudarc view) is kept past `issue` or handed to other code, and no capture is begun or
+///   ended on it (the runtime issues on streams that no other code holds, so that no capture
+///   it did not begin can take its work, nor end its own);
 /// - the work reads no memory but the operands' and the op's own, and writes no memory but
 ///   the [`Out`] operands' (within their ranges) and the op's own;
 /// - whatever else the work uses (a library handle, a workspace, a module, constants) stays

@@ -205,7 +205,9 @@ pub enum Error {
     /// pipeline's own code). Such a graph would replay the work after the memory, host
     /// functions and kernels it names are gone: nothing keeps them alive. Nothing was issued;
     /// or, when the capture began while the work was being issued, that capture was
-    /// invalidated, so that it yields no graph.
+    /// invalidated, so that it yields no graph; or (an eager run whose origin a capture took
+    /// after the run's fork) the run's work ran outside that capture, on the issuer's own
+    /// streams, and had finished when the error came back.
     #[error("{what} was refused: its stream is being captured into a CUDA graph that streamgraph did not begin (e.g. by cudarc's `CudaStream::begin_capture`), and that graph would outlive the memory and functions the work names; end that capture first, or put the work in a pipeline and capture it with `streamgraph::capture`, whose graphs keep what they use alive")]
     StreamCapturing {
         /// What was refused, e.g. `"Stream::copy"`.

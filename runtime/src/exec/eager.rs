@@ -11,19 +11,26 @@
 //!   previous run's record);
 //! - `wait_stream t` on `s` records an internal event on `t` and makes `s` wait for it.
 //!
+//! Every declared stream is one of the issuer's own, which no other code holds: the origin's
+//! statements go to the issuer's lane, which waits for the caller's origin stream at the start
+//! of the run and which that stream waits for at the end (one event recorded and waited for
+//! each way), so that a capture other code begins on the caller's stream cannot take the run's
+//! work (`exec/lane.rs`; [`Eager::run`] says what happens when one begins).
+//!
 //! Fork and join cost as few driver calls as the model allows. A pipeline with a single stream
-//! issues no event call at all. A multi-stream run records one fork event on the origin; a side
+//! issues no event call but the lane's two records and two waits. A multi-stream run records
+//! one fork event on the lane; a side
 //! stream waits for it only when its first command is not already a wait on something recorded
 //! in this run (which orders it after the fork anyway), and a side stream that issues nothing
-//! is neither forked nor joined. At the end the origin waits for each used side stream through
+//! is neither forked nor joined. At the end the lane waits for each used side stream through
 //! the event that stream recorded last, when nothing followed that record, instead of recording
-//! a new one — and not at all when the origin already waited for that very record. The side
+//! a new one — and not at all when the lane already waited for that very record. The side
 //! streams and events are created on a pipeline type's first run and reused by its later runs
 //! with the same stream options; an issuer that runs several pipeline types in turn keeps those
 //! of the last four it ran aside, so alternating pipelines do not make them anew.
 //!
 //! This is also the capture issuer's issuing path ([`crate::Capture`]): a capture issues the
-//! very same stream calls while the origin is capturing, through [`Eager::issue_prepared`]
+//! very same stream calls while the lane is capturing, through [`Eager::issue_prepared`]
 //! with a recorder of its own that books each operation after it was issued (see
 //! `exec/record.rs`; the capture's recorder lives with the graphs).
 //!
@@ -159,35 +166,6 @@ impl Eager {
         self.frame.origin()
     }
 
-    /// The stream that the pipeline run last (or prepared) declared as `name`: the origin for
-    /// its first stream, else the side stream this issuer made for it; `None` for a name it
-    /// does not declare. For timing a stream's work (record events on it after a run) and for
-    /// handing it to other code between runs; every run refuses a side stream that a capture
-    /// streamgraph did not begin holds, as it refuses such an origin.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// use streamgraph::{pipeline, DeviceBuffer, Eager, Event, Stream};
-    /// pipeline! { pipeline P(x: &mut DeviceBuffer<f32>) { stream main; stream side;
-    ///     side: fill x = 1.0f32; } }
-    /// let stream = Stream::on(None, 0)?;
-    /// let mut x = DeviceBuffer::zeros(&stream.device(), 1 << 20)?;
-    /// let mut eager = Eager::new(&stream);
-    /// eager.run(&P::new(&mut x))?;
-    /// assert_eq!(eager.stream("main"), Some(&stream)); // the origin
-    /// let side = eager.stream("side").expect("`P` declares `side`");
-    /// let done = Event::new(&side.device())?;
-    /// done.record(side)?; // after the run's fill on `side`
-    /// done.synchronize()?;
-    /// # Ok::<(), streamgraph::Error>(())
-    /// ```
-    pub fn stream(&self, name: &str) -> Option<&Stream> {
-        let program = self.frame.program()?;
-        let index = program.streams.iter().position(|s| s.name == name)?;
-        self.frame.stream(index).ok()
-    }
-
     /// Counts of the driver work issued so far.
     ///
     /// # Examples
@@ -201,7 +179,8 @@ impl Eager {
     /// eager.run(&P::new(&mut x))?;
     /// eager.run(&P::new(&mut x))?;
     /// let stats = eager.stats();
-    /// assert_eq!((stats.fills, stats.event_records), (2, 0)); // one stream: no fork, no join
+    /// // One stream: no fork, no join, but the lane's (a record each way a run).
+    /// assert_eq!((stats.fills, stats.event_records), (2, 4));
     /// # Ok::<(), streamgraph::Error>(())
     /// ```
     pub fn stats(&self) -> EagerStats {
@@ -230,13 +209,20 @@ impl Eager {
     /// Issues `pipeline` on the origin and side streams; returns once everything is queued.
     /// Errors name the statement that failed.
     ///
+    /// The run's statements go to streams of the issuer's own, which no other code can reach:
+    /// the origin's to a stream that forks from `origin` (waits for its work so far) and joins
+    /// it again at the end (the lane), the other declared streams' to side streams forked from
+    /// the lane and joined into it. Work queued on `origin` after the call follows the run.
+    ///
     /// Refused with [`Error::StreamCapturing`](crate::Error::StreamCapturing) while code
-    /// outside streamgraph captures the origin: the capture would take the run's work into a
-    /// graph that keeps nothing it touches alive (capture pipelines with [`crate::capture`]
-    /// instead); so is a run whose side stream ([`Eager::stream`]) such a capture holds.
-    /// Should a capture of one of the run's streams begin during the run (e.g. begun by the
-    /// pipeline's own code), it is invalidated at the run's end and the run fails the same
-    /// way.
+    /// outside streamgraph captures the origin: the capture would take the run's fork into a
+    /// graph (capture pipelines with [`crate::capture`] instead). Should such a capture begin
+    /// during the run (on another thread, or in the pipeline's own code), the run fails the
+    /// same way and that capture holds none of its work: begun before the fork, it took the
+    /// fork and could take the run's work, so it is invalidated (it yields no graph; the
+    /// issuer makes new streams); begun after, the run's work ran outside it, and the origin
+    /// is not joined to the run (the capture would break) but the run is waited for on the
+    /// host before the error comes back.
     ///
     /// # Examples
     ///
@@ -251,7 +237,7 @@ impl Eager {
     /// ```
     pub fn run<P: Pipeline + ?Sized>(&mut self, pipeline: &P) -> Result<()> {
         const WHAT: &str = "Eager::run";
-        self.frame.origin.refuse_capturing(WHAT)?;
+        self.frame.origin().refuse_capturing(WHAT)?;
         self.expect = None;
         // A pipeline with temporaries is always checked for races on them: a use outside a
         // temporary's live range, which only the plan rules out for every issuer, would touch
@@ -266,33 +252,17 @@ impl Eager {
             self.expect = Some(Box::new(Expected::new(Box::new(plan))));
         }
         self.prepare_for(pipeline)?;
-        for side in self.frame.sides() {
-            side.refuse_capturing(WHAT)?;
-        }
+        // The run is issued on the lane and side streams, forked from the origin and joined
+        // back into it (`exec/lane.rs`).
+        self.frame.fork_lane()?;
         let issued = self.issue_prepared(pipeline, &mut Plain);
         let expected = self.expect.take();
+        let joined = self.frame.join_lane(WHAT);
         let issued = match issued {
             Ok(issued) => issued,
-            Err(panic) => {
-                if self.frame.origin.refuse_captured(WHAT).is_err() {
-                    self.forget_streams();
-                }
-                resume_unwind(panic)
-            }
+            Err(panic) => resume_unwind(panic),
         };
-        // Every stream is asked (and a capture of each invalidated), the first refusal kept.
-        let mut captured = Ok(());
-        for s in std::iter::once(&self.frame.origin).chain(self.frame.sides()) {
-            let checked = s.refuse_captured(WHAT);
-            if captured.is_ok() {
-                captured = checked;
-            }
-        }
-        if let Err(e) = captured {
-            // The other streams may have joined that capture: start afresh.
-            self.forget_streams();
-            return Err(e);
-        }
+        joined?;
         issued?;
         expected.map_or(Ok(()), |e| e.finish())
     }
@@ -301,6 +271,12 @@ impl Eager {
     pub(crate) fn prepare_for<P: Pipeline + ?Sized>(&mut self, pipeline: &P) -> Result<()> {
         self.frame
             .prepare(pipeline.program(), &pipeline.stream_options())
+    }
+
+    /// The stream of the issuer's own that the origin's statements go to, made by
+    /// [`Eager::prepare_for`] (`exec/lane.rs`): a capture begins and ends on it.
+    pub(crate) fn lane(&self) -> &Stream {
+        self.frame.lane()
     }
 
     /// Forgets the side streams and events, so that the next run creates fresh ones (after a

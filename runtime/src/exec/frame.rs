@@ -48,8 +48,13 @@ type Key = (&'static Program, Vec<StreamOptions>);
 /// issued on them.
 #[derive(Debug)]
 pub(crate) struct Frame {
-    /// The origin stream, or inside a captured body the stream that captures it.
-    pub(super) origin: Stream,
+    /// The stream the origin's statements go to (the lane, `lane.rs`, once made), or inside
+    /// a captured body the stream that captures it.
+    pub(super) origin_lane: Stream,
+    /// The caller's origin stream.
+    pub(super) user: Stream,
+    /// The lane's fork and join events, once the lane is made (`lane.rs`).
+    pub(super) lane_events: Option<(Event, Event)>,
     /// The pipeline the streams and events were made for, and its stream options.
     prepared: Option<Key>,
     /// The streams and events of `prepared`.
@@ -150,7 +155,9 @@ impl Frame {
     /// A frame on `origin` with no streams or events made yet.
     pub(super) fn new(origin: &Stream) -> Frame {
         Frame {
-            origin: origin.clone(),
+            origin_lane: origin.clone(),
+            user: origin.clone(),
+            lane_events: None,
             prepared: None,
             res: Resources::default(),
             forked: Vec::new(),
@@ -164,9 +171,9 @@ impl Frame {
         }
     }
 
-    /// The origin stream (inside a captured body, the stream capturing it).
+    /// The caller's origin stream.
     pub(crate) fn origin(&self) -> &Stream {
-        &self.origin
+        &self.user
     }
 
     /// The program the streams and events were made for.
@@ -178,6 +185,7 @@ impl Frame {
     /// Forgets the side streams and events, so that the next run creates fresh ones (after a
     /// failed capture they may still belong to it).
     pub(super) fn forget(&mut self) {
+        self.drop_lane();
         self.prepared = None;
         self.parked.clear();
         self.res = Resources::default();
@@ -213,7 +221,7 @@ impl Frame {
     /// Records the fork point on the origin (a multi-stream run's first command).
     pub(super) fn fork(&mut self) -> Result<()> {
         match &self.res.fork {
-            Some(fork) => record_on(&mut self.stats, fork, &self.origin),
+            Some(fork) => record_on(&mut self.stats, fork, &self.origin_lane),
             None => Ok(()),
         }
     }
@@ -224,6 +232,7 @@ impl Frame {
         program: &'static Program,
         options: &[StreamOptions],
     ) -> Result<()> {
+        self.ensure_lane()?;
         if let Some((p, o)) = &self.prepared
             && p.same(program)
             && **o == *options
@@ -261,7 +270,7 @@ impl Frame {
             self.res = res;
             return Ok(());
         }
-        let origin_device = self.origin.device();
+        let origin_device = self.origin_lane.device();
         let mut sides = Vec::with_capacity(options.len() - 1);
         for o in &options[1..] {
             let device = match o.device {
@@ -320,14 +329,9 @@ impl Frame {
         }
     }
 
-    /// The side streams made for the prepared program (declared streams 1..).
-    pub(crate) fn sides(&self) -> &[Stream] {
-        &self.res.sides
-    }
-
     /// Declared stream `index`: the origin or a side stream.
     pub(crate) fn stream(&self, index: usize) -> Result<&Stream> {
-        stream_of(&self.origin, &self.res.sides, index)
+        stream_of(&self.origin_lane, &self.res.sides, index)
     }
 
     /// The streams a capture captures the bodies of a block at the current depth on, one per
@@ -352,11 +356,10 @@ impl Frame {
         config: LaunchConfig,
         args: &[KernelArg<'_>],
     ) -> Result<&Stream> {
-        self.launch_inline(stmt, kernel, config, args, false)
+        self.launch_inline(stmt, kernel, config, args)
     }
 
-    /// [`Frame::launch`], inlined into its caller; an eager run's (not `capturing`) first refuses
-    /// a stream other code is capturing.
+    /// [`Frame::launch`], inlined into its caller.
     #[inline]
     pub(super) fn launch_inline(
         &mut self,
@@ -364,13 +367,11 @@ impl Frame {
         kernel: &Kernel,
         config: LaunchConfig,
         args: &[KernelArg<'_>],
-        capturing: bool,
     ) -> Result<&Stream> {
         if stmt.stream != self.root {
             self.enter(stmt.stream)?;
         }
-        let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)?;
-        crate::ffi::status::uncaptured(capturing, stream.as_cudarc())?;
+        let stream = stream_of(&self.origin_lane, &self.res.sides, stmt.stream)?;
         kernel.issue_on(stream, config, args)?;
         self.stats.launches += 1;
         Ok(stream)
@@ -394,7 +395,7 @@ impl Frame {
     #[cold]
     #[inline(never)]
     fn fork_into(&mut self, s: usize) -> Result<()> {
-        let side = stream_of(&self.origin, &self.res.sides, s)?;
+        let side = stream_of(&self.origin_lane, &self.res.sides, s)?;
         if let Some(fork) = &self.res.fork {
             wait_on(&mut self.stats, side, fork)?;
         }
@@ -423,8 +424,8 @@ impl Frame {
             if s == root || !self.forked.get(s).copied().unwrap_or(false) {
                 continue;
             }
-            let side = stream_of(&self.origin, &self.res.sides, s)?;
-            let target = stream_of(&self.origin, &self.res.sides, root)?;
+            let side = stream_of(&self.origin_lane, &self.res.sides, s)?;
+            let target = stream_of(&self.origin_lane, &self.res.sides, root)?;
             // The side stream's last command recorded an event still holding that record:
             // its snapshot is the stream's whole work, so wait for it directly.
             let tail = self.tails[s].and_then(|e| {
@@ -475,9 +476,9 @@ impl Frame {
         let streams = match streams {
             Some(set) if set.len() == n => {
                 let mut set = set.into_iter();
-                let origin = set.next().unwrap_or_else(|| self.origin.clone());
+                let origin = set.next().unwrap_or_else(|| self.origin_lane.clone());
                 Some((
-                    std::mem::replace(&mut self.origin, origin),
+                    std::mem::replace(&mut self.origin_lane, origin),
                     std::mem::replace(&mut self.res.sides, set.collect()),
                 ))
             }
@@ -509,7 +510,7 @@ impl Frame {
         if n > 1
             && let Some(fork) = &self.res.fork
         {
-            let stream = stream_of(&self.origin, &self.res.sides, root)?;
+            let stream = stream_of(&self.origin_lane, &self.res.sides, root)?;
             record_on(&mut self.stats, fork, stream)?;
         }
         Ok(outer)
@@ -529,7 +530,7 @@ impl Frame {
         self.forked = outer.forked;
         self.tails = outer.tails;
         if let Some((origin, sides)) = outer.streams {
-            self.origin = origin;
+            self.origin_lane = origin;
             self.res.sides = sides;
         }
     }
@@ -554,7 +555,7 @@ impl Frame {
     pub(super) fn record(&mut self, stmt: &'static Statement) -> Result<()> {
         let index = Self::event_index(stmt, self.res.events.len())?;
         self.enter(stmt.stream)?;
-        let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)?;
+        let stream = stream_of(&self.origin_lane, &self.res.sides, stmt.stream)?;
         let slot = &mut self.res.events[index];
         let instance = match slot.instances.iter().position(|e| e.on_device_of(stream)) {
             Some(i) => i,
@@ -582,7 +583,7 @@ impl Frame {
             return Ok(());
         };
         self.enter_by_wait(stmt.stream);
-        let stream = stream_of(&self.origin, &self.res.sides, stmt.stream)?;
+        let stream = stream_of(&self.origin_lane, &self.res.sides, stmt.stream)?;
         wait_on(
             &mut self.stats,
             stream,
@@ -630,8 +631,8 @@ impl Frame {
             return self.enter(waiting);
         }
         self.enter_by_wait(waiting);
-        let waiting = stream_of(&self.origin, &self.res.sides, waiting)?;
-        let waited = stream_of(&self.origin, &self.res.sides, other)?;
+        let waiting = stream_of(&self.origin_lane, &self.res.sides, waiting)?;
+        let waited = stream_of(&self.origin_lane, &self.res.sides, other)?;
         let link = self.res.links.get(other).ok_or(Error::Internal {
             invariant: "every declared stream has a link event",
         })?;

@@ -10,6 +10,7 @@ pub(crate) mod collective;
 pub mod eager;
 pub(crate) mod expect;
 pub(crate) mod frame;
+mod lane;
 pub(crate) mod record;
 mod temps;
 

@@ -19,7 +19,7 @@ use crate::exec::expect::Expected;
 use crate::exec::frame::{stream_of, Frame};
 use crate::ffi::conditional::CondKind;
 use crate::ffi::memory::{MemoryMut, MemoryRef};
-use crate::ffi::{status::uncaptured, KernelArg};
+use crate::ffi::KernelArg;
 use crate::issue::{check_switch_arms, Body, CollectivePart, Issuer};
 use crate::memory::{DeviceFlag, DeviceMemory, Scope, TempMemory};
 use crate::module::Kernel;
@@ -187,7 +187,6 @@ impl Recorder for Plain {
         stream: &Stream,
         call: &mut dyn BoundCall,
     ) -> Result<()> {
-        uncaptured(false, stream.as_cudarc())?;
         call.issue(&CallStream::new(stream, false))
     }
 
@@ -395,7 +394,6 @@ fn issue_copy<'f>(
         });
     }
     let stream = stream_of(origin, sides, stmt.stream)?;
-    uncaptured(capturing, stream.as_cudarc())?;
     crate::ffi::copy::copy(stream.as_cudarc(), dst, src, !capturing)?;
     Ok(stream)
 }
@@ -429,7 +427,7 @@ impl<R: Recorder> Issue<'_, R> {
             expect_launch(expect, stmt, args)?;
         }
         let stream = if R::CAPTURING {
-            self.frame.launch_inline(stmt, kernel, config, args, true)
+            self.frame.launch_inline(stmt, kernel, config, args)
         } else {
             self.frame.launch(stmt, kernel, config, args)
         }
@@ -488,7 +486,7 @@ impl<R: Recorder> Issuer for Issue<'_, R> {
         frame.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
         let stream = issue_copy(
             R::CAPTURING,
-            &frame.origin,
+            &frame.origin_lane,
             &frame.res.sides,
             stmt,
             &dst,
@@ -516,8 +514,7 @@ impl<R: Recorder> Issuer for Issue<'_, R> {
         }
         let frame = &mut *self.frame;
         frame.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
-        let stream = stream_of(&frame.origin, &frame.res.sides, stmt.stream)
-            .and_then(|s| uncaptured(R::CAPTURING, s.as_cudarc()).map(|()| s))
+        let stream = stream_of(&frame.origin_lane, &frame.res.sides, stmt.stream)
             .map_err(|e| e.in_statement(stmt))?;
         crate::ffi::copy::fill(stream.as_cudarc(), &dst, pattern)
             .map_err(|e| e.in_statement(stmt))?;
@@ -533,7 +530,7 @@ impl<R: Recorder> Issuer for Issue<'_, R> {
         self.expected(stmt)?;
         let frame = &mut *self.frame;
         frame.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
-        let stream = stream_of(&frame.origin, &frame.res.sides, stmt.stream)
+        let stream = stream_of(&frame.origin_lane, &frame.res.sides, stmt.stream)
             .map_err(|e| e.in_statement(stmt))?;
         self.rec.host(stream, f).map_err(|e| e.in_statement(stmt))?;
         frame.stats.host_fns += 1;

@@ -21,7 +21,7 @@ impl<R: Recorder> Issue<'_, R> {
         let temp = self.temp_statement(stmt)?;
         let frame = &mut *self.frame;
         frame.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
-        let stream = stream_of(&frame.origin, &frame.res.sides, stmt.stream)
+        let stream = stream_of(&frame.origin_lane, &frame.res.sides, stmt.stream)
             .map_err(|e| e.in_statement(stmt))?;
         let device = stream.device().ordinal();
         let placed = self.rec.place_temp(stmt, device, bytes);
@@ -75,7 +75,7 @@ impl<R: Recorder> Issue<'_, R> {
             expect.free(stmt, range)?;
         }
         frame.enter(stmt.stream).map_err(|e| e.in_statement(stmt))?;
-        let stream = stream_of(&frame.origin, &frame.res.sides, stmt.stream)
+        let stream = stream_of(&frame.origin_lane, &frame.res.sides, stmt.stream)
             .map_err(|e| e.in_statement(stmt))?;
         let placed = frame.temps[live].placed;
         if !placed {
@@ -133,7 +133,7 @@ impl Frame {
     #[inline(never)]
     fn free_temps_left(&mut self) -> Option<&'static crate::program::Statement> {
         let first = self.temps.first().map(|t| t.alloc);
-        let stream = self.origin.as_cudarc();
+        let stream = self.origin_lane.as_cudarc();
         for t in self.temps.drain(..).filter(|t| !t.placed) {
             // Best effort on a path that already failed or is reported as failing.
             let _ = crate::ffi::temp::free_async(stream.context(), stream.cu_stream(), t.range.ptr);

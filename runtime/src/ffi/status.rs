@@ -55,26 +55,6 @@ pub(crate) fn refuse_capturing(stream: &CudaStream, what: &'static str) -> Resul
     }
 }
 
-/// Where an eager run's statement is about to issue on `stream` (not `capturing`, which a
-/// capture's statement is): refused while the stream is capturing. Code in the statement's
-/// expressions, run just before, may have begun a capture (and ended it after the statement),
-/// whose graph would keep nothing the statement's work names alive; no code of the pipeline's
-/// runs between this check and the work.
-#[inline]
-pub(crate) fn uncaptured(capturing: bool, stream: &CudaStream) -> Result<()> {
-    if capturing {
-        return Ok(());
-    }
-    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    // SAFETY: `stream` owns its live handle; `status` is a valid out-pointer for the call. The
-    // run made the stream's context current; should other code have changed that and the
-    // call fail, the checked query below makes it current first.
-    match unsafe { sys::cuStreamIsCapturing(stream.cu_stream(), &mut status) }.result() {
-        Ok(()) if CaptureStatus::from(status) == CaptureStatus::None => Ok(()),
-        _ => refuse_capturing(stream, "a statement of an eager run"),
-    }
-}
-
 /// After `what` was issued on `stream`: refuses it, and invalidates the capture, when
 /// `stream` is capturing now.
 ///

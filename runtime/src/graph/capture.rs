@@ -1,7 +1,9 @@
 //! Capture: a pipeline recorded into a CUDA graph (`cuStreamBeginCapture`) instead of run.
 //!
 //! [`Capture`] issues a pipeline through the same path as [`crate::Eager`] — the same side
-//! streams, events, fork, statements and join — while the origin stream is capturing, so the
+//! streams, events, fork, statements and join — while the issuer's lane is capturing (a stream
+//! of its own at the origin's priority, on which the origin's statements go: no other code can
+//! end that capture or add to it; `exec/lane.rs`), so the
 //! captured graph's dependencies are exactly the happens-before model of [`crate::Plan`] (the
 //! driver's own rules). Once the capture has ended it checks that the graph holds as many
 //! nodes as the statements made, and the graph reads its nodes back when it first needs them
@@ -421,6 +423,8 @@ impl Capture {
         let counters = blocks::prepare(&mut self.kernels, self.eager.origin(), program)
             .map_err(|e| normalize(e, program, None))?;
         let origin = self.eager.origin().clone();
+        // Captured on the issuer's own stream, which no other code can end the capture of.
+        let lane = self.eager.lane().clone();
         // A global-mode capture holds off streamgraph's unsafe calls on other threads (one
         // inside another on this thread was refused above: it would wait for itself forever).
         let _global = match self.mode {
@@ -430,12 +434,12 @@ impl Capture {
             ),
             CaptureMode::ThreadLocal | CaptureMode::Relaxed => None,
         };
-        let id = match gffi::begin_capture(origin.as_cudarc(), self.mode.raw()) {
+        let id = match gffi::begin_capture(lane.as_cudarc(), self.mode.raw()) {
             Ok(id) => Some(id),
             Err(e) => {
                 // Asked only when beginning failed: a stream that is capturing already (this
                 // issuer's origin inside its own capture, or a stream joined to another one).
-                let error = match stream_capture_status(origin.as_cudarc()) {
+                let error = match stream_capture_status(lane.as_cudarc()) {
                     Ok(CaptureStatus::None) | Err(_) => Error::driver("cuStreamBeginCapture", e),
                     Ok(_) => fault_error(CaptureFault::AlreadyCapturing),
                 };
@@ -479,8 +483,8 @@ impl Capture {
             Err(payload) => {
                 // The pipeline panicked: its side streams are joined; end the capture (the
                 // partial graph is destroyed) and let the panic go on.
-                drop(gffi::end_capture(origin.as_cudarc(), book.take_keep(), id));
-                self.recover(&origin);
+                drop(gffi::end_capture(lane.as_cudarc(), book.take_keep(), id));
+                self.recover(&lane);
                 resume_unwind(payload);
             }
         };
@@ -488,7 +492,7 @@ impl Capture {
         let plan = expected.map(|e| e.into_plan());
         let last = book.last;
         let keep = book.take_keep();
-        let ended = gffi::end_capture(origin.as_cudarc(), keep, id);
+        let ended = gffi::end_capture(lane.as_cudarc(), keep, id);
         let captured = match (issued, ended) {
             (Ok(()), Ok(graph)) => Ok((graph, book)),
             // Whatever the statements' error, other code ending the capture explains it.
@@ -523,20 +527,20 @@ impl Capture {
                 })
             }
             Err(e) => {
-                self.recover(&origin);
+                self.recover(&lane);
                 Err(normalize(e, program, last))
             }
         }
     }
 
-    /// After a failed capture: make sure no stream is left capturing and start the next run
-    /// with fresh side streams and events.
-    fn recover(&mut self, origin: &Stream) {
+    /// After a failed capture: make sure the lane is left capturing nothing and start the next
+    /// run with fresh streams and events.
+    fn recover(&mut self, lane: &Stream) {
         if !matches!(
-            stream_capture_status(origin.as_cudarc()),
+            stream_capture_status(lane.as_cudarc()),
             Ok(CaptureStatus::None)
         ) {
-            drop(gffi::end_capture(origin.as_cudarc(), Keep::default(), None));
+            drop(gffi::end_capture(lane.as_cudarc(), Keep::default(), None));
         }
         self.eager.forget_streams();
     }

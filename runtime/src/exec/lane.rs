@@ -1,0 +1,115 @@
+//! The lane: a stream of the issuer's own that a run's origin statements are issued on.
+//!
+//! A capture that code outside streamgraph begins on a stream (cudarc's safe
+//! `CudaStream::begin_capture`, on a handle from [`Stream::as_cudarc`] — perhaps on another
+//! thread) takes all work issued on that stream while it lasts into a graph that keeps nothing
+//! the work names alive. A check of the stream before the work and another after it cannot see
+//! a capture begun right after the first and ended right before the second. So no run issues
+//! on the caller's stream: the origin's statements go to the lane, a stream no handle of which
+//! leaves the runtime (nor do the side streams' handles), made on the caller's stream's device
+//! at its priority.
+//!
+//! An eager run forks the lane from the caller's stream (an event recorded there, waited for
+//! on the lane) and joins it back at the end (one recorded on the lane, waited for there). A
+//! capture can reach the lane and the side streams only through that fork, and then cannot end
+//! (it would end `CUDA_ERROR_STREAM_CAPTURE_UNJOINED`, with no graph) before the lane is joined
+//! back to the caller's stream — which the run does only after asking the lane: that one
+//! question is exact. A lane found capturing has its capture invalidated and is given up with
+//! the side streams (they are in a capture the runtime cannot end); the run fails with
+//! [`Error::StreamCapturing`]. A caller's stream found capturing at the join (a capture begun
+//! during the run, which holds none of its work) is not joined (the wait would break that
+//! capture): the run is waited for on the host instead and fails the same way. A capture
+//! begins on the lane itself, which no other code can end.
+
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::exec::frame::Frame;
+use crate::ffi::status::{stream_capture_status, CaptureStatus};
+use crate::stream::Stream;
+
+impl Frame {
+    /// Makes the lane, once: a new stream on the caller's stream's device at its priority.
+    pub(super) fn ensure_lane(&mut self) -> Result<()> {
+        if self.lane_events.is_some() {
+            return Ok(());
+        }
+        let user = &self.user;
+        let device = user.device();
+        let lane = Stream::new(&device, user.priority()?)?;
+        self.lane_events = Some((Event::new(&device)?, Event::new(&device)?));
+        self.origin_lane = lane;
+        Ok(())
+    }
+
+    /// Drops the lane: the next run makes a fresh one.
+    pub(super) fn drop_lane(&mut self) {
+        self.lane_events = None;
+        self.origin_lane = self.user.clone();
+    }
+
+    /// The stream the origin's statements are issued on (and a capture begins on): the lane.
+    pub(crate) fn lane(&self) -> &Stream {
+        &self.origin_lane
+    }
+
+    /// An eager run's first command: the lane waits for the work on the caller's stream so far.
+    pub(super) fn fork_lane(&mut self) -> Result<()> {
+        let Some((fork, _)) = &self.lane_events else {
+            return Err(Error::Internal {
+                invariant: "an eager run's lane is made before it forks",
+            });
+        };
+        fork.record(&self.user)?;
+        self.origin_lane.wait_event(fork)?;
+        self.stats.event_records += 1;
+        self.stats.event_waits += 1;
+        Ok(())
+    }
+
+    /// An eager run's last command, after the side streams joined the lane: the caller's
+    /// stream waits for the lane. Refused as the module docs say when a capture other code
+    /// began holds the lane or the caller's stream.
+    pub(super) fn join_lane(&mut self, what: &'static str) -> Result<()> {
+        let Some((_, join)) = &self.lane_events else {
+            return Err(Error::Internal {
+                invariant: "an eager run's lane is made before it joins",
+            });
+        };
+        if let Err(e) = self.origin_lane.refuse_captured(what) {
+            self.abandon_streams();
+            return Err(e);
+        }
+        let user = &self.user;
+        let joined = match stream_capture_status(user.as_cudarc()) {
+            Ok(CaptureStatus::None) => join
+                .record(&self.origin_lane)
+                .and_then(|()| user.wait_event(join))
+                // A capture begun since the question: the wait failed (and broke it).
+                .map_err(|_| Error::StreamCapturing { what }),
+            Ok(_) => Err(Error::StreamCapturing { what }),
+            Err(e) => Err(Error::driver("cuStreamIsCapturing", e)),
+        };
+        match joined {
+            Ok(()) => {
+                self.stats.event_records += 1;
+                self.stats.event_waits += 1;
+                Ok(())
+            }
+            Err(e) => {
+                // Nothing orders later work on the caller's stream after the run: it has
+                // finished before the error comes back.
+                self.origin_lane.synchronize()?;
+                Err(e)
+            }
+        }
+    }
+
+    /// Gives up the lane and the side streams, which a capture the runtime cannot end holds:
+    /// never destroyed (a stream in a capture is not to be), the next run makes new ones.
+    fn abandon_streams(&mut self) {
+        std::mem::forget(std::mem::replace(&mut self.origin_lane, self.user.clone()));
+        std::mem::forget(std::mem::take(&mut self.res));
+        self.lane_events = None;
+        self.forget();
+    }
+}
