@@ -33,6 +33,7 @@
 //! - `diamond N`: W3's diamond of `N` layers (four streams, events), captured and dropped;
 //! - `eager N`: the chain of `capture N` run eagerly (`Eager::run`, unchecked);
 //! - `ediamond N`: the diamond of `diamond N` run eagerly;
+//! - `launch_on N`: `N` launches of the kernel by `Kernel::launch_on`, one by one;
 //! - `set N`: `set_kernel_args` on each of the `N` launches of an instantiated chain;
 //! - `rawset N`: the same by hand, `cuGraphExecKernelNodeSetParams` on each node;
 //! - `update N`: `update_with` of a chain of `N` launches whose arguments change;
@@ -490,6 +491,18 @@ fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error>
                 }?)
             })
         }
+        "launch_on" => {
+            // `n` launches one by one, outside any pipeline (each on a lane, forked and joined).
+            let one = LaunchConfig {
+                grid: Dim3::from(1),
+                block: Dim3::from(1),
+                shared_mem_bytes: 0,
+            };
+            best_of_five(iterations, |_| {
+                (0..n).try_for_each(|_| s.k.empty.launch_on(&s.stream, one, &[]))?;
+                Ok(())
+            })
+        }
         "set" => {
             let mut slot = DeviceBuffer::<u32>::zeros(&s.device, 1)?;
             let graph = capture.capture(Stamps::new(&s.k, &mut slot, n, 0))?;
@@ -618,7 +631,7 @@ fn run(s: &Setup, case: &str, n: usize, iterations: usize) -> Result<f64, Error>
         }
         other => {
             Err(format!(
-                "no case `{other}`: raw, counted, capture, distinct, rawstamp, calls, gemms, rawgemms, diamond, eager, ediamond, set, rawset, update, rawupdate, args, same, tail or cells"
+                "no case `{other}`: raw, counted, capture, distinct, rawstamp, calls, gemms, rawgemms, diamond, eager, ediamond, launch_on, set, rawset, update, rawupdate, args, same, tail or cells"
             )
             .into())
         }
@@ -641,6 +654,7 @@ const DEFAULTS: &[(&str, usize, usize)] = &[
     ("diamond", 51, 200),
     ("eager", 1000, 100),
     ("ediamond", 51, 200),
+    ("launch_on", 1000, 20),
     ("set", 1000, 20),
     ("rawset", 1000, 20),
     ("update", 1000, 20),

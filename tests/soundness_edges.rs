@@ -637,10 +637,11 @@ fn a_copy_between_overlapping_slices_is_refused() {
     stream.synchronize().unwrap();
 }
 
-/// Another thread that begins and ends captures on a run's origin as fast as it can, while this
-/// one runs a pipeline eagerly on it again and again: none of its graphs holds any of the runs'
-/// work (it captures nothing of its own), whichever moment its captures begin and end at. Each
-/// run either goes through or fails with `StreamCapturing`; the kernel ran at most once a run.
+/// Another thread that begins and ends captures on a stream as fast as it can, while this one
+/// runs a pipeline eagerly on it, launches, fills and reads back on it, again and again: none
+/// of its graphs holds any of that work (it captures nothing of its own), whichever moment its
+/// captures begin and end at. Each call either goes through or fails with `StreamCapturing`;
+/// the kernel ran at most once a run or launch.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn another_threads_captures_never_hold_a_runs_work_values() {
@@ -671,12 +672,28 @@ fn another_threads_captures_never_hold_a_runs_work_values() {
         let mut eager = Eager::new(&stream);
         eager.check(false);
         let mut ok = 0u32;
-        for _ in 0..RUNS {
-            match eager.run(&Bump::new(&mut x, &k.add, 64)) {
-                Ok(()) => ok += 1,
-                Err(Error::StreamCapturing { .. }) => {}
-                Err(e) => panic!("a run beside another thread's captures: {e}"),
-            }
+        let mut y = DeviceBuffer::<u32>::zeros(&k.device, 64).unwrap();
+        let counted = |r: streamgraph::Result<()>, what: &str| match r {
+            Ok(()) => 1,
+            Err(Error::StreamCapturing { .. }) => 0,
+            Err(e) => panic!("{what} beside another thread's captures: {e}"),
+        };
+        for i in 0..RUNS {
+            ok += counted(eager.run(&Bump::new(&mut x, &k.add, 64)), "Eager::run");
+            ok += counted(
+                k.add.launch_on(
+                    &stream,
+                    single(),
+                    &[
+                        KernelArg::write(&mut x),
+                        KernelArg::value(&1u32),
+                        KernelArg::value(&64u32),
+                    ],
+                ),
+                "Kernel::launch_on",
+            );
+            counted(stream.fill(&mut y, i), "Stream::fill");
+            counted(y.to_vec_on(&stream).map(|_| ()), "DeviceBuffer::to_vec_on");
         }
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         (ok, thief.join().unwrap())
@@ -688,8 +705,12 @@ fn another_threads_captures_never_hold_a_runs_work_values() {
     stream.synchronize().unwrap();
     let ran = x.to_vec_on(&stream).unwrap()[0];
     assert!(
-        (ok..=RUNS).contains(&ran),
-        "{ran} increments for {ok} runs that went through of {RUNS}"
+        (ok..=2 * RUNS).contains(&ran),
+        "{ran} increments for {ok} runs and launches that went through of {}",
+        2 * RUNS
     );
-    eprintln!("{ok} of {RUNS} runs went through; the other thread ended {graphs} captures");
+    eprintln!(
+        "{ok} of {} runs and launches went through; the other thread ended {graphs} captures",
+        2 * RUNS
+    );
 }

@@ -512,10 +512,10 @@ impl Kernel {
         config: LaunchConfig,
         args: &[KernelArg<'_>],
     ) -> Result<()> {
-        stream.refuse_capturing("Kernel::launch_on")?;
-        let launched = self.issue_on(stream, config, args);
-        stream.refuse_captured("Kernel::launch_on")?;
-        launched
+        // On a lane of `stream` (`ffi/lane.rs`), which no capture other code begins can take.
+        ffi::lane::on_lane(stream.as_cudarc(), "Kernel::launch_on", |lane| {
+            self.issue_on(&Stream::lane(lane), config, args)
+        })
     }
 
     /// [`Kernel::launch_on`] without the capture checks: a pipeline's launch statements, whose

@@ -460,6 +460,14 @@ impl Stream {
         ffi::status::refuse_captured(&self.inner, what)
     }
 
+    /// A stream of the runtime's own (a lane, `ffi/lane.rs`) as a `Stream`, for the length of
+    /// one call that queues work on it.
+    pub(crate) fn lane(inner: &Arc<CudaStream>) -> Stream {
+        Stream {
+            inner: inner.clone(),
+        }
+    }
+
     #[inline]
     pub(crate) fn ctx(&self) -> &Arc<CudaContext> {
         self.inner.context()
@@ -534,28 +542,31 @@ fn refuse_while_capturing(stream: &Stream, fault: CaptureFault) -> Result<()> {
     }
 }
 
-/// Queues a copy of `src` into `dst` on `stream` for a caller outside a pipeline's statements
-/// (which go to `ffi::copy::copy` themselves): refused while other code captures the stream.
+/// Queues a copy of `src` into `dst` in `stream`'s order for a caller outside a pipeline's
+/// statements (which go to `ffi::copy::copy` themselves), on a lane (`ffi/lane.rs`): refused
+/// while other code captures the stream.
 pub(crate) fn copy_checked(
     stream: &Stream,
     dst: &MemoryRef<'_>,
     src: &MemoryRef<'_>,
     what: &'static str,
 ) -> Result<()> {
-    let stream = &stream.inner;
-    ffi::status::outside_capture(stream, what, || ffi::copy::copy(stream, dst, src, true))
+    ffi::lane::on_lane(&stream.inner, what, |lane| {
+        ffi::copy::copy(lane, dst, src, true)
+    })
 }
 
-/// Queues a fill of `dst` on `stream` for a caller outside a pipeline's statements: refused
-/// while other code captures the stream.
+/// Queues a fill of `dst` in `stream`'s order for a caller outside a pipeline's statements, on
+/// a lane: refused while other code captures the stream.
 pub(crate) fn fill_checked(
     stream: &Stream,
     dst: &MemoryRef<'_>,
     pattern: FillPattern,
     what: &'static str,
 ) -> Result<()> {
-    let stream = &stream.inner;
-    ffi::status::outside_capture(stream, what, || ffi::copy::fill(stream, dst, pattern))
+    ffi::lane::on_lane(&stream.inner, what, |lane| {
+        ffi::copy::fill(lane, dst, pattern)
+    })
 }
 
 #[cfg(test)]

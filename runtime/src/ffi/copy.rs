@@ -219,9 +219,18 @@ fn fill_ordered(stream: &CudaStream, dst: &MemoryRef<'_>, pattern: FillPattern) 
 /// Errors: plan-only memory, memory of another device than the stream's, a length that is
 /// not a whole number of elements or that cannot be allocated.
 pub(crate) fn read_device<T: bytemuck::Pod>(
-    stream: &CudaStream,
+    stream: &Arc<CudaStream>,
     src: &MemoryRef<'_>,
 ) -> Result<Vec<T>> {
+    // On a lane: a capture that other code begins on `stream` cannot take the copy into a
+    // graph that would write a `Vec` long freed on replay (`ffi/lane.rs`).
+    super::lane::on_lane(stream, "reading device memory back", |lane| {
+        read_device_on(lane, src)
+    })
+}
+
+/// [`read_device`] on a stream no other code holds.
+fn read_device_on<T: bytemuck::Pod>(stream: &CudaStream, src: &MemoryRef<'_>) -> Result<Vec<T>> {
     let Memory::Device(range) = src.memory() else {
         return Err(Error::InvalidArgument(
             "read-back takes device memory".into(),
@@ -237,8 +246,6 @@ pub(crate) fn read_device<T: bytemuck::Pod>(
             range.bytes
         )));
     }
-    // The copy would land in the capture's graph, writing a `Vec` long freed on replay.
-    super::status::refuse_capturing(stream, "reading device memory back")?;
     let ctx = stream.context();
     let ordinal = i32::try_from(ctx.ordinal()).unwrap_or(i32::MAX);
     if ordinal != range.device {

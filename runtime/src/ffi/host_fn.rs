@@ -4,13 +4,12 @@ use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys;
 use cudarc::driver::CudaStream;
 
 use super::ensure_current;
-use super::status::{refuse_captured, refuse_capturing};
 use crate::error::{Error, Result};
 use crate::operand::HostFn;
 
@@ -58,18 +57,21 @@ pub(super) fn report_host_fn_panic(outcome: std::thread::Result<()>) {
 /// `cuLaunchHostFunc`: runs `f` once on a driver thread after the stream's earlier work.
 ///
 /// Refused ([`Error::StreamCapturing`], naming `what`) while the stream is capturing: a graph
-/// would call the one-shot callback on every launch, after its first call freed it. A capture
-/// that began while the callback was being launched is invalidated (it yields no graph, and
-/// the callback, which then never runs, stays pending); one that began and ended unseen may
-/// run the callback again, which then does nothing.
+/// would call the one-shot callback on every launch. Launched on a lane of `stream`
+/// (`ffi/lane.rs`), which a capture other code begins cannot take it into; should one still
+/// replay it (a contract broken elsewhere), the callback's second call does nothing.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html>
 pub(crate) fn launch_host_fn_once(
-    stream: &CudaStream,
+    stream: &Arc<CudaStream>,
     f: HostFn,
     what: &'static str,
 ) -> Result<()> {
-    refuse_capturing(stream, what)?;
+    super::lane::on_lane(stream, what, |lane| launch_on(lane, f))
+}
+
+/// [`launch_host_fn_once`] on a stream no other code holds.
+fn launch_on(stream: &CudaStream, f: HostFn) -> Result<()> {
     ensure_current(stream.context()).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     pending().insert(id, f);
@@ -88,7 +90,7 @@ pub(crate) fn launch_host_fn_once(
         pending().remove(&id);
         return Err(Error::driver("cuLaunchHostFunc", e));
     }
-    refuse_captured(stream, what)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -35,6 +35,7 @@ pub(crate) mod graph;
 pub(crate) mod graph_exec;
 mod host_fn;
 pub(crate) mod keep;
+pub(crate) mod lane;
 mod launch;
 pub(crate) mod memory;
 #[cfg(feature = "nccl")]

@@ -29,7 +29,6 @@ use super::device_alloc::DeviceAlloc;
 use super::ensure_current;
 use super::launch::{launch_kernel, load_module, module_function, KernelArg, LoadedFunction};
 use super::memory::{Holder, MemoryMut};
-use super::status::outside_capture;
 use super::{nvrtc_compile_ptx, CompileFailure, ModuleImage};
 use crate::error::{Error, Result};
 use crate::operand::{DeviceRange, Dim3, LaunchConfig, Memory};
@@ -327,11 +326,11 @@ impl PhiloxState {
     ) -> Result<()> {
         self.check_stream(stream)?;
         let ptr = self.counter.ptr();
-        outside_capture(stream, what, || {
+        super::lane::on_lane(stream, what, |lane| {
             let args = [word(&ptr), word(&offset)];
             // The set kernel takes (unsigned long long*, unsigned long long): exactly these
             // values; the pointer is the 8-byte word this state owns, in the stream's context.
-            launch_kernel(&self.kernels.set, stream, &one_thread(), &args)
+            launch_kernel(&self.kernels.set, lane, &one_thread(), &args)
                 .map_err(|e| Error::driver("cuLaunchKernel", e))
         })?;
         super::unsafe_during_capture(|| stream.synchronize())

@@ -75,16 +75,3 @@ pub(crate) fn refuse_captured(stream: &CudaStream, what: &'static str) -> Result
         Err(e) => Err(Error::driver("cuStreamIsCapturing", e)),
     }
 }
-
-/// Runs `issue`, which queues `what` on `stream`, only outside a capture: refused before
-/// ([`refuse_capturing`]) and checked after ([`refuse_captured`]).
-pub(crate) fn outside_capture<R>(
-    stream: &CudaStream,
-    what: &'static str,
-    issue: impl FnOnce() -> Result<R>,
-) -> Result<R> {
-    refuse_capturing(stream, what)?;
-    let out = issue();
-    refuse_captured(stream, what)?;
-    out
-}
