@@ -212,59 +212,29 @@ fn expect_fault<T>(result: Result<T, Error>, allowed: &[CaptureFault]) -> Error 
     e
 }
 
+/// A pipeline's code that synchronizes or queries its origin, waits there for an event recorded
+/// outside the capture, or forks another stream from it and leaves that unjoined, leaves the
+/// capture alone: the capture runs on the issuer's own stream, which no pipeline code reaches
+/// (those were capture faults while captures ran on the origin).
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn synchronizing_a_capturing_stream_is_refused_without_breaking_the_capture() {
-    let mut s = setup();
-    let mut capture = Capture::new(&s.origin).check(false);
-    let e = expect_fault(
-        capture.capture(s.pipeline(Misdeed::Synchronize)),
-        &[CaptureFault::SynchronizeWhileCapturing],
-    );
-    let Error::Capture { after, .. } = e else { unreachable!() };
-    assert!(
-        after.is_some_and(|a| a.id == 0),
-        "names the statement before the synchronize"
-    );
-    s.still_works(&mut capture);
-}
-
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn querying_a_capturing_stream_is_refused() {
-    let mut s = setup();
-    let mut capture = Capture::new(&s.origin);
-    expect_fault(
-        capture.capture(s.pipeline(Misdeed::Query)),
-        &[CaptureFault::QueryWhileCapturing],
-    );
-    s.still_works(&mut capture);
-}
-
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn waiting_on_an_event_recorded_outside_the_capture_is_a_typed_fault() {
-    let mut s = setup();
-    let mut capture = Capture::new(&s.origin);
-    expect_fault(
-        capture.capture(s.pipeline(Misdeed::WaitExternalEvent)),
-        &[CaptureFault::ExternalEvent, CaptureFault::Invalidated],
-    );
-    s.still_works(&mut capture);
-}
-
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn unjoined_work_is_a_typed_fault() {
-    let mut s = setup();
-    let mut capture = Capture::new(&s.origin);
-    expect_fault(
-        capture.capture(s.pipeline(Misdeed::Unjoined)),
-        &[CaptureFault::Unjoined],
-    );
-    s.still_works(&mut capture);
-    // The stream that was left unjoined works again too.
-    s.extra.synchronize().unwrap();
+fn a_pipelines_code_touching_its_origin_leaves_the_capture_alone() {
+    for misdeed in [
+        Misdeed::Synchronize,
+        Misdeed::Query,
+        Misdeed::WaitExternalEvent,
+        Misdeed::Unjoined,
+    ] {
+        let mut s = setup();
+        let mut capture = Capture::new(&s.origin).check(false);
+        let graph = capture
+            .capture(s.pipeline(misdeed))
+            .unwrap_or_else(|e| panic!("{misdeed:?}: {e}"));
+        graph.verify().unwrap();
+        drop(graph);
+        s.still_works(&mut capture);
+        s.extra.synchronize().unwrap();
+    }
 }
 
 #[test]
@@ -316,7 +286,7 @@ fn fallback_runs_eagerly_and_says_so() {
     let mut s = setup();
     let mut capture = Capture::new(&s.origin).fallback_to_eager(true);
     s.origin.fill(&mut s.x, 0u32).unwrap();
-    let outcome = capture.run(s.pipeline(Misdeed::Synchronize)).unwrap();
+    let outcome = capture.run(s.pipeline(Misdeed::Allocate)).unwrap();
     let CaptureOutcome::RanEagerly { fault, .. } = &outcome else {
         panic!("expected an eager run, but the pipeline was captured")
     };
@@ -324,7 +294,7 @@ fn fallback_runs_eagerly_and_says_so() {
     assert!(matches!(
         fault,
         Error::Capture {
-            fault: CaptureFault::SynchronizeWhileCapturing,
+            fault: CaptureFault::Unsupported | CaptureFault::Invalidated,
             ..
         }
     ));
@@ -337,9 +307,10 @@ fn fallback_runs_eagerly_and_says_so() {
     s.still_works(&mut capture);
 }
 
+/// A pipeline that captures another pipeline on its own origin from inside its issue.
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn capturing_on_a_stream_that_is_already_capturing_is_refused() {
+fn a_capture_inside_another_on_the_same_origin_captures_too() {
     let mut s = setup();
     // A pipeline that captures another pipeline (on buffers of its own) on its own origin from
     // inside its issue.
@@ -369,19 +340,10 @@ fn capturing_on_a_stream_that_is_already_capturing_is_refused() {
         inner: std::cell::Cell::new(Some(other.pipeline(Misdeed::Nothing))),
         outer: s.pipeline(Misdeed::Nothing),
     };
-    let Err(e) = capture.capture(nested) else {
-        panic!("a nested capture on the same origin succeeded")
-    };
-    assert!(
-        matches!(
-            e,
-            Error::Capture {
-                fault: CaptureFault::AlreadyCapturing,
-                ..
-            }
-        ),
-        "{e}"
-    );
+    // Each capture runs on its issuer's own stream: the one inside does not meet the other.
+    let graph = capture.capture(nested).unwrap();
+    graph.verify().unwrap();
+    drop(graph);
     s.still_works(&mut capture);
 }
 

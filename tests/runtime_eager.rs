@@ -186,9 +186,10 @@ fn a_two_stream_pipeline_with_record_and_wait_gives_the_ordered_result() {
             fills: 0,
             host_fns: 0,
             calls: 0,
-            event_records: 3, // fork, `record ready`, join
+            // fork, `record ready`, join; the lane's fork and join
+            event_records: 5,
             // `wait ready` orders `side` after the fork as well: no separate fork wait.
-            event_waits: 2, // `wait ready`, join
+            event_waits: 4, // `wait ready`, join; the lane's fork and join
         }
     );
 
@@ -203,7 +204,7 @@ fn a_two_stream_pipeline_with_record_and_wait_gives_the_ordered_result() {
         .unwrap();
     origin.synchronize().unwrap();
     assert_eq!(z.to_vec_on(&origin).unwrap(), [7]);
-    assert_eq!(eager.stats().event_waits, 4);
+    assert_eq!(eager.stats().event_waits, 8);
 }
 
 /// `side` waits for `ready` before `main` records it: an empty snapshot, so no driver wait,
@@ -313,10 +314,10 @@ fn waits_on_events_not_recorded_in_this_run_issue_nothing() {
         eager.run(&p).unwrap();
         // Per run: fork (1 record, and 1 wait before `side`'s launch), `record ready` (1
         // record), `wait_stream` (1 record, 1 wait), join (1 record, 1 wait); `wait ready`
-        // issues nothing.
+        // issues nothing; the lane's fork and join (1 record and 1 wait each).
         let stats = eager.stats();
-        assert_eq!(stats.event_records, 4 * run, "run {run}: {stats:?}");
-        assert_eq!(stats.event_waits, 3 * run, "run {run}: {stats:?}");
+        assert_eq!(stats.event_records, 6 * run, "run {run}: {stats:?}");
+        assert_eq!(stats.event_waits, 5 * run, "run {run}: {stats:?}");
     }
     origin.synchronize().unwrap();
     assert_eq!(
@@ -428,8 +429,8 @@ fn a_single_stream_pipeline_issues_no_event_calls() {
             fills: 1,
             host_fns: 1,
             calls: 0,
-            event_records: 0,
-            event_waits: 0
+            event_records: 2, // the lane's fork and join
+            event_waits: 2
         }
     );
 }

@@ -254,7 +254,7 @@ impl Eager {
         self.prepare_for(pipeline)?;
         // The run is issued on the lane and side streams, forked from the origin and joined
         // back into it (`exec/lane.rs`).
-        self.frame.fork_lane()?;
+        self.frame.fork_lane(WHAT)?;
         let issued = self.issue_prepared(pipeline, &mut Plain);
         let expected = self.expect.take();
         let joined = self.frame.join_lane(WHAT);

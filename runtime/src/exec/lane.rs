@@ -12,11 +12,13 @@
 //! An eager run forks the lane from the caller's stream (an event recorded there, waited for
 //! on the lane) and joins it back at the end (one recorded on the lane, waited for there). A
 //! capture can reach the lane and the side streams only through that fork, and then cannot end
-//! (it would end `CUDA_ERROR_STREAM_CAPTURE_UNJOINED`, with no graph) before the lane is joined
-//! back to the caller's stream — which the run does only after asking the lane: that one
-//! question is exact. A lane found capturing has its capture invalidated and is given up with
-//! the side streams (they are in a capture the runtime cannot end); the run fails with
-//! [`Error::StreamCapturing`]. A caller's stream found capturing at the join (a capture begun
+//! with a graph (it would end `CUDA_ERROR_STREAM_CAPTURE_UNJOINED`) before the lane is joined
+//! back to the caller's stream. Whether the fork's record went into a capture the driver says
+//! of the event (a query of an event recorded in a capture fails, also after that capture
+//! ended), asked before the run issues anything: then nothing is, the lane is given up (never
+//! destroyed: it may be in a capture the runtime cannot end) and the run fails with
+//! [`Error::StreamCapturing`]. The lane is asked again after the run: one found capturing has
+//! its capture invalidated and is given up with the side streams. A caller's stream found capturing at the join (a capture begun
 //! during the run, which holds none of its work) is not joined (the wait would break that
 //! capture): the run is waited for on the host instead and fails the same way. A capture
 //! begins on the lane itself, which no other code can end.
@@ -53,16 +55,25 @@ impl Frame {
     }
 
     /// An eager run's first command: the lane waits for the work on the caller's stream so far.
-    pub(super) fn fork_lane(&mut self) -> Result<()> {
+    /// Refused as the module docs say when a capture other code began took the fork.
+    pub(super) fn fork_lane(&mut self, what: &'static str) -> Result<()> {
         let Some((fork, _)) = &self.lane_events else {
             return Err(Error::Internal {
                 invariant: "an eager run's lane is made before it forks",
             });
         };
         fork.record(&self.user)?;
-        self.origin_lane.wait_event(fork)?;
+        let waited = self.origin_lane.wait_event(fork);
         self.stats.event_records += 1;
         self.stats.event_waits += 1;
+        // A query of an event whose record a capture took fails (`CUDA_ERROR_CAPTURED_EVENT`, or
+        // `CUDA_ERROR_INVALID_VALUE` once that capture ended): then the lane may be in it, and
+        // nothing is issued.
+        if waited.is_err() || crate::ffi::lane::recorded_in_capture(fork.as_cudarc()) != Ok(false) {
+            let _ = self.origin_lane.refuse_captured(what);
+            self.abandon_streams();
+            return waited.and(Err(Error::StreamCapturing { what }));
+        }
         Ok(())
     }
 

@@ -4,38 +4,47 @@
 //! A capture that other code begins on the caller's stream (another thread may hold its
 //! cudarc handle) takes whatever is queued there while it lasts, and checks of that stream
 //! before and after the work cannot see one begun right after the first and ended right before
-//! the second. So the work goes to a lane: a stream of this thread's own, never handed out,
-//! on the caller's stream's context at its priority, which waits for the caller's stream first
-//! (fork) and which the caller's stream waits for afterwards (join). A capture can reach the
-//! lane only through the fork, and cannot end before the lane is joined back, which happens
-//! only after the lane was asked: one exact question. A lane found capturing has that capture
-//! invalidated and is given up (never destroyed: it is in a capture the runtime cannot end);
-//! the work is refused with [`Error::StreamCapturing`]. A caller's stream found capturing at
-//! the join is not joined (the wait would break that capture, which holds none of the work):
-//! the lane is waited for on the host instead, and the work is refused the same way, done.
+//! the second. So the work goes to a lane: a stream of this thread's own for the caller's
+//! stream, never handed out, at that stream's priority, which waits for the caller's stream
+//! first (fork) and which the caller's stream waits for afterwards (join). A capture can reach
+//! the lane only through the fork; whether the fork's record went into one the driver says of
+//! the event (a query of an event recorded in a capture fails, also after that capture ended),
+//! asked before anything is queued on the lane: then nothing is, the lane is given up (never
+//! destroyed: it may be in a capture the runtime cannot end) and the work is refused with
+//! [`Error::StreamCapturing`]. The lane is asked once more after the work, for good measure. A
+//! caller's stream found capturing at the join is not joined (the wait would break that
+//! capture, which holds none of the work): the lane is waited for on the host instead, and the
+//! work is refused the same way, done.
+//!
+//! A graph's launch needs no lane: the driver refuses `cuGraphLaunch` into a capture.
 
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use cudarc::driver::{sys, CudaEvent, CudaStream};
+use cudarc::driver::{sys, CudaEvent, CudaStream, DriverError};
 
+use super::ensure_current;
 use super::status::{refuse_captured, refuse_capturing, stream_capture_status, CaptureStatus};
 use super::{event_record, new_stream, stream_priority, stream_synchronize, stream_wait_event};
 use crate::error::{Error, Result};
 
-/// A lane: its stream, the caller's context and priority it was made for, the fork and join
-/// events.
+/// A lane: its stream, the caller's stream (context and handle) it was made for, the fork and
+/// join events.
 struct Lane {
     stream: Arc<CudaStream>,
     ctx: sys::CUcontext,
-    priority: i32,
+    caller: sys::CUstream,
     fork: CudaEvent,
     join: CudaEvent,
 }
 
+/// How many idle lanes a thread keeps (the least recently used go first): one per caller's
+/// stream, so that work on two streams stays as independent as it was.
+const KEPT: usize = 16;
+
 thread_local! {
-    /// This thread's idle lanes. One in use is taken out, so that work queued from inside
-    /// another's gets a lane of its own.
+    /// This thread's idle lanes, the most recently used last. One in use is taken out, so
+    /// that work queued from inside another's gets a lane of its own.
     static LANES: RefCell<Vec<Lane>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -49,11 +58,16 @@ pub(crate) fn on_lane<R>(
 ) -> Result<R> {
     refuse_capturing(stream, what)?;
     let lane = take(stream)?;
-    if let Err(e) =
-        event_record(&lane.fork, stream).and_then(|()| stream_wait_event(&lane.stream, &lane.fork))
-    {
+    if let Err(e) = event_record(&lane.fork, stream) {
         put_back(lane);
-        return Err(Error::driver("cuEventRecord/cuStreamWaitEvent", e));
+        return Err(Error::driver("cuEventRecord", e));
+    }
+    let forked = stream_wait_event(&lane.stream, &lane.fork)
+        .map_err(|e| Error::driver("cuStreamWaitEvent", e));
+    if forked.is_err() || recorded_in_capture(&lane.fork) != Ok(false) {
+        let _ = refuse_captured(&lane.stream, what);
+        std::mem::forget(lane);
+        return forked.and(Err(Error::StreamCapturing { what }));
     }
     let issued = issue(&lane.stream);
     if let Err(e) = refuse_captured(&lane.stream, what) {
@@ -80,26 +94,26 @@ pub(crate) fn on_lane<R>(
     issued.and_then(|out| joined.map(|()| out))
 }
 
-/// An idle lane of this thread for `stream`'s context and priority, or a new one.
+/// This thread's idle lane for `stream`, or a new one at its priority.
 fn take(stream: &Arc<CudaStream>) -> Result<Lane> {
     let ctx = stream.context();
-    let priority = stream_priority(stream).map_err(|e| Error::driver("cuStreamGetPriority", e))?;
     let found = LANES.with(|lanes| {
-        let mut lanes = lanes.borrow_mut();
+        let mut lanes = lanes.try_borrow_mut().ok()?;
         let i = lanes
             .iter()
-            .position(|l| l.ctx == ctx.cu_ctx() && l.priority == priority)?;
-        Some(lanes.swap_remove(i))
+            .rposition(|l| l.caller == stream.cu_stream() && l.ctx == ctx.cu_ctx())?;
+        Some(lanes.remove(i))
     });
     if let Some(lane) = found {
         return Ok(lane);
     }
+    let priority = stream_priority(stream).map_err(|e| Error::driver("cuStreamGetPriority", e))?;
     let made = new_stream(ctx, priority).and_then(|lane| {
         let flags = Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING);
         Ok(Lane {
             stream: lane,
             ctx: ctx.cu_ctx(),
-            priority,
+            caller: stream.cu_stream(),
             fork: ctx.new_event(flags)?,
             join: ctx.new_event(flags)?,
         })
@@ -107,11 +121,31 @@ fn take(stream: &Arc<CudaStream>) -> Result<Lane> {
     made.map_err(|e| Error::driver("cuStreamCreateWithPriority", e))
 }
 
-/// Returns `lane` to this thread's idle lanes (dropped when the thread is ending).
+/// Returns `lane` to this thread's idle lanes, dropping the least recently used beyond
+/// [`KEPT`] (and `lane` itself when the thread is ending).
 fn put_back(lane: Lane) {
     let _ = LANES.try_with(|lanes| {
         if let Ok(mut lanes) = lanes.try_borrow_mut() {
+            if lanes.len() >= KEPT {
+                lanes.remove(0);
+            }
             lanes.push(lane);
         }
     });
+}
+
+/// Whether `event`'s latest record went into a capture: a query of such an event fails with
+/// `CUDA_ERROR_CAPTURED_EVENT` while the capture lasts and `CUDA_ERROR_INVALID_VALUE` after it
+/// ended (seen on an H200, driver 580). Asked without the global-capture lock: an `Err` is
+/// another failure, which callers take as "perhaps".
+pub(crate) fn recorded_in_capture(event: &CudaEvent) -> Result<bool, DriverError> {
+    ensure_current(event.context())?;
+    // SAFETY: `event` owns its live handle.
+    match unsafe { sys::cuEventQuery(event.cu_event()) } {
+        sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+        sys::CUresult::CUDA_ERROR_CAPTURED_EVENT | sys::CUresult::CUDA_ERROR_INVALID_VALUE => {
+            Ok(true)
+        }
+        other => Err(DriverError(other)),
+    }
 }
