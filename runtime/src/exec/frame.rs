@@ -31,9 +31,11 @@ pub struct EagerStats {
     pub host_fns: u64,
     /// `call` statements (each may issue several kernels, copies or memsets).
     pub calls: u64,
-    /// `cuEventRecord` calls, including those for fork, join and `wait_stream`.
+    /// `cuEventRecord` calls, including those for fork, join and `wait_stream`, and the
+    /// lane's (one on the origin, one on the lane, a run).
     pub event_records: u64,
-    /// `cuStreamWaitEvent` calls, including those for fork, join and `wait_stream`.
+    /// `cuStreamWaitEvent` calls, including those for fork, join and `wait_stream`, and the
+    /// lane's (one on the lane, one on the origin, a run).
     pub event_waits: u64,
 }
 

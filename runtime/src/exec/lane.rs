@@ -18,10 +18,10 @@
 //! ended), asked before the run issues anything: then nothing is, the lane is given up (never
 //! destroyed: it may be in a capture the runtime cannot end) and the run fails with
 //! [`Error::StreamCapturing`]. The lane is asked again after the run: one found capturing has
-//! its capture invalidated and is given up with the side streams. A caller's stream found capturing at the join (a capture begun
-//! during the run, which holds none of its work) is not joined (the wait would break that
-//! capture): the run is waited for on the host instead and fails the same way. A capture
-//! begins on the lane itself, which no other code can end.
+//! its capture invalidated and is given up with the side streams. A caller's stream found
+//! capturing at the join (a capture begun during the run, which holds none of its work) is not
+//! joined (the wait would break that capture): the run is waited for on the host instead and
+//! fails the same way. A capture begins on the lane itself, which no other code can end.
 
 use crate::error::{Error, Result};
 use crate::event::Event;

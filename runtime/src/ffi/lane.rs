@@ -1,5 +1,6 @@
 //! Lanes for work queued outside pipelines ([`on_lane`]): `Stream::copy`, `Stream::fill`,
-//! `Kernel::launch_on`, host functions, reading memory back, uploads.
+//! `Kernel::launch_on`, host functions, a `DeviceBuffer`'s host copies and read-backs, a
+//! device flag's read-back, `ops::Random`'s offset.
 //!
 //! A capture that other code begins on the caller's stream (another thread may hold its
 //! cudarc handle) takes whatever is queued there while it lasts, and checks of that stream
