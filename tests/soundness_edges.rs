@@ -640,11 +640,22 @@ fn a_copy_between_overlapping_slices_is_refused() {
 /// Another thread that begins and ends captures on a stream as fast as it can, while this one
 /// runs a pipeline eagerly on it, launches, fills and reads back on it, again and again: none
 /// of its graphs holds any of that work (it captures nothing of its own), whichever moment its
-/// captures begin and end at. Each call either goes through or fails with `StreamCapturing`;
-/// the kernel ran at most once a run or launch.
+/// captures begin and end at. Each call either goes through or fails with `StreamCapturing`.
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn another_threads_captures_never_hold_a_runs_work() {
+    race(false);
+}
+
+/// As above, on a GPU: the kernel also ran at most once a run or launch, and at least once for
+/// each that went through.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn another_threads_captures_never_hold_a_runs_work_values() {
+    race(true);
+}
+
+fn race(values: bool) {
     const RUNS: u32 = 3000;
     let k = Kernels::new();
     let stream = Stream::new(&k.device, 0).unwrap();
@@ -703,14 +714,16 @@ fn another_threads_captures_never_hold_a_runs_work_values() {
         "{held} of the other thread's {graphs} graphs hold a run's work"
     );
     stream.synchronize().unwrap();
-    let ran = x.to_vec_on(&stream).unwrap()[0];
-    assert!(
-        (ok..=2 * RUNS).contains(&ran),
-        "{ran} increments for {ok} runs and launches that went through of {}",
-        2 * RUNS
-    );
     eprintln!(
         "{ok} of {} runs and launches went through; the other thread ended {graphs} captures",
         2 * RUNS
     );
+    if values {
+        let ran = x.to_vec_on(&stream).unwrap()[0];
+        assert!(
+            (ok..=2 * RUNS).contains(&ran),
+            "{ran} increments for {ok} runs and launches that went through of {}",
+            2 * RUNS
+        );
+    }
 }
