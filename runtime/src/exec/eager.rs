@@ -24,7 +24,8 @@
 //! in this run (which orders it after the fork anyway), and a side stream that issues nothing
 //! is neither forked nor joined. At the end the lane waits for each used side stream through
 //! the event that stream recorded last, when nothing followed that record, instead of recording
-//! a new one — and not at all when the lane already waited for that very record. The side
+//! a new one — and not at all when the lane already waited for that very record. The lane is
+//! made on the issuer's first run (keep an issuer rather than make one a run); the side
 //! streams and events are created on a pipeline type's first run and reused by its later runs
 //! with the same stream options; an issuer that runs several pipeline types in turn keeps those
 //! of the last four it ran aside, so alternating pipelines do not make them anew.
