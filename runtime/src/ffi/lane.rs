@@ -98,13 +98,17 @@ pub(crate) fn on_lane<R>(
 /// This thread's idle lane for `stream`, or a new one at its priority.
 fn take(stream: &Arc<CudaStream>) -> Result<Lane> {
     let ctx = stream.context();
-    let found = LANES.with(|lanes| {
-        let mut lanes = lanes.try_borrow_mut().ok()?;
-        let i = lanes
-            .iter()
-            .rposition(|l| l.caller == stream.cu_stream() && l.ctx == ctx.cu_ctx())?;
-        Some(lanes.remove(i))
-    });
+    // None during the thread's teardown (the list is gone): a new lane then.
+    let found = LANES
+        .try_with(|lanes| {
+            let mut lanes = lanes.try_borrow_mut().ok()?;
+            let i = lanes
+                .iter()
+                .rposition(|l| l.caller == stream.cu_stream() && l.ctx == ctx.cu_ctx())?;
+            Some(lanes.remove(i))
+        })
+        .ok()
+        .flatten();
     if let Some(lane) = found {
         return Ok(lane);
     }
