@@ -64,16 +64,25 @@ pub(crate) fn cudarc_ordered<'h, R>(
         .into_iter()
         .filter(|s| s.cu_stream() != stream.cu_stream())
         .collect();
-    let order = |waiter: &CudaStream, after: &CudaStream| -> Result<()> {
+    let order = |waiter: &CudaStream, after: &CudaStream| -> Result<_> {
         let event = after
             .record_event(None)
             .map_err(|e| Error::driver("cuEventRecord", e))?;
         waiter
             .wait(&event)
-            .map_err(|e| Error::driver("cuStreamWaitEvent", e))
+            .map_err(|e| Error::driver("cuStreamWaitEvent", e))?;
+        Ok(event)
     };
     for owner in &owners {
-        order(stream, owner)?;
+        let event = order(stream, owner)?;
+        // A capture other code began on the slice's stream since the check above took the
+        // record, and `stream` may have joined it by the wait: nothing is issued (the caller's
+        // lane is asked, and given up if so, `ffi/lane.rs`).
+        if super::lane::recorded_in_capture(&event) != Ok(false) {
+            return Err(Error::StreamCapturing {
+                what: "work on cudarc memory",
+            });
+        }
     }
     let result = op();
     for owner in &owners {
