@@ -207,7 +207,7 @@ impl Eager {
         self.frame.stats = EagerStats::default();
     }
 
-    /// Issues `pipeline` on the origin and side streams; returns once everything is queued.
+    /// Issues `pipeline` as one operation on the origin; returns once everything is queued.
     /// Errors name the statement that failed.
     ///
     /// The run's statements go to streams of the issuer's own, which no other code can reach:
