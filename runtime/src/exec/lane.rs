@@ -26,7 +26,8 @@
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::exec::frame::Frame;
-use crate::ffi::status::{stream_capture_status, CaptureStatus};
+use crate::ffi;
+use crate::ffi::lane::ForkFailed;
 use crate::stream::Stream;
 
 impl Frame {
@@ -62,19 +63,26 @@ impl Frame {
                 invariant: "an eager run's lane is made before it forks",
             });
         };
-        fork.record(&self.user)?;
-        let waited = self.origin_lane.wait_event(fork);
-        self.stats.event_records += 1;
-        self.stats.event_waits += 1;
-        // A query of an event whose record a capture took fails (`CUDA_ERROR_CAPTURED_EVENT`, or
-        // `CUDA_ERROR_INVALID_VALUE` once that capture ended): then the lane may be in it, and
-        // nothing is issued.
-        if waited.is_err() || crate::ffi::lane::recorded_in_capture(fork.as_cudarc()) != Ok(false) {
-            let _ = self.origin_lane.refuse_captured(what);
-            self.abandon_streams();
-            return waited.and(Err(Error::StreamCapturing { what }));
+        let forked = ffi::lane::fork(
+            self.user.as_cudarc(),
+            self.origin_lane.as_cudarc(),
+            fork.as_cudarc(),
+            what,
+        );
+        match forked {
+            Err(ForkFailed::Record(e)) => Err(e),
+            Ok(()) => {
+                self.stats.event_records += 1;
+                self.stats.event_waits += 1;
+                Ok(())
+            }
+            Err(ForkFailed::Captured(e)) => {
+                self.stats.event_records += 1;
+                self.stats.event_waits += 1;
+                self.abandon_streams();
+                Err(e)
+            }
         }
-        Ok(())
     }
 
     /// An eager run's last command, after the side streams joined the lane: the caller's
@@ -90,29 +98,15 @@ impl Frame {
             self.abandon_streams();
             return Err(e);
         }
-        let user = &self.user;
-        let joined = match stream_capture_status(user.as_cudarc()) {
-            Ok(CaptureStatus::None) => join
-                .record(&self.origin_lane)
-                .and_then(|()| user.wait_event(join))
-                // A capture begun since the question: the wait failed (and broke it).
-                .map_err(|_| Error::StreamCapturing { what }),
-            Ok(_) => Err(Error::StreamCapturing { what }),
-            Err(e) => Err(Error::driver("cuStreamIsCapturing", e)),
-        };
-        match joined {
-            Ok(()) => {
-                self.stats.event_records += 1;
-                self.stats.event_waits += 1;
-                Ok(())
-            }
-            Err(e) => {
-                // Nothing orders later work on the caller's stream after the run: it has
-                // finished before the error comes back.
-                self.origin_lane.synchronize()?;
-                Err(e)
-            }
-        }
+        ffi::lane::join_back(
+            self.user.as_cudarc(),
+            self.origin_lane.as_cudarc(),
+            join.as_cudarc(),
+            what,
+        )?;
+        self.stats.event_records += 1;
+        self.stats.event_waits += 1;
+        Ok(())
     }
 
     /// Gives up the lane and the side streams, which a capture the runtime cannot end holds:

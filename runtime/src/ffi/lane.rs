@@ -59,40 +59,80 @@ pub(crate) fn on_lane<R>(
 ) -> Result<R> {
     refuse_capturing(stream, what)?;
     let lane = take(stream)?;
-    if let Err(e) = event_record(&lane.fork, stream) {
-        put_back(lane);
-        return Err(Error::driver("cuEventRecord", e));
-    }
-    let forked = stream_wait_event(&lane.stream, &lane.fork)
-        .map_err(|e| Error::driver("cuStreamWaitEvent", e));
-    if forked.is_err() || recorded_in_capture(&lane.fork) != Ok(false) {
-        let _ = refuse_captured(&lane.stream, what);
-        std::mem::forget(lane);
-        return forked.and(Err(Error::StreamCapturing { what }));
+    match fork(stream, &lane.stream, &lane.fork, what) {
+        Ok(()) => {}
+        Err(ForkFailed::Record(e)) => {
+            put_back(lane);
+            return Err(e);
+        }
+        Err(ForkFailed::Captured(e)) => {
+            std::mem::forget(lane);
+            return Err(e);
+        }
     }
     let issued = issue(&lane.stream);
     if let Err(e) = refuse_captured(&lane.stream, what) {
         std::mem::forget(lane);
         return Err(e);
     }
-    let joined = match stream_capture_status(stream) {
-        Ok(CaptureStatus::None) => event_record(&lane.join, &lane.stream)
-            .and_then(|()| stream_wait_event(stream, &lane.join))
+    let joined = join_back(stream, &lane.stream, &lane.join, what);
+    put_back(lane);
+    issued.and_then(|out| joined.map(|()| out))
+}
+
+/// How [`fork`] failed.
+pub(crate) enum ForkFailed {
+    /// The record on the caller's stream failed: nothing happened to the lane.
+    Record(Error),
+    /// The lane may be in a capture other code began (or the wait failed): give it up.
+    Captured(Error),
+}
+
+/// The fork of `lane` from `caller`: `fork` recorded on `caller`, waited for on `lane`, then
+/// asked whether a capture took the record (module docs).
+pub(crate) fn fork(
+    caller: &CudaStream,
+    lane: &CudaStream,
+    fork: &CudaEvent,
+    what: &'static str,
+) -> Result<(), ForkFailed> {
+    event_record(fork, caller)
+        .map_err(|e| ForkFailed::Record(Error::driver("cuEventRecord", e)))?;
+    let waited = stream_wait_event(lane, fork).map_err(|e| Error::driver("cuStreamWaitEvent", e));
+    if waited.is_err() || recorded_in_capture(fork) != Ok(false) {
+        let _ = refuse_captured(lane, what);
+        return Err(ForkFailed::Captured(
+            waited.err().unwrap_or(Error::StreamCapturing { what }),
+        ));
+    }
+    Ok(())
+}
+
+/// The join of `lane` (asked already: not capturing) back into `caller`: `join` recorded on
+/// `lane`, waited for on `caller`; where `caller` is capturing (or the wait fails), the lane is
+/// waited for on the host instead and the work refused, done (module docs).
+pub(crate) fn join_back(
+    caller: &CudaStream,
+    lane: &CudaStream,
+    join: &CudaEvent,
+    what: &'static str,
+) -> Result<()> {
+    let joined = match stream_capture_status(caller) {
+        Ok(CaptureStatus::None) => event_record(join, lane)
+            .and_then(|()| stream_wait_event(caller, join))
             // A capture begun since the question: the wait failed (and broke it).
             .map_err(|_| Error::StreamCapturing { what }),
         Ok(_) => Err(Error::StreamCapturing { what }),
         Err(e) => Err(Error::driver("cuStreamIsCapturing", e)),
     };
-    let joined = match joined {
+    match joined {
         Ok(()) => Ok(()),
-        // Nothing orders later work on `stream` after the work: it has finished before the
+        // Nothing orders later work on `caller` after the work: it has finished before the
         // error comes back.
-        Err(e) => stream_synchronize(&lane.stream)
+        Err(e) => stream_synchronize(lane)
             .map_err(|s| Error::driver("cuStreamSynchronize", s))
             .and(Err(e)),
-    };
-    put_back(lane);
-    issued.and_then(|out| joined.map(|()| out))
+    }
 }
 
 /// This thread's idle lane for `stream`, or a new one at its priority.
