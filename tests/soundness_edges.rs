@@ -95,6 +95,34 @@ fn a_capture_that_takes_the_runs_fork_yields_no_graph() {
     stream.synchronize().unwrap();
 }
 
+/// Lanes given up to captures that other code began are not piled up: each is destroyed at a
+/// later giving-up once that capture has ended. Fifty runs whose fork a capture takes (ended
+/// each time, failing for the unjoined lane) leave a few parked streams at most, whatever
+/// other tests park meanwhile.
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn lanes_given_up_to_captures_are_destroyed_once_those_end() {
+    let k = Kernels::new();
+    let stream = Stream::new(&k.device, 0).unwrap();
+    let mut x = DeviceBuffer::<u32>::zeros(&k.device, 64).unwrap();
+    let mut eager = Eager::new(&stream);
+    eager.check(true); // the plan issues the pipeline first: the capture begins there
+    for _ in 0..50 {
+        refused("Eager::run", eager.run(&Begins::new(&mut x, &stream)));
+        let _ = stream
+            .as_cudarc()
+            .end_capture(sys::CUgraphInstantiate_flags(0));
+    }
+    let parked = streamgraph::testing::parked_streams();
+    assert!(
+        parked < 16,
+        "{parked} streams parked after 50 runs whose captures all ended"
+    );
+    eager.check(false);
+    eager.run(&Bump::new(&mut x, &k.add, 64)).unwrap();
+    stream.synchronize().unwrap();
+}
+
 /// Defect: work issued into a capture streamgraph did not begin. Every entry point that
 /// issues onto a stream refuses it with a typed error, and nothing reaches the foreign graph:
 /// launched twice, it runs no one-shot host function twice and names no buffer.

@@ -15,8 +15,8 @@
 //! with a graph (it would end `CUDA_ERROR_STREAM_CAPTURE_UNJOINED`) before the lane is joined
 //! back to the caller's stream. Whether the fork's record went into a capture the driver says
 //! of the event (a query of an event recorded in a capture fails, also after that capture
-//! ended), asked before the run issues anything: then nothing is, the lane is given up (never
-//! destroyed: it may be in a capture the runtime cannot end) and the run fails with
+//! ended), asked before the run issues anything: then nothing is, the lane is given up (parked
+//! until no capture holds it: it may be in one the runtime cannot end) and the run fails with
 //! [`Error::StreamCapturing`]. The lane is asked again after the run: one found capturing has
 //! its capture invalidated and is given up with the side streams. A caller's stream found
 //! capturing at the join (a capture begun during the run, which holds none of its work) is not
@@ -109,12 +109,17 @@ impl Frame {
         Ok(())
     }
 
-    /// Gives up the lane and the side streams, which a capture the runtime cannot end holds:
-    /// never destroyed (a stream in a capture is not to be), the next run makes new ones.
+    /// Gives up the lane and the side streams, which a capture the runtime cannot end may
+    /// hold: parked (a stream in a capture is not to be destroyed; `ffi::lane::park`), the
+    /// next run makes new ones.
     fn abandon_streams(&mut self) {
-        std::mem::forget(std::mem::replace(&mut self.origin_lane, self.user.clone()));
-        std::mem::forget(std::mem::take(&mut self.res));
-        self.lane_events = None;
+        let lane = std::mem::replace(&mut self.origin_lane, self.user.clone());
+        let res = std::mem::take(&mut self.res);
+        let streams = std::iter::once(&lane)
+            .chain(&res.sides)
+            .map(|s| s.as_cudarc().clone())
+            .collect();
+        ffi::lane::park(streams, Box::new((lane, res, self.lane_events.take())));
         self.forget();
     }
 }

@@ -10,17 +10,18 @@
 //! first (fork) and which the caller's stream waits for afterwards (join). A capture can reach
 //! the lane only through the fork; whether the fork's record went into one the driver says of
 //! the event (a query of an event recorded in a capture fails, also after that capture ended),
-//! asked before anything is queued on the lane: then nothing is, the lane is given up (never
-//! destroyed: it may be in a capture the runtime cannot end) and the work is refused with
-//! [`Error::StreamCapturing`]. The lane is asked once more after the work, for good measure. A
-//! caller's stream found capturing at the join is not joined (the wait would break that
-//! capture, which holds none of the work): the lane is waited for on the host instead, and the
-//! work is refused the same way, done.
+//! asked before anything is queued on the lane: then nothing is, the lane is given up (parked:
+//! not destroyed while a capture the runtime cannot end may hold it, [`park`]) and the work is
+//! refused with [`Error::StreamCapturing`]. The lane is asked once more after the work, for
+//! good measure. A caller's stream found capturing at the join is not joined (the wait would
+//! break that capture, which holds none of the work): the lane is waited for on the host
+//! instead, and the work is refused the same way, done.
 //!
 //! A graph's launch needs no lane: the driver refuses `cuGraphLaunch` into a capture.
 
+use std::any::Any;
 use std::cell::RefCell;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{sys, CudaEvent, CudaStream, DriverError};
 
@@ -66,13 +67,13 @@ pub(crate) fn on_lane<R>(
             return Err(e);
         }
         Err(ForkFailed::Captured(e)) => {
-            std::mem::forget(lane);
+            lane.park();
             return Err(e);
         }
     }
     let issued = issue(&lane.stream);
     if let Err(e) = refuse_captured(&lane.stream, what) {
-        std::mem::forget(lane);
+        lane.park();
         return Err(e);
     }
     let joined = join_back(stream, &lane.stream, &lane.join, what);
@@ -177,6 +178,64 @@ fn put_back(lane: Lane) {
             lanes.push(lane);
         }
     });
+}
+
+impl Lane {
+    /// Gives the lane up to [`park`].
+    fn park(self) {
+        let Lane {
+            stream, fork, join, ..
+        } = self;
+        park(vec![stream], Box::new((fork, join)));
+    }
+}
+
+/// Streams given up while a capture other code began may hold them, with what goes with them
+/// (their events, an eager run's resources).
+struct Parked {
+    streams: Vec<Arc<CudaStream>>,
+    /// Dropped with them.
+    _with: Box<dyn Any + Send>,
+}
+
+/// Every [`Parked`] group of this process.
+static PARKED: Mutex<Vec<Parked>> = Mutex::new(Vec::new());
+
+/// Gives up `streams` (with `with`), which a capture that other code began may hold: a stream
+/// in a capture is not to be destroyed, and the runtime cannot end that capture. They are
+/// parked instead, and dropped at a later parking once none of them is capturing (that
+/// capture has ended, whichever way: nothing of it holds them any more). So a program in which
+/// such captures keep taking forks does not pile up streams.
+pub(crate) fn park(streams: Vec<Arc<CudaStream>>, with: Box<dyn Any + Send>) {
+    let Ok(mut parked) = PARKED.lock() else {
+        // A panic while the list was held (a driver call cannot panic): never destroyed.
+        std::mem::forget((streams, with));
+        return;
+    };
+    parked.push(Parked {
+        streams,
+        _with: with,
+    });
+    let free: Vec<Parked> = parked
+        .extract_if(.., |p| {
+            p.streams
+                .iter()
+                .all(|s| matches!(stream_capture_status(s), Ok(CaptureStatus::None)))
+        })
+        .collect();
+    drop(parked);
+    // Destroyed outside the lock.
+    drop(free);
+}
+
+/// How many streams are parked: lanes and side streams given up because a capture that other
+/// code began may have held them, not destroyed yet. Each is destroyed at a later parking once
+/// no capture holds it.
+#[cfg(feature = "testing")]
+pub fn parked_streams() -> usize {
+    PARKED
+        .lock()
+        .map_or(0, |p| p.iter().map(|g| g.streams.len()).sum())
 }
 
 /// Whether `event`'s latest record went into a capture: a query of such an event fails with
