@@ -307,3 +307,36 @@ fn streams_know_their_device_and_wrap_cudarc() {
     assert_ne!(Stream::per_thread(&device), Stream::default_stream(&device));
     assert!(Stream::per_thread(&device).query().unwrap());
 }
+
+/// Standalone work on more streams than a thread keeps lanes for (16) takes over idle lanes
+/// instead of making one per call: rounds of fills over 24 streams, each round waited for,
+/// make no lanes after the first (a few at most, for a lane whose fill had not finished yet).
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn work_on_many_streams_takes_over_idle_lanes() {
+    let device = Device::new(None).unwrap();
+    let streams: Vec<Stream> = (0..24).map(|_| Stream::new(&device, 0).unwrap()).collect();
+    let mut bufs: Vec<DeviceBuffer<u32>> = (0..24)
+        .map(|_| DeviceBuffer::zeros(&device, 64).unwrap())
+        .collect();
+    let made = streamgraph::testing::lanes_made;
+    let before = made();
+    let mut after_first = 0;
+    for round in 0..4u32 {
+        for (s, b) in streams.iter().zip(&mut bufs) {
+            s.fill(b, round).unwrap();
+        }
+        for s in &streams {
+            s.synchronize().unwrap();
+        }
+        if round == 0 {
+            after_first = made();
+        }
+    }
+    let (first, later) = (after_first - before, made() - after_first);
+    assert!(first <= 24, "{first} lanes made for 24 streams");
+    assert!(
+        later <= 8,
+        "{later} lanes made in three more rounds over the same 24 streams"
+    );
+}

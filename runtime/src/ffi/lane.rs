@@ -30,12 +30,13 @@ use super::status::{refuse_captured, refuse_capturing, stream_capture_status, Ca
 use super::{event_record, new_stream, stream_priority, stream_synchronize, stream_wait_event};
 use crate::error::{Error, Result};
 
-/// A lane: its stream, the caller's stream (context and handle) it was made for, the fork and
-/// join events.
+/// A lane: its stream, the caller's stream (context and handle) it serves, its priority, the
+/// fork and join events.
 struct Lane {
     stream: Arc<CudaStream>,
     ctx: sys::CUcontext,
     caller: sys::CUstream,
+    priority: i32,
     fork: CudaEvent,
     join: CudaEvent,
 }
@@ -136,7 +137,9 @@ pub(crate) fn join_back(
     }
 }
 
-/// This thread's idle lane for `stream`, or a new one at its priority.
+/// This thread's idle lane for `stream`; else, when the thread keeps [`KEPT`] lanes already,
+/// the least recently used of them at `stream`'s context and priority whose work has all
+/// finished (taken over: waiting for it orders nothing); else a new one at that priority.
 fn take(stream: &Arc<CudaStream>) -> Result<Lane> {
     let ctx = stream.context();
     // None during the thread's teardown (the list is gone): a new lane then.
@@ -153,18 +156,62 @@ fn take(stream: &Arc<CudaStream>) -> Result<Lane> {
     if let Some(lane) = found {
         return Ok(lane);
     }
+    take_other(stream)
+}
+
+/// [`take`] when the thread has no lane for `stream`: an idle one taken over, or a new one.
+#[cold]
+#[inline(never)]
+fn take_other(stream: &Arc<CudaStream>) -> Result<Lane> {
+    let ctx = stream.context();
+    let (caller, cu_ctx) = (stream.cu_stream(), ctx.cu_ctx());
     let priority = stream_priority(stream).map_err(|e| Error::driver("cuStreamGetPriority", e))?;
+    let idle = |lanes: &mut Vec<Lane>| {
+        if lanes.len() < KEPT {
+            return None;
+        }
+        let i = lanes.iter().position(|l| {
+            l.ctx == cu_ctx && l.priority == priority && super::stream_query(&l.stream) == Ok(true)
+        })?;
+        let mut lane = lanes.remove(i);
+        lane.caller = caller;
+        Some(lane)
+    };
+    let taken = LANES
+        .try_with(|lanes| idle(&mut *lanes.try_borrow_mut().ok()?))
+        .ok()
+        .flatten();
+    if let Some(lane) = taken {
+        return Ok(lane);
+    }
     let made = new_stream(ctx, priority).and_then(|lane| {
         let flags = Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING);
         Ok(Lane {
             stream: lane,
-            ctx: ctx.cu_ctx(),
-            caller: stream.cu_stream(),
+            ctx: cu_ctx,
+            caller,
+            priority,
             fork: ctx.new_event(flags)?,
             join: ctx.new_event(flags)?,
         })
     });
+    #[cfg(feature = "testing")]
+    MADE.with(|m| m.set(m.get() + 1));
     made.map_err(|e| Error::driver("cuStreamCreateWithPriority", e))
+}
+
+#[cfg(feature = "testing")]
+thread_local! {
+    /// Lanes this thread made (tests).
+    static MADE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many lanes the calling thread has made for standalone work (`Stream::fill`,
+/// `Kernel::launch_on`, …): one per caller's stream, up to 16 kept, idle ones taken over
+/// beyond that.
+#[cfg(feature = "testing")]
+pub fn lanes_made() -> usize {
+    MADE.with(|m| m.get())
 }
 
 /// Returns `lane` to this thread's idle lanes, dropping the least recently used beyond

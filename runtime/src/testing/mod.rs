@@ -51,7 +51,7 @@ mod comparison;
 mod random;
 mod tolerance;
 
-pub use crate::ffi::lane::parked_streams;
+pub use crate::ffi::lane::{lanes_made, parked_streams};
 pub use crate::graph::{captured_dot, side_by_side_dot, verify_body_edges, verify_edges};
 pub use comparison::{compare, Compare, Report, Runner};
 pub use random::{
