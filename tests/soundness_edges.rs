@@ -36,6 +36,19 @@ fn refused<T: std::fmt::Debug>(what: &str, r: streamgraph::Result<T>) {
     }
 }
 
+/// Adds one to `x`'s 64 elements with `Kernel::launch_on` on `stream`.
+fn bump_on(k: &Kernels, stream: &Stream, x: &mut DeviceBuffer<u32>) -> streamgraph::Result<()> {
+    k.add.launch_on(
+        stream,
+        single(),
+        &[
+            KernelArg::write(x),
+            KernelArg::value(&1u32),
+            KernelArg::value(&64u32),
+        ],
+    )
+}
+
 fn begin_foreign_capture(stream: &Stream) {
     stream
         .as_cudarc()
@@ -128,18 +141,7 @@ fn every_entry_point_refuses_a_stream_captured_by_other_code() {
     );
     refused("Stream::copy", stream.copy(&mut x, &src));
     refused("Stream::fill", stream.fill(&mut x, 7));
-    refused(
-        "Kernel::launch_on",
-        k.add.launch_on(
-            &stream,
-            single(),
-            &[
-                KernelArg::write(&mut x),
-                KernelArg::value(&1u32),
-                KernelArg::value(&64u32),
-            ],
-        ),
-    );
+    refused("Kernel::launch_on", bump_on(&k, &stream, &mut x));
     refused(
         "DeviceBuffer::copy_from_host_on",
         x.copy_from_host_on(&stream, &[3; 64]),
@@ -701,18 +703,7 @@ fn race(values: bool) {
         };
         for i in 0..RUNS {
             ok += counted(eager.run(&Bump::new(&mut x, &k.add, 64)), "Eager::run");
-            ok += counted(
-                k.add.launch_on(
-                    &stream,
-                    single(),
-                    &[
-                        KernelArg::write(&mut x),
-                        KernelArg::value(&1u32),
-                        KernelArg::value(&64u32),
-                    ],
-                ),
-                "Kernel::launch_on",
-            );
+            ok += counted(bump_on(&k, &stream, &mut x), "Kernel::launch_on");
             counted(stream.fill(&mut y, i), "Stream::fill");
             counted(y.to_vec_on(&stream).map(|_| ()), "DeviceBuffer::to_vec_on");
         }
