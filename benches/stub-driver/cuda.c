@@ -87,7 +87,11 @@ CUresult cuCtxGetFlags(unsigned* f){GUARD;*f=0;return OK;}
 CUresult cuCtxSetFlags(unsigned f){GUARD;return OK;}
 CUresult cuStreamCreate(stream** s,unsigned f){GUARD;*s=calloc(1,sizeof(stream));return OK;}
 CUresult cuStreamCreateWithPriority(stream** s,unsigned f,int p){GUARD;*s=calloc(1,sizeof(stream));return OK;}
-CUresult cuStreamDestroy_v2(stream* s){GUARD;free(s);return OK;}
+// A stream in a capture that has not ended (its own, or one it joined) must not be destroyed:
+// the capture still refers to it. The stand-in stops the program there.
+CUresult cuStreamDestroy_v2(stream* s){GUARD;
+  if(active(s)) die("cuStreamDestroy of a stream in a capture that has not ended");
+  free(s);return OK;}
 CUresult cuStreamGetPriority(stream* s,int* p){GUARD;*p=0;return OK;}
 
 // Querying or synchronizing a capturing stream is illegal and invalidates its capture.
