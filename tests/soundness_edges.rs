@@ -56,6 +56,15 @@ fn begin_foreign_capture(stream: &Stream) {
         .unwrap();
 }
 
+/// Ends the capture other code began on `stream`, which must give no graph (`why` says what
+/// one would mean).
+fn end_foreign_capture_without_graph(stream: &Stream, why: &str) {
+    let ended = stream
+        .as_cudarc()
+        .end_capture(sys::CUgraphInstantiate_flags(0));
+    assert!(!matches!(ended, Ok(Some(_))), "{why}");
+}
+
 pipeline! {
     /// Adds one to `x` on the origin and to `y` on a side stream.
     pipeline BumpTwo(x: &mut DeviceBuffer<u32>, y: &mut DeviceBuffer<u32>, k: &Kernel, n: u32) {
@@ -100,12 +109,9 @@ fn a_capture_that_takes_the_runs_fork_yields_no_graph() {
     eager.check(true); // the plan issues the pipeline first: the capture begins there
     for _ in 0..50 {
         refused("Eager::run", eager.run(&Begins::new(&mut x, &stream)));
-        let ended = stream
-            .as_cudarc()
-            .end_capture(sys::CUgraphInstantiate_flags(0));
-        assert!(
-            !matches!(ended, Ok(Some(_))),
-            "a capture that took the run's fork gave a graph"
+        end_foreign_capture_without_graph(
+            &stream,
+            "a capture that took the run's fork gave a graph",
         );
     }
     let parked = streamgraph::testing::parked_streams();
@@ -406,13 +412,7 @@ fn a_cudarc_view_never_reaches_a_foreign_capture() {
     begin_foreign_capture(&stream);
     // cudarc's call on the captured stream: queued, then the capture is invalidated.
     let _ = stream.as_cudarc().memset_zeros(&mut view);
-    let ended = stream
-        .as_cudarc()
-        .end_capture(sys::CUgraphInstantiate_flags(0));
-    assert!(
-        !matches!(ended, Ok(Some(_))),
-        "a foreign capture kept a graph naming the buffer"
-    );
+    end_foreign_capture_without_graph(&stream, "a foreign capture kept a graph naming the buffer");
     // Both streams work afterwards.
     stream.synchronize().unwrap();
     other.synchronize().unwrap();
