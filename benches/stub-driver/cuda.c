@@ -5,7 +5,9 @@
 // functions issued into a capture add a node depending on that set; a stream that waits for an
 // event recorded in a capture joins it, and ending a capture that such a stream's work was not
 // joined back from fails (CUDA_ERROR_STREAM_CAPTURE_UNJOINED); a query of an event recorded in
-// a capture fails as the driver's does; graphs list their nodes
+// a capture fails as the driver's does; a thread with a capture of its own not begun relaxed
+// may make no synchronize, synchronous allocation or free (cuThreadExchangeStreamCaptureMode
+// relaxes it); graphs list their nodes
 // (in creation order) and edges. Handles are heap objects; kernel nodes remember their
 // function. Conditional nodes (CUDA 12.4+: IF and WHILE; 12.8+: SWITCH, with `size` bodies)
 // are nodes of type 13 with fresh, empty body graphs,
@@ -21,6 +23,7 @@
 #include <string.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <pthread.h>
 // Built with -DTHREADSAFE (the tests' build, .ci/stand-in-tests), every call holds one
 // process-wide recursive lock, so that tests may call from several threads; the instruction
 // counts (benches/host-overhead.sh) are taken without it.
@@ -47,7 +50,7 @@ typedef int CUresult;
 typedef struct node { int idx; int type; void* func; uint64_t ptr; unsigned mark; int ndeps; struct node* deps[MAXDEP]; } node;
 typedef struct graph { int n, cap; node** nodes; } graph;
 // A capture remembers the streams that joined it by waiting for an event recorded in it.
-typedef struct capture { graph* g; int ended; int invalid; int nj; struct stream* joined[64]; } capture;
+typedef struct capture { graph* g; int ended; int invalid; int nj; struct stream* joined[64]; int mode; unsigned long owner; } capture;
 typedef struct stream { capture* c; int ndeps; node* deps[MAXDEP]; } stream;
 typedef struct event { capture* c; int ndeps; node* deps[MAXDEP]; } event;
 static void die(const char* m){ fprintf(stderr,"stub-driver: %s\n",m); abort(); }
@@ -81,7 +84,7 @@ CUresult cuCtxGetCurrent(void** c){GUARD;*c=cur;return OK;}
 CUresult cuCtxGetDevice(int* d){GUARD;*d=0;return OK;}
 CUresult cuCtxPushCurrent_v2(void* c){GUARD;cur=c;return OK;}
 CUresult cuCtxPopCurrent_v2(void** c){GUARD;if(c)*c=cur;return OK;}
-CUresult cuCtxSynchronize(void){GUARD;return OK;}
+CUresult cuCtxSynchronize(void);
 CUresult cuCtxGetStreamPriorityRange(int* lo,int* hi){GUARD;*lo=0;*hi=-5;return OK;}
 CUresult cuCtxGetFlags(unsigned* f){GUARD;*f=0;return OK;}
 CUresult cuCtxSetFlags(unsigned f){GUARD;return OK;}
@@ -97,10 +100,28 @@ CUresult cuStreamGetPriority(stream* s,int* p){GUARD;*p=0;return OK;}
 // Querying or synchronizing a capturing stream is illegal and invalidates its capture.
 static CUresult illegal(stream* s){ if(active(s)){ s->c->invalid=1; return 900; } return OK; }
 CUresult cuStreamQuery(stream* s){GUARD;return illegal(s);}
+// Captures not ended, with the mode they began in (0 global, 1 thread-local, 2 relaxed) and
+// the thread that began them. A thread with one of its own not begun relaxed may make no
+// "potentially unsafe" call (a synchronize of another stream or the context, a synchronous
+// allocation or free) unless its interaction mode (cuThreadExchangeStreamCaptureMode) is
+// relaxed: the call fails CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates that capture,
+// as the driver's does. Other threads' global captures are not modelled.
+static capture* live[256]; static int nlive;
+static __thread int tmode;
+static unsigned long self_id(void){ return (unsigned long)pthread_self(); }
+static void begun(capture* c,int mode){ c->mode=mode; c->owner=self_id(); if(nlive<256) live[nlive++]=c; }
+static void ended(capture* c){ for(int i=0;i<nlive;i++) if(live[i]==c){ live[i]=live[--nlive]; break; } }
+static CUresult unsafe_call(void){
+  if(tmode==2) return OK;
+  unsigned long me=self_id();
+  for(int i=0;i<nlive;i++){ capture* c=live[i]; if(c->owner==me && c->mode!=2){ c->invalid=1; return 900; } }
+  return OK;}
+CUresult cuThreadExchangeStreamCaptureMode(int* m){GUARD;int old=tmode;tmode=*m;*m=old;return OK;}
+CUresult cuCtxSynchronize(void){GUARD;return unsafe_call();}
 CUresult cuStreamBeginCapture_v2(stream* s,int mode){GUARD;
   if(active(s)) return 401;
-  capture* c=calloc(1,sizeof(capture)); c->g=calloc(1,sizeof(graph)); s->c=c; s->ndeps=0; return OK;}
-CUresult cuStreamSynchronize(stream* s){GUARD;return illegal(s);}
+  capture* c=calloc(1,sizeof(capture)); c->g=calloc(1,sizeof(graph)); s->c=c; s->ndeps=0; begun(c,mode); return OK;}
+CUresult cuStreamSynchronize(stream* s){GUARD;return active(s)?illegal(s):unsafe_call();}
 // A stream that joined the capture and is not joined back (the origin does not depend on its
 // work) fails the end: CUDA_ERROR_STREAM_CAPTURE_UNJOINED, and no graph.
 static unsigned gen;
@@ -116,7 +137,7 @@ static int unjoined(stream* s){
   return 0;
 }
 CUresult cuStreamEndCapture(stream* s,graph** g){GUARD;
-  if(!active(s)) return 900; int bad=s->c->invalid?901:(unjoined(s)?904:0); *g=bad?0:s->c->g; s->c->ended=1; s->c=0; s->ndeps=0;
+  if(!active(s)) return 900; int bad=s->c->invalid?901:(unjoined(s)?904:0); *g=bad?0:s->c->g; s->c->ended=1; ended(s->c); s->c=0; s->ndeps=0;
   return bad;}
 CUresult cuStreamIsCapturing(stream* s,int* st){GUARD;*st=active(s)?(s->c->invalid?2:1):0;return OK;}
 CUresult cuStreamGetCaptureInfo_v3(stream* s,int* st,unsigned long long* id,graph** g,node*** deps,void** ed,size_t* n){GUARD;
@@ -156,11 +177,12 @@ static void thrash(void){
 CUresult cuLaunchKernel(void* f,unsigned a,unsigned b,unsigned c,unsigned d,unsigned e,unsigned g,unsigned sh,stream* s,void** p,void** x){GUARD;thrash(); node* n=add_node(s); if(n){n->type=0;n->func=f;} return OK;}
 CUresult cuLaunchHostFunc(stream* s,void* fn,void* d){GUARD;node* n=add_node(s); if(n)n->type=3; return OK;}
 static uint64_t nextptr=0x10000000;
-CUresult cuMemAlloc_v2(uint64_t* p,size_t b){GUARD;*p=nextptr;nextptr+=(b+4095)&~4095ull;return OK;}
+static void fresh(uint64_t* p,size_t b){ *p=nextptr; nextptr+=(b+4095)&~4095ull; }
+CUresult cuMemAlloc_v2(uint64_t* p,size_t b){GUARD;CUresult r=unsafe_call(); if(r) return r; fresh(p,b);return OK;}
 // Stream-ordered allocation: in a capture, a memory-allocation (10) or memory-free (11) node
 // that remembers its address (a temporary's nodes, verified by address).
-CUresult cuMemAllocAsync(uint64_t* p,size_t b,stream* s){GUARD;cuMemAlloc_v2(p,b); if(active(s)){node* n=add_node(s); if(n){n->type=10;n->ptr=*p;}} return OK;}
-CUresult cuMemFree_v2(uint64_t p){GUARD;return OK;}
+CUresult cuMemAllocAsync(uint64_t* p,size_t b,stream* s){GUARD;fresh(p,b); if(active(s)){node* n=add_node(s); if(n){n->type=10;n->ptr=*p;}} return OK;}
+CUresult cuMemFree_v2(uint64_t p){GUARD;return unsafe_call();}
 // Virtual memory management: a reservation is a range of fresh addresses, physical memory a
 // handle; mapping checks nothing (a graph set's temporaries, `ffi/arena.rs`).
 CUresult cuMemGetAllocationGranularity(size_t* g,const void* prop,int option){GUARD;*g=2u<<20;return OK;}
@@ -241,4 +263,4 @@ CUresult cuStreamUpdateCaptureDependencies_v2(stream* s,node** d,void* ed,size_t
   if(!active(s)) return 900; if(f==1) s->ndeps=0; join(s,(int)nd,d); return OK;}
 CUresult cuStreamBeginCaptureToGraph(stream* s,graph* g,node** d,void* ed,size_t nd,int mode){GUARD;
   if(active(s)) return 401;
-  capture* c=calloc(1,sizeof(capture)); c->g=g; s->c=c; s->ndeps=0; join(s,(int)nd,d); return OK;}
+  capture* c=calloc(1,sizeof(capture)); c->g=g; s->c=c; s->ndeps=0; begun(c,mode); join(s,(int)nd,d); return OK;}

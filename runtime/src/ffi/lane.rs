@@ -27,7 +27,9 @@ use cudarc::driver::{sys, CudaEvent, CudaStream, DriverError};
 
 use super::ensure_current;
 use super::status::{refuse_captured, refuse_capturing, stream_capture_status, CaptureStatus};
-use super::{event_record, new_stream, stream_priority, stream_synchronize, stream_wait_event};
+use super::{
+    event_record, new_stream, stream_priority, stream_wait_event, synchronize_beside_capture,
+};
 use crate::error::{Error, Result};
 
 /// A lane: its stream, the caller's stream (context and handle) it serves, its priority, the
@@ -131,7 +133,9 @@ pub(crate) fn join_back(
         Ok(()) => Ok(()),
         // Nothing orders later work on `caller` after the work: it has finished before the
         // error comes back.
-        Err(e) => stream_synchronize(lane)
+        // A capture this thread began (other code, in global or thread-local mode) forbids it
+        // a plain synchronize: the wait is made beside that capture.
+        Err(e) => synchronize_beside_capture(lane)
             .map_err(|s| Error::driver("cuStreamSynchronize", s))
             .and(Err(e)),
     }

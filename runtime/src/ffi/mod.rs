@@ -419,6 +419,29 @@ pub(crate) fn stream_synchronize(stream: &CudaStream) -> Result<(), DriverError>
     })
 }
 
+/// Waits on the host for `stream`, which no capture holds, on a thread that may have begun a
+/// capture of its own in global or thread-local mode (other code did, on a caller's stream):
+/// the driver refuses such a thread every synchronize (a "potentially unsafe" call) and
+/// invalidates that capture. So the thread's capture interaction mode is relaxed for the call
+/// (`cuThreadExchangeStreamCaptureMode`, the driver's way for a call that does not touch the
+/// capture) and restored after. A global capture of streamgraph on another thread is waited
+/// for, not refused: the wait is what lets the caller's borrows end.
+///
+/// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
+pub(crate) fn synchronize_beside_capture(stream: &CudaStream) -> Result<(), DriverError> {
+    after_global_capture(|| {
+        ensure_current(stream.context())?;
+        let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+        // SAFETY: `mode` is a live value the call swaps with the thread's mode.
+        unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }.result()?;
+        // SAFETY: `stream` owns its live handle.
+        let waited = unsafe { sys::cuStreamSynchronize(stream.cu_stream()) }.result();
+        // SAFETY: as above: the thread's own mode back.
+        let restored = unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }.result();
+        waited.and(restored)
+    })
+}
+
 /// `cuEventRecord`: captures the work submitted to `stream` so far into `event`.
 ///
 /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html>
