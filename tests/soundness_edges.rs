@@ -653,6 +653,11 @@ fn a_copy_between_overlapping_slices_is_refused() {
 /// runs a pipeline eagerly on it, launches, fills and reads back on it, again and again: none
 /// of its graphs holds any of that work (it captures nothing of its own), whichever moment its
 /// captures begin and end at. Each call either goes through or fails with `StreamCapturing`.
+///
+/// Run on the stand-in driver (CI): driver 580 itself dies of SIGSEGV inside `cuEventRecord`
+/// when another thread begins and ends captures on the stream an event is recorded on, without
+/// streamgraph (`benches/driver-repro/capture_race.c`), so on a GPU the race runs only where
+/// `STREAMGRAPH_TEST_CAPTURE_RACES` is set (a driver without that defect).
 #[test]
 #[ignore = "needs a CUDA GPU (or the stand-in driver)"]
 fn another_threads_captures_never_hold_a_runs_work() {
@@ -670,6 +675,13 @@ fn another_threads_captures_never_hold_a_runs_work_values() {
 fn race(values: bool) {
     const RUNS: u32 = 3000;
     let k = Kernels::new();
+    let stand_in = k.device.name().is_ok_and(|n| n == "Fake");
+    if !stand_in && std::env::var_os("STREAMGRAPH_TEST_CAPTURE_RACES").is_none() {
+        eprintln!(
+            "not run: this driver may crash in another thread's capture race (benches/driver-repro/capture_race.c); set STREAMGRAPH_TEST_CAPTURE_RACES to run it"
+        );
+        return;
+    }
     let stream = Stream::new(&k.device, 0).unwrap();
     let mut x = DeviceBuffer::<u32>::zeros(&k.device, 64).unwrap();
     let done = std::sync::atomic::AtomicBool::new(false);

@@ -6,7 +6,7 @@
 // event recorded in a capture joins it, and ending a capture that such a stream's work was not
 // joined back from fails (CUDA_ERROR_STREAM_CAPTURE_UNJOINED); a query of an event recorded in
 // a capture fails as the driver's does; a thread with a capture of its own not begun relaxed
-// may make no synchronize, synchronous allocation or free (cuThreadExchangeStreamCaptureMode
+// may make no stream synchronize or query, synchronous allocation or free (cuThreadExchangeStreamCaptureMode
 // relaxes it); graphs list their nodes
 // (in creation order) and edges. Handles are heap objects; kernel nodes remember their
 // function. Conditional nodes (CUDA 12.4+: IF and WHILE; 12.8+: SWITCH, with `size` bodies)
@@ -73,6 +73,7 @@ CUresult cuDriverGetVersion(int* v){GUARD;const char* e=getenv("STUB_CUDA_VERSIO
 CUresult cuDeviceGetCount(int* c){GUARD;*c=1;return OK;}
 CUresult cuDeviceGet(int* d,int o){GUARD;*d=0;return OK;}
 CUresult cuDeviceGetAttribute(int* v,int a,int d){GUARD;*v=1;return OK;}
+// Tests recognise the stand-in by its device name (tests/soundness_edges.rs).
 CUresult cuDeviceGetName(char* n,int len,int d){GUARD;strncpy(n,"Fake",len);return OK;}
 CUresult cuDeviceTotalMem_v2(size_t* b,int d){GUARD;*b=1ull<<36;return OK;}
 CUresult cuDeviceComputeCapability(int* a,int* b,int d){GUARD;*a=9;*b=0;return OK;}
@@ -99,13 +100,14 @@ CUresult cuStreamGetPriority(stream* s,int* p){GUARD;*p=0;return OK;}
 
 // Querying or synchronizing a capturing stream is illegal and invalidates its capture.
 static CUresult illegal(stream* s){ if(active(s)){ s->c->invalid=1; return 900; } return OK; }
-CUresult cuStreamQuery(stream* s){GUARD;return illegal(s);}
 // Captures not ended, with the mode they began in (0 global, 1 thread-local, 2 relaxed) and
 // the thread that began them. A thread with one of its own not begun relaxed may make no
-// "potentially unsafe" call (a synchronize of another stream or the context, a synchronous
-// allocation or free) unless its interaction mode (cuThreadExchangeStreamCaptureMode) is
-// relaxed: the call fails CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates that capture,
-// as the driver's does. Other threads' global captures are not modelled.
+// "potentially unsafe" call (a synchronize or query of another stream, a synchronize of the
+// context, a synchronous allocation or free) unless its interaction mode
+// (cuThreadExchangeStreamCaptureMode) is relaxed: the call fails
+// CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates that capture, as the driver's does (a
+// stream's synchronize and query seen on an H100, driver 580). Other threads' global captures
+// are not modelled.
 static capture* live[256]; static int nlive;
 static __thread int tmode;
 static unsigned long self_id(void){ return (unsigned long)pthread_self(); }
@@ -122,6 +124,7 @@ CUresult cuStreamBeginCapture_v2(stream* s,int mode){GUARD;
   if(active(s)) return 401;
   capture* c=calloc(1,sizeof(capture)); c->g=calloc(1,sizeof(graph)); s->c=c; s->ndeps=0; begun(c,mode); return OK;}
 CUresult cuStreamSynchronize(stream* s){GUARD;return active(s)?illegal(s):unsafe_call();}
+CUresult cuStreamQuery(stream* s){GUARD;return active(s)?illegal(s):unsafe_call();}
 // A stream that joined the capture and is not joined back (the origin does not depend on its
 // work) fails the end: CUDA_ERROR_STREAM_CAPTURE_UNJOINED, and no graph.
 static unsigned gen;
