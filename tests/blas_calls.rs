@@ -576,8 +576,7 @@ fn a_gemm_in_a_device_branch_replays_like_the_eager_run() {
     let (op, [da, db], eager) = eager_gemm(&g);
     let mut go = streamgraph::DeviceFlag::new(&g.device, 0).unwrap();
     let mut branch = DeviceBuffer::<f32>::zeros(&g.device, eager.len()).unwrap();
-    Eager::new(&g.origin)
-        .run(&GemmInBranch::new(&mut branch, &da, &db, &mut go, &op))
+    g.run(&GemmInBranch::new(&mut branch, &da, &db, &mut go, &op))
         .unwrap();
     assert_eq!(bits(&branch.to_vec().unwrap()), bits(&eager));
     let mut replayed = DeviceBuffer::<f32>::zeros(&g.device, eager.len()).unwrap();

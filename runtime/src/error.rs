@@ -420,7 +420,7 @@ impl CaptureFault {
                 "the capture was ended on another thread than the one that began it; end it on the same thread or capture in `CaptureMode::Relaxed`"
             }
             CaptureFault::Unsupported => {
-                "a call that cannot be captured was made (e.g. an allocation, a synchronous copy or a synchronization); move it out of the pipeline or use `CaptureMode::Relaxed` if it is safe"
+                "a call that cannot be captured was made (e.g. an allocation, a synchronous copy, or a synchronize or query of a stream, also one not captured); move it out of the pipeline or use `CaptureMode::Relaxed` if it is safe"
             }
             CaptureFault::Invalidated => {
                 "an earlier illegal call invalidated the capture (e.g. another thread's allocation or synchronization in `CaptureMode::Global`); make that call before or after the capture"
