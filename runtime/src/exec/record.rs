@@ -111,7 +111,7 @@ pub(crate) trait Recorder: Sized {
     /// Issues `call` on `stream` (declared stream `stmt.stream`, ordered after the frame's
     /// fork).
     fn call(
-        issue: &mut Issue<'_, Self>,
+        &mut self,
         stmt: &'static Statement,
         stream: &Stream,
         call: &mut dyn BoundCall,
@@ -181,8 +181,9 @@ impl Recorder for Plain {
         issue.eager_block(stmt, flag, kind, limit, bodies)
     }
 
+    #[inline]
     fn call(
-        _: &mut Issue<'_, Self>,
+        &mut self,
         _: &'static Statement,
         stream: &Stream,
         call: &mut dyn BoundCall,
@@ -597,11 +598,12 @@ impl<R: Recorder> Issuer for Issue<'_, R> {
         let stream = self
             .frame
             .stream(stmt.stream)
-            .map_err(|e| e.in_statement(stmt))?
-            .clone();
+            .map_err(|e| e.in_statement(stmt))?;
         check_devices(call.accesses(), stream.device().ordinal())
             .map_err(|e| e.in_statement(stmt))?;
-        R::call(self, stmt, &stream, call).map_err(|e| e.in_statement(stmt))?;
+        self.rec
+            .call(stmt, stream, call)
+            .map_err(|e| e.in_statement(stmt))?;
         self.frame.stats.calls += 1;
         Ok(())
     }

@@ -182,7 +182,8 @@ struct RawInfo {
 }
 
 impl RawInfo {
-    /// `cuStreamGetCaptureInfo_v3` of `stream`.
+    /// `cuStreamGetCaptureInfo_v3` of `stream`, asked without checking first that its context
+    /// is current (made current and asked again only if the query fails otherwise).
     ///
     /// <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html>
     fn of(stream: &CudaStream) -> Result<RawInfo, DriverError> {
@@ -190,20 +191,22 @@ impl RawInfo {
         let mut graph: sys::CUgraph = std::ptr::null_mut();
         let mut deps: *const sys::CUgraphNode = std::ptr::null();
         let mut count: usize = 0;
-        // SAFETY: `stream` owns its live handle; every out-pointer is valid for the call; the
-        // outputs not wanted (id, edge data) are null, which the driver allows.
-        unsafe {
-            sys::cuStreamGetCaptureInfo_v3(
-                stream.cu_stream(),
-                &mut status,
-                std::ptr::null_mut(),
-                &mut graph,
-                &mut deps,
-                std::ptr::null_mut(),
-                &mut count,
-            )
-        }
-        .result()?;
+        super::in_context(stream.context(), || {
+            // SAFETY: `stream` owns its live handle; every out-pointer is valid for the call;
+            // the outputs not wanted (id, edge data) are null, which the driver allows.
+            unsafe {
+                sys::cuStreamGetCaptureInfo_v3(
+                    stream.cu_stream(),
+                    &mut status,
+                    std::ptr::null_mut(),
+                    &mut graph,
+                    &mut deps,
+                    std::ptr::null_mut(),
+                    &mut count,
+                )
+            }
+            .result()
+        })?;
         Ok(RawInfo {
             status: status.into(),
             graph,
@@ -227,10 +230,8 @@ impl RawInfo {
 /// dependency set. Right after an operation was issued, that set is exactly the node the
 /// operation created.
 ///
-/// Called right after an operation was issued on `stream` from this thread, so `ctx` is
-/// current already: no second context check on this per-operation path.
+/// No context check on this per-operation path (see [`RawInfo::of`]).
 pub(crate) fn capture_tip(stream: &CudaStream) -> Result<CaptureTip, DriverError> {
-    debug_assert!(super::current_context().is_ok_and(|c| c == stream.context().cu_ctx()));
     let info = RawInfo::of(stream)?;
     // The node belongs to the capture's graph, which `OwnedGraph::bind` names once it ends.
     let single = match info.deps() {
@@ -244,14 +245,12 @@ pub(crate) fn capture_tip(stream: &CudaStream) -> Result<CaptureTip, DriverError
     })
 }
 
-/// Appends to `out` the nodes a capturing `stream` of this thread's current context depends
-/// on now (none where it depends on none, or is not capturing): where a `call`'s work starts
+/// Appends to `out` the nodes a capturing `stream` depends on now (none where it depends on none, or is not capturing): where a `call`'s work starts
 /// when [`capture_tip`] found several. One `cuStreamGetCaptureInfo_v3`.
 pub(crate) fn capture_deps(
     stream: &CudaStream,
     out: &mut Vec<NodeHandle>,
 ) -> Result<(), DriverError> {
-    debug_assert!(super::current_context().is_ok_and(|c| c == stream.context().cu_ctx()));
     let info = RawInfo::of(stream)?;
     // The nodes belong to the capture's graph, which `OwnedGraph::bind` names once it ends.
     out.extend(

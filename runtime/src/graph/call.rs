@@ -28,7 +28,6 @@ use super::pending::{CallStart, PendingCall};
 use super::recorded::{CapturedOp, OPAQUE};
 use crate::call::{BoundCall, CallAccess, CallStream};
 use crate::error::{Error, Result};
-use crate::exec::record::Issue;
 use crate::ffi::capture as gffi;
 use crate::ffi::collective::{added_kinds, capture_group, ParticipantNodes};
 use crate::ffi::graph::{AddedKind, NodeHandle, OwnedGraph};
@@ -39,34 +38,32 @@ use crate::stream::Stream;
 /// What the graph keeps of a call besides its operands: the op's handle, workspace, module.
 type Owner = Option<Arc<dyn std::any::Any + Send + Sync>>;
 
-/// Captures `call` on `stream`, the capturing stream of `stmt`.
+/// Captures `call` on `stream`, the capturing stream of `stmt`, whose context is current (as
+/// for every statement of a capture: the capture began with it, and each call makes it
+/// current again after its op, which may have made another one current).
 pub(super) fn capture_call(
-    issue: &mut Issue<'_, Recording>,
+    rec: &mut Recording,
     stmt: &'static Statement,
     stream: &Stream,
     call: &mut dyn BoundCall,
 ) -> Result<()> {
-    if issue.rec.book.current_body().is_some() {
-        return capture_call_in_body(issue, stmt, stream, call);
+    if rec.book.current_body().is_some() {
+        return capture_call_in_body(rec, stmt, stream, call);
     }
-    let current = |s: &Stream| {
-        crate::ffi::ensure_current(s.as_cudarc().context())
-            .map_err(|e| Error::driver("cuCtxSetCurrent", e))
-    };
-    current(stream)?;
     // Booked before the op: a library call walks far more code and data than the statement
     // around it, so what the booking reads (the operands, the book) is still cached here, and
     // after the op only its exit is asked and noted.
-    let book = &mut issue.rec.book;
+    let book = &mut rec.book;
     book.call_starts_from(stream)?;
     book.note_call(stmt, call)?;
     let room = std::mem::take(&mut book.calls.modules);
     let on = CallStream::noting(stream, true, room);
     call.issue(&on)?;
     let mut modules = on.into_modules();
-    current(stream)?;
+    crate::ffi::ensure_current(stream.as_cudarc().context())
+        .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
     let exit = gffi::call_exit(stream.as_cudarc())?;
-    let book = &mut issue.rec.book;
+    let book = &mut rec.book;
     if !modules.is_empty() {
         for module in &modules {
             book.keep.hold_module(module);
@@ -79,7 +76,7 @@ pub(super) fn capture_call(
 
 /// Captures `call` into the body graph of a device block: its nodes are found at once.
 fn capture_call_in_body(
-    issue: &mut Issue<'_, Recording>,
+    rec: &mut Recording,
     stmt: &'static Statement,
     stream: &Stream,
     call: &mut dyn BoundCall,
@@ -98,7 +95,7 @@ fn capture_call_in_body(
         return Err(Error::InvalidArgument(format!("{what} added {why}")));
     }
     let owner = call.keep();
-    let book = &mut issue.rec.book;
+    let book = &mut rec.book;
     for module in &modules {
         book.keep.hold_module(module);
     }
@@ -163,8 +160,8 @@ fn position(
 }
 
 impl NodeBook {
-    /// Notes where the `call` about to be issued on `stream`, a capturing stream of this
-    /// thread's current context, starts: the nodes the stream depends on now.
+    /// Notes where the `call` about to be issued on `stream`, a capturing stream, starts: the
+    /// nodes the stream depends on now.
     fn call_starts_from(&mut self, stream: &Stream) -> Result<()> {
         let tip = gffi::capture_tip(stream.as_cudarc())
             .map_err(|e| Error::driver("cuStreamGetCaptureInfo", e))?;

@@ -78,12 +78,12 @@ impl Recorder for Recording {
     }
 
     fn call(
-        issue: &mut Issue<'_, Self>,
+        &mut self,
         stmt: &'static Statement,
         stream: &Stream,
         call: &mut dyn BoundCall,
     ) -> Result<()> {
-        capture_call(issue, stmt, stream, call)
+        capture_call(self, stmt, stream, call)
     }
 
     fn collective(
