@@ -11,6 +11,7 @@
 //! ```text
 //! bench-harness [--json PATH] [--reps N] [--quick] [--only W1,W3] [--self-test]
 //! bench-harness --probe-launch   # what one graph launch's host time depends on
+//! bench-harness --probe-loop     # W8's default loop, its body issued interleaved and branchwise
 //! ```
 //! Prints one table on stdout (progress on stderr) and writes every row to the JSON file
 //! (default `benches/out/harness.json`). Without a CUDA driver it says so and exits 0.
@@ -71,6 +72,8 @@ struct Options {
     /// `--probe-launch`: the graph-launch host-time probe (`launch_probe.rs`) instead of the
     /// workloads.
     probe_launch: bool,
+    /// `--probe-loop`: W8's default loop built in two orders (`streamgraph::probe_loop`).
+    probe_loop: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -80,6 +83,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
     let mut only = Vec::new();
     let mut self_test = false;
     let mut probe_launch = false;
+    let mut probe_loop = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = |name: &str| it.next().cloned().ok_or(format!("{name} needs a value"));
@@ -93,10 +97,11 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--only" => only = value("--only")?.split(',').map(|s| s.trim().to_owned()).collect(),
             "--self-test" => self_test = true,
             "--probe-launch" => probe_launch = true,
+            "--probe-loop" => probe_loop = true,
             // `cargo bench` passes `--bench`; nothing to do with it.
             "--bench" => {}
             "-h" | "--help" => {
-                return Err("usage: bench-harness [--json PATH] [--reps N] [--quick] [--only W1,W3] [--self-test] [--probe-launch]".into())
+                return Err("usage: bench-harness [--json PATH] [--reps N] [--quick] [--only W1,W3] [--self-test] [--probe-launch] [--probe-loop]".into())
             }
             other => return Err(format!("unknown argument `{other}`; try --help")),
         }
@@ -113,6 +118,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         sizes,
         self_test,
         probe_launch,
+        probe_loop,
     })
 }
 
@@ -159,6 +165,21 @@ fn main() -> ExitCode {
         "bench-harness: {} (driver CUDA {})",
         gpu.name, gpu.driver_version
     );
+    if opts.probe_loop {
+        return match streamgraph::probe_loop(60) {
+            Ok(rows) => {
+                println!("K,interleaved_us_per_iteration,branchwise_us_per_iteration,ratio");
+                for (k, a, b) in rows {
+                    println!("{k},{a:.4},{b:.4},{:.4}", b / a);
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("bench-harness: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if opts.probe_launch {
         return match launch_probe::run(&gpu) {
             Ok(()) => ExitCode::SUCCESS,

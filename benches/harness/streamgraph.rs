@@ -1006,6 +1006,35 @@ pipeline! {
 }
 
 pipeline! {
+    /// [`DeviceLoop`] with its body issued stream by stream (four launches on `main`, then
+    /// three on `s1`, three on `s2`), as cuda.core's `while_loop` and raw's hand-built body
+    /// are made: the same graph, its nodes created in another order (`--probe-loop`).
+    pipeline BranchwiseLoop(k: &Kernels, left: &mut DeviceBuffer<u32>, go: &mut DeviceFlag, iterations: u32) {
+        stream main;
+        stream s1;
+        stream s2;
+
+        main: fill left = iterations;
+        main: fill go = 1u32;
+        main: while go {
+            main: launch k.empty<<<GRID, BLOCK>>>();
+            main: launch k.empty<<<GRID, BLOCK>>>();
+            main: launch k.empty<<<GRID, BLOCK>>>();
+            main: launch k.empty<<<GRID, BLOCK>>>();
+            s1: launch k.empty<<<GRID, BLOCK>>>();
+            s1: launch k.empty<<<GRID, BLOCK>>>();
+            s1: launch k.empty<<<GRID, BLOCK>>>();
+            s2: launch k.empty<<<GRID, BLOCK>>>();
+            s2: launch k.empty<<<GRID, BLOCK>>>();
+            s2: launch k.empty<<<GRID, BLOCK>>>();
+            main: wait_stream s1;
+            main: wait_stream s2;
+            main: launch k.countdown<<<GRID, BLOCK>>>(&mut left, &mut go);
+        }
+    }
+}
+
+pipeline! {
     /// W8's loop as a signalled loop: [`DeviceLoop`] with `countdown` setting the loop's
     /// condition as it writes `go` (`streamgraph_signal`), so that the body ends without the
     /// built-in kernel that reads `go` back: 11 nodes an iteration where `DeviceLoop` has 12.
@@ -1119,6 +1148,51 @@ pub fn w8<'g>(_gpu: &'g Gpu, p: &Loop) -> Setup<'g> {
         signalled,
         iterations: p.iterations,
     }))
+}
+
+/// `bench-harness --probe-loop`: W8's default loop with its body issued interleaved over the
+/// three streams ([`DeviceLoop`]) and stream by stream ([`BranchwiseLoop`]), each captured
+/// and instantiated once, replayed alternately `rounds` times at each K: device µs per
+/// iteration, the medians (interleaved, branchwise) per K.
+pub fn probe_loop(rounds: usize) -> Result<Vec<(usize, f64, f64)>> {
+    let sg = shared()?;
+    let timed = Timed::new(sg)?;
+    let mut out = Vec::new();
+    for k in [10usize, 100, 1_000, 10_000] {
+        let n = k as u32;
+        let (left, go) = loop_words(sg)?;
+        let interleaved = instantiate_verified(
+            &mut capture_on(&timed.origin),
+            DeviceLoop::new(&sg.kernels, left, go, n),
+        )?;
+        let (left, go) = loop_words(sg)?;
+        let branchwise = instantiate_verified(
+            &mut capture_on(&timed.origin),
+            BranchwiseLoop::new(&sg.kernels, left, go, n),
+        )?;
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for round in 0..rounds + 3 {
+            let first = round % 2 == 0;
+            for which in [first, !first] {
+                let (dev, _) = if which {
+                    timed.replay(&interleaved)?
+                } else {
+                    timed.replay(&branchwise)?
+                };
+                timed.origin.synchronize()?;
+                // The first rounds warm both graphs up.
+                if round >= 3 {
+                    if which { &mut a } else { &mut b }.push(dev / k as f64);
+                }
+            }
+        }
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        out.push((k, median(&mut a), median(&mut b)));
+    }
+    Ok(out)
 }
 
 /// `cuMemsetD32Async` of one word at `ptr` on `stream`.
