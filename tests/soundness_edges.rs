@@ -256,6 +256,51 @@ fn a_capture_begun_during_an_eager_run_holds_none_of_it() {
     stream.synchronize().unwrap();
 }
 
+/// Standalone work on streams a thread's own capture (other code's, thread-local) does not
+/// hold leaves that capture alone, also where the thread keeps its sixteen lanes and takes an
+/// idle one over: the idle check is a stream query, which the driver refuses such a thread
+/// (invalidating its capture) unless asked with the thread's capture mode relaxed.
+#[test]
+#[ignore = "needs a CUDA GPU (or the stand-in driver)"]
+fn standalone_work_beside_a_threads_own_capture_leaves_it_alone() {
+    let k = Kernels::new();
+    let streams: Vec<Stream> = (0..20)
+        .map(|_| Stream::new(&k.device, 0).unwrap())
+        .collect();
+    let mut bufs: Vec<DeviceBuffer<u32>> = (0..20)
+        .map(|_| DeviceBuffer::zeros(&k.device, 64).unwrap())
+        .collect();
+    // Sixteen lanes kept, each idle.
+    for (s, b) in streams.iter().zip(&mut bufs).take(16) {
+        s.fill(b, 1).unwrap();
+        s.synchronize().unwrap();
+    }
+    let captured = Stream::new(&k.device, 0).unwrap();
+    begin_foreign_capture(&captured);
+    let made = streamgraph::testing::lanes_made();
+    for (s, b) in streams.iter().zip(&mut bufs).skip(16) {
+        s.fill(b, 2).unwrap();
+    }
+    let taken_over = streamgraph::testing::lanes_made() == made;
+    let ended = captured
+        .as_cudarc()
+        .end_capture(sys::CUgraphInstantiate_flags(0));
+    assert!(
+        matches!(&ended, Ok(Some(graph)) if nodes(graph) == 0),
+        "the thread's own capture was disturbed by standalone work beside it: {:?}",
+        ended.as_ref().map(|g| g.as_ref().map(nodes))
+    );
+    assert!(taken_over, "four idle lanes were not taken over");
+    // The fills ran (the stand-in driver writes no memory).
+    let stand_in = k.device.name().is_ok_and(|n| n == "Fake");
+    for (s, b) in streams.iter().zip(&bufs).skip(16) {
+        s.synchronize().unwrap();
+        if !stand_in {
+            assert_eq!(b.to_vec().unwrap(), vec![2u32; 64]);
+        }
+    }
+}
+
 /// Defect: the checked program is not the run program. A hand-written pipeline whose second
 /// statement's range comes from a `Cell` that moves on every issue: the plan sees two
 /// unordered writes of disjoint halves of `x`, the run would write overlapping ranges.

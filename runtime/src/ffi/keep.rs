@@ -266,7 +266,7 @@ fn stream_idle(stream: &CudaStream) -> bool {
         return false;
     }
     matches!(stream_capture_status(stream), Ok(CaptureStatus::None))
-        && super::stream_query(stream) == Ok(true)
+        && super::stream_query_beside_capture(stream) == Ok(true)
 }
 
 impl KeptSet {

@@ -175,7 +175,9 @@ fn take_other(stream: &Arc<CudaStream>) -> Result<Lane> {
             return None;
         }
         let i = lanes.iter().position(|l| {
-            l.ctx == cu_ctx && l.priority == priority && super::stream_query(&l.stream) == Ok(true)
+            l.ctx == cu_ctx
+                && l.priority == priority
+                && super::stream_query_beside_capture(&l.stream) == Ok(true)
         })?;
         let mut lane = lanes.remove(i);
         lane.caller = caller;

@@ -398,6 +398,27 @@ pub(crate) fn stream_query(stream: &CudaStream) -> Result<bool, DriverError> {
     unsafe_during_capture(|| stream_query_now(stream))
 }
 
+/// [`stream_query`] of `stream`, which no capture holds, for the runtime's own idle checks
+/// (a lane taken over, an executable graph's launch streams pruned): on a thread that began a
+/// capture of its own (other code did) the driver refuses a query of another stream and
+/// invalidates that capture, so the thread's capture mode is relaxed for the call (as
+/// [`synchronize_beside_capture`] does).
+pub(crate) fn stream_query_beside_capture(stream: &CudaStream) -> Result<bool, DriverError> {
+    unsafe_during_capture(|| relaxed(|| stream_query_now(stream)))
+}
+
+/// Runs `call` with this thread's capture interaction mode relaxed
+/// (`cuThreadExchangeStreamCaptureMode`), the mode restored after.
+fn relaxed<R>(call: impl FnOnce() -> Result<R, DriverError>) -> Result<R, DriverError> {
+    let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+    // SAFETY: `mode` is a live value the call swaps with the thread's mode.
+    unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }.result()?;
+    let done = call();
+    // SAFETY: as above: the thread's own mode back.
+    let restored = unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }.result();
+    restored.and(done)
+}
+
 fn stream_query_now(stream: &CudaStream) -> Result<bool, DriverError> {
     ensure_current(stream.context())?;
     // SAFETY: `stream` owns its live handle.
@@ -431,14 +452,8 @@ pub(crate) fn stream_synchronize(stream: &CudaStream) -> Result<(), DriverError>
 pub(crate) fn synchronize_beside_capture(stream: &CudaStream) -> Result<(), DriverError> {
     after_global_capture(|| {
         ensure_current(stream.context())?;
-        let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
-        // SAFETY: `mode` is a live value the call swaps with the thread's mode.
-        unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }.result()?;
         // SAFETY: `stream` owns its live handle.
-        let waited = unsafe { sys::cuStreamSynchronize(stream.cu_stream()) }.result();
-        // SAFETY: as above: the thread's own mode back.
-        let restored = unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut mode) }.result();
-        waited.and(restored)
+        relaxed(|| unsafe { sys::cuStreamSynchronize(stream.cu_stream()) }.result())
     })
 }
 
