@@ -510,6 +510,57 @@ fn a_captured_gemm_replays_bitwise_like_the_eager_run() {
     assert_eq!(bits(&replayed.to_vec().unwrap()), bits(&eager));
 }
 
+/// An op issued by eager runs and captures in turn (their lanes differ) keeps a handle bound
+/// to each lane: after the first round nothing is bound anew, and every eager run and replay
+/// gives the first run's bits. Before an op had two handles, each issue bound its one handle
+/// anew (about 0.7 µs on an H100).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn eager_runs_and_captures_in_turn_bind_no_handle_anew() {
+    let g = gpu();
+    let (op, [da, db], want) = eager_gemm(&g);
+    let mut eager = Eager::new(&g.origin);
+    let mut capture = Capture::new(&g.origin).check(false);
+    let mut c = DeviceBuffer::<f32>::zeros(&g.device, want.len()).unwrap();
+    let bound = streamgraph::testing::blas_bindings;
+    let mut after_first = 0;
+    for round in 0..4 {
+        fn step<'a>(
+            op: &'a Gemm<f32>,
+            c: &'a mut DeviceBuffer<f32>,
+            [a, b]: [&'a DeviceBuffer<f32>; 2],
+        ) -> Call3<'a, Gemm<f32>, f32> {
+            let program = program("AlternatingGemm", false);
+            Call3 {
+                program,
+                op,
+                c,
+                a,
+                b,
+            }
+        }
+        g.origin.fill(&mut c, 0.0).unwrap();
+        eager.run(&step(&op, &mut c, [&da, &db])).unwrap();
+        g.origin.synchronize().unwrap();
+        assert_eq!(bits(&c.to_vec().unwrap()), bits(&want), "eager run {round}");
+        g.origin.fill(&mut c, 0.0).unwrap();
+        let graph = capture.capture(step(&op, &mut c, [&da, &db])).unwrap();
+        let exec = graph.instantiate().unwrap();
+        exec.launch(&g.origin).unwrap();
+        g.origin.synchronize().unwrap();
+        drop(exec);
+        assert_eq!(bits(&c.to_vec().unwrap()), bits(&want), "replay {round}");
+        if round == 0 {
+            after_first = bound();
+        }
+    }
+    assert_eq!(
+        bound() - after_first,
+        0,
+        "handles bound anew in three rounds of an eager run and a capture"
+    );
+}
+
 /// With the capture's checks, and `verify`: the captured graph matches the plan. (Written
 /// before the creation-order node map skipped the nodes of `call` statements, it failed on an
 /// H200 with "mapped to a graph node of another kind"; the node map now skips them, as the

@@ -2,10 +2,11 @@
 //! workspace, and the GEMM calls (`cublasGemmEx`, `cublasGemmStridedBatchedEx`).
 //!
 //! cudarc's loader panics when `libcublas` is missing, so nothing here calls cuBLAS before
-//! [`require`] said it loads. A handle is bound to the call's stream and to the op's own
-//! workspace on an issue on another stream than the last one (`cublasSetStream_v2`, then
-//! `cublasSetWorkspace_v2`, which the former resets), so a capture records no allocation of
-//! cuBLAS's; its pointer mode is host
+//! [`require`] said it loads. An op keeps up to two handles; one is bound to the call's stream
+//! and to the op's own workspace on an issue on a stream neither is bound to
+//! (`cublasSetStream_v2`, then `cublasSetWorkspace_v2`, which the former resets), so a capture
+//! records no allocation of cuBLAS's, and an op issued alternately on two streams (an eager
+//! run's lane and a capture's) binds nothing anew; their pointer mode is host
 //! (`alpha` and `beta` are read when the call is issued). An op's shape is checked when the op
 //! is made ([`GemmDims::checked`]) and every call checks the memory it is given against it
 //! ([`device_ptr`]), so no shape reaches cuBLAS that reads or writes outside the operands.
@@ -358,6 +359,22 @@ struct RawHandle(sys::cublasHandle_t, sys::cudaStream_t);
 // compared, never used through this value.
 unsafe impl Send for RawHandle {}
 
+impl RawHandle {
+    /// `cublasCreate_v2` in the current context, pointer mode host, bound to no stream yet.
+    fn make() -> Result<RawHandle> {
+        let raw = RawHandle(
+            blas::create_handle().map_err(|e| failed("cublasCreate_v2", e))?,
+            std::ptr::null_mut(),
+        );
+        let mode = sys::cublasPointerMode_t::CUBLAS_POINTER_MODE_HOST;
+        // SAFETY: the handle is live (created above).
+        unsafe { sys::cublasSetPointerMode_v2(raw.0, mode) }
+            .result()
+            .map_err(|e| failed("cublasSetPointerMode_v2", e))?;
+        Ok(raw)
+    }
+}
+
 impl Drop for RawHandle {
     fn drop(&mut self) {
         // The handle was created, so the library is loaded; `cublasDestroy` may synchronize,
@@ -370,12 +387,38 @@ impl Drop for RawHandle {
     }
 }
 
-/// A cuBLAS handle with a workspace of its own, for one op: created in a device's context,
-/// bound to the call's stream and its workspace on every issue. Shared by the threads that
-/// issue the op, one at a time.
+/// How many cuBLAS handles an op keeps, each bound to a stream of its own.
+const HANDLES: usize = 2;
+
+/// An op's handles (one, and a second once an issue outside a capture found the first bound
+/// to another stream), each with the stream it is bound to, and the one used last.
+#[derive(Debug)]
+struct Handles {
+    list: Vec<RawHandle>,
+    last: usize,
+}
+
+thread_local! {
+    /// How many times this thread bound a handle to a stream and workspace.
+    static BOUND: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many times this thread bound an op's cuBLAS handle to a stream (and the op's workspace):
+/// an op issued alternately on two streams, such as an eager run's lane and a capture's, binds
+/// its two handles once each.
+#[cfg(feature = "testing")]
+pub fn blas_bindings() -> usize {
+    BOUND.with(|b| b.get())
+}
+
+/// A cuBLAS op's handles with a workspace of their own: created in a device's context; an issue
+/// takes the handle bound to its stream, or binds one (the least recently used) to it and the
+/// workspace. Shared by the threads that issue the op, one at a time. The handles share the
+/// workspace, as one handle's issues on two streams did: what orders the calls of one op is
+/// the pipeline, whose race check sees the workspace as memory every call writes.
 #[derive(Debug)]
 pub(crate) struct BlasHandle {
-    raw: Mutex<RawHandle>,
+    raw: Mutex<Handles>,
     ctx: Arc<CudaContext>,
     workspace: Arc<DeviceAlloc>,
     workspace_bytes: usize,
@@ -387,17 +430,10 @@ impl BlasHandle {
         require(Library::Cublas)?;
         super::ensure_current(ctx).map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
         let workspace = DeviceAlloc::new(ctx, workspace_bytes)?;
-        let raw = RawHandle(
-            blas::create_handle().map_err(|e| failed("cublasCreate_v2", e))?,
-            std::ptr::null_mut(),
-        );
-        let mode = sys::cublasPointerMode_t::CUBLAS_POINTER_MODE_HOST;
-        // SAFETY: the handle is live (created above).
-        unsafe { sys::cublasSetPointerMode_v2(raw.0, mode) }
-            .result()
-            .map_err(|e| failed("cublasSetPointerMode_v2", e))?;
+        let mut list = Vec::with_capacity(HANDLES);
+        list.push(RawHandle::make()?);
         Ok(BlasHandle {
-            raw: Mutex::new(raw),
+            raw: Mutex::new(Handles { list, last: 0 }),
             ctx: ctx.clone(),
             workspace,
             workspace_bytes,
@@ -425,12 +461,56 @@ impl BlasHandle {
         self.workspace_bytes
     }
 
+    /// A handle bound to `on` (a stream of the handles' context, which is current) and the
+    /// workspace: a second handle made when `may_make` (outside a capture: `cublasCreate_v2`
+    /// may allocate) and the op has one, else the one used least recently, bound anew.
+    #[cold]
+    #[inline(never)]
+    fn bind(
+        &self,
+        raw: &mut Handles,
+        on: sys::cudaStream_t,
+        may_make: bool,
+    ) -> Result<sys::cublasHandle_t> {
+        if may_make && raw.list.len() < HANDLES {
+            // With the thread's capture mode relaxed, so that a capture other code began on
+            // this thread stays whole; refused during a global capture of another thread, and
+            // then (or if it fails) an older handle is bound instead.
+            let made = super::unsafe_during_capture(|| super::relaxed(|| Ok(RawHandle::make())));
+            if let Ok(Ok(made)) = made {
+                raw.list.push(made);
+                raw.last = raw.list.len() - 1;
+            } else {
+                raw.last = (raw.last + 1) % raw.list.len();
+            }
+        } else {
+            raw.last = (raw.last + 1) % raw.list.len();
+        }
+        let (ws, bytes) = (self.workspace.ptr() as *mut c_void, self.workspace_bytes);
+        let handle = &mut raw.list[raw.last];
+        let h = handle.0;
+        handle.1 = std::ptr::null_mut();
+        // SAFETY: the handle is live and used by this thread only (the op's lock); the stream
+        // is live (borrowed by the caller) and of the handle's device (checked by it).
+        unsafe { blas::set_stream(h, on) }.map_err(|e| failed("cublasSetStream_v2", e))?;
+        // SAFETY: the workspace is a live allocation of `bytes` bytes in the handle's context,
+        // owned by the op, which graphs that captured its work keep alive.
+        unsafe { sys::cublasSetWorkspace_v2(h, ws, bytes) }
+            .result()
+            .map_err(|e| failed("cublasSetWorkspace_v2", e))?;
+        handle.1 = on;
+        BOUND.with(|b| b.set(b.get() + 1));
+        Ok(h)
+    }
+
     /// Issues `C = alpha op(A) op(B) + beta C` (or its strided batches) on `stream`, after
-    /// checking `a`, `b` and `c` against `dims`.
+    /// checking `a`, `b` and `c` against `dims`; `may_make`: outside a capture (see
+    /// [`BlasHandle::bind`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn gemm(
         &self,
         stream: &Arc<CudaStream>,
+        may_make: bool,
         elem: ElemType,
         gemm: &CheckedGemm,
         scalars: Scalars,
@@ -469,24 +549,16 @@ impl BlasHandle {
         let holders = [a.holder(), b.holder(), c_ref.holder()];
         cudarc_ordered(stream, holders, || {
             let mut raw = self.raw.lock().unwrap_or_else(|p| p.into_inner());
-            let h = raw.0;
             super::ensure_current(stream.context())
                 .map_err(|e| Error::driver("cuCtxSetCurrent", e))?;
             let on = stream.cu_stream() as sys::cudaStream_t;
-            if raw.1 != on {
-                raw.1 = std::ptr::null_mut();
-                // SAFETY: the handle is live and used by this thread only (the lock); the
-                // stream is live (borrowed) and of the handle's device (checked above).
-                unsafe { blas::set_stream(h, on) }.map_err(|e| failed("cublasSetStream_v2", e))?;
-                let ws = self.workspace.ptr() as *mut c_void;
-                // SAFETY: the workspace is a live allocation of `workspace_bytes()` bytes in
-                // the handle's context, owned by this handle, which graphs that captured its
-                // work keep alive.
-                unsafe { sys::cublasSetWorkspace_v2(h, ws, self.workspace_bytes) }
-                    .result()
-                    .map_err(|e| failed("cublasSetWorkspace_v2", e))?;
-                raw.1 = on;
-            }
+            let h = match raw.list.iter().position(|h| h.1 == on) {
+                Some(i) => {
+                    raw.last = i;
+                    raw.list[i].0
+                }
+                None => self.bind(&mut raw, on, may_make)?,
+            };
             let (alpha, beta) = scalars.pointers();
             let (pa, pb, pc) = (pa as *const c_void, pb as *const c_void, pc as *mut c_void);
             match gemm.batch {

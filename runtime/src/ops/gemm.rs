@@ -153,6 +153,7 @@ impl Planned {
         };
         self.handle.gemm(
             stream.as_cudarc(),
+            !stream.is_capturing(),
             elem_type::<T>(),
             &self.call.gemm,
             scalars(alpha, beta),

@@ -51,6 +51,8 @@ mod comparison;
 mod random;
 mod tolerance;
 
+#[cfg(feature = "cublas")]
+pub use crate::ffi::blas::blas_bindings;
 pub use crate::ffi::lane::{lanes_made, parked_streams};
 pub use crate::graph::{captured_dot, side_by_side_dot, verify_body_edges, verify_edges};
 pub use comparison::{compare, Compare, Report, Runner};
