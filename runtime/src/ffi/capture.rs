@@ -245,8 +245,9 @@ pub(crate) fn capture_tip(stream: &CudaStream) -> Result<CaptureTip, DriverError
     })
 }
 
-/// Appends to `out` the nodes a capturing `stream` depends on now (none where it depends on none, or is not capturing): where a `call`'s work starts
-/// when [`capture_tip`] found several. One `cuStreamGetCaptureInfo_v3`.
+/// Appends to `out` the nodes a capturing `stream` depends on now (none where it depends on
+/// none, or is not capturing): where a `call`'s work starts when [`capture_tip`] found several.
+/// One `cuStreamGetCaptureInfo_v3`.
 pub(crate) fn capture_deps(
     stream: &CudaStream,
     out: &mut Vec<NodeHandle>,
