@@ -14,6 +14,9 @@
 //!
 //! An op is made once, for one shape: it owns its library handle and a device workspace,
 //! allocated when it is made, so that a captured graph holds no allocation of the library's.
+//! A cuBLAS op makes a second handle (sharing the workspace) the first time it is issued
+//! outside a capture on another stream than its first handle's, so that eager runs and
+//! captures in turn, whose streams differ, do not bind a handle to a stream anew each time.
 //! A statement `s: call gemm(&mut c, &a, &b);` issues it on stream `s`, with `c` written and
 //! `a`, `b` read, as the pipeline's race check and plan see them. Each issue checks the
 //! operands' lengths against the shape first, and says which operand is too short.
