@@ -39,6 +39,10 @@ pub(crate) struct BookSizes {
     pub(crate) ops: usize,
     pub(crate) values: usize,
     pub(crate) orderings: usize,
+    /// The ranges of device memory the operations touch.
+    pub(crate) touched: usize,
+    /// The nodes known as they were made.
+    pub(crate) known: usize,
     /// Device allocations the graph keeps, counted as held during the capture.
     pub(crate) kept: usize,
 }
@@ -121,7 +125,9 @@ impl NodeBook {
         rec.ops.clear();
         rec.ops.reserve(sizes.ops);
         rec.known.clear();
+        rec.known.reserve(sizes.known);
         rec.touched.clear();
+        rec.touched.reserve(sizes.touched);
         rec.values.clear();
         rec.values.reserve(sizes.values);
         rec.orderings.clear();
@@ -150,6 +156,8 @@ impl NodeBook {
             ops: self.rec.ops.len(),
             values: self.rec.values.len(),
             orderings: self.rec.orderings.len(),
+            touched: self.rec.touched.len(),
+            known: self.rec.known.len(),
             kept: self.kept,
         }
     }
