@@ -37,6 +37,10 @@ extern "C" fn run_host_fn_shared(user_data: *mut c_void) {
     report_host_fn_panic(catch_unwind(AssertUnwindSafe(|| f())));
 }
 
+/// How many device allocations a [`Keep`] holds as its nodes named them before it sorts them
+/// and holds each once.
+const UNSORTED: usize = 256;
+
 /// What a graph's launches may touch: host functions, device and host allocations, modules.
 /// Held by the graph and its executable graphs (see the module docs).
 #[derive(Default)]
@@ -45,9 +49,12 @@ pub(crate) struct Keep {
     #[allow(clippy::vec_box)]
     host_fns: Vec<Box<HostFn>>,
     /// Held as the nodes name them (an allocation again only when not among the last few),
-    /// then sorted by address with each held once ([`Keep::mark_captured`]): a capture pays
-    /// one push per node's buffer, and sorting once, instead of a set lookup per node.
+    /// then, when there are more than [`UNSORTED`], sorted by address with each held once
+    /// ([`Keep::mark_captured`]): a capture pays one push per node's buffer, and sorting once
+    /// where repeats could add up, instead of a set lookup per node.
     device: Vec<Arc<DeviceAlloc>>,
+    /// Whether `device` is sorted by address, each allocation once.
+    sorted: bool,
     /// With whether a node writes it.
     pinned: Vec<(Arc<PinnedAlloc>, bool)>,
     modules: Vec<CodeOwner>,
@@ -164,15 +171,24 @@ impl Keep {
         self.device.len()
     }
 
-    /// Sorts the device allocations by address, each held once.
+    /// Sorts the device allocations by address, each held once, where there are more than
+    /// [`UNSORTED`] (fewer, repeats included, cost less to keep and to search one by one
+    /// than to sort).
     fn compact(&mut self) {
+        if self.device.len() <= UNSORTED {
+            return;
+        }
         self.device
             .sort_unstable_by_key(|a| Arc::as_ptr(a) as usize);
         self.device.dedup_by(|a, b| Arc::ptr_eq(a, b));
+        self.sorted = true;
     }
 
     /// Whether it holds the device allocation at `key` (after [`Keep::compact`]).
     fn holds_device(&self, key: usize) -> bool {
+        if !self.sorted {
+            return self.device.iter().any(|a| Arc::as_ptr(a) as usize == key);
+        }
         self.device
             .binary_search_by_key(&key, |a| Arc::as_ptr(a) as usize)
             .is_ok()
