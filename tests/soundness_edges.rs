@@ -279,7 +279,11 @@ fn standalone_work_beside_a_threads_own_capture_leaves_it_alone() {
     begin_foreign_capture(&captured);
     let made = streamgraph::testing::lanes_made();
     for (s, b) in streams.iter().zip(&mut bufs).skip(16) {
-        s.fill(b, 2).unwrap();
+        // Each fill also asks whether its fork's record went into a capture (an event query);
+        // were the driver to refuse that query to a thread with a capture of its own, as it
+        // does a stream query, the fill would fail here (and that capture be invalidated).
+        s.fill(b, 2)
+            .expect("a fill on a stream beside this thread's own capture");
     }
     let taken_over = streamgraph::testing::lanes_made() == made;
     let ended = captured
