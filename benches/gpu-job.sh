@@ -3,7 +3,9 @@
 # (`--include-ignored`, one binary at a time: several at once on one GPU fail on memory and
 # timing), the examples, W8's loop-order probe and W11, within a time budget.
 #
-# Here:   ../shared/tools/gpu-bundle && tar cJf .gpu/bin.tar.xz -C .gpu bin && rm -rf .gpu/bin
+# Here:   ../shared/tools/gpu-bundle
+#         for c in benches/driver-repro/*.c; do cc -O2 -o .gpu/bin/repro-$(basename $c .c) $c -ldl -lpthread; done
+#         tar cJf .gpu/bin.tar.xz -C .gpu bin && rm -rf .gpu/bin
 # There:  OUT=DIR BUDGET=540 bash benches/gpu-job.sh     # logs and a summary under DIR/logs
 #         SKIP_TESTS=1, W11_REPS=N change what runs.
 set -u
@@ -31,6 +33,9 @@ if [ "${SKIP_TESTS:-0}" = 0 ]; then
     timeout 100 bash .gpu/run-examples.sh > "$L/examples.log" 2>&1
     tail -1 "$L/examples.log" | tee -a "$L/summary.txt"
   fi
+fi
+if [ -x .gpu/bin/repro-beside_capture ]; then
+  timeout 30 .gpu/bin/repro-beside_capture 2>&1 | tee "$L/beside_capture.log"
 fi
 if [ "$(left)" -gt 60 ]; then
   timeout 60 .gpu/bin/bench-harness --probe-loop > "$L/probe-loop.log" 2>&1
