@@ -472,19 +472,18 @@ impl BlasHandle {
         on: sys::cudaStream_t,
         may_make: bool,
     ) -> Result<sys::cublasHandle_t> {
-        if may_make && raw.list.len() < HANDLES {
-            // With the thread's capture mode relaxed, so that a capture other code began on
-            // this thread stays whole; refused during a global capture of another thread, and
-            // then (or if it fails) an older handle is bound instead.
-            let made = super::unsafe_during_capture(|| super::relaxed(|| Ok(RawHandle::make())));
-            if let Ok(Ok(made)) = made {
+        // Made with the thread's capture mode relaxed, so that a capture other code began on
+        // this thread stays whole; refused during a global capture of another thread, and then
+        // (or if it fails) an older handle is bound instead.
+        let made = (may_make && raw.list.len() < HANDLES)
+            .then(|| super::unsafe_during_capture(|| super::relaxed(|| Ok(RawHandle::make()))))
+            .and_then(|made| made.ok()?.ok());
+        match made {
+            Some(made) => {
                 raw.list.push(made);
                 raw.last = raw.list.len() - 1;
-            } else {
-                raw.last = (raw.last + 1) % raw.list.len();
             }
-        } else {
-            raw.last = (raw.last + 1) % raw.list.len();
+            None => raw.last = (raw.last + 1) % raw.list.len(),
         }
         let (ws, bytes) = (self.workspace.ptr() as *mut c_void, self.workspace_bytes);
         let handle = &mut raw.list[raw.last];
