@@ -4,6 +4,7 @@
 //! Node handles ([`NodeHandle`]) are only meaningful while the graph that holds them lives,
 //! which their users guarantee by keeping the [`OwnedGraph`] next to them.
 
+use std::cell::OnceCell;
 use std::ffi::CStr;
 use std::sync::Arc;
 
@@ -87,13 +88,17 @@ pub(crate) enum NodeKind {
     Other,
 }
 
-/// An owned `CUgraph`, destroyed on drop.
+/// An owned `CUgraph`, destroyed on drop, or once an executable graph was made from it,
+/// when the last of them is gone.
 #[derive(Debug)]
 pub(crate) struct OwnedGraph {
-    /// Shared with the executable graphs made from it: their node handles address its nodes.
-    graph: Arc<RawGraph>,
+    raw: sys::CUgraph,
     ctx: Arc<CudaContext>,
-    /// What the nodes touch; dropped after `graph` (fields drop in order).
+    /// Made when the first executable graph is, whose node handles address the graph's nodes:
+    /// until then the graph is this value's alone (a capture that an update only reads, or
+    /// that is dropped, allocates no shared owner).
+    shared: OnceCell<Arc<RawGraph>>,
+    /// What the nodes touch; dropped after the graph (fields drop in order, after `drop`).
     keep: Arc<Keep>,
 }
 
@@ -121,17 +126,37 @@ impl RawGraph {
 
 impl Drop for RawGraph {
     fn drop(&mut self) {
-        let destroyed = super::after_global_capture(|| {
-            ensure_current(&self.ctx).and_then(|()| {
-                // SAFETY: the graph was created by the driver for us and is destroyed once,
-                // here, when its last owner (a graph or an executable graph made from it) is
-                // gone.
-                unsafe { sys::cuGraphDestroy(self.raw) }.result()
-            })
-        });
-        if let Err(e) = destroyed {
-            self.ctx.record_err::<()>(Err(e));
+        // SAFETY: the graph's last owner (its `OwnedGraph` or an executable graph made from
+        // it) is gone.
+        unsafe { destroy(self.raw, &self.ctx) }
+    }
+}
+
+impl Drop for OwnedGraph {
+    fn drop(&mut self) {
+        if self.shared.get().is_none() {
+            // SAFETY: no executable graph was made from the graph: this value is its only
+            // owner, and it is going.
+            unsafe { destroy(self.raw, &self.ctx) }
         }
+    }
+}
+
+/// `cuGraphDestroy` of `raw`, a graph of `ctx` (after any global capture: see
+/// [`super::after_global_capture`]); a failure is recorded in `ctx`.
+///
+/// # Safety
+///
+/// `raw` is a live graph whose last owner is gone; it is destroyed once, here.
+unsafe fn destroy(raw: sys::CUgraph, ctx: &Arc<CudaContext>) {
+    let destroyed = super::after_global_capture(|| {
+        ensure_current(ctx).and_then(|()| {
+            // SAFETY: `raw` is live and owned by nothing else now (this function's contract).
+            unsafe { sys::cuGraphDestroy(raw) }.result()
+        })
+    });
+    if let Err(e) = destroyed {
+        ctx.record_err::<()>(Err(e));
     }
 }
 
@@ -153,22 +178,26 @@ impl OwnedGraph {
         keep: Keep,
     ) -> OwnedGraph {
         OwnedGraph {
-            graph: Arc::new(RawGraph {
-                raw,
-                ctx: ctx.clone(),
-            }),
+            raw,
             ctx: ctx.clone(),
+            shared: OnceCell::new(),
             keep: Arc::new(keep),
         }
     }
 
     pub(super) fn raw(&self) -> sys::CUgraph {
-        self.graph.raw
+        self.raw
     }
 
-    /// The graph itself, as the executable graphs made from it share it.
+    /// The graph itself, as the executable graphs made from it share it: from the first
+    /// call on, the last of its owners destroys it.
     pub(super) fn shared(&self) -> &Arc<RawGraph> {
-        &self.graph
+        self.shared.get_or_init(|| {
+            Arc::new(RawGraph {
+                raw: self.raw,
+                ctx: self.ctx.clone(),
+            })
+        })
     }
 
     /// The context the graph belongs to.
