@@ -37,8 +37,8 @@ extern "C" fn run_host_fn_shared(user_data: *mut c_void) {
     report_host_fn_panic(catch_unwind(AssertUnwindSafe(|| f())));
 }
 
-/// How many device allocations a [`Keep`] holds as its nodes named them before it sorts them
-/// and holds each once.
+/// How many device allocations (or other owners) a [`Keep`] holds as its nodes named them
+/// before it sorts them and holds each once.
 const UNSORTED: usize = 256;
 
 /// What a graph's launches may touch: host functions, device and host allocations, modules.
@@ -120,9 +120,18 @@ impl Keep {
             && self.others.is_empty()
     }
 
-    /// Keeps `owner` alive as long as the graph (once however often it is given).
+    /// Keeps `owner` alive as long as the graph. Held again only when not among the last few
+    /// (an op called in a loop gives the same one each time); a list of many, repeats
+    /// included, is made one of each when the capture ends ([`Keep::compact`]), so that a
+    /// capture of many calls pays a few comparisons a call rather than one per owner held.
     pub(crate) fn hold_other(&mut self, owner: Arc<dyn std::any::Any + Send + Sync>) {
-        if !self.others.iter().any(|o| Arc::ptr_eq(o, &owner)) {
+        if !self
+            .others
+            .iter()
+            .rev()
+            .take(4)
+            .any(|o| Arc::ptr_eq(o, &owner))
+        {
             self.others.push(owner);
         }
     }
@@ -173,8 +182,13 @@ impl Keep {
 
     /// Sorts the device allocations by address, each held once, where there are more than
     /// [`UNSORTED`] (fewer, repeats included, cost less to keep and to search one by one
-    /// than to sort).
+    /// than to sort); other owners likewise, each held once.
     fn compact(&mut self) {
+        if self.others.len() > UNSORTED {
+            self.others
+                .sort_unstable_by_key(|o| Arc::as_ptr(o).cast::<()>() as usize);
+            self.others.dedup_by(|a, b| Arc::ptr_eq(a, b));
+        }
         if self.device.len() <= UNSORTED {
             return;
         }
@@ -396,5 +410,38 @@ impl KeptSet {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Owner = Arc<dyn std::any::Any + Send + Sync>;
+
+    #[test]
+    fn other_owners_are_held_once_each_when_many() {
+        let owners: Vec<Owner> = (0..300u32).map(|i| Arc::new(i) as Owner).collect();
+        let mut keep = Keep::default();
+        // Each owner twice, far apart: repeats are kept until the capture ends.
+        for o in owners.iter().chain(&owners) {
+            keep.hold_other(o.clone());
+        }
+        assert_eq!(keep.others.len(), 600);
+        keep.mark_captured();
+        assert_eq!(keep.others.len(), 300);
+        assert!(owners.iter().all(|o| Arc::strong_count(o) == 2));
+        drop(keep);
+        assert!(owners.iter().all(|o| Arc::strong_count(o) == 1));
+    }
+
+    #[test]
+    fn an_owner_given_in_a_row_is_held_once() {
+        let owner: Owner = Arc::new(1u8);
+        let mut keep = Keep::default();
+        for _ in 0..10 {
+            keep.hold_other(owner.clone());
+        }
+        assert_eq!((keep.others.len(), Arc::strong_count(&owner)), (1, 2));
     }
 }
