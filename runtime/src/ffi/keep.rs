@@ -41,6 +41,22 @@ extern "C" fn run_host_fn_shared(user_data: *mut c_void) {
 /// before it sorts them and holds each once.
 const UNSORTED: usize = 256;
 
+/// Whether `list` holds `item` among its last few entries, where nodes in a row name the same
+/// few owners (a GEMM's three operands, an op called in a loop): those are not pushed again.
+#[inline(always)]
+fn held_lately<T: ?Sized>(list: &[Arc<T>], item: &Arc<T>) -> bool {
+    list.iter()
+        .rev()
+        .take(4)
+        .any(|held| Arc::ptr_eq(held, item))
+}
+
+/// Sorts `list` by address and holds each owner once.
+fn sort_once<T: ?Sized>(list: &mut Vec<Arc<T>>) {
+    list.sort_unstable_by_key(|a| Arc::as_ptr(a).cast::<()>() as usize);
+    list.dedup_by(|a, b| Arc::ptr_eq(a, b));
+}
+
 /// What a graph's launches may touch: host functions, device and host allocations, modules.
 /// Held by the graph and its executable graphs (see the module docs).
 #[derive(Default)]
@@ -82,19 +98,9 @@ impl Keep {
     pub(crate) fn hold(&mut self, holder: HolderKind<'_>, write: bool) {
         match holder {
             HolderKind::Device(a) => {
-                // Nodes in a row often name the same few buffers (a GEMM's three operands):
-                // those held among the last few are not pushed again.
-                let key = Arc::as_ptr(a) as usize;
-                if self
-                    .device
-                    .iter()
-                    .rev()
-                    .take(4)
-                    .any(|l| Arc::as_ptr(l) as usize == key)
-                {
-                    return;
+                if !held_lately(&self.device, a) {
+                    self.device.push(a.clone());
                 }
-                self.device.push(a.clone());
             }
             HolderKind::Pinned(a) => {
                 match self.pinned.iter_mut().find(|(p, _)| Arc::ptr_eq(p, a)) {
@@ -125,13 +131,7 @@ impl Keep {
     /// included, is made one of each when the capture ends ([`Keep::compact`]), so that a
     /// capture of many calls pays a few comparisons a call rather than one per owner held.
     pub(crate) fn hold_other(&mut self, owner: Arc<dyn std::any::Any + Send + Sync>) {
-        if !self
-            .others
-            .iter()
-            .rev()
-            .take(4)
-            .any(|o| Arc::ptr_eq(o, &owner))
-        {
+        if !held_lately(&self.others, &owner) {
             self.others.push(owner);
         }
     }
@@ -185,17 +185,12 @@ impl Keep {
     /// than to sort); other owners likewise, each held once.
     fn compact(&mut self) {
         if self.others.len() > UNSORTED {
-            self.others
-                .sort_unstable_by_key(|o| Arc::as_ptr(o).cast::<()>() as usize);
-            self.others.dedup_by(|a, b| Arc::ptr_eq(a, b));
+            sort_once(&mut self.others);
         }
-        if self.device.len() <= UNSORTED {
-            return;
+        if self.device.len() > UNSORTED {
+            sort_once(&mut self.device);
+            self.sorted = true;
         }
-        self.device
-            .sort_unstable_by_key(|a| Arc::as_ptr(a) as usize);
-        self.device.dedup_by(|a, b| Arc::ptr_eq(a, b));
-        self.sorted = true;
     }
 
     /// Whether it holds the device allocation at `key` (after [`Keep::compact`]).
